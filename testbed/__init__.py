@@ -1,0 +1,1 @@
+"""dra-testbed's shared floor: vocabulary, Kubernetes plumbing and the local cluster."""

@@ -1,0 +1,383 @@
+"""One shared API client per process: configuration, rate limits, retries, raw JSON.
+
+Requests go through kubernetes-asyncio's ApiClient (its auth, TLS and connection pool) with
+`_preload_content=False`, and bodies are decoded here as plain dicts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import random
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import aiohttp
+from kubernetes_asyncio import client as k8s_client
+from kubernetes_asyncio import config as k8s_config
+from kubernetes_asyncio.config.config_exception import ConfigException
+
+from testbed.kube import errors
+from testbed.kube.ratelimit import TokenBucket
+from testbed.kube.resources import Resource
+
+log = logging.getLogger(__name__)
+
+PatchType = Literal["merge", "strategic", "json", "apply"]
+_PATCH_CONTENT_TYPES: dict[PatchType, str] = {
+    "merge": "application/merge-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "json": "application/json-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+
+# verb, resource plural, HTTP status (0 = no answer), seconds
+RequestObserver = Callable[[str, str, int, float], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientSettings:
+    qps: float = 100.0
+    """Client-side requests per second (token bucket); <= 0 disables the limit."""
+    burst: int = 200
+    """Requests allowed at once before the QPS limit applies."""
+    max_retries: int = 6
+    """Retries of a request that failed with 429, 5xx or no answer."""
+    backoff_base: float = 0.1
+    """First retry delay in seconds; doubles each retry, with full jitter."""
+    backoff_max: float = 5.0
+    """Upper bound of one retry delay in seconds."""
+    request_timeout: float = 60.0
+    """Total timeout of one non-watch request in seconds."""
+    pool_size: int = 100
+    """Concurrent connections to the API server."""
+    user_agent: str = "dra-testbed"
+
+
+@dataclass(slots=True)
+class ObjectList:
+    items: list[dict[str, Any]]
+    resource_version: str
+
+
+@dataclass(slots=True)
+class WatchEvent:
+    type: Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
+    object: dict[str, Any]
+
+
+@dataclass(kw_only=True)
+class Kube:
+    """A connected API client. Build with `connect()`; close with `close()` or `async with`."""
+
+    api: Any
+    settings: ClientSettings = field(default_factory=ClientSettings)
+    observer: RequestObserver | None = None
+    _bucket: TokenBucket = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._bucket = TokenBucket(self.settings.qps, self.settings.burst)
+
+    @classmethod
+    async def connect(
+        cls,
+        *,
+        kubeconfig: str | Path | None = None,
+        context: str | None = None,
+        settings: ClientSettings | None = None,
+        observer: RequestObserver | None = None,
+    ) -> Kube:
+        """Configure from `kubeconfig`, else $KUBECONFIG, else in-cluster, else ~/.kube/config."""
+        settings = settings or ClientSettings()
+        conf = k8s_client.Configuration()
+        try:
+            path = str(kubeconfig) if kubeconfig else os.environ.get("KUBECONFIG")
+            if not path and os.environ.get("KUBERNETES_SERVICE_HOST"):
+                k8s_config.load_incluster_config(client_configuration=conf)
+            else:
+                path = path or str(Path.home() / ".kube" / "config")
+                first = path.split(os.pathsep)[0]
+                if not Path(first).is_file():
+                    raise errors.ConfigError(f"kubeconfig {first} does not exist")
+                await k8s_config.load_kube_config(
+                    config_file=first, context=context, client_configuration=conf
+                )
+        except ConfigException as e:
+            raise errors.ConfigError(f"cannot load Kubernetes configuration: {e}") from e
+        conf.connection_pool_maxsize = settings.pool_size
+        api = k8s_client.ApiClient(configuration=conf)
+        api.user_agent = settings.user_agent
+        return cls(api=api, settings=settings, observer=observer)
+
+    @property
+    def host(self) -> str:
+        return str(self.api.configuration.host)
+
+    async def close(self) -> None:
+        await self.api.close()
+
+    async def __aenter__(self) -> Kube:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- raw requests --------------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        retry: bool = True,
+    ) -> Any:
+        """One API call, decoded JSON back. Retries 429/5xx/no-answer with backoff."""
+        attempt = 0
+        while True:
+            try:
+                return await self._request_once(method, path, query, body, content_type)
+            except errors.KubeError as err:
+                if not retry or not errors.is_retriable(err) or attempt >= self.settings.max_retries:
+                    raise
+                delay = self._backoff(attempt, err)
+                attempt += 1
+                log.debug("retrying %s %s in %.2fs after %s", method, path, delay, err)
+                await asyncio.sleep(delay)
+
+    def _backoff(self, attempt: int, err: errors.KubeError) -> float:
+        if isinstance(err, errors.TooManyRequests) and err.retry_after:
+            return min(err.retry_after, self.settings.backoff_max)
+        cap = min(self.settings.backoff_max, self.settings.backoff_base * 2**attempt)
+        return random.uniform(cap / 2, cap)
+
+    async def _request_once(
+        self,
+        method: str,
+        path: str,
+        query: list[tuple[str, str]] | None,
+        body: Any,
+        content_type: str,
+    ) -> Any:
+        await self._bucket.acquire()
+        start = time.perf_counter()
+        status = 0
+        try:
+            resp = await self.api.call_api(
+                path,
+                method,
+                query_params=query or [],
+                header_params={"Content-Type": content_type, "Accept": "application/json"},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=self.settings.request_timeout,
+            )
+            async with resp:
+                status = resp.status
+                data = await resp.read()
+                if not 200 <= status < 300:
+                    raise errors.from_response(status, data, resp.headers.get("Retry-After"))
+        except (aiohttp.ClientError, TimeoutError, OSError) as e:
+            raise errors.Unreachable(f"API server {self.host} unreachable: {e}") from e
+        finally:
+            if self.observer:
+                self.observer(method, path.rsplit("/", 1)[-1], status, time.perf_counter() - start)
+        return json.loads(data) if data else None
+
+    # -- typed verbs ---------------------------------------------------------------------
+
+    async def list(
+        self,
+        res: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+    ) -> ObjectList:
+        """All objects, following `continue` pages; items get apiVersion and kind filled in."""
+        items: list[dict[str, Any]] = []
+        cont = ""
+        while True:
+            query = [("limit", str(page_size))]
+            if label_selector:
+                query.append(("labelSelector", label_selector))
+            if field_selector:
+                query.append(("fieldSelector", field_selector))
+            if cont:
+                query.append(("continue", cont))
+            page = await self.request("GET", res.path(namespace), query=query)
+            for item in page.get("items") or []:
+                item.setdefault("apiVersion", res.api_version)
+                item.setdefault("kind", res.kind)
+                items.append(item)
+            meta = page.get("metadata") or {}
+            cont = meta.get("continue") or ""
+            if not cont:
+                return ObjectList(items=items, resource_version=str(meta.get("resourceVersion", "")))
+
+    async def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+        obj: dict[str, Any] = await self.request("GET", res.path(namespace, name))
+        return obj
+
+    async def create(
+        self, res: Resource, body: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        ns = namespace or body.get("metadata", {}).get("namespace")
+        obj: dict[str, Any] = await self.request("POST", res.path(ns), body=body)
+        return obj
+
+    async def replace(self, res: Resource, body: dict[str, Any]) -> dict[str, Any]:
+        meta = body.get("metadata", {})
+        path = res.path(meta.get("namespace"), meta["name"])
+        obj: dict[str, Any] = await self.request("PUT", path, body=body)
+        return obj
+
+    async def patch(
+        self,
+        res: Resource,
+        name: str,
+        patch: Any,
+        *,
+        namespace: str | None = None,
+        patch_type: PatchType = "merge",
+        field_manager: str | None = None,
+        force: bool = False,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        path = res.path(namespace, name) + (f"/{subresource}" if subresource else "")
+        query: list[tuple[str, str]] = []
+        if field_manager:
+            query.append(("fieldManager", field_manager))
+        if force:
+            query.append(("force", "true"))
+        body = json.dumps(patch) if patch_type == "apply" else patch
+        obj: dict[str, Any] = await self.request(
+            "PATCH", path, query=query, body=body, content_type=_PATCH_CONTENT_TYPES[patch_type]
+        )
+        return obj
+
+    async def apply(
+        self, res: Resource, body: dict[str, Any], *, field_manager: str, force: bool = True
+    ) -> dict[str, Any]:
+        """Server-side apply of a whole object."""
+        meta = body["metadata"]
+        return await self.patch(
+            res,
+            meta["name"],
+            body,
+            namespace=meta.get("namespace"),
+            patch_type="apply",
+            field_manager=field_manager,
+            force=force,
+        )
+
+    async def delete(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation: Literal["Background", "Foreground", "Orphan"] = "Background",
+        grace_seconds: int | None = None,
+    ) -> bool:
+        """Delete one object; False when it was already gone."""
+        body: dict[str, Any] = {"propagationPolicy": propagation}
+        if grace_seconds is not None:
+            body["gracePeriodSeconds"] = grace_seconds
+        try:
+            await self.request("DELETE", res.path(namespace, name), body=body)
+        except errors.NotFound:
+            return False
+        return True
+
+    async def delete_collection(
+        self,
+        res: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str,
+        propagation: Literal["Background", "Foreground", "Orphan"] = "Background",
+        grace_seconds: int | None = None,
+    ) -> None:
+        body: dict[str, Any] = {"propagationPolicy": propagation}
+        if grace_seconds is not None:
+            body["gracePeriodSeconds"] = grace_seconds
+        await self.request(
+            "DELETE",
+            res.path(namespace),
+            query=[("labelSelector", label_selector)],
+            body=body,
+        )
+
+    async def stream(
+        self,
+        res: Resource,
+        *,
+        resource_version: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> AsyncIterator[WatchEvent]:
+        """One watch stream from `resource_version` until the server closes it.
+
+        Raises `errors.Gone` when the version is too old (the caller relists).
+        """
+        query = [
+            ("watch", "1"),
+            ("resourceVersion", resource_version),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", str(timeout_seconds)),
+        ]
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        await self._bucket.acquire()
+        # No total timeout; an idle stream past the server's own timeout is dead.
+        timeout = aiohttp.ClientTimeout(sock_connect=10, sock_read=timeout_seconds + 30)
+        try:
+            resp = await self.api.call_api(
+                res.path(namespace),
+                "GET",
+                query_params=query,
+                header_params={"Accept": "application/json"},
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=timeout,
+            )
+        except (aiohttp.ClientError, TimeoutError, OSError) as e:
+            raise errors.Unreachable(f"API server {self.host} unreachable: {e}") from e
+        async with resp:
+            if resp.status != 200:
+                raise errors.from_response(resp.status, await resp.read())
+            buf = b""
+            try:
+                async for chunk in resp.content.iter_any():
+                    buf += chunk
+                    while (nl := buf.find(b"\n")) >= 0:
+                        line, buf = buf[:nl], buf[nl + 1 :]
+                        if line.strip():
+                            yield _decode_event(line, res)
+            except (aiohttp.ClientError, TimeoutError, OSError) as e:
+                raise errors.Unreachable(f"watch of {res.plural} broke: {e}") from e
+
+
+def _decode_event(line: bytes, res: Resource) -> WatchEvent:
+    raw = json.loads(line)
+    kind = raw.get("type")
+    obj = raw.get("object") or {}
+    if kind == "ERROR":
+        raise errors.from_status_object(obj)
+    obj.setdefault("apiVersion", res.api_version)
+    obj.setdefault("kind", res.kind)
+    return WatchEvent(type=kind, object=obj)

@@ -1,0 +1,94 @@
+"""Resource kinds and their REST paths: pure request building, no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """One API resource, enough to build its URL paths."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None, name: str | None = None) -> str:
+        """The collection path, or an object path when `name` is given."""
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace is not None:
+            base += f"/namespaces/{quote(namespace, safe='')}"
+        base += f"/{self.plural}"
+        if name is not None:
+            base += f"/{quote(name, safe='')}"
+        return base
+
+
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
+PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
+EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", namespaced=True)
+CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
+JOBS = Resource("batch", "v1", "jobs", "Job", namespaced=True)
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
+RESOURCE_SLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False)
+DEVICE_CLASSES = Resource("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False)
+RESOURCE_CLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True)
+RESOURCE_CLAIM_TEMPLATES = Resource(
+    "resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True
+)
+CRDS = Resource(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
+)
+
+BUILTIN: dict[str, Resource] = {
+    r.kind: r
+    for r in (
+        NAMESPACES,
+        NODES,
+        PODS,
+        EVENTS,
+        SERVICE_ACCOUNTS,
+        CONFIG_MAPS,
+        JOBS,
+        LEASES,
+        RESOURCE_SLICES,
+        DEVICE_CLASSES,
+        RESOURCE_CLAIMS,
+        RESOURCE_CLAIM_TEMPLATES,
+        CRDS,
+    )
+}
+
+
+def name_of(obj: dict[str, Any]) -> str:
+    return str(obj.get("metadata", {}).get("name", ""))
+
+
+def namespace_of(obj: dict[str, Any]) -> str | None:
+    ns = obj.get("metadata", {}).get("namespace")
+    return str(ns) if ns else None
+
+
+def key_of(obj: dict[str, Any]) -> str:
+    """`namespace/name` for namespaced objects, `name` otherwise (client-go's cache key)."""
+    ns = namespace_of(obj)
+    return f"{ns}/{name_of(obj)}" if ns else name_of(obj)
+
+
+def labels_of(obj: dict[str, Any]) -> dict[str, str]:
+    return dict(obj.get("metadata", {}).get("labels") or {})
+
+
+def label_selector(labels: dict[str, str]) -> str:
+    """An equality-based label selector string from a dict."""
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))

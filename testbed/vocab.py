@@ -1,0 +1,106 @@
+"""Names shared by fleet, extender and loadgen: drivers, attributes, labels, annotations.
+
+The fleet publishes what the real drivers publish (the NVIDIA GPU DRA driver and DRANet), so
+the extender works unchanged on a real cluster. Keep every such name here, once.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# API groups and versions.
+RESOURCE_GROUP: Final = "resource.k8s.io"
+RESOURCE_VERSION: Final = "v1"
+RESOURCE_API_VERSION: Final = f"{RESOURCE_GROUP}/{RESOURCE_VERSION}"
+TESTBED_GROUP: Final = "testbed.dra.io"
+
+# DRA drivers imitated by the fleet.
+GPU_DRIVER: Final = "gpu.nvidia.com"
+NIC_DRIVER: Final = "dra.net"
+
+# Standard attributes (resource.kubernetes.io) both drivers publish.
+ATTR_PCIE_ROOT: Final = "resource.kubernetes.io/pcieRoot"
+ATTR_PCI_BUS_ID: Final = "resource.kubernetes.io/pciBusID"
+
+# NVIDIA GPU driver attributes (unqualified names live in the driver's domain).
+GPU_ATTR_TYPE: Final = "type"
+GPU_ATTR_UUID: Final = "uuid"
+GPU_ATTR_PRODUCT: Final = "productName"
+GPU_ATTR_BRAND: Final = "brand"
+GPU_ATTR_ARCH: Final = "architecture"
+GPU_ATTR_ADDRESSING: Final = "addressingMode"
+GPU_ATTR_CUDA_CC: Final = "cudaComputeCapability"
+GPU_ATTR_DRIVER_VERSION: Final = "driverVersion"
+GPU_ATTR_CUDA_DRIVER_VERSION: Final = "cudaDriverVersion"
+GPU_CAP_MEMORY: Final = "memory"
+
+# DRANet attributes, qualified with the driver's domain.
+NIC_ATTR_IFNAME: Final = "dra.net/ifName"
+NIC_ATTR_PCI_ADDRESS: Final = "dra.net/pciAddress"
+NIC_ATTR_MAC: Final = "dra.net/mac"
+NIC_ATTR_PCI_VENDOR: Final = "dra.net/pciVendor"
+NIC_ATTR_PCI_DEVICE: Final = "dra.net/pciDevice"
+NIC_ATTR_NUMA: Final = "dra.net/numaNode"
+NIC_ATTR_MTU: Final = "dra.net/mtu"
+NIC_ATTR_ENCAPSULATION: Final = "dra.net/encapsulation"
+NIC_ATTR_STATE: Final = "dra.net/state"
+NIC_ATTR_TYPE: Final = "dra.net/type"
+NIC_ATTR_IPV4: Final = "dra.net/ipv4"
+NIC_ATTR_VIRTUAL: Final = "dra.net/virtual"
+NIC_ATTR_RDMA: Final = "dra.net/rdma"
+NIC_ATTR_RDMA_DEVICE: Final = "dra.net/rdmaDevice"
+NIC_ATTR_SRIOV: Final = "dra.net/sriov"
+
+# GPUs carry no NUMA attribute from the NVIDIA driver; the fleet adds one in its own domain so
+# the extender can rank NUMA-local pairs. On real clusters the extender falls back to the
+# node's PCIe layout when it is absent.
+GPU_ATTR_NUMA: Final = "testbed.dra.io/numaNode"
+
+# DeviceClass names the fleet installs and loadgen requests.
+CLASS_GPU: Final = "gpu.nvidia.com"
+CLASS_NIC: Final = "dra.net"
+CLASS_RDMA_NIC: Final = "rdma.dra.net"
+
+# Topology levels as node labels (Kueue TAS / KAI read levels from labels: block > rack > host).
+LABEL_BLOCK: Final = "cloud.provider.com/topology-block"
+LABEL_RACK: Final = "cloud.provider.com/topology-rack"
+LABEL_HOSTNAME: Final = "kubernetes.io/hostname"
+
+# kwok conventions.
+KWOK_NODE_ANNOTATION: Final = "kwok.x-k8s.io/node"
+KWOK_NODE_ANNOTATION_VALUE: Final = "fake"
+KWOK_TAINT_KEY: Final = "kwok.x-k8s.io/node"
+KWOK_TAINT_VALUE: Final = "fake"
+KWOK_POD_COMPLETE_DELAY: Final = "pod-complete.stage.kwok.x-k8s.io/delay"
+KWOK_POD_COMPLETE_JITTER: Final = "pod-complete.stage.kwok.x-k8s.io/jitter-delay"
+
+# Ownership labels: what the testbed made, so it removes exactly that and nothing else.
+LABEL_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
+LABEL_FLEET: Final = "testbed.dra.io/fleet"
+LABEL_POOL: Final = "testbed.dra.io/pool"
+LABEL_PROFILE: Final = "testbed.dra.io/profile"
+LABEL_RUN: Final = "testbed.dra.io/run"
+LABEL_GANG: Final = "testbed.dra.io/gang"
+
+# Pod annotations the extender honours.
+ANNOTATION_REQUIRE_ALIGNMENT: Final = "testbed.dra.io/require-alignment"
+ANNOTATION_REQUIRE_LOCALITY: Final = "testbed.dra.io/require-locality"
+
+# Job label kube-controller-manager sets on a Job's pods.
+LABEL_JOB_NAME: Final = "batch.kubernetes.io/job-name"
+
+# Device-plugin extended resource, for comparing DRA with device plugins on the same fleet.
+EXTENDED_RESOURCE_GPU: Final = "nvidia.com/gpu"
+
+# The local cluster's well-known ports (loopback only).
+EXTENDER_DEFAULT_PORT: Final = 8888
+FLEET_SERVICE_DEFAULT_PORT: Final = 8889
+
+# fleet: the managed-by value on everything `fleet` creates, its Fleet custom resource, and the
+# label that assigns a fake node to one of several kwok controllers.
+FLEET_MANAGER: Final = "dra-testbed-fleet"
+FLEET_CRD_VERSION: Final = "v1alpha1"
+FLEET_KIND: Final = "Fleet"
+FLEET_PLURAL: Final = "fleets"
+FLEET_FINALIZER: Final = "testbed.dra.io/fleet-cleanup"
+LABEL_KWOK_SHARD: Final = "testbed.dra.io/kwok-shard"
