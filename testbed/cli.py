@@ -28,19 +28,26 @@ def _parser() -> argparse.ArgumentParser:
 
     up = sub.add_parser("up", help="build or reuse the binaries and start the cluster")
     up.add_argument(
-        "--apiserver-port", type=int, default=0, metavar="PORT",
+        "--apiserver-port",
+        type=int,
+        default=0,
+        metavar="PORT",
         help="loopback port for kube-apiserver (default: a free port)",
     )
     up.add_argument(
-        "--no-extender", action="store_true",
+        "--no-extender",
+        action="store_true",
         help="run kube-scheduler without the extender entry (for A/B comparisons)",
     )
     up.add_argument(
-        "--scheduler-config", type=Path, metavar="FILE",
+        "--scheduler-config",
+        type=Path,
+        metavar="FILE",
         help="KubeSchedulerConfiguration to use (default manifests/scheduler/...)",
     )
     up.add_argument(
-        "--no-build", action="store_true",
+        "--no-build",
+        action="store_true",
         help="fail instead of building missing binaries",
     )
     sub.add_parser("down", help="stop the cluster and delete everything it made")

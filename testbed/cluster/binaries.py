@@ -40,9 +40,7 @@ def ensure(*, build: bool = True) -> Binaries:
     if explicit := os.environ.get("DRA_TESTBED_BIN_DIR"):
         found = Binaries(Path(explicit))
         if missing := found.missing():
-            raise BinariesError(
-                f"DRA_TESTBED_BIN_DIR={explicit} lacks {', '.join(missing)}"
-            )
+            raise BinariesError(f"DRA_TESTBED_BIN_DIR={explicit} lacks {', '.join(missing)}")
         return found
     root = paths.repo_root()
     if root is None:

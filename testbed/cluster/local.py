@@ -20,7 +20,13 @@ from testbed.cluster import binaries as bins
 from testbed.cluster import paths
 
 DEFAULT_NAME = "dra-testbed"
-COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller")
+COMPONENTS = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok-controller",
+)
 
 
 class ClusterError(RuntimeError):
@@ -163,19 +169,24 @@ class LocalCluster:
         cfg.home.mkdir(parents=True, exist_ok=True)
         if current.exists:
             # Left over from a reboot or a crash: try to start it again, else recreate.
-            if self._run([str(b["kwokctl"]), "start", "cluster", "--name", cfg.name], b) == 0:
-                if self._wait_ready(cfg.wait_seconds):
-                    return self.status(), True
+            started = self._run([str(b["kwokctl"]), "start", "cluster", "--name", cfg.name], b)
+            if started == 0 and self._wait_ready(cfg.wait_seconds):
+                return self.status(), True
             self._run([str(b["kwokctl"]), "delete", "cluster", "--name", cfg.name], b)
         if cfg.apiserver_port and port_in_use(cfg.apiserver_port):
             raise ClusterError(f"port {cfg.apiserver_port} on 127.0.0.1 is already in use")
-        source = cfg.scheduler_config or paths.manifests_dir() / "scheduler" / "kube-scheduler-config.yaml"
+        source = (
+            cfg.scheduler_config
+            or paths.manifests_dir() / "scheduler" / "kube-scheduler-config.yaml"
+        )
         sched = cfg.home / f"{cfg.name}-scheduler.yaml"
         sched.write_text(scheduler_config_text(source, extender=cfg.extender))
         if self._run(create_command(cfg, b, sched), b) != 0:
-            raise ClusterError(f"kwokctl could not create the cluster: {self._last_log_line()} (log: {cfg.log_file})")
+            raise self._failed("create")
         if not self._wait_ready(cfg.wait_seconds):
-            raise ClusterError(f"the API server did not become ready in {cfg.wait_seconds}s (log: {cfg.log_file})")
+            raise ClusterError(
+                f"the API server did not become ready in {cfg.wait_seconds}s (log: {cfg.log_file})"
+            )
         return self.status(), True
 
     def down(self) -> bool:
@@ -185,7 +196,7 @@ class LocalCluster:
             return False
         b = bins.ensure(build=False)
         if self._run([str(b["kwokctl"]), "delete", "cluster", "--name", cfg.name], b) != 0:
-            raise ClusterError(f"kwokctl could not delete the cluster: {self._last_log_line()} (log: {cfg.log_file})")
+            raise self._failed("delete")
         shutil.rmtree(cfg.cluster_dir, ignore_errors=True)
         for leftover in (cfg.home / f"{cfg.name}-scheduler.yaml",):
             leftover.unlink(missing_ok=True)
@@ -199,8 +210,16 @@ class LocalCluster:
         with cfg.log_file.open("a") as log:
             log.write(f"$ {' '.join(cmd)}\n")
             log.flush()
-            proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=_env(cfg, b), check=False)
+            proc = subprocess.run(
+                cmd, stdout=log, stderr=subprocess.STDOUT, env=_env(cfg, b), check=False
+            )
         return proc.returncode
+
+    def _failed(self, verb: str) -> ClusterError:
+        log = self.config.log_file
+        return ClusterError(
+            f"kwokctl could not {verb} the cluster: {self._last_log_line()} (log: {log})"
+        )
 
     def _last_log_line(self) -> str:
         try:
@@ -216,7 +235,15 @@ class LocalCluster:
         except bins.BinariesError:
             return False
         proc = subprocess.run(
-            [str(b["kubectl"]), "--kubeconfig", str(self.config.kubeconfig), "get", "--raw", "/readyz", "--request-timeout=5s"],
+            [
+                str(b["kubectl"]),
+                "--kubeconfig",
+                str(self.config.kubeconfig),
+                "get",
+                "--raw",
+                "/readyz",
+                "--request-timeout=5s",
+            ],
             capture_output=True,
             text=True,
             check=False,

@@ -9,6 +9,7 @@ on errors; `stop` ends it (the test hook).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from collections.abc import AsyncIterator, Callable
@@ -101,7 +102,5 @@ async def _sleep_or_stop(delay: float, stop: asyncio.Event | None) -> None:
     if stop is None:
         await asyncio.sleep(delay)
         return
-    try:
+    with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(stop.wait(), delay)
-    except TimeoutError:
-        pass

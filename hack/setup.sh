@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Everything a fresh machine needs: a virtual environment with dra-testbed and its test and
+# dev tools, and the control-plane binaries built from the pinned Go modules (cached, reused).
+# Idempotent: a second run only checks. Needs Python >= 3.11 and Go >= 1.26 on PATH.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+python="${PYTHON:-python3}"
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  echo "error: Python >= 3.11 is required (set PYTHON=/path/to/python3.11)" >&2
+  exit 1
+fi
+if [[ ! -x .venv/bin/python ]]; then
+  "$python" -m venv .venv
+fi
+stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-12)
+if [[ ! -f "$stamp" ]]; then
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet -e '.[dev]'
+  rm -f .venv/.installed-*
+  touch "$stamp"
+fi
+tools/k8s/build.sh >/dev/null

@@ -1,0 +1,81 @@
+"""`testbed up|down|status` as a user runs it: real processes, real kwokctl."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTBED = [sys.executable, "-m", "testbed"]
+
+
+def run(*args: str, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "DRA_TESTBED_HOME": str(home), **env}
+    return subprocess.run(
+        [*TESTBED, *args], capture_output=True, text=True, env=full_env, timeout=300, check=False
+    )
+
+
+def processes_mentioning(text: str) -> list[str]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in args:
+            found.append(args)
+    return found
+
+
+def test_busy_apiserver_port_is_one_line_and_creates_nothing(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        proc = run("--name", "busy", "up", "--apiserver-port", str(port), home=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == f"testbed: error: port {port} on 127.0.0.1 is already in use"
+    assert not (tmp_path / "kwok" / "clusters" / "busy").exists()
+
+
+def test_missing_binaries_are_one_line(tmp_path: Path) -> None:
+    proc = run("up", home=tmp_path, DRA_TESTBED_BIN_DIR=str(tmp_path / "nowhere"))
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "lacks kube-apiserver" in lines[0], proc.stderr
+
+
+def test_bad_port_is_a_usage_error(tmp_path: Path) -> None:
+    proc = run("up", "--apiserver-port", "70000", home=tmp_path)
+    assert proc.returncode == 2
+    assert "not a TCP port" in proc.stderr
+
+
+@pytest.mark.cluster
+def test_up_is_idempotent_and_down_removes_everything(tmp_path: Path) -> None:
+    home = tmp_path / "state"
+    first = run("--name", "lifecycle", "up", home=home)
+    assert first.returncode == 0, first.stderr
+    assert "is up at https://127.0.0.1:" in first.stdout
+    try:
+        again = run("--name", "lifecycle", "up", home=home)
+        assert again.returncode == 0, again.stderr
+        assert "is already running" in again.stdout
+        status = run("--name", "lifecycle", "status", home=home)
+        assert status.returncode == 0
+        assert "running at https://127.0.0.1:" in status.stdout
+        for component in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"):
+            line = next(ln for ln in status.stdout.splitlines() if ln.split()[0] == component)
+            assert "not running" not in line, status.stdout
+    finally:
+        down = run("--name", "lifecycle", "down", home=home)
+    assert down.returncode == 0, down.stderr
+    assert not (home / "kwok" / "clusters" / "lifecycle").exists()
+    assert processes_mentioning(str(home)) == []
+    assert run("--name", "lifecycle", "status", home=home).returncode == 1
+    assert "nothing to do" in run("--name", "lifecycle", "down", home=home).stdout
