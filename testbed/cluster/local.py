@@ -77,8 +77,8 @@ def scheduler_config_text(source: Path, *, extender: bool) -> str:
 
 def create_command(config: ClusterConfig, b: bins.Binaries, scheduler_config: Path) -> list[str]:
     """The kwokctl call that creates the cluster (pure)."""
-    manifests = paths.manifests_dir() if config.stages is None else None
-    stages = config.stages or (manifests / "kwok" / "stages.yaml" if manifests else None)
+    kwok_dir = paths.manifests_dir() / "kwok"
+    stages = config.stages or kwok_dir / "stages.yaml"
     cmd = [
         str(b["kwokctl"]),
         "create",
@@ -99,6 +99,8 @@ def create_command(config: ClusterConfig, b: bins.Binaries, scheduler_config: Pa
         str(b["kwok"]),
         "--kube-scheduler-config",
         str(scheduler_config),
+        "--config",
+        str(kwok_dir / "kwokctl.yaml"),  # loopback only
         "--config",
         str(stages),
         # API server without inflight limits or APF, and client QPS 5000/burst 10000 for

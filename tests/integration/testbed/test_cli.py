@@ -11,6 +11,13 @@ from pathlib import Path
 import pytest
 
 TESTBED = [sys.executable, "-m", "testbed"]
+COMPONENTS = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok-controller",
+)
 
 
 def run(*args: str, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -29,6 +36,32 @@ def processes_mentioning(text: str) -> list[str]:
             continue
         if text in args:
             found.append(args)
+    return found
+
+
+def listen_addresses(pid: int) -> set[tuple[str, int]]:
+    """The (address, port) pairs process `pid` listens on, from /proc (IPv4 and IPv6)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        target = os.readlink(fd)
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = set()
+    for table, width in (("tcp", 8), ("tcp6", 32)):
+        for row in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            cols = row.split()
+            local, state, inode = cols[1], cols[3], cols[9]
+            if state != "0A" or inode not in inodes:  # 0A = LISTEN
+                continue
+            hex_addr, hex_port = local.split(":")
+            raw = bytes.fromhex(hex_addr)
+            if width == 8:
+                addr = socket.inet_ntop(socket.AF_INET, raw[::-1])
+            else:
+                words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
+                addr = socket.inet_ntop(socket.AF_INET6, words)
+                addr = addr.removeprefix("::ffff:")
+            found.add((addr, int(hex_port, 16)))
     return found
 
 
@@ -69,9 +102,13 @@ def test_up_is_idempotent_and_down_removes_everything(tmp_path: Path) -> None:
         status = run("--name", "lifecycle", "status", home=home)
         assert status.returncode == 0
         assert "running at https://127.0.0.1:" in status.stdout
-        for component in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"):
+        for component in COMPONENTS:
             line = next(ln for ln in status.stdout.splitlines() if ln.split()[0] == component)
             assert "not running" not in line, status.stdout
+            pid = int(line.split()[2])
+            listening = listen_addresses(pid)
+            assert listening, f"{component} listens on nothing"
+            assert all(addr == "127.0.0.1" for addr, _ in listening), (component, listening)
     finally:
         down = run("--name", "lifecycle", "down", home=home)
     assert down.returncode == 0, down.stderr

@@ -22,7 +22,11 @@ def test_create_command_uses_local_binaries_our_configs_and_loopback_only(tmp_pa
     ]:
         assert args[flag] == str(tmp_path / name)
     assert args["--kube-scheduler-config"] == str(tmp_path / "sched.yaml")
-    assert args["--config"] == str(paths.manifests_dir() / "kwok" / "stages.yaml")
+    configs = [v for k, v in itertools.pairwise(cmd) if k == "--config"]
+    kwok = paths.manifests_dir() / "kwok"
+    assert configs == [str(kwok / "kwokctl.yaml"), str(kwok / "stages.yaml")]
+    options = yaml.safe_load((kwok / "kwokctl.yaml").read_text())["options"]
+    assert options["bindAddress"] == "127.0.0.1"
     assert args["--kube-apiserver-port"] == "32001"
     assert args["--kubeconfig"] == ""
     assert "--disable-qps-limits" in cmd
