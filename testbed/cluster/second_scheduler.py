@@ -1,0 +1,106 @@
+"""A second kube-scheduler beside the cluster's own, for side-by-side comparisons.
+
+Extenders in a KubeSchedulerConfiguration apply to every profile, so "with vs without the
+extender" needs two scheduler processes. The second one runs the same binary and the same
+configuration minus its extenders, under its own `schedulerName`; a workload picks one with
+`spec.schedulerName`. Both run for the whole comparison, so each carries the same idle
+watch load in both arms and the ratio is fair.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import yaml
+
+from testbed.cluster import binaries as bins
+from testbed.cluster import paths
+
+PLAIN_SCHEDULER_NAME = "plain-scheduler"
+
+
+def config_text(kubeconfig: Path, scheduler_name: str) -> str:
+    """The shipped configuration without extenders, under `scheduler_name` (pure)."""
+    source = paths.manifests_dir() / "scheduler" / "kube-scheduler-config.yaml"
+    doc = yaml.safe_load(source.read_text())
+    doc.pop("extenders", None)
+    doc["clientConnection"]["kubeconfig"] = str(kubeconfig)
+    doc["profiles"] = [{**p, "schedulerName": scheduler_name} for p in doc["profiles"][:1]]
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+@contextlib.contextmanager
+def running(
+    kubeconfig: Path,
+    workdir: Path,
+    *,
+    scheduler_name: str = PLAIN_SCHEDULER_NAME,
+    ready_timeout: float = 60.0,
+) -> Iterator[str]:
+    """Run the plain scheduler until the block ends; yields its scheduler name."""
+    b = bins.ensure(build=False)
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = workdir / f"{scheduler_name}.yaml"
+    config.write_text(config_text(kubeconfig, scheduler_name))
+    port = _free_port()
+    log = (workdir / f"{scheduler_name}.log").open("w")
+    proc = subprocess.Popen(
+        [
+            str(b["kube-scheduler"]),
+            f"--config={config}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        _wait_healthy(proc, port, ready_timeout, workdir / f"{scheduler_name}.log")
+        yield scheduler_name
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_healthy(proc: subprocess.Popen[bytes], port: int, timeout: float, log: Path) -> None:
+    import ssl
+    import urllib.request
+
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE  # its self-signed serving cert on loopback
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the second kube-scheduler exited ({proc.returncode}); log: {log}")
+        try:
+            with urllib.request.urlopen(
+                f"https://127.0.0.1:{port}/healthz", context=ctx, timeout=2
+            ) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise RuntimeError(
+        f"the second kube-scheduler was not healthy within {timeout:.0f}s; log: {log}"
+    )
