@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -203,6 +204,42 @@ class LocalCluster:
         for leftover in (cfg.home / f"{cfg.name}-scheduler.yaml",):
             leftover.unlink(missing_ok=True)
         return True
+
+    def restart_component(
+        self, name: str, *, down_seconds: float = 0.0, grace_seconds: float = 5.0
+    ) -> int:
+        """Stop one component (SIGTERM, SIGKILL after `grace_seconds`) and start it again.
+
+        For fault tests: the process is re-executed as kwokctl started it (arguments,
+        environment, working directory, log file); returns the new pid.
+        """
+        if name not in COMPONENTS:
+            raise ClusterError(f"unknown component {name!r}; one of {', '.join(COMPONENTS)}")
+        pid_file = self.config.cluster_dir / "pids" / f"{name}.pid"
+        pid = _read_pid(pid_file)
+        if pid is None or _rss_bytes(pid) is None:
+            raise ClusterError(f"{name} is not running")
+        proc_dir = Path(f"/proc/{pid}")
+        argv = [a.decode() for a in proc_dir.joinpath("cmdline").read_bytes().split(b"\0") if a]
+        env = dict(
+            kv.decode().split("=", 1)
+            for kv in proc_dir.joinpath("environ").read_bytes().split(b"\0")
+            if b"=" in kv
+        )
+        cwd = os.readlink(proc_dir / "cwd")
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_seconds
+        while _rss_bytes(pid) is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _rss_bytes(pid) is not None:
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(down_seconds)
+        with (self.config.cluster_dir / "logs" / f"{name}.log").open("a") as log:
+            proc = subprocess.Popen(
+                argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        pid_file.write_text(str(proc.pid))
+        return proc.pid
 
     # -- helpers -------------------------------------------------------------------------
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from testbed.cluster import local
+
 TESTBED = [sys.executable, "-m", "testbed"]
 COMPONENTS = (
     "etcd",
@@ -109,6 +111,17 @@ def test_up_is_idempotent_and_down_removes_everything(tmp_path: Path) -> None:
             listening = listen_addresses(pid)
             assert listening, f"{component} listens on nothing"
             assert all(addr == "127.0.0.1" for addr, _ in listening), (component, listening)
+        # Fault-test hook: the API server restarts with the same command line and serves again.
+        cluster = local.LocalCluster(local.ClusterConfig(name="lifecycle", home=home))
+        old_pid = int(
+            next(
+                ln for ln in status.stdout.splitlines() if ln.startswith("  kube-apiserver")
+            ).split()[2]
+        )
+        new_pid = cluster.restart_component("kube-apiserver")
+        assert new_pid != old_pid
+        assert cluster._wait_ready(60)
+        assert {addr for addr, _ in listen_addresses(new_pid)} == {"127.0.0.1"}
     finally:
         down = run("--name", "lifecycle", "down", home=home)
     assert down.returncode == 0, down.stderr
