@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 hack/setup.sh
+hack/install-test-deps.sh
 
 echo "== ruff"
 .venv/bin/ruff format --check .

@@ -265,7 +265,9 @@ class Kube:
             query.append(("fieldManager", field_manager))
         if force:
             query.append(("force", "true"))
-        body = json.dumps(patch) if patch_type == "apply" else patch
+        # The REST layer JSON-encodes apply-patch+yaml bodies itself (JSON is valid YAML), so
+        # pass the object as is: a pre-encoded string would arrive as one YAML string.
+        body = patch
         obj: dict[str, Any] = await self.request(
             "PATCH", path, query=query, body=body, content_type=_PATCH_CONTENT_TYPES[patch_type]
         )
