@@ -1,0 +1,419 @@
+"""`loadgen`: fire DRA workloads at a cluster and measure them like ClusterLoader2.
+
+    loadgen --pods 10000                      # the default `pods` scenario
+    loadgen run cl2-dra fill=0.9              # a named scenario with parameters
+    loadgen run my-scenario.yaml              # a scenario file of phases
+    loadgen compare before.json after.json    # the release-notes table
+
+Exit codes: 0 ok, 1 runtime failure or an SLO violated, 2 usage, 130 interrupted (after the
+partial report is written and the run's objects are removed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import re
+import signal
+import sys
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, NoReturn
+
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from loadgen import compare, report, runner, scenarios, slo, templates
+from loadgen.report import console as console_report
+from loadgen.report import document
+from loadgen.scenarios.model import parse_duration
+from testbed import vocab
+from testbed.kube import errors
+from testbed.kube.client import ClientSettings, Kube
+
+EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+# The namespace is loadgen-<run-id>: a DNS label of at most 63 characters.
+_RUN_ID = re.compile(r"^[a-z0-9]([-a-z0-9]{0,52}[a-z0-9])?$")
+
+
+class UsageError(Exception):
+    pass
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value:g}")
+    return value
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def _run_options() -> argparse.ArgumentParser:
+    """Options of a run, shared by the default scenario and `run` (SUPPRESS: no clobbering)."""
+    p = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
+    g = p.add_argument_group("cluster")
+    g.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    g.add_argument("--context", help="kubeconfig context to use")
+    g = p.add_argument_group("rate control")
+    g.add_argument(
+        "--qps",
+        type=_positive_float,
+        help="objects created per second (default: each phase's own, else 100)",
+    )
+    g.add_argument(
+        "--max-in-flight",
+        type=_positive_int,
+        help="open loop: create requests "
+        "outstanding; closed loop: pods not yet Running (default 100)",
+    )
+    g.add_argument(
+        "--arrival",
+        choices=["fixed", "poisson", "closed"],
+        help="arrival process (default: each phase's own, else fixed)",
+    )
+    g.add_argument("--seed", type=int, help="seed of Poisson arrivals (default 0)")
+    g = p.add_argument_group("run")
+    g.add_argument(
+        "--node-selector",
+        type=_key_value,
+        action="append",
+        metavar="KEY=VALUE",
+        help="only use nodes with this label (repeatable); the fleet is those nodes",
+    )
+    g.add_argument(
+        "--timeout",
+        type=_duration,
+        help="per phase: time to reach its wait condition (default: the phase's own, 10m)",
+    )
+    g.add_argument(
+        "--run-id",
+        help="run id (default: time + random suffix); names the namespace loadgen-<run-id>",
+    )
+    g.add_argument("--keep", action="store_true", help="leave the run's objects in place")
+    g = p.add_argument_group("output")
+    g.add_argument("--output-dir", type=Path, help="where reports go (default ./results/<run-id>/)")
+    g.add_argument(
+        "--slo",
+        action="append",
+        metavar="PHASE.STAT=DURATION",
+        help="threshold, e.g. pod_startup.p99=5s (repeatable); exit 1 if violated",
+    )
+    g.add_argument(
+        "--scrape",
+        type=_key_value,
+        action="append",
+        metavar="NAME=URL",
+        help="scrape this /metrics before and after, report deltas (repeatable), e.g. "
+        "scheduler=https://127.0.0.1:10259/metrics",
+    )
+    g.add_argument("-q", "--quiet", action="store_true", help="no live progress display")
+    g.add_argument("-v", "--verbose", action="store_true", help="log each event")
+    return p
+
+
+def parser() -> argparse.ArgumentParser:
+    common = _run_options()
+    root = argparse.ArgumentParser(
+        prog="loadgen",
+        description="Create pods and Jobs with DRA claims on a cluster and measure pod startup\n"
+        "(ClusterLoader2 phases, nearest-rank percentiles), scheduling throughput, claim\n"
+        "allocation and placement. Without a subcommand it runs the `pods` scenario.",
+        parents=[common],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="named scenarios: "
+        + ", ".join(scenarios.NAMED)
+        + "\nexamples:\n  loadgen --pods 10000\n  loadgen run waves waves=10 size=80"
+        "\n  loadgen run cl2-dra --slo pod_startup.p99=5s\n  loadgen compare a.json b.json",
+    )
+    root.add_argument(
+        "--pods",
+        type=int,
+        default=argparse.SUPPRESS,
+        help="default scenario: number of pods (default 100)",
+    )
+    root.add_argument(
+        "--gpus",
+        type=int,
+        default=argparse.SUPPRESS,
+        help="default scenario: GPUs per pod (default 1)",
+    )
+    sub = root.add_subparsers(dest="command", metavar="{run,compare}")
+    run = sub.add_parser(
+        "run",
+        parents=[common],
+        help="run a named scenario or a scenario file",
+        description="Run a named scenario with KEY=VALUE parameters, or a YAML file of phases.",
+        epilog="parameters per scenario:\n"
+        + "\n".join(
+            f"  {name}: "
+            + ", ".join(f"{k}={f.default}" for k, f in named.params.model_fields.items())
+            for name, named in scenarios.NAMED.items()
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument("scenario", help="scenario name or FILE.yaml")
+    run.add_argument("params", nargs="*", type=_key_value, metavar="KEY=VALUE")
+    cmp_ = sub.add_parser(
+        "compare",
+        help="compare two result files",
+        description="Print metric, previous, current and %% difference.",
+    )
+    cmp_.add_argument("previous", type=Path)
+    cmp_.add_argument("current", type=Path)
+    return root
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    args = parser().parse_args(argv)
+    opts: dict[str, Any] = vars(args)
+    logging.basicConfig(
+        level=logging.INFO if opts.get("verbose") else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    err = Console(stderr=True, soft_wrap=True)
+    try:
+        if opts.get("command") == "compare":
+            code = _compare(opts["previous"], opts["current"], Console())
+        else:
+            code = _run(opts, err)
+    except UsageError as e:
+        print(f"loadgen: error: {e}", file=sys.stderr)
+        code = EXIT_USAGE
+    except (errors.KubeError, runner.RunError, OSError) as e:
+        print(f"loadgen: {e}", file=sys.stderr)
+        code = EXIT_RUNTIME
+    except KeyboardInterrupt:  # a second Ctrl-C: stop without waiting for cleanup
+        print(
+            "loadgen: aborted; remove leftovers with: kubectl delete namespace -l "
+            f"{vocab.LABEL_MANAGED_BY}={templates.MANAGED_BY}",
+            file=sys.stderr,
+        )
+        code = EXIT_INTERRUPTED
+    sys.exit(code)
+
+
+def _scenario(opts: dict[str, Any]) -> scenarios.Scenario:
+    if opts.get("command") == "run":
+        if "pods" in opts or "gpus" in opts:
+            raise UsageError("--pods/--gpus set the default scenario; with run use pods=N gpus=K")
+        params = {k.replace("-", "_"): v for k, v in opts.get("params", [])}
+        name = opts["scenario"]
+    else:
+        params = {k: opts[k] for k in ("pods", "gpus") if k in opts}
+        name = "pods"
+    try:
+        return scenarios.load(name, params)
+    except scenarios.ScenarioError as e:
+        raise UsageError(str(e)) from None
+
+
+def _settings(opts: dict[str, Any]) -> tuple[runner.Settings, list[slo.Slo], Path]:
+    try:
+        slos = [slo.parse(s) for s in opts.get("slo", [])]
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    kw: dict[str, Any] = {
+        k: opts[k]
+        for k in ("qps", "max_in_flight", "arrival", "keep", "timeout", "seed")
+        if k in opts
+    }
+    if "run_id" in opts:
+        kw["run_id"] = opts["run_id"]
+    kw["node_selector"] = dict(opts.get("node_selector", []))
+    kw["scrape"] = dict(opts.get("scrape", []))
+    try:
+        settings = runner.Settings(**kw)
+    except TypeError as e:  # pragma: no cover - options and Settings are kept in step
+        raise UsageError(str(e)) from None
+    if not _RUN_ID.match(settings.run_id):
+        raise UsageError(f"--run-id {settings.run_id!r} must be a short DNS label")
+    out = opts.get("output_dir") or Path("results") / settings.run_id
+    return settings, slos, out
+
+
+def _run(opts: dict[str, Any], err: Console) -> int:
+    scenario = _scenario(opts)
+    settings, slos, out_dir = _settings(opts)
+    _check_writable(out_dir)
+    written: dict[str, document.ResultDoc] = {}
+
+    def write_reports(result: runner.RunResult) -> None:
+        written["doc"] = report.write_all(result, out_dir, slos)
+
+    result = _run_async(opts, scenario, settings, write_reports, err)
+    doc = written.get("doc")
+    if doc is None:  # pragma: no cover - on_measured always runs once the run started
+        return EXIT_RUNTIME
+    # `cleaned_up` is only known after the reports were written: keep the file truthful.
+    doc.cleaned_up = result.cleaned_up
+    document.write(doc, out_dir)
+    console_report.render(doc, Console())
+    err.print(f"reports in {out_dir}/", highlight=False)
+    if result.interrupted:
+        return EXIT_INTERRUPTED
+    if result.error:
+        return EXIT_RUNTIME
+    if any(not s.ok for s in doc.slos):
+        return EXIT_RUNTIME
+    return EXIT_OK
+
+
+def _check_writable(out_dir: Path) -> None:
+    """Fail before the run, not after it, when reports could not be written."""
+    existing = out_dir.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if existing == out_dir.absolute() and not existing.is_dir():
+        raise UsageError(f"--output-dir {out_dir} is not a directory")
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"--output-dir {out_dir}: {existing} is not a writable directory")
+
+
+def _run_async(
+    opts: dict[str, Any],
+    scenario: scenarios.Scenario,
+    settings: runner.Settings,
+    on_measured: runner.Measured,
+    err: Console,
+) -> runner.RunResult:
+    async def go() -> runner.RunResult:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+
+        def interrupted() -> None:
+            if not stop.is_set():
+                err.print(
+                    "interrupted: stopping creation, writing the partial report, "
+                    "cleaning up (Ctrl-C again to abort)"
+                )
+                stop.set()
+            else:
+                loop.remove_signal_handler(signal.SIGINT)
+                raise KeyboardInterrupt
+
+        loop.add_signal_handler(signal.SIGINT, interrupted)
+        loop.add_signal_handler(signal.SIGTERM, interrupted)
+        kube = await Kube.connect(
+            kubeconfig=opts.get("kubeconfig"),
+            context=opts.get("context"),
+            # loadgen paces its own creates; the watches must never wait on a token bucket.
+            settings=ClientSettings(
+                qps=0, pool_size=settings.max_in_flight + 10, user_agent="dra-testbed-loadgen"
+            ),
+        )
+        try:
+            progress = _Progress(err, enabled=not opts.get("quiet") and err.is_terminal)
+            with progress:
+                return await runner.run(
+                    kube,
+                    scenario,
+                    settings,
+                    stop=stop,
+                    on_progress=progress.update,
+                    on_measured=on_measured,
+                )
+        finally:
+            await kube.close()
+
+    return _event_loop_run(go())
+
+
+def _event_loop_run(coro: Coroutine[Any, Any, runner.RunResult]) -> runner.RunResult:
+    """Run on uvloop when it is installed."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover
+        return asyncio.run(coro)
+    return uvloop.run(coro)
+
+
+class _Progress:
+    """A rich progress bar per phase: pods Running of pods expected."""
+
+    def __init__(self, console: Console, *, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[detail]}"),
+            TimeElapsedColumn(),
+            console=console,
+        )
+        self.tasks: dict[str, Any] = {}
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled:
+            self.bar.stop()
+
+    def update(self, p: runner.Progress) -> None:
+        if not self.enabled:
+            return
+        if p.phase not in self.tasks:
+            self.tasks[p.phase] = self.bar.add_task(p.phase, total=p.expected_pods, detail="")
+        detail = f"created {p.requested} seen {p.seen} sched {p.scheduled} done {p.finished}"
+        self.bar.update(self.tasks[p.phase], completed=p.running, detail=detail)
+
+
+def _compare(prev_path: Path, cur_path: Path, out: Console) -> int:
+    docs = []
+    for path in (prev_path, cur_path):
+        try:
+            docs.append(document.load(path))
+        except OSError as e:
+            raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
+        except (ValidationError, ValueError) as e:
+            raise UsageError(f"{path} is not a loadgen result: {str(e).splitlines()[0]}") from None
+    table = Table(title=f"{docs[0].run_id} -> {docs[1].run_id}")
+    for col, justify in (
+        ("metric", "left"),
+        ("previous", "right"),
+        ("current", "right"),
+        ("diff", "right"),
+    ):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for metric, a, b, pct in compare.rows(docs[0], docs[1]):
+        if pct is None:
+            diff = "n/a"
+        else:
+            better = (pct > 0) == compare.higher_is_better(metric)
+            colour = "green" if better or pct == 0 else "red"
+            diff = f"[{colour}]{pct:+.1f}%[/]"
+        table.add_row(metric, f"{a:.1f}", f"{b:.1f}", diff)
+    out.print(table)
+    return EXIT_OK

@@ -1,0 +1,107 @@
+"""Scrape Prometheus `/metrics` of control-plane components before and after a run and
+report deltas: scheduling attempts, extension-point and DynamicResources durations, CPU
+seconds and RSS of each component.
+
+Parsing and deltas are pure; `scrape()` is the only I/O (aiohttp, TLS unverified because
+local components serve self-signed certificates on loopback).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Mapping
+
+import aiohttp
+
+log = logging.getLogger(__name__)
+
+Samples = dict[str, float]
+
+_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
+# Series whose change over a run is worth reporting (prefix match on the full series key).
+INTERESTING = (
+    "scheduler_schedule_attempts_total",
+    "scheduler_scheduling_attempt_duration_seconds_sum",
+    "scheduler_scheduling_attempt_duration_seconds_count",
+    "scheduler_framework_extension_point_duration_seconds_sum",
+    "scheduler_framework_extension_point_duration_seconds_count",
+    'scheduler_plugin_execution_duration_seconds_sum{extension_point="PreFilter",plugin="DynamicResources"',
+    'scheduler_plugin_execution_duration_seconds_sum{extension_point="Filter",plugin="DynamicResources"',
+    "apiserver_request_total",
+    "process_cpu_seconds_total",
+    "extender_",
+)
+_GAUGES = ("process_resident_memory_bytes",)
+
+
+def parse(text: str) -> Samples:
+    """Series key (`name{labels}` exactly as exposed) -> value, comments skipped."""
+    out: Samples = {}
+    for line in text.splitlines():
+        if not line or line[0] == "#":
+            continue
+        m = _LINE.match(line)
+        if not m:
+            continue
+        try:
+            out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+        except ValueError:
+            continue
+    return out
+
+
+def deltas(before: Samples, after: Samples, *, limit: int = 300) -> dict[str, float]:
+    """Changes of the interesting counters, plus interesting gauges as their value after."""
+    out: dict[str, float] = {}
+    for key, value in after.items():
+        name = key.split("{", 1)[0]
+        if name.endswith(("_bucket", "_created")):
+            continue
+        if key.startswith(_GAUGES):
+            out[key] = value
+        elif key.startswith(INTERESTING):
+            change = value - before.get(key, 0.0)
+            if change:
+                out[key] = round(change, 6)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def summary(d: Mapping[str, float]) -> dict[str, float]:
+    """The headline figures of one component's deltas."""
+
+    def total(prefix: str) -> float:
+        return sum(v for k, v in d.items() if k.startswith(prefix))
+
+    return {
+        "cpu_seconds": total("process_cpu_seconds_total"),
+        "rss_bytes": total("process_resident_memory_bytes"),
+        "schedule_attempts": total("scheduler_schedule_attempts_total"),
+        "dynamic_resources_seconds": total("scheduler_plugin_execution_duration_seconds_sum"),
+        "api_requests": total("apiserver_request_total"),
+    }
+
+
+async def scrape(urls: Mapping[str, str], seconds: float = 10.0) -> dict[str, Samples]:
+    """Every component's samples; a component that does not answer is logged and skipped."""
+    if not urls:
+        return {}
+    client_timeout = aiohttp.ClientTimeout(total=seconds)
+    async with aiohttp.ClientSession(timeout=client_timeout) as session:
+
+        async def one(name: str, url: str) -> tuple[str, Samples | None]:
+            try:
+                async with session.get(url, ssl=False) as resp:
+                    if resp.status != 200:
+                        log.warning("scrape of %s (%s): HTTP %s", name, url, resp.status)
+                        return name, None
+                    return name, parse(await resp.text())
+            except (aiohttp.ClientError, TimeoutError, OSError) as e:
+                log.warning("scrape of %s (%s) failed: %s", name, url, e)
+                return name, None
+
+        got = await asyncio.gather(*(one(n, u) for n, u in urls.items()))
+    return {name: samples for name, samples in got if samples is not None}

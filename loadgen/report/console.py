@@ -1,0 +1,78 @@
+"""The console summary: counts, per-phase latency percentiles, throughput, placement, SLOs."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from loadgen import stats
+from loadgen.report.document import ResultDoc
+
+
+def render(doc: ResultDoc, console: Console) -> None:
+    c = doc.counts
+    state = "interrupted" if doc.interrupted else ("failed" if doc.error else "complete")
+    console.print(
+        f"[bold]loadgen[/] {doc.scenario['name']} run {doc.run_id}: {state} in "
+        f"{doc.duration_seconds:.1f}s on {doc.fleet.nodes} nodes / {doc.fleet.gpus} GPUs"
+    )
+    console.print(
+        f"objects created {c.objects_created}/{c.objects_requested} "
+        f"(failures {c.create_failures}, retries {c.create_retries}); pods: expected "
+        f"{c.expected_pods}, seen {c.pods_seen}, scheduled {c.pods_scheduled}, running "
+        f"{c.pods_running}, succeeded {c.pods_succeeded}, failed {c.pods_failed}"
+    )
+    if doc.error:
+        console.print(f"[red]error:[/] {doc.error}")
+    table = Table(title="Pod startup latency (ms, nearest-rank)")
+    table.add_column("scope")
+    table.add_column("phase")
+    for col in ("n", "p50", "p90", "p99", "max"):
+        table.add_column(col, justify="right")
+    scopes = [("all", doc.latency_ms)]
+    if len(doc.phases) > 1:
+        scopes += [(p.name, p.latency_ms) for p in doc.phases]
+    for scope, latency in scopes:
+        for metric in stats.PHASES:
+            s = latency[metric]
+            table.add_row(
+                scope,
+                metric,
+                str(s.count),
+                f"{s.Perc50:.0f}",
+                f"{s.Perc90:.0f}",
+                f"{s.Perc99:.0f}",
+                f"{s.max:.0f}",
+            )
+    console.print(table)
+    t = doc.throughput
+    console.print(
+        f"scheduling throughput (pods/s): avg {t.Average:.1f}  p50 {t.Perc50:.0f}  "
+        f"p90 {t.Perc90:.0f}  p99 {t.Perc99:.0f}"
+    )
+    cl = doc.claims
+    if cl.claims:
+        console.print(
+            f"claims: {cl.allocated}/{cl.claims} allocated, allocation p99 "
+            f"{cl.allocation_ms.Perc99:.0f} ms; fleet GPU allocation peak "
+            f"{doc.fleet.peak_allocation_ratio:.0%}"
+        )
+    if cl.gpu_nic_pairs:
+        console.print(
+            f"GPU-NIC pairs: {cl.pcie_aligned_pairs}/{cl.gpu_nic_pairs} on one PCIe root, "
+            f"{cl.numa_aligned_pairs}/{cl.gpu_nic_pairs} on one NUMA node"
+        )
+    if doc.gangs:
+        spans = ", ".join(f"{g.name}: {g.nodes}n/{g.racks}r/{g.blocks}b" for g in doc.gangs)
+        console.print(f"gangs (nodes/racks/blocks): {spans}")
+    if doc.server_check.violations:
+        console.print(
+            f"[yellow]{doc.server_check.violations} pods measured faster than the API "
+            f"server's timestamps allow[/]"
+        )
+    for name, m in doc.metrics.items():
+        figures = ", ".join(f"{k} {v:.6g}" for k, v in m.summary.items() if v)
+        console.print(f"{name} over the run: {figures or 'no change'}")
+    for r in doc.slos:
+        mark = "[green]ok[/]" if r.ok else "[red]VIOLATED[/]"
+        console.print(f"SLO {r.slo}: {r.value_ms:.0f}ms {mark}")

@@ -1,0 +1,354 @@
+"""The versioned JSON result of a run: built once from the measurements, read by every
+other output (console, PerfData, HTML) and by `loadgen compare`.
+
+The pydantic models are the schema: `ResultDoc.model_json_schema()` is written next to each
+result, and `load()` validates a file against it.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from loadgen import metrics, placement, slo, stats
+from loadgen.runner import RunResult
+from loadgen.tracker import Tracker
+
+SCHEMA_VERSION: Literal[1] = 1
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Summary(_Doc):
+    count: int
+    min: float
+    max: float
+    avg: float
+    Perc50: float
+    Perc90: float
+    Perc99: float
+
+
+class Throughput(_Doc):
+    Average: float
+    Perc50: float
+    Perc90: float
+    Perc95: float
+    Perc99: float
+
+
+class Counts(_Doc):
+    expected_pods: int
+    objects_requested: int
+    objects_created: int
+    create_failures: int
+    create_retries: int
+    pods_seen: int
+    pods_scheduled: int
+    pods_running: int
+    pods_succeeded: int
+    pods_failed: int
+
+
+class PhaseDoc(_Doc):
+    name: str
+    kind: str
+    objects: int
+    waves: int
+    timed_out: bool
+    duration_seconds: float
+    create_seconds: float
+    counts: Counts
+    latency_ms: dict[str, Summary]
+    throughput: Throughput
+    create_request_ms: Summary
+
+
+class Claims(_Doc):
+    claims: int
+    allocated: int
+    allocation_ms: Summary
+    with_nics: int
+    gpu_nic_pairs: int
+    pcie_aligned_pairs: int
+    numa_aligned_pairs: int
+    fully_pcie_aligned_claims: int
+
+
+class Gang(_Doc):
+    name: str
+    pods: int
+    nodes: int
+    racks: int
+    blocks: int
+
+
+class Fleet(_Doc):
+    nodes: int
+    gpus: int
+    peak_gpus_allocated: int
+    peak_allocation_ratio: float
+
+
+class Timeline(_Doc):
+    seconds: list[float]
+    seen: list[int]
+    scheduled: list[int]
+    running: list[int]
+    finished: list[int]
+    gpu_allocation_ratio: list[float]
+
+
+class ServerCheck(_Doc):
+    checked: int
+    violations: int
+    """Pods whose client create->Running was shorter than the server's timestamps allow."""
+
+
+class SloResult(_Doc):
+    slo: str
+    metric: str
+    stat: str
+    threshold_ms: float
+    value_ms: float
+    ok: bool
+
+
+class ComponentMetrics(_Doc):
+    summary: dict[str, float]
+    """cpu_seconds, rss_bytes (after), schedule_attempts, dynamic_resources_seconds, ..."""
+    deltas: dict[str, float]
+
+
+class ResultDoc(_Doc):
+    schema_version: Literal[1]
+    kind: Literal["LoadgenResult"]
+    run_id: str
+    namespace: str
+    scenario: dict[str, object]
+    settings: dict[str, object]
+    started_at: str
+    finished_at: str
+    duration_seconds: float
+    interrupted: bool
+    error: str | None
+    cleaned_up: bool
+    fleet: Fleet
+    counts: Counts
+    latency_ms: dict[str, Summary]
+    throughput: Throughput
+    phases: list[PhaseDoc]
+    claims: Claims
+    gangs: list[Gang]
+    timeline: Timeline
+    cdf_ms: dict[str, list[tuple[float, float]]]
+    server_check: ServerCheck
+    slos: list[SloResult]
+    watch_restarts: int
+    metrics: dict[str, ComponentMetrics] = {}
+
+
+def _rfc3339(epoch: float) -> str:
+    return (
+        datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    )
+
+
+def _summary(values: list[float]) -> Summary:
+    s = stats.summarize(values)
+    return Summary(count=int(s.pop("count")), **s)
+
+
+def _pod_events(tracker: Tracker, phase: str | None) -> list[dict[str, float | None]]:
+    # CL2 watch-receive semantics: run and watch are both the first Running observation;
+    # create is the earliest client-side evidence of the pod (see PodRecord.created).
+    return [
+        {"create": r.created, "schedule": r.scheduled, "run": r.running, "watch": r.running}
+        for r in tracker.pods.values()
+        if phase is None or r.phase == phase
+    ]
+
+
+def _latency(
+    tracker: Tracker, phase: str | None
+) -> tuple[dict[str, Summary], dict[str, list[float]]]:
+    durations = stats.phase_durations_ms(_pod_events(tracker, phase))
+    return {k: _summary(v) for k, v in durations.items()}, durations
+
+
+def _scheduled_times(tracker: Tracker, phase: str | None) -> list[float]:
+    return [
+        r.scheduled
+        for r in tracker.pods.values()
+        if r.scheduled is not None and (phase is None or r.phase == phase)
+    ]
+
+
+def _counts(result: RunResult, phase: str | None) -> Counts:
+    prs = [p for p in result.phases if phase is None or p.phase.name == phase]
+    c = result.tracker.total if phase is None else result.tracker.phase(phase)
+    return Counts(
+        expected_pods=sum(p.phase.pods for p in prs) if prs else 0,
+        objects_requested=sum(p.stats.requested for p in prs),
+        objects_created=sum(p.stats.created + p.stats.already_existed for p in prs),
+        create_failures=sum(p.stats.failed for p in prs),
+        create_retries=sum(p.stats.retries for p in prs),
+        pods_seen=c.seen,
+        pods_scheduled=c.scheduled,
+        pods_running=c.running,
+        pods_succeeded=c.succeeded,
+        pods_failed=c.failed,
+    )
+
+
+def _claims(tracker: Tracker) -> Claims:
+    recs = list(tracker.claims.values())
+    allocated = [r for r in recs if r.allocated is not None]
+    pairs = pcie = numa = full = with_nics = 0
+    for r in allocated:
+        if not (r.gpu_pcie and r.nic_pcie):
+            continue
+        with_nics += 1
+        n = min(len(r.gpu_pcie), len(r.nic_pcie))
+        pairs += n
+        p = placement.aligned_pairs(r.gpu_pcie, r.nic_pcie)
+        pcie += p
+        numa += placement.aligned_pairs(r.gpu_numa, r.nic_numa)
+        full += p == n
+    return Claims(
+        claims=len(recs),
+        allocated=len(allocated),
+        allocation_ms=_summary(
+            [(r.allocated - r.seen) * 1000.0 for r in allocated if r.allocated is not None]
+        ),
+        with_nics=with_nics,
+        gpu_nic_pairs=pairs,
+        pcie_aligned_pairs=pcie,
+        numa_aligned_pairs=numa,
+        fully_pcie_aligned_claims=full,
+    )
+
+
+def build(result: RunResult, slos: list[slo.Slo] | None = None) -> ResultDoc:
+    """The result document of a (possibly partial) run."""
+    tr = result.tracker
+    origin = result.started_mono
+    latency, durations = _latency(tr, None)
+    phases = []
+    for pr in result.phases:
+        name = pr.phase.name
+        end = pr.finished or result.finished_mono
+        phases.append(
+            PhaseDoc(
+                name=name,
+                kind=pr.phase.kind,
+                objects=pr.phase.count,
+                waves=pr.waves,
+                timed_out=pr.timed_out,
+                duration_seconds=round(end - pr.started, 3),
+                create_seconds=round((pr.created or end) - pr.started, 3),
+                counts=_counts(result, name),
+                latency_ms=_latency(tr, name)[0],
+                throughput=Throughput(**stats.throughput(_scheduled_times(tr, name))),
+                create_request_ms=_summary([s * 1000.0 for s in pr.stats.request_seconds]),
+            )
+        )
+    gpus = result.fleet_gpus
+    timeline = Timeline(
+        seconds=[round(s.t - origin, 3) for s in tr.timeline],
+        seen=[s.seen for s in tr.timeline],
+        scheduled=[s.scheduled for s in tr.timeline],
+        running=[s.running for s in tr.timeline],
+        finished=[s.finished for s in tr.timeline],
+        gpu_allocation_ratio=[
+            round(s.gpus_allocated / gpus, 4) if gpus else 0.0 for s in tr.timeline
+        ],
+    )
+    peak = max((s.gpus_allocated for s in tr.timeline), default=0)
+    checked: list[tuple[float, float, float, float]] = []
+    for r in tr.pods.values():
+        if r.running is not None and r.created_server is not None and r.running_server:
+            checked.append((r.created, r.running, r.created_server, r.running_server))
+    slo_results = []
+    for s in slos or []:
+        value, ok = slo.check(s, {k: v.model_dump() for k, v in latency.items()})
+        slo_results.append(
+            SloResult(
+                slo=s.text,
+                metric=s.metric,
+                stat=s.stat,
+                threshold_ms=s.threshold_ms,
+                value_ms=value,
+                ok=ok,
+            )
+        )
+    settings = result.settings
+    return ResultDoc(
+        schema_version=SCHEMA_VERSION,
+        kind="LoadgenResult",
+        run_id=result.run_id,
+        namespace=result.namespace,
+        scenario=result.scenario.model_dump(mode="json"),
+        settings={
+            "qps": settings.qps,
+            "max_in_flight": settings.max_in_flight,
+            "arrival": settings.arrival,
+            "node_selector": settings.node_selector,
+            "keep": settings.keep,
+            "timeout": settings.timeout,
+            "seed": settings.seed,
+            "scrape": settings.scrape,
+        },
+        started_at=_rfc3339(result.started_wall),
+        finished_at=_rfc3339(result.wall(result.finished_mono)),
+        duration_seconds=round(result.finished_mono - origin, 3),
+        interrupted=result.interrupted,
+        error=result.error,
+        cleaned_up=result.cleaned_up,
+        fleet=Fleet(
+            nodes=result.fleet_nodes,
+            gpus=gpus,
+            peak_gpus_allocated=peak,
+            peak_allocation_ratio=round(peak / gpus, 4) if gpus else 0.0,
+        ),
+        counts=_counts(result, None),
+        latency_ms=latency,
+        throughput=Throughput(**stats.throughput(_scheduled_times(tr, None))),
+        phases=phases,
+        claims=_claims(tr),
+        gangs=[Gang(name=k, **v) for k, v in sorted(tr.gang_spans().items())],
+        timeline=timeline,
+        cdf_ms={k: stats.cdf(v) for k, v in durations.items()},
+        server_check=ServerCheck(
+            checked=len(checked),
+            violations=stats.server_bound_violations(checked),
+        ),
+        slos=slo_results,
+        watch_restarts=tr.watch_restarts,
+        metrics={
+            name: ComponentMetrics(summary=metrics.summary(d), deltas=d)
+            for name, d in result.metrics.items()
+        },
+    )
+
+
+def write(doc: ResultDoc, out_dir: Path) -> Path:
+    """`result.json` and its schema `result.schema.json` in `out_dir`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "result.json"
+    path.write_text(doc.model_dump_json(indent=1) + "\n")
+    (out_dir / "result.schema.json").write_text(
+        json.dumps(ResultDoc.model_json_schema(), indent=1) + "\n"
+    )
+    return path
+
+
+def load(path: Path) -> ResultDoc:
+    """A result file, validated (pydantic.ValidationError / OSError / ValueError on trouble)."""
+    return ResultDoc.model_validate_json(path.read_text())

@@ -1,0 +1,376 @@
+"""Runs a scenario against a cluster: the async API the CLI and `testbed demo` share.
+
+    result = await runner.run(kube, scenario, runner.Settings(...), on_measured=write)
+
+Order of a run: check the DeviceClasses and the fleet (nothing created on failure), start
+the watches, create the namespace and ResourceClaimTemplates, run the phases, then hand the
+measurements to `on_measured` (reports) *before* removing the namespace, so an interrupted
+or failed run still reports everything it measured and leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from loadgen import driver, metrics, plan, templates
+from loadgen.scenarios import Phase, Scenario, resolve
+from loadgen.tracker import Tracker
+from testbed.kube import errors, resources
+from testbed.kube.client import Kube
+
+log = logging.getLogger(__name__)
+
+DEFAULT_QPS = 100.0
+
+
+class RunError(Exception):
+    """The run cannot start or cannot go on: one line for the user (exit 1)."""
+
+
+def new_run_id() -> str:
+    """Sortable, DNS-safe and unique enough that reruns never collide."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    run_id: str = field(default_factory=new_run_id)
+    qps: float | None = None
+    """Objects created per second in every phase; None: each phase's own, else 100."""
+    max_in_flight: int = 100
+    """Open loop: create requests outstanding. Closed loop: pods created but not Running."""
+    arrival: plan.Arrival | None = None
+    """Overrides every phase's arrival process; None: the phase's own, else fixed."""
+    node_selector: dict[str, str] = field(default_factory=dict)
+    """Put the run's pods only on nodes with these labels (the fleet is those nodes)."""
+    keep: bool = False
+    """Leave the namespace and everything in it after the run."""
+    timeout: float | None = None
+    """Overrides every phase's timeout (seconds) for reaching its wait condition."""
+    seed: int = 0
+    """Seed of Poisson arrivals."""
+    scrape: dict[str, str] = field(default_factory=dict)
+    """Component name -> Prometheus /metrics URL, scraped before and after for deltas."""
+
+
+@dataclass
+class Progress:
+    phase: str
+    expected_pods: int
+    requested: int
+    seen: int
+    scheduled: int
+    running: int
+    finished: int
+
+
+@dataclass
+class PhaseResult:
+    phase: Phase
+    started: float
+    """Monotonic seconds, like every tracker timestamp."""
+    created: float | None = None
+    finished: float | None = None
+    stats: driver.DriverStats = field(default_factory=driver.DriverStats)
+    waves: int = 0
+    timed_out: bool = False
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    namespace: str
+    scenario: Scenario
+    settings: Settings
+    tracker: Tracker
+    started_wall: float
+    started_mono: float
+    finished_mono: float = 0.0
+    phases: list[PhaseResult] = field(default_factory=list)
+    fleet_nodes: int = 0
+    fleet_gpus: int = 0
+    interrupted: bool = False
+    error: str | None = None
+    cleaned_up: bool = False
+    metrics: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per scraped component: series -> change over the run (gauges: value after)."""
+
+    def wall(self, mono: float) -> float:
+        """Epoch seconds of a monotonic timestamp of this run."""
+        return self.started_wall + (mono - self.started_mono)
+
+
+Measured = Callable[[RunResult], Awaitable[None] | None]
+
+
+async def run(
+    kube: Kube,
+    scenario: Scenario,
+    settings: Settings,
+    *,
+    stop: asyncio.Event | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    on_measured: Measured | None = None,
+) -> RunResult:
+    """Run `scenario`; `stop` (Ctrl-C) ends creation early. Raises RunError/KubeError only
+    before anything was created; later failures land in `result.error`."""
+    stop = stop or asyncio.Event()
+    # Fail fast and create nothing when there is no cluster or a DeviceClass is missing.
+    await kube.request("GET", "/version", retry=False)
+    await _check_device_classes(kube, scenario)
+    tracker = Tracker(kube, run_id=settings.run_id, node_selector=settings.node_selector)
+    await tracker.start()
+    result = RunResult(
+        run_id=settings.run_id,
+        namespace=templates.namespace_name(settings.run_id),
+        scenario=scenario,
+        settings=settings,
+        tracker=tracker,
+        started_wall=time.time(),
+        started_mono=tracker.clock(),
+    )
+    try:
+        result.fleet_nodes = len(tracker.fleet_nodes())
+        result.fleet_gpus = tracker.fleet_gpus()
+        if scenario.needs_fleet_size:
+            try:
+                result.scenario = scenario = resolve(scenario, result.fleet_gpus)
+            except ValueError as e:
+                raise RunError(str(e)) from e
+    except BaseException:
+        await tracker.stop()
+        raise
+    scraped_before = await metrics.scrape(settings.scrape)
+    reporter = asyncio.create_task(_report_progress(result, on_progress), name="progress")
+    try:
+        await _create_run_objects(kube, scenario, settings)
+        for phase in scenario.phases:
+            if stop.is_set():
+                break
+            pr = PhaseResult(phase=phase, started=tracker.clock())
+            result.phases.append(pr)
+            await _run_phase(kube, tracker, phase, pr, settings, stop)
+    except (driver.DriverError, errors.KubeError, RunError) as e:
+        result.error = str(e)
+        log.info("run %s failed: %s", settings.run_id, e)
+    except asyncio.CancelledError:
+        # Cancelled by the caller: still report and clean up (below), then propagate.
+        result.interrupted = True
+        stop.set()
+        raise
+    finally:
+        result.interrupted = result.interrupted or stop.is_set()
+        result.finished_mono = tracker.clock()
+        reporter.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reporter
+        await tracker.stop()
+        if scraped_before:
+            after = await metrics.scrape(settings.scrape)
+            result.metrics = {
+                name: metrics.deltas(scraped_before[name], samples)
+                for name, samples in after.items()
+                if name in scraped_before
+            }
+        try:
+            if on_measured is not None:
+                done = on_measured(result)
+                if done is not None:
+                    await done
+        finally:
+            if not settings.keep:
+                result.cleaned_up = await cleanup(kube, settings.run_id)
+    return result
+
+
+async def cleanup(kube: Kube, run_id: str, *, wait: float = 0.0) -> bool:
+    """Delete the run's namespace (everything it created lives there); optionally wait
+    up to `wait` seconds for it to be gone. True when deleted (or already gone)."""
+    name = templates.namespace_name(run_id)
+    try:
+        await kube.delete(resources.NAMESPACES, name, propagation="Background")
+    except errors.KubeError as e:
+        log.error("could not delete namespace %s: %s", name, e)
+        return False
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            await kube.get(resources.NAMESPACES, name)
+        except errors.NotFound:
+            return True
+        await asyncio.sleep(0.5)
+    return True
+
+
+async def _check_device_classes(kube: Kube, scenario: Scenario) -> None:
+    wanted: set[str] = set()
+    for claim in scenario.claims:
+        if claim.gpus:
+            wanted.add(claim.gpu_class)
+        if claim.nics:
+            wanted.add(claim.nic_class)
+    for name in sorted(wanted):
+        try:
+            await kube.get(resources.DEVICE_CLASSES, name)
+        except errors.NotFound:
+            raise RunError(f"DeviceClass {name} does not exist (is a fleet installed?)") from None
+
+
+async def _create_run_objects(kube: Kube, scenario: Scenario, settings: Settings) -> None:
+    try:
+        await kube.create(resources.NAMESPACES, templates.namespace(settings.run_id))
+    except errors.AlreadyExists:
+        raise RunError(f"run id {settings.run_id} is taken: its namespace exists") from None
+    for claim in scenario.claims:
+        await kube.create(
+            resources.RESOURCE_CLAIM_TEMPLATES, templates.claim_template(claim, settings.run_id)
+        )
+
+
+async def _run_phase(
+    kube: Kube,
+    tracker: Tracker,
+    phase: Phase,
+    pr: PhaseResult,
+    settings: Settings,
+    stop: asyncio.Event,
+) -> None:
+    spec = templates.pod_spec(phase, settings.node_selector)
+    res = resources.JOBS if phase.kind == "jobs" else resources.PODS
+    counts = tracker.phase(phase.name)
+    concurrent = phase.concurrent
+    arrival = settings.arrival or phase.arrival or "fixed"
+    pacing = driver.Pacing(
+        qps=settings.qps if settings.qps is not None else (phase.qps or DEFAULT_QPS),
+        arrival=arrival,
+        max_in_flight=settings.max_in_flight,
+        seed=settings.seed,
+    )
+    timeout = settings.timeout if settings.timeout is not None else phase.timeout
+    stats = pr.stats
+
+    def made() -> int:
+        return stats.created + stats.already_existed
+
+    gate = None
+    if arrival == "closed":
+
+        async def gate() -> None:
+            await tracker.wait_until(
+                lambda: (
+                    (stats.requested - stats.failed) * concurrent - counts.running
+                    < settings.max_in_flight
+                ),
+                None,
+            )
+
+    def posted(i: int) -> None:
+        if phase.kind == "pods":
+            tracker.posted(templates.object_name(phase, i))
+
+    def build(i: int) -> dict[str, object]:
+        return templates.build(phase, i, settings.run_id, spec)
+
+    for wave in _wave_ranges(phase):
+        pr.waves += 1
+        await driver.create_objects(
+            kube, res, build, wave, pacing, stats=stats, stop=stop, gate=gate, on_created=posted
+        )
+        if stop.is_set():
+            return
+        if phase.wave_size is not None and not await _wait(
+            tracker, lambda: counts.running >= made(), timeout, stop
+        ):
+            return _fail_unless_stopped(pr, phase, counts.running, made(), "Running", timeout, stop)
+    pr.created = tracker.clock()
+    if phase.wait == "running":
+        ok = await _wait(tracker, lambda: counts.running >= made() * concurrent, timeout, stop)
+        if not ok:
+            return _fail_unless_stopped(
+                pr, phase, counts.running, made() * concurrent, "Running", timeout, stop
+            )
+    elif phase.wait == "complete":
+        target = made() * phase.completions
+        ok = await _wait(tracker, lambda: counts.succeeded + counts.failed >= target, timeout, stop)
+        if not ok:
+            done = counts.succeeded + counts.failed
+            return _fail_unless_stopped(pr, phase, done, target, "finished", timeout, stop)
+    pr.finished = tracker.clock()
+
+
+def _wave_ranges(phase: Phase) -> list[range]:
+    if phase.wave_size is None:
+        return [range(phase.count)]
+    out, start = [], 0
+    for size in plan.waves(phase.count, phase.wave_size):
+        out.append(range(start, start + size))
+        start += size
+    return out
+
+
+async def _wait(
+    tracker: Tracker, predicate: Callable[[], bool], within: float, stop: asyncio.Event
+) -> bool:
+    ok = False
+
+    async def waiting() -> None:
+        nonlocal ok
+        ok = await tracker.wait_until(predicate, within)
+
+    await driver.until_stopped(waiting(), stop)
+    return ok
+
+
+def _fail_unless_stopped(
+    pr: PhaseResult,
+    phase: Phase,
+    reached: int,
+    target: int,
+    what: str,
+    timeout: float,
+    stop: asyncio.Event,
+) -> None:
+    if stop.is_set():
+        return
+    pr.timed_out = True
+    raise RunError(f"phase {phase.name}: {reached} of {target} pods {what} after {timeout:g}s")
+
+
+def _progress(result: RunResult) -> list[Progress]:
+    out = []
+    for pr in result.phases:
+        c = result.tracker.phase(pr.phase.name)
+        out.append(
+            Progress(
+                phase=pr.phase.name,
+                expected_pods=pr.phase.pods,
+                requested=pr.stats.requested,
+                seen=c.seen,
+                scheduled=c.scheduled,
+                running=c.running,
+                finished=c.succeeded + c.failed,
+            )
+        )
+    return out
+
+
+async def _report_progress(
+    result: RunResult, on_progress: Callable[[Progress], None] | None
+) -> None:
+    """Every phase's counts four times a second, and once more at the end."""
+    if on_progress is None:
+        return
+    try:
+        while True:
+            for p in _progress(result):
+                on_progress(p)
+            await asyncio.sleep(0.25)
+    finally:
+        for p in _progress(result):
+            on_progress(p)

@@ -1,0 +1,54 @@
+"""Scenarios: named ones with parameters, or YAML files of phases; both become a `Scenario`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from loadgen.scenarios.model import Claim, Phase, Scenario, resolve
+from loadgen.scenarios.named import NAMED
+
+__all__ = ["NAMED", "Claim", "Phase", "Scenario", "ScenarioError", "load", "resolve"]
+
+
+class ScenarioError(ValueError):
+    """Bad scenario name, parameter or file: the message is one line for the user."""
+
+
+def load(name_or_file: str, params: dict[str, Any] | None = None) -> Scenario:
+    """A named scenario built with `params`, or a YAML scenario file (which takes none)."""
+    params = params or {}
+    if name_or_file in NAMED:
+        named = NAMED[name_or_file]
+        try:
+            return named.build(named.params.model_validate(params))
+        except ValidationError as e:
+            raise ScenarioError(f"scenario {name_or_file}: {one_line(e)}") from e
+    path = Path(name_or_file)
+    if path.suffix not in (".yaml", ".yml") or not path.is_file():
+        known = ", ".join(sorted(NAMED))
+        raise ScenarioError(f"unknown scenario {name_or_file!r} (known: {known}, or a .yaml file)")
+    if params:
+        raise ScenarioError(f"a scenario file takes no parameters (got {', '.join(params)})")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise ScenarioError(f"cannot read {path}: {e}") from e
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{path}: expected a mapping with name and phases")
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as e:
+        raise ScenarioError(f"{path}: {one_line(e)}") from e
+
+
+def one_line(err: ValidationError) -> str:
+    """The first validation problem as `field.path: message`."""
+    first = err.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    msg = first["msg"].removeprefix("Value error, ")
+    more = f" (+{err.error_count() - 1} more)" if err.error_count() > 1 else ""
+    return f"{where}: {msg}{more}" if where else f"{msg}{more}"

@@ -1,0 +1,203 @@
+"""The named scenarios and their parameters (`loadgen run NAME key=value ...`).
+
+Each builder takes a validated parameter model (unknown keys are rejected) and returns a
+`Scenario`. Defaults follow the references: CL2's DRA test (fill 90 % with long Jobs at QPS
+10, then 10 completions of 30 s per free GPU at QPS 5) and the seed's 10 waves of 80 pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from loadgen.scenarios.model import Claim, Duration, Phase, Scenario
+from testbed import vocab
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gpus: int = Field(1, ge=0, le=64)
+    nics: int = Field(0, ge=0, le=64)
+    align: bool = True
+    min_memory: str | None = None
+    device_plugin: bool = False
+    gpu_class: str = vocab.CLASS_GPU
+    nic_class: str = vocab.CLASS_RDMA_NIC
+
+    def claim(self) -> Claim:
+        return Claim(
+            gpus=self.gpus,
+            nics=self.nics,
+            align=self.align,
+            min_memory=self.min_memory,
+            device_plugin=self.device_plugin,
+            gpu_class=self.gpu_class,
+            nic_class=self.nic_class,
+        )
+
+
+class PodsParams(_Params):
+    pods: int = Field(100, ge=1)
+
+
+class JobsParams(_Params):
+    jobs: int = Field(100, ge=1)
+    run_time: Duration = 3600.0
+
+
+class WavesParams(_Params):
+    waves: int = Field(10, ge=1)
+    size: int = Field(80, ge=1)
+
+
+class ChurnParams(_Params):
+    jobs: int = Field(80, ge=1)
+    parallelism: int = Field(1, ge=1)
+    completions: int = Field(10, ge=1)
+    run_time: Duration = 30.0
+
+
+class Cl2DraParams(_Params):
+    fill: float = Field(0.9, gt=0, lt=1)
+    completions: int = Field(10, ge=1)
+    run_time: Duration = 30.0
+    long_run_time: Duration = 3600.0
+    fill_qps: float = Field(10.0, gt=0)
+    churn_qps: float = Field(5.0, gt=0)
+
+
+class GangParams(_Params):
+    gpus: int = Field(8, ge=1, le=64)
+    nics: int = Field(8, ge=0, le=64)
+    gangs: int = Field(4, ge=1)
+    size: int = Field(4, ge=1, le=1000)
+    run_time: Duration = 3600.0
+
+
+def _pods(p: PodsParams) -> Scenario:
+    return Scenario(
+        name="pods",
+        description=f"{p.pods} single pods, each with a claim",
+        phases=[Phase(name="pods", kind="pods", count=p.pods, claim=p.claim())],
+    )
+
+
+def _jobs(p: JobsParams) -> Scenario:
+    return Scenario(
+        name="jobs",
+        description=f"{p.jobs} Jobs of one long-running pod each",
+        phases=[
+            Phase(name="jobs", kind="jobs", count=p.jobs, run_time=p.run_time, claim=p.claim())
+        ],
+    )
+
+
+def _waves(p: WavesParams) -> Scenario:
+    return Scenario(
+        name="waves",
+        description=f"{p.waves} waves of {p.size} pods, each after the previous is Running",
+        phases=[
+            Phase(
+                name="waves",
+                kind="pods",
+                count=p.waves * p.size,
+                wave_size=p.size,
+                claim=p.claim(),
+            )
+        ],
+    )
+
+
+def _churn(p: ChurnParams) -> Scenario:
+    return Scenario(
+        name="churn",
+        description=(
+            f"{p.jobs} Jobs x {p.completions} completions of {p.run_time:g}s "
+            f"(parallelism {p.parallelism})"
+        ),
+        phases=[
+            Phase(
+                name="churn",
+                kind="jobs",
+                count=p.jobs,
+                parallelism=p.parallelism,
+                completions=p.completions,
+                run_time=p.run_time,
+                wait="complete",
+                claim=p.claim(),
+            )
+        ],
+    )
+
+
+def _cl2_dra(p: Cl2DraParams) -> Scenario:
+    claim = p.claim()
+    return Scenario(
+        name="cl2-dra",
+        description=(
+            f"ClusterLoader2 DRA: fill {p.fill:.0%} of the fleet's GPUs with long Jobs, "
+            f"then churn the rest with {p.completions} completions of {p.run_time:g}s"
+        ),
+        phases=[
+            Phase(
+                name="fill",
+                kind="jobs",
+                sizing="fill",
+                fill_fraction=p.fill,
+                run_time=p.long_run_time,
+                qps=p.fill_qps,
+                claim=claim,
+                timeout=3600.0,
+            ),
+            Phase(
+                name="churn",
+                kind="jobs",
+                sizing="free",
+                completions=p.completions,
+                run_time=p.run_time,
+                qps=p.churn_qps,
+                wait="complete",
+                claim=claim,
+                timeout=3600.0,
+            ),
+        ],
+    )
+
+
+def _gang(p: GangParams) -> Scenario:
+    return Scenario(
+        name="gang",
+        description=f"{p.gangs} gang Jobs of {p.size} pods x {p.gpus} GPUs + {p.nics} NICs",
+        phases=[
+            Phase(
+                name="gang",
+                kind="jobs",
+                count=p.gangs,
+                parallelism=p.size,
+                completions=p.size,
+                gang=True,
+                run_time=p.run_time,
+                claim=p.claim(),
+            )
+        ],
+    )
+
+
+@dataclass(frozen=True)
+class Named:
+    params: type[_Params]
+    build: Callable[[Any], Scenario]
+
+
+NAMED: dict[str, Named] = {
+    "pods": Named(PodsParams, _pods),
+    "jobs": Named(JobsParams, _jobs),
+    "waves": Named(WavesParams, _waves),
+    "churn": Named(ChurnParams, _churn),
+    "cl2-dra": Named(Cl2DraParams, _cl2_dra),
+    "gang": Named(GangParams, _gang),
+}

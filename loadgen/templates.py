@@ -1,0 +1,177 @@
+"""Object templates: the namespace, ResourceClaimTemplates, pods and Jobs a run creates.
+
+Pure functions returning plain dicts. Every object carries the run's label so cleanup and
+tracking select exactly this run; names are deterministic (`<phase>-<index>`), so a create
+retried after an unanswered request cannot make a second object.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from loadgen.scenarios.model import Claim, Phase, go_duration
+from testbed import vocab
+
+MANAGED_BY: Final = "dra-testbed-loadgen"
+LABEL_PHASE: Final = "testbed.dra.io/loadgen-phase"
+POD_IMAGE: Final = "registry.k8s.io/pause:3.10"
+CLAIM_NAME: Final = "devices"
+# Bare pods stay Running until deleted; Jobs get a run time, and without one a long one so
+# kwok's pod-complete stage does not finish them after its 1 s default.
+DEFAULT_JOB_RUN_SECONDS: Final = 24 * 3600.0
+
+
+def namespace_name(run_id: str) -> str:
+    return f"loadgen-{run_id}"
+
+
+def run_labels(run_id: str) -> dict[str, str]:
+    return {vocab.LABEL_RUN: run_id, vocab.LABEL_MANAGED_BY: MANAGED_BY}
+
+
+def namespace(run_id: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": namespace_name(run_id), "labels": run_labels(run_id)},
+    }
+
+
+def claim_template(claim: Claim, run_id: str) -> dict[str, Any]:
+    """A ResourceClaimTemplate for `claim`, named by `claim.key`.
+
+    Aligned GPU+NIC pairs become one request per device (`gpu-0`, `nic-0`, ...) with a
+    `matchAttribute` constraint per pair: one constraint over all of them would demand a
+    single PCIe root for every device, which no multi-GPU host has.
+    """
+    gpu_selectors: list[dict[str, Any]] = []
+    if claim.min_memory:
+        expr = (
+            f"device.capacity['{vocab.GPU_DRIVER}'].{vocab.GPU_CAP_MEMORY}"
+            f".compareTo(quantity('{claim.min_memory}')) >= 0"
+        )
+        gpu_selectors.append({"cel": {"expression": expr}})
+    requests: list[dict[str, Any]] = []
+    constraints: list[dict[str, Any]] = []
+    if claim.nics and claim.align:
+        for i in range(claim.gpus):
+            requests.append(_request(f"gpu-{i}", claim.gpu_class, 1, gpu_selectors))
+            requests.append(_request(f"nic-{i}", claim.nic_class, 1, []))
+            constraints.append(
+                {"requests": [f"gpu-{i}", f"nic-{i}"], "matchAttribute": vocab.ATTR_PCIE_ROOT}
+            )
+    else:
+        if claim.gpus:
+            requests.append(_request("gpu", claim.gpu_class, claim.gpus, gpu_selectors))
+        if claim.nics:
+            requests.append(_request("nic", claim.nic_class, claim.nics, []))
+    devices: dict[str, Any] = {"requests": requests}
+    if constraints:
+        devices["constraints"] = constraints
+    return {
+        "apiVersion": vocab.RESOURCE_API_VERSION,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {
+            "name": claim.key,
+            "namespace": namespace_name(run_id),
+            "labels": run_labels(run_id),
+        },
+        "spec": {"spec": {"devices": devices}},
+    }
+
+
+def _request(
+    name: str, device_class: str, count: int, selectors: list[dict[str, Any]]
+) -> dict[str, Any]:
+    exactly: dict[str, Any] = {
+        "deviceClassName": device_class,
+        "allocationMode": "ExactCount",
+        "count": count,
+    }
+    if selectors:
+        exactly["selectors"] = selectors
+    return {"name": name, "exactly": exactly}
+
+
+def object_name(phase: Phase, index: int) -> str:
+    return f"{phase.name}-{index:06d}"
+
+
+def pod_spec(phase: Phase, node_selector: dict[str, str]) -> dict[str, Any]:
+    """The pod spec every pod of `phase` shares (bare pods and Job templates alike)."""
+    container: dict[str, Any] = {"name": "main", "image": POD_IMAGE}
+    spec: dict[str, Any] = {
+        "containers": [container],
+        "tolerations": [
+            {
+                "key": vocab.KWOK_TAINT_KEY,
+                "operator": "Equal",
+                "value": vocab.KWOK_TAINT_VALUE,
+                "effect": "NoSchedule",
+            }
+        ],
+        "terminationGracePeriodSeconds": 0,
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+    }
+    if phase.kind == "jobs":
+        spec["restartPolicy"] = "Never"
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
+    claim = phase.claim
+    if claim.device_plugin and claim.gpus:
+        count = str(claim.gpus)
+        container["resources"] = {
+            "limits": {vocab.EXTENDED_RESOURCE_GPU: count},
+            "requests": {vocab.EXTENDED_RESOURCE_GPU: count},
+        }
+    elif claim.uses_dra:
+        spec["resourceClaims"] = [{"name": CLAIM_NAME, "resourceClaimTemplateName": claim.key}]
+        container["resources"] = {"claims": [{"name": CLAIM_NAME}]}
+    return spec
+
+
+def _pod_metadata(phase: Phase, run_id: str) -> dict[str, Any]:
+    labels = run_labels(run_id) | {LABEL_PHASE: phase.name}
+    meta: dict[str, Any] = {"labels": labels}
+    if phase.kind == "jobs":
+        run = phase.run_time if phase.run_time is not None else DEFAULT_JOB_RUN_SECONDS
+        meta["annotations"] = {vocab.KWOK_POD_COMPLETE_DELAY: go_duration(run)}
+    return meta
+
+
+def pod(phase: Phase, index: int, run_id: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """One bare pod; `spec` is `pod_spec(phase, ...)`, built once per phase and shared."""
+    meta = _pod_metadata(phase, run_id)
+    meta["name"] = object_name(phase, index)
+    meta["namespace"] = namespace_name(run_id)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def job(phase: Phase, index: int, run_id: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """One Job of `phase.parallelism` x `phase.completions` pods; gangs label their pods."""
+    name = object_name(phase, index)
+    template_meta = _pod_metadata(phase, run_id)
+    if phase.gang:
+        template_meta["labels"][vocab.LABEL_GANG] = name
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": namespace_name(run_id),
+            "labels": run_labels(run_id) | {LABEL_PHASE: phase.name},
+        },
+        "spec": {
+            "parallelism": phase.parallelism,
+            "completions": phase.completions,
+            "backoffLimit": 0,
+            "template": {"metadata": template_meta, "spec": spec},
+        },
+    }
+
+
+def build(phase: Phase, index: int, run_id: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """The object number `index` of `phase`: a pod or a Job."""
+    maker = job if phase.kind == "jobs" else pod
+    return maker(phase, index, run_id, spec)

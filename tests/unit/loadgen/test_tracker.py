@@ -1,0 +1,139 @@
+"""tracker: event handling on plain dicts (the watches themselves run in integration tests)."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from loadgen import templates
+from loadgen.tracker import Tracker
+from testbed import vocab
+
+
+def _tracker() -> Tracker:
+    t = Tracker(cast(Any, None), run_id="r1", node_selector={"pool": "a"}, clock=lambda: 0.0)
+    t.wall_offset = 1000.0  # epoch = monotonic + 1000
+    return t
+
+
+def _pod(name: str, *, node: str = "", phase: str = "Pending") -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "loadgen-r1",
+            "creationTimestamp": "1970-01-01T00:16:40Z",  # epoch 1000
+            "labels": {templates.LABEL_PHASE: "p", vocab.LABEL_GANG: "g"},
+        },
+        "spec": {"nodeName": node} if node else {},
+        "status": {"phase": phase},
+    }
+
+
+def test_a_pod_records_first_seen_scheduled_and_running_once() -> None:
+    t = _tracker()
+    t._on_pod("ADDED", _pod("a"), 0.5)
+    t._on_pod("MODIFIED", _pod("a", node="n1"), 0.7)
+    t._on_pod("MODIFIED", _pod("a", node="n1", phase="Running"), 0.9)
+    t._on_pod("MODIFIED", _pod("a", node="n1", phase="Running"), 1.5)
+    rec = t.pods["a"]
+    assert (rec.seen, rec.scheduled, rec.running, rec.node) == (0.5, 0.7, 0.9, "n1")
+    counts = t.phase("p")
+    assert (counts.seen, counts.scheduled, counts.running) == (1, 1, 1)
+
+
+def test_create_is_the_earliest_evidence_of_the_pod() -> None:
+    t = _tracker()
+    t._on_pod("ADDED", _pod("late-watch"), 3.0)  # server: created within [0, 1) monotonic
+    assert t.pods["late-watch"].created == 1.0
+    t._on_pod("ADDED", _pod("prompt"), 0.2)
+    assert t.pods["prompt"].created == 0.2
+
+
+def test_a_pod_first_seen_finished_counts_as_run_and_done() -> None:
+    t = _tracker()
+    t._on_pod("ADDED", _pod("a", node="n1", phase="Succeeded"), 2.0)
+    c = t.phase("p")
+    assert (c.scheduled, c.running, c.succeeded) == (1, 1, 1)
+
+
+def _slice(node: str, driver: str, devices: list[tuple[str, str, int]]) -> dict[str, Any]:
+    numa = vocab.GPU_ATTR_NUMA if driver == vocab.GPU_DRIVER else vocab.NIC_ATTR_NUMA
+    return {
+        "metadata": {"name": f"{node}-{driver}"},
+        "spec": {
+            "driver": driver,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1},
+            "devices": [
+                {
+                    "name": d,
+                    "attributes": {
+                        vocab.ATTR_PCIE_ROOT: {"string": root},
+                        # DRANet publishes its own attributes without the domain prefix too.
+                        numa.removeprefix("dra.net/"): {"int": n},
+                    },
+                }
+                for d, root, n in devices
+            ],
+        },
+    }
+
+
+def _claim(name: str, ns: str, results: list[tuple[str, str, str]]) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "ownerReferences": [{"kind": "Pod", "name": "pod-" + name}],
+        },
+        "status": {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {"request": "r", "driver": d, "pool": p, "device": dev}
+                        for d, p, dev in results
+                    ]
+                }
+            }
+        }
+        if results
+        else {},
+    }
+
+
+def test_claims_learn_device_topology_and_fleet_gpu_allocation() -> None:
+    t = _tracker()
+    t._on_node("ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
+    t._on_node("ADDED", {"metadata": {"name": "other", "labels": {"pool": "b"}}}, 0)
+    t._on_slice("ADDED", _slice("n1", vocab.GPU_DRIVER, [("g0", "r0", 0), ("g1", "r1", 1)]), 0)
+    t._on_slice("ADDED", _slice("n1", vocab.NIC_DRIVER, [("k0", "r0", 0), ("k1", "r9", 0)]), 0)
+    t._on_slice("ADDED", _slice("other", vocab.GPU_DRIVER, [("g0", "x", 0)]), 0)
+    assert t.fleet_nodes() == ["n1"] and t.fleet_gpus() == 2
+
+    t._on_claim("ADDED", _claim("c1", "loadgen-r1", []), 1.0)
+    both = [
+        (vocab.GPU_DRIVER, "n1", "g0"),
+        (vocab.NIC_DRIVER, "n1", "k0"),
+        (vocab.GPU_DRIVER, "n1", "g1"),
+        (vocab.NIC_DRIVER, "n1", "k1"),
+    ]
+    t._on_claim("MODIFIED", _claim("c1", "loadgen-r1", both), 1.25)
+    rec = t.claims["c1"]
+    assert (rec.pod, rec.seen, rec.allocated) == ("pod-c1", 1.0, 1.25)
+    assert rec.gpu_pcie == ["r0", "r1"] and rec.nic_pcie == ["r0", "r9"]
+    assert rec.gpu_numa == ["0", "1"] and rec.nic_numa == ["0", "0"]
+    assert t.gpus_allocated == 2
+    # Someone else's claim on a node outside the fleet does not count.
+    t._on_claim("ADDED", _claim("x", "elsewhere", [(vocab.GPU_DRIVER, "other", "g0")]), 2.0)
+    assert t.gpus_allocated == 2 and "x" not in t.claims
+    t._on_claim("MODIFIED", _claim("c1", "loadgen-r1", []), 3.0)  # deallocated
+    assert t.gpus_allocated == 0
+
+
+def test_gang_spans_count_distinct_topology_levels() -> None:
+    t = _tracker()
+    for i, (rack, block) in enumerate([("r1", "b1"), ("r2", "b1")]):
+        node = f"n{i}"
+        labels = {vocab.LABEL_RACK: rack, vocab.LABEL_BLOCK: block}
+        t._on_node("ADDED", {"metadata": {"name": node, "labels": labels}}, 0)
+        t._on_pod("ADDED", _pod(f"p{i}", node=node), 0)
+    assert t.gang_spans()["g"] == {"pods": 2, "nodes": 2, "racks": 2, "blocks": 1}
