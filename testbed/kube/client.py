@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlencode
 
 import aiohttp
 from kubernetes_asyncio import client as k8s_client
@@ -138,12 +139,15 @@ class Kube:
         body: Any = None,
         content_type: str = "application/json",
         retry: bool = True,
+        text: bool = False,
     ) -> Any:
-        """One API call, decoded JSON back. Retries 429/5xx/no-answer with backoff."""
+        """One API call; decoded JSON back (or the body as text with `text=True`, e.g. a
+        component's /metrics). Retries 429/5xx/no-answer with backoff."""
         attempt = 0
+        data = _encode(body)
         while True:
             try:
-                return await self._request_once(method, path, query, body, content_type)
+                raw = await self._request_once(method, path, query, data, content_type)
             except errors.KubeError as err:
                 if (
                     not retry
@@ -155,6 +159,10 @@ class Kube:
                 attempt += 1
                 log.debug("retrying %s %s in %.2fs after %s", method, path, delay, err)
                 await asyncio.sleep(delay)
+                continue
+            if text:
+                return raw.decode("utf-8", "replace")
+            return json.loads(raw) if raw else None
 
     def _backoff(self, attempt: int, err: errors.KubeError) -> float:
         if isinstance(err, errors.TooManyRequests) and err.retry_after:
@@ -162,39 +170,68 @@ class Kube:
         cap = min(self.settings.backoff_max, self.settings.backoff_base * 2**attempt)
         return random.uniform(cap / 2, cap)
 
+    async def _open(
+        self,
+        method: str,
+        path: str,
+        query: list[tuple[str, str]] | None,
+        data: bytes | None,
+        content_type: str,
+        client_timeout: aiohttp.ClientTimeout,
+    ) -> aiohttp.ClientResponse:
+        """Send one request on kubernetes-asyncio's session, with its TLS and credentials.
+
+        ApiClient.call_api would walk every body through its generic model serializer; our
+        bodies are already JSON, so only its auth step (token refresh included) is reused.
+        """
+        query = list(query or [])
+        headers = {
+            "Accept": "application/json, */*",
+            "Content-Type": content_type,
+            "User-Agent": self.settings.user_agent,
+        }
+        await self.api.update_params_for_auth(headers, query, ["BearerToken"])
+        url = self.host + path + ("?" + urlencode(query) if query else "")
+        rest = self.api.rest_client
+        extra: dict[str, Any] = {}
+        if rest.proxy:
+            extra["proxy"] = rest.proxy
+            extra["proxy_headers"] = rest.proxy_headers
+        if rest.server_hostname:
+            extra["server_hostname"] = rest.server_hostname
+        try:
+            resp: aiohttp.ClientResponse = await rest.pool_manager.request(
+                method, url, data=data, headers=headers, timeout=client_timeout, **extra
+            )
+        except (aiohttp.ClientError, TimeoutError, OSError) as e:
+            raise errors.Unreachable(f"API server {self.host} unreachable: {e}") from e
+        return resp
+
     async def _request_once(
         self,
         method: str,
         path: str,
         query: list[tuple[str, str]] | None,
-        body: Any,
+        data: bytes | None,
         content_type: str,
-    ) -> Any:
+    ) -> bytes:
         await self._bucket.acquire()
         start = time.perf_counter()
         status = 0
+        timeout = aiohttp.ClientTimeout(total=self.settings.request_timeout)
         try:
-            resp = await self.api.call_api(
-                path,
-                method,
-                query_params=query or [],
-                header_params={"Content-Type": content_type, "Accept": "application/json"},
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=self.settings.request_timeout,
-            )
+            resp = await self._open(method, path, query, data, content_type, timeout)
             async with resp:
                 status = resp.status
-                data = await resp.read()
+                raw = await resp.read()
                 if not 200 <= status < 300:
-                    raise errors.from_response(status, data, resp.headers.get("Retry-After"))
+                    raise errors.from_response(status, raw, resp.headers.get("Retry-After"))
         except (aiohttp.ClientError, TimeoutError, OSError) as e:
             raise errors.Unreachable(f"API server {self.host} unreachable: {e}") from e
         finally:
             if self.observer:
                 self.observer(method, path.rsplit("/", 1)[-1], status, time.perf_counter() - start)
-        return json.loads(data) if data else None
+        return raw
 
     # -- typed verbs ---------------------------------------------------------------------
 
@@ -353,31 +390,35 @@ class Kube:
         await self._bucket.acquire()
         # No total timeout; an idle stream past the server's own timeout is dead.
         timeout = aiohttp.ClientTimeout(sock_connect=10, sock_read=timeout_seconds + 30)
-        try:
-            resp = await self.api.call_api(
-                res.path(namespace),
-                "GET",
-                query_params=query,
-                header_params={"Accept": "application/json"},
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=timeout,
-            )
-        except (aiohttp.ClientError, TimeoutError, OSError) as e:
-            raise errors.Unreachable(f"API server {self.host} unreachable: {e}") from e
+        resp = await self._open(
+            "GET", res.path(namespace), query, None, "application/json", timeout
+        )
         async with resp:
             if resp.status != 200:
                 raise errors.from_response(resp.status, await resp.read())
-            buf = b""
+            buf = bytearray()
             try:
                 async for chunk in resp.content.iter_any():
                     buf += chunk
-                    while (nl := buf.find(b"\n")) >= 0:
-                        line, buf = buf[:nl], buf[nl + 1 :]
+                    start = 0
+                    while (nl := buf.find(b"\n", start)) >= 0:
+                        line = bytes(buf[start:nl])
+                        start = nl + 1
                         if line.strip():
                             yield _decode_event(line, res)
+                    del buf[:start]
             except (aiohttp.ClientError, TimeoutError, OSError) as e:
                 raise errors.Unreachable(f"watch of {res.plural} broke: {e}") from e
+
+
+def _encode(body: Any) -> bytes | None:
+    if body is None:
+        return None
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode()
+    return json.dumps(body, separators=(",", ":")).encode()
 
 
 def _decode_event(line: bytes, res: Resource) -> WatchEvent:
