@@ -111,6 +111,11 @@ def _run_options() -> argparse.ArgumentParser:
         help="only use nodes with this label (repeatable); the fleet is those nodes",
     )
     g.add_argument(
+        "--scheduler-name",
+        metavar="NAME",
+        help="pods ask for this scheduler, e.g. dra-testbed-scheduler (default: the cluster's)",
+    )
+    g.add_argument(
         "--timeout",
         type=_duration,
         help="per phase: time to reach its wait condition (default: the phase's own, 10m)",
@@ -244,7 +249,7 @@ def _settings(opts: dict[str, Any]) -> tuple[runner.Settings, list[slo.Slo], Pat
         raise UsageError(str(e)) from None
     kw: dict[str, Any] = {
         k: opts[k]
-        for k in ("qps", "max_in_flight", "arrival", "keep", "timeout", "seed")
+        for k in ("qps", "max_in_flight", "arrival", "keep", "timeout", "seed", "scheduler_name")
         if k in opts
     }
     if "run_id" in opts:

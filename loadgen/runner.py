@@ -49,6 +49,8 @@ class Settings:
     """Overrides every phase's arrival process; None: the phase's own, else fixed."""
     node_selector: dict[str, str] = field(default_factory=dict)
     """Put the run's pods only on nodes with these labels (the fleet is those nodes)."""
+    scheduler_name: str | None = None
+    """Pods ask for this scheduler (`spec.schedulerName`); None: the cluster's default."""
     keep: bool = False
     """Leave the namespace and everything in it after the run."""
     timeout: float | None = None
@@ -241,7 +243,7 @@ async def _run_phase(
     settings: Settings,
     stop: asyncio.Event,
 ) -> None:
-    spec = templates.pod_spec(phase, settings.node_selector)
+    spec = templates.pod_spec(phase, settings.node_selector, settings.scheduler_name)
     res = resources.JOBS if phase.kind == "jobs" else resources.PODS
     counts = tracker.phase(phase.name)
     concurrent = phase.concurrent

@@ -97,7 +97,9 @@ def object_name(phase: Phase, index: int) -> str:
     return f"{phase.name}-{index:06d}"
 
 
-def pod_spec(phase: Phase, node_selector: dict[str, str]) -> dict[str, Any]:
+def pod_spec(
+    phase: Phase, node_selector: dict[str, str], scheduler_name: str | None = None
+) -> dict[str, Any]:
     """The pod spec every pod of `phase` shares (bare pods and Job templates alike)."""
     container: dict[str, Any] = {"name": "main", "image": POD_IMAGE}
     spec: dict[str, Any] = {
@@ -118,6 +120,8 @@ def pod_spec(phase: Phase, node_selector: dict[str, str]) -> dict[str, Any]:
         spec["restartPolicy"] = "Never"
     if node_selector:
         spec["nodeSelector"] = dict(node_selector)
+    if scheduler_name:
+        spec["schedulerName"] = scheduler_name
     claim = phase.claim
     if claim.device_plugin and claim.gpus:
         count = str(claim.gpus)

@@ -73,3 +73,9 @@ def test_device_plugin_pods_request_the_extended_resource_not_a_claim() -> None:
     spec = templates.pod_spec(phase, {})
     assert "resourceClaims" not in spec
     assert spec["containers"][0]["resources"]["limits"] == {vocab.EXTENDED_RESOURCE_GPU: "2"}
+
+
+def test_pods_ask_for_the_named_scheduler_only_when_one_is_given() -> None:
+    phase = Phase(name="p", kind="pods", count=1)
+    assert "schedulerName" not in templates.pod_spec(phase, {})
+    assert templates.pod_spec(phase, {}, "plain-scheduler")["schedulerName"] == "plain-scheduler"
