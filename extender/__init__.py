@@ -1,1 +1,1 @@
-"""extender."""
+"""extender: a topology-aware kube-scheduler extender for DRA pods (see README.md here)."""

@@ -1,0 +1,301 @@
+"""Scheduling throughput of the real kube-scheduler with and without the extender.
+
+On the running local cluster (`testbed up`), renders a small dgx-h100 fleet of its own (unique
+name, its own nodes), then alternates rounds with `extender serve` listening on 127.0.0.1:8888
+(its own process, as deployed, synced before the round) and with nothing listening there
+(kube-scheduler's call fails at once and, the extender being `ignorable`, is skipped: same
+scheduler, same cluster, no extender work). Each round creates P pods asking one GPU + one RDMA
+NIC (a ResourceClaimTemplate), pinned to the bench's nodes, and measures pods/s from the first
+create to the last pod seen scheduled (watch receive time). Everything it creates is deleted.
+
+    .venv/bin/python bench/extender_scheduling.py [--nodes 50] [--pods 200] [--rounds 3]
+
+Target (issue 4): throughput with the extender >= 90 % of without. Other workloads on the
+shared cluster add noise; rounds alternate the order (on/off, off/on) to spread it evenly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import socket
+import statistics
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from fleet.render import render_profile
+from testbed import vocab
+from testbed.kube import errors, watching
+from testbed.kube import resources as r
+from testbed.kube.client import ClientSettings, Kube
+
+PORT = vocab.EXTENDER_DEFAULT_PORT
+
+
+async def bounded(n: int, coros: list[Any]) -> list[Any]:
+    sem = asyncio.Semaphore(n)
+
+    async def one(c: Any) -> Any:
+        async with sem:
+            return await c
+
+    return await asyncio.gather(*(one(c) for c in coros))
+
+
+async def make_fleet(kube: Kube, name: str, nodes: int) -> list[str]:
+    rendered = render_profile("dgx-h100", nodes, name=name, seed=7)
+    for cls in rendered.device_classes:
+        with contextlib.suppress(errors.AlreadyExists):
+            await kube.create(r.DEVICE_CLASSES, cls)
+    created = await bounded(32, [kube.create(r.NODES, n) for n in rendered.nodes])
+    uids = {c["metadata"]["name"]: c["metadata"]["uid"] for c in created}
+    for s in rendered.slices:
+        node = s["spec"]["nodeName"]
+        s["metadata"]["ownerReferences"] = [
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "name": node,
+                "uid": uids[node],
+                "controller": True,
+            }
+        ]
+    await bounded(32, [kube.create(r.RESOURCE_SLICES, s) for s in rendered.slices])
+    names = sorted(uids)
+    await wait_nodes_ready(kube, name, len(names))
+    return names
+
+
+def _ready(node: dict[str, Any]) -> bool:
+    conds = {c.get("type"): c.get("status") for c in node.get("status", {}).get("conditions") or []}
+    taints = node.get("spec", {}).get("taints") or []
+    return conds.get("Ready") == "True" and all(
+        t.get("key") == vocab.KWOK_TAINT_KEY for t in taints
+    )
+
+
+async def wait_nodes_ready(kube: Kube, fleet: str, count: int) -> None:
+    ready: set[str] = set()
+    selector = f"{vocab.LABEL_FLEET}={fleet}"
+    async with asyncio.timeout(300):
+        async for ev in watching.informer(kube, r.NODES, label_selector=selector):
+            objs = ev.items if isinstance(ev, watching.Snapshot) else [ev.object]
+            for n in objs:
+                (ready.add if _ready(n) else ready.discard)(r.name_of(n))
+            if len(ready) >= count:
+                return
+
+
+def pod(namespace: str, fleet: str, i: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"p{i:05d}", "namespace": namespace},
+        "spec": {
+            "nodeSelector": {vocab.LABEL_FLEET: fleet},
+            "tolerations": [{"key": vocab.KWOK_TAINT_KEY, "operator": "Exists"}],
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "busybox",
+                    "resources": {"requests": {"cpu": "100m"}, "claims": [{"name": "pair"}]},
+                }
+            ],
+            "resourceClaims": [{"name": "pair", "resourceClaimTemplateName": "pair"}],
+        },
+    }
+
+
+def template(namespace: str) -> dict[str, Any]:
+    requests = [
+        {"name": "gpu", "exactly": {"deviceClassName": vocab.CLASS_GPU}},
+        {"name": "nic", "exactly": {"deviceClassName": vocab.CLASS_RDMA_NIC}},
+    ]
+    return {
+        "apiVersion": vocab.RESOURCE_API_VERSION,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "pair", "namespace": namespace},
+        "spec": {"spec": {"devices": {"requests": requests}}},
+    }
+
+
+async def one_round(kube: Kube, fleet: str, namespace: str, pods: int) -> float:
+    """pods/s from the first create to the last pod seen with a node."""
+    await kube.create(r.NAMESPACES, {"metadata": {"name": namespace}})
+    await kube.create(r.RESOURCE_CLAIM_TEMPLATES, template(namespace))
+    done = asyncio.Event()
+    last = 0.0
+    bound: set[str] = set()
+
+    async def watch() -> None:
+        nonlocal last
+        async for ev in watching.informer(kube, r.PODS, namespace=namespace):
+            objs = ev.items if isinstance(ev, watching.Snapshot) else [ev.object]
+            for p in objs:
+                if p.get("spec", {}).get("nodeName") and r.name_of(p) not in bound:
+                    bound.add(r.name_of(p))
+                    last = time.perf_counter()
+            if len(bound) >= pods:
+                done.set()
+                return
+
+    watcher = asyncio.create_task(watch())
+    await asyncio.sleep(0.5)  # let the watch start before the first pod exists
+    started = time.perf_counter()
+    await bounded(50, [kube.create(r.PODS, pod(namespace, fleet, i)) for i in range(pods)])
+    async with asyncio.timeout(600):
+        await done.wait()
+    await watcher
+    return pods / (last - started)
+
+
+async def delete_namespace(kube: Kube, namespace: str) -> None:
+    await kube.delete(r.NAMESPACES, namespace)
+    async with asyncio.timeout(300):
+        while True:
+            try:
+                await kube.get(r.NAMESPACES, namespace)
+            except errors.NotFound:
+                return
+            await asyncio.sleep(0.5)
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.asynccontextmanager
+async def extender(
+    kubeconfig: str | None, *, on: bool
+) -> AsyncIterator[Callable[[], Awaitable[dict[str, float]]]]:
+    """`extender serve` on 127.0.0.1:8888 while inside (when `on`), ready before yielding;
+    yields a function returning its mean handler time per verb (ms) so far."""
+    base = f"http://127.0.0.1:{PORT}"
+
+    async def scrape() -> dict[str, float]:
+        if not on:
+            return {}
+        cpu = _cpu_seconds(proc.pid) - cpu_before
+        async with aiohttp.ClientSession() as s, s.get(f"{base}/metrics") as resp:
+            text = await resp.text()
+        values: dict[str, float] = {}
+        for line in text.splitlines():
+            for kind in ("sum", "count"):
+                for verb in ("filter", "prioritize"):
+                    prefix = f'extender_request_duration_seconds_{kind}{{verb="{verb}"}} '
+                    if line.startswith(prefix):
+                        values[f"{verb}_{kind}"] = float(line[len(prefix) :])
+        out = {
+            verb: 1000 * values[f"{verb}_sum"] / values[f"{verb}_count"]
+            for verb in ("filter", "prioritize")
+            if values.get(f"{verb}_count")
+        }
+        out["cpu_s"] = cpu
+        return out
+
+    if not on:
+        yield scrape
+        return
+    cpu_before = 0.0
+    args = ["serve", "--port", str(PORT), "--log-level", "warning"]
+    if kubeconfig:
+        args += ["--kubeconfig", kubeconfig]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", "from extender.cli import main; main()", *args
+    )
+    try:
+        async with aiohttp.ClientSession() as s, asyncio.timeout(120):
+            while True:
+                with contextlib.suppress(aiohttp.ClientConnectionError):
+                    async with s.get(f"{base}/readyz") as resp:
+                        if resp.status == 200:
+                            break
+                await asyncio.sleep(0.2)
+        cpu_before = _cpu_seconds(proc.pid)
+        yield scrape
+    finally:
+        proc.terminate()
+        await proc.wait()
+
+
+async def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--kubeconfig")
+    ap.add_argument("--nodes", type=int, default=50)
+    ap.add_argument("--pods", type=int, default=200, help="pods per round (<= 8 x nodes)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of each mode")
+    ap.add_argument("--json", help="write results here too")
+    ns = ap.parse_args()
+    if ns.pods > 8 * ns.nodes:
+        ap.error("--pods must be at most 8 x --nodes (one GPU each)")
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", PORT))
+        except OSError as e:
+            print(f"error: 127.0.0.1:{PORT} is busy ({e.strerror})", file=sys.stderr)
+            return 1
+
+    run = secrets.token_hex(3)
+    fleet = f"extbench-{run}"
+    kube = await Kube.connect(
+        kubeconfig=ns.kubeconfig, settings=ClientSettings(qps=1000, burst=2000)
+    )
+    results: dict[str, list[float]] = {"with": [], "without": []}
+    handler_ms: dict[str, list[float]] = {"filter": [], "prioritize": [], "cpu_s": []}
+    nodes: list[str] = []
+    try:
+        print(f"creating {ns.nodes} dgx-h100 nodes (fleet {fleet}) ...", flush=True)
+        nodes = await make_fleet(kube, fleet, ns.nodes)
+        for i in range(ns.rounds):
+            order = ("with", "without") if i % 2 == 0 else ("without", "with")
+            for mode in order:
+                namespace = f"{fleet}-{mode}-{i}"
+                async with extender(ns.kubeconfig, on=mode == "with") as scrape:
+                    try:
+                        rate = await one_round(kube, fleet, namespace, ns.pods)
+                    finally:
+                        await delete_namespace(kube, namespace)
+                    seen = await scrape()
+                    for verb, ms in seen.items():
+                        handler_ms[verb].append(ms)
+                results[mode].append(rate)
+                cpu = f"  (extender CPU {seen['cpu_s']:.2f} s)" if "cpu_s" in seen else ""
+                print(f"round {i} {mode:8s} extender: {rate:7.1f} pods/s{cpu}", flush=True)
+    finally:
+        await bounded(32, [kube.delete(r.NODES, n) for n in nodes])
+        await kube.close()
+    for verb in ("filter", "prioritize"):
+        if values := handler_ms[verb]:
+            mean = statistics.mean(values)
+            print(f"extender {verb} handler mean over 'with' rounds: {mean:.3f} ms")
+    if cpu_s := handler_ms["cpu_s"]:
+        print(f"extender process CPU per 'with' round: {statistics.mean(cpu_s):.2f} s")
+    with_ = statistics.median(results["with"])
+    without = statistics.median(results["without"])
+    print(
+        f"median: with {with_:.1f} pods/s, without {without:.1f} pods/s, "
+        f"ratio {with_ / without:.1%} (target >= 90 %)"
+    )
+    if ns.json:
+        out = json.dumps(
+            {"nodes": ns.nodes, "pods": ns.pods, "rounds": results, "handler_ms": handler_ms},
+            indent=2,
+        )
+        await asyncio.to_thread(Path(ns.json).write_text, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

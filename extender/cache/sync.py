@@ -1,0 +1,70 @@
+"""Keep the store in step with the cluster: one informer task per kind."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from extender.cache.store import KINDS, Store
+from testbed.kube import watching
+from testbed.kube.client import Kube
+
+log = logging.getLogger(__name__)
+
+RestartObserver = Callable[[str, watching.RestartReason], None]
+
+# Only scheduled, unfinished pods matter (job siblings); the API server filters the rest.
+# A pod that finishes leaves the selection, which the watch reports as DELETED.
+POD_FIELD_SELECTOR = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+
+
+async def watch_kind(
+    kube: Kube,
+    store: Store,
+    kind: str,
+    *,
+    on_restart: RestartObserver | None = None,
+    stop: asyncio.Event | None = None,
+) -> None:
+    def restarted(reason: watching.RestartReason) -> None:
+        if on_restart is not None:
+            on_restart(kind, reason)
+
+    async for item in watching.informer(
+        kube,
+        KINDS[kind],
+        field_selector=POD_FIELD_SELECTOR if kind == "Pod" else None,
+        on_restart=restarted,
+        stop=stop,
+    ):
+        store.feed(kind, item)
+
+
+def start(
+    kube: Kube,
+    store: Store,
+    *,
+    on_restart: RestartObserver | None = None,
+    stop: asyncio.Event | None = None,
+) -> list[asyncio.Task[None]]:
+    """Named, supervised informer tasks for every kind the store wants."""
+    tasks = []
+    for kind in store.kinds:
+        task = asyncio.create_task(
+            watch_kind(kube, store, kind, on_restart=on_restart, stop=stop),
+            name=f"watch-{kind}",
+        )
+        task.add_done_callback(_report_exit)
+        tasks.append(task)
+    return tasks
+
+
+def _report_exit(task: asyncio.Task[None]) -> None:
+    if task.cancelled():
+        return
+    exc = task.exception()
+    if exc is not None:
+        log.error("task %s died: %r", task.get_name(), exc, exc_info=exc)
+    else:
+        log.info("task %s ended", task.get_name())

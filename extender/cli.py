@@ -1,0 +1,201 @@
+"""`extender serve`: the topology-aware kube-scheduler extender.
+
+Only wires flags, logging and signals; the app lives in extender.app.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import ssl
+import sys
+from typing import Any
+
+from aiohttp import web
+
+from extender import app as app_mod
+from extender import config
+from extender.cache import files
+from testbed import vocab
+from testbed.kube import errors
+from testbed.kube.client import ClientSettings, Kube
+
+log = logging.getLogger("extender")
+
+_DESCRIPTION = """\
+A scheduler extender that scores nodes by GPU-NIC alignment (same PCIe root, else same NUMA
+node), best-fit packing and job locality (rack, block), for pods whose devices come from DRA.
+kube-scheduler calls POST /filter and POST /prioritize (nodeCacheCapable); GET /metrics,
+/healthz, /readyz and /debug/decisions (each recent decision with its terms) are for people.
+
+Pod annotations it honours:
+  testbed.dra.io/require-alignment: pcie-root | numa   filter out nodes that provably cannot
+                                                        give each GPU a NIC that close
+  testbed.dra.io/require-locality:  rack | block       filter out nodes outside the racks
+                                                        (blocks) where the job's pods run
+"""
+
+_WEIGHTS_HELP = """\
+Scoring weights (config file keys weights.*, defaults in brackets): the score is the weighted
+mean of the terms that apply to a pod, scaled to 0..10."""
+
+
+class ServeError(Exception):
+    """A runtime failure to report in one line (exit 1)."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="extender",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    s = sub.add_parser(
+        "serve",
+        help="serve the extender",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    env = os.environ.get
+    s.add_argument(
+        "--address",
+        default=env("EXTENDER_ADDRESS", "127.0.0.1"),
+        help="address to listen on (env EXTENDER_ADDRESS) [127.0.0.1]",
+    )
+    s.add_argument(
+        "--port",
+        type=int,
+        default=env("EXTENDER_PORT", str(vocab.EXTENDER_DEFAULT_PORT)),
+        help=f"port (env EXTENDER_PORT) [{vocab.EXTENDER_DEFAULT_PORT}]",
+    )
+    s.add_argument("--tls-cert", default=env("EXTENDER_TLS_CERT"), help="serve HTTPS with this")
+    s.add_argument("--tls-key", default=env("EXTENDER_TLS_KEY"), help="key for --tls-cert")
+    s.add_argument("--kubeconfig", help="kubeconfig file (default $KUBECONFIG, in-cluster, ~)")
+    s.add_argument("--context", help="kubeconfig context")
+    s.add_argument(
+        "--from-files",
+        nargs="+",
+        metavar="PATH",
+        help="offline: load Nodes, ResourceSlices, ResourceClaims, DeviceClasses from YAML/JSON "
+        "files or directories (e.g. `fleet render` output) instead of watching a cluster",
+    )
+    s.add_argument("--config", help="settings file (YAML/JSON): weights, label keys, limits")
+    w = s.add_argument_group("weights", _WEIGHTS_HELP)
+    w.add_argument("--weight-alignment", type=float, help="GPU-NIC alignment [2.0]")
+    w.add_argument("--weight-packing", type=float, help="best fit on devices [1.0]")
+    w.add_argument("--weight-locality", type=float, help="job siblings' rack/block [1.0]")
+    s.add_argument("--block-label", help=f"node label of the topology block [{vocab.LABEL_BLOCK}]")
+    s.add_argument("--rack-label", help=f"node label of the rack [{vocab.LABEL_RACK}]")
+    s.add_argument("--gang-label", help=f"pod label naming a gang [{vocab.LABEL_GANG}]")
+    s.add_argument(
+        "--log-level",
+        default=env("EXTENDER_LOG_LEVEL", "info"),
+        choices=["debug", "info", "warning", "error"],
+        help="debug logs every decision (env EXTENDER_LOG_LEVEL) [info]",
+    )
+    return p
+
+
+def _settings(ns: argparse.Namespace) -> config.Settings:
+    overrides: dict[str, Any] = {}
+    for flag, key in (
+        ("weight_alignment", "weights.alignment"),
+        ("weight_packing", "weights.packing"),
+        ("weight_locality", "weights.locality"),
+        ("block_label", "block_label"),
+        ("rack_label", "rack_label"),
+        ("gang_label", "gang_label"),
+    ):
+        value = getattr(ns, flag)
+        if value is not None:
+            overrides[key] = value
+    return config.load(ns.config, overrides)
+
+
+def _ssl(ns: argparse.Namespace) -> ssl.SSLContext | None:
+    if not ns.tls_cert and not ns.tls_key:
+        return None
+    if not (ns.tls_cert and ns.tls_key):
+        raise config.ConfigFileError("--tls-cert and --tls-key go together")
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        ctx.load_cert_chain(ns.tls_cert, ns.tls_key)
+    except (OSError, ssl.SSLError) as e:
+        raise config.ConfigFileError(f"cannot load TLS certificate/key: {e}") from e
+    return ctx
+
+
+async def serve(ns: argparse.Namespace, settings: config.Settings) -> None:
+    tls = _ssl(ns)
+    kube: Kube | None = None
+    if not ns.from_files:
+        kube = await Kube.connect(
+            kubeconfig=ns.kubeconfig,
+            context=ns.context,
+            settings=ClientSettings(user_agent="dra-testbed-extender"),
+        )
+    try:
+        application = app_mod.build(settings, kube=kube)
+        if ns.from_files:
+            counts = files.load(application[app_mod.STORE], ns.from_files)
+            log.info("offline mode: loaded %s", ", ".join(f"{k}={v}" for k, v in counts.items()))
+        runner = web.AppRunner(application, access_log=None, handle_signals=False)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, ns.address, ns.port, ssl_context=tls)
+            try:
+                await site.start()
+            except OSError as e:
+                raise ServeError(
+                    f"cannot listen on {ns.address}:{ns.port}: {e.strerror or e}"
+                ) from e
+            scheme = "https" if tls else "http"
+            log.info("serving on %s://%s:%d", scheme, ns.address, ns.port)
+            await _until_signal()
+            log.info("shutting down")
+        finally:
+            await runner.cleanup()
+    finally:
+        if kube is not None:
+            await kube.close()
+
+
+async def _until_signal() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+def main(argv: list[str] | None = None) -> None:
+    ns = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=ns.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        settings = _settings(ns)
+        try:
+            import uvloop
+
+            runner: Any = uvloop.run
+        except ImportError:  # pragma: no cover - uvloop is a dependency off Windows
+            runner = asyncio.run
+        runner(serve(ns, settings))
+    except (config.ConfigFileError, files.FilesError) as e:
+        print(f"extender: error: {e}", file=sys.stderr)
+        sys.exit(1 if isinstance(e, files.FilesError) else 2)
+    except (errors.KubeError, ServeError) as e:
+        print(f"extender: error: {e}", file=sys.stderr)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        pass
+    sys.exit(0)

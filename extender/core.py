@@ -1,0 +1,176 @@
+"""The extender's decisions for one call: demand, filter, scores, and their explanation.
+
+No HTTP here (handlers decode and encode) and no I/O: the index is read as it stands. Until
+the store is ready nothing is judged: the filter passes every candidate and every score is 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from itertools import chain, islice
+from typing import Any
+
+from extender import demand as demand_mod
+from extender.cache.index import Index
+from extender.config import Settings
+from extender.policies import locality, scoring
+from testbed.wire import MIN_PRIORITY
+
+log = logging.getLogger(__name__)
+
+_TOP = 5
+_FAILED_SHOWN = 20
+
+
+@dataclass(frozen=True, slots=True)
+class FilterOutcome:
+    passed: list[str]
+    failed: dict[str, str] = field(default_factory=dict)
+    unresolvable: dict[str, str] = field(default_factory=dict)
+
+
+class Core:
+    def __init__(
+        self,
+        index: Index,
+        settings: Settings,
+        *,
+        ready: Callable[[], bool],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.index = index
+        self.settings = settings
+        self.ready = ready
+        self.clock = clock
+        self.decisions: deque[dict[str, Any]] = deque(maxlen=settings.explain_pods)
+
+    def demand(self, pod: dict[str, Any]) -> demand_mod.Demand:
+        return demand_mod.of_pod(
+            pod,
+            claim=self.index.claim,
+            template=self.index.template,
+            matchers=self.index.matchers,
+            settings=self.settings,
+        )
+
+    def siblings(self, job: str | None) -> locality.Siblings:
+        if job is None:
+            return locality.NO_SIBLINGS
+        where = self.index.jobs.get(job)
+        if not where:
+            return locality.NO_SIBLINGS
+        racks: set[str] = set()
+        blocks: set[str] = set()
+        for name in where:
+            view = self.index.nodes.get(name)
+            if view is not None:
+                if view.rack is not None:
+                    racks.add(view.rack)
+                if view.block is not None:
+                    blocks.add(view.block)
+        return locality.Siblings(sum(where.values()), frozenset(racks), frozenset(blocks))
+
+    def filter(self, pod: dict[str, Any], names: list[str]) -> FilterOutcome:
+        if not self.ready():
+            return FilterOutcome(passed=names)
+        d = self.demand(pod)
+        if d.require_alignment is None and d.require_locality is None:
+            return FilterOutcome(passed=names)  # nothing required: never reject
+        sib = self.siblings(d.job)
+        passed, failed, unresolvable = scoring.filter_nodes(
+            d, names, self.index.nodes, self.index.summary, sib
+        )
+        shown = dict(islice(chain(unresolvable.items(), failed.items()), _FAILED_SHOWN))
+        rejected = len(failed) + len(unresolvable)
+        self._record("filter", pod, d, sib, len(names), rejected, shown, [])
+        return FilterOutcome(passed, failed, unresolvable)
+
+    def prioritize(self, pod: dict[str, Any], names: list[str]) -> list[int]:
+        if not self.ready():
+            return [MIN_PRIORITY] * len(names)
+        d = self.demand(pod)
+        if d.empty:
+            return [MIN_PRIORITY] * len(names)
+        sib = self.siblings(d.job)
+        if not (d.gpus or d.nics or sib.pods):
+            return [MIN_PRIORITY] * len(names)  # a job's first device-less pod: nothing to say
+        nodes = self.index.nodes
+        w = self.settings.weights
+        scores = scoring.score_nodes(
+            d, names, nodes, self.index.summary, sib, w, self.index.node_memo
+        )
+        if self.settings.explain_pods or log.isEnabledFor(logging.DEBUG):
+            top = []
+            for i in _best(scores, _TOP):
+                view = nodes.get(names[i])
+                summary = self.index.summary(view) if view is not None else None
+                terms = scoring.terms(d, view, summary, sib, w)
+                top.append({"node": names[i], **asdict(terms)})
+            self._record("prioritize", pod, d, sib, len(names), 0, {}, top)
+        return scores
+
+    def _record(
+        self,
+        verb: str,
+        pod: dict[str, Any],
+        d: demand_mod.Demand,
+        sib: locality.Siblings,
+        candidates: int,
+        rejected: int,
+        rejections: dict[str, str],
+        top: list[dict[str, Any]],
+    ) -> None:
+        meta = pod.get("metadata") or {}
+        entry: dict[str, Any] = {
+            "time": self.clock(),
+            "verb": verb,
+            "pod": f"{meta.get('namespace', '')}/{meta.get('name', '')}",
+            "demand": {
+                "gpuClass": d.gpu_class,
+                "gpus": d.gpus,
+                "nicClass": d.nic_class,
+                "nics": d.nics,
+                "alignedGroups": [list(g) for g in d.groups],
+                "requireAlignment": d.require_alignment,
+                "requireLocality": d.require_locality,
+                "job": d.job,
+                "siblings": sib.pods,
+            },
+            "notes": list(d.notes),
+            "candidates": candidates,
+            "rejected": rejected,
+            "rejections": rejections,
+            "top": top,
+        }
+        self.decisions.append(entry)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "%s pod=%s candidates=%d rejected=%d demand=%s notes=%s top=%s",
+                verb,
+                entry["pod"],
+                candidates,
+                rejected,
+                entry["demand"],
+                entry["notes"],
+                top,
+            )
+
+
+def _best(scores: list[int], k: int) -> list[int]:
+    """Indices of up to `k` nodes with the highest score (in input order); C-speed scans."""
+    if not scores:
+        return []
+    top = max(scores)
+    out: list[int] = []
+    i = -1
+    while len(out) < k:
+        try:
+            i = scores.index(top, i + 1)
+        except ValueError:
+            break
+        out.append(i)
+    return out

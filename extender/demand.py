@@ -1,0 +1,235 @@
+"""What a pod asks for: GPUs and NICs by DeviceClass, alignment constraints, its job.
+
+Pure: the caller passes lookups for claims, templates and classes. Anything we cannot read
+(an unknown class, `firstAvailable`, `allocationMode: All`, a claim not seen yet) becomes a
+note and is left out of the demand, so the policies never reject a node because of it.
+
+Pod annotations (values are case-insensitive; anything else is ignored with a note):
+  testbed.dra.io/require-alignment: pcie-root | numa
+      every GPU the pod asks for must be able to get a free NIC of the pod's NIC class on
+      the same PCIe root (`pcie-root`) or at least the same NUMA node (`numa`); the filter
+      rejects nodes where that is provably impossible.
+  testbed.dra.io/require-locality: rack | block
+      the pod must land in a rack (block) where a sibling of its job already runs; when no
+      sibling runs yet, every node passes. Nodes without the rack (block) label fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from extender import classes
+from extender.config import Settings
+from testbed import vocab
+
+Alignment = Literal["pcie-root", "numa"]
+Locality = Literal["rack", "block"]
+Role = Literal["gpu", "nic"]
+
+ALIGNMENT_VALUES: dict[str, Alignment] = {"pcie-root": "pcie-root", "numa": "numa"}
+LOCALITY_VALUES: dict[str, Locality] = {"rack": "rack", "block": "block"}
+
+ClaimLookup = Callable[[str, str], dict[str, Any] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Demand:
+    gpu_class: str | None = None
+    gpus: int = 0
+    nic_class: str | None = None
+    nics: int = 0
+    groups: tuple[tuple[int, int], ...] = ()
+    """(gpus, nics) sets DRA must place on one PCIe root (a matchAttribute constraint)."""
+    require_alignment: Alignment | None = None
+    require_locality: Locality | None = None
+    job: str | None = None
+    """`namespace/name` of the pod's gang or Job, if any."""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def pairs(self) -> int:
+        """How many GPUs want a NIC next to them."""
+        return min(self.gpus, self.nics) if self.gpu_class and self.nic_class else 0
+
+    @property
+    def empty(self) -> bool:
+        return self.gpus == 0 and self.nics == 0 and self.job is None and not self.require_locality
+
+
+def role_of(matcher: classes.Matcher | None, settings: Settings) -> Role | None:
+    if matcher is None or matcher.driver is None:
+        return None
+    if matcher.driver in settings.gpu_drivers:
+        return "gpu"
+    if matcher.driver in settings.nic_drivers:
+        return "nic"
+    return None
+
+
+def job_of(pod: dict[str, Any], settings: Settings) -> str | None:
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    name = labels.get(settings.gang_label) or labels.get(vocab.LABEL_JOB_NAME)
+    if not isinstance(name, str) or not name:
+        return None
+    return f"{meta.get('namespace') or 'default'}/{name}"
+
+
+def of_pod(
+    pod: dict[str, Any],
+    *,
+    claim: ClaimLookup,
+    template: ClaimLookup,
+    matchers: Mapping[str, classes.Matcher | None],
+    settings: Settings,
+) -> Demand:
+    """The demand of `pod`; `matchers` maps DeviceClass names to their parsed selector."""
+    meta = pod.get("metadata") or {}
+    ns = str(meta.get("namespace") or "default")
+    annotations = meta.get("annotations") or {}
+    notes: list[str] = []
+    counts: dict[tuple[Role, str], int] = {}
+    groups: list[tuple[int, int]] = []
+
+    statuses = {
+        s.get("name"): s.get("resourceClaimName")
+        for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+        if isinstance(s, dict)
+    }
+    for ref in (pod.get("spec") or {}).get("resourceClaims") or []:
+        if not isinstance(ref, dict):
+            continue
+        spec = _claim_spec(ref, statuses, ns, claim, template, notes)
+        if spec is not None:
+            _add_claim(spec, matchers, settings, counts, groups, notes)
+
+    gpu_class, gpus = _dominant(counts, "gpu", notes)
+    nic_class, nics = _dominant(counts, "nic", notes)
+    alignment = _annotation(
+        annotations, vocab.ANNOTATION_REQUIRE_ALIGNMENT, ALIGNMENT_VALUES, notes
+    )
+    if alignment is not None and not (gpus and nics):
+        notes.append("require-alignment has nothing to align: the pod asks no GPU-NIC pairs")
+    job = job_of(pod, settings)
+    locality = _annotation(annotations, vocab.ANNOTATION_REQUIRE_LOCALITY, LOCALITY_VALUES, notes)
+    if locality is not None and job is None:
+        notes.append("require-locality without a job or gang label: no siblings to follow")
+    return Demand(
+        gpu_class=gpu_class,
+        gpus=gpus,
+        nic_class=nic_class,
+        nics=nics,
+        groups=tuple(sorted(groups, reverse=True)),
+        require_alignment=alignment,
+        require_locality=locality,
+        job=job,
+        notes=tuple(notes),
+    )
+
+
+def _claim_spec(
+    ref: dict[str, Any],
+    statuses: dict[Any, Any],
+    ns: str,
+    claim: ClaimLookup,
+    template: ClaimLookup,
+    notes: list[str],
+) -> dict[str, Any] | None:
+    """The spec of the claim behind one pod reference, or None if it is already allocated
+    (its devices are decided) or cannot be found."""
+    name = ref.get("resourceClaimName")
+    tmpl = ref.get("resourceClaimTemplateName")
+    if not name and tmpl:
+        name = statuses.get(ref.get("name"))
+    if name:
+        obj = claim(ns, str(name))
+        if obj is not None:
+            if (obj.get("status") or {}).get("allocation"):
+                notes.append(f"claim {name} already allocated")
+                return None
+            return dict(obj.get("spec") or {})
+    if tmpl:
+        obj = template(ns, str(tmpl))
+        if obj is not None:
+            return dict((obj.get("spec") or {}).get("spec") or {})
+        notes.append(f"template {tmpl} not found")
+        return None
+    notes.append(f"claim {name or ref.get('name')} not found")
+    return None
+
+
+def _add_claim(
+    spec: dict[str, Any],
+    matchers: Mapping[str, classes.Matcher | None],
+    settings: Settings,
+    counts: dict[tuple[Role, str], int],
+    groups: list[tuple[int, int]],
+    notes: list[str],
+) -> None:
+    devices = spec.get("devices") or {}
+    per_request: dict[str, tuple[Role, int]] = {}
+    for req in devices.get("requests") or []:
+        if not isinstance(req, dict):
+            continue
+        rname = str(req.get("name", ""))
+        exactly = req.get("exactly")
+        if not isinstance(exactly, dict):
+            notes.append(f"request {rname}: firstAvailable not judged")
+            continue
+        cls = str(exactly.get("deviceClassName", ""))
+        if cls not in matchers:
+            notes.append(f"request {rname}: DeviceClass {cls!r} unknown")
+            continue
+        role = role_of(matchers[cls], settings)
+        if role is None:
+            if matchers[cls] is None:
+                notes.append(f"request {rname}: selector of DeviceClass {cls!r} not understood")
+            continue
+        if exactly.get("allocationMode", "ExactCount") != "ExactCount":
+            notes.append(f"request {rname}: allocationMode {exactly.get('allocationMode')}")
+            continue
+        count = exactly.get("count", 1)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            notes.append(f"request {rname}: bad count {count!r}")
+            continue
+        if exactly.get("selectors"):
+            notes.append(f"request {rname}: own selectors not judged (counted as its class)")
+        counts[(role, cls)] = counts.get((role, cls), 0) + count
+        per_request[rname] = (role, count)
+    for con in devices.get("constraints") or []:
+        if not isinstance(con, dict) or con.get("matchAttribute") != vocab.ATTR_PCIE_ROOT:
+            continue
+        names = con.get("requests") or list(per_request)
+        g = sum(c for r, c in (per_request.get(n, ("", 0)) for n in names) if r == "gpu")
+        n = sum(c for r, c in (per_request.get(n, ("", 0)) for n in names) if r == "nic")
+        if g + n >= 2:
+            groups.append((g, n))
+
+
+def _dominant(
+    counts: dict[tuple[Role, str], int], role: Role, notes: list[str]
+) -> tuple[str | None, int]:
+    """The class the pod asks most devices of, for `role` (pods rarely mix classes)."""
+    mine = sorted(((n, c) for (r, c), n in counts.items() if r == role), reverse=True)
+    if not mine:
+        return None, 0
+    if len(mine) > 1:
+        notes.append(f"{role}s of several classes; judging {mine[0][1]} only")
+    return mine[0][1], mine[0][0]
+
+
+def _annotation(
+    annotations: dict[str, Any],
+    key: str,
+    values: Mapping[str, Any],
+    notes: list[str],
+) -> Any:
+    raw = annotations.get(key)
+    if raw is None:
+        return None
+    value = values.get(str(raw).strip().lower())
+    if value is None:
+        notes.append(f"annotation {key}={raw!r} ignored (accepted: {', '.join(values)})")
+    return value

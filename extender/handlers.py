@@ -1,0 +1,150 @@
+"""HTTP handlers: decode the scheduler's JSON, call the core, encode the reply. Nothing else.
+
+Bad input (undecodable JSON, wrong types, no `Pod`, a body over the size limit) is a 400
+with a one-line message; it never reaches the core and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Final
+
+from aiohttp import web
+from pydantic import ValidationError
+
+from extender.core import Core
+from extender.metrics import Metrics
+from testbed.wire import MAX_PRIORITY, ExtenderArgs, ExtenderFilterResult
+
+CORE: Final = web.AppKey("core", Core)
+METRICS: Final = web.AppKey("metrics", Metrics)
+
+_JSON = "application/json"
+# A HostPriority as two pre-encoded halves: `{"Host":"<name>","Score":` (per node name, kept
+# in a bounded cache) and `<score>}` (one per possible score).
+_SCORE_TAIL = [f"{s}}}" for s in range(MAX_PRIORITY + 1)]
+_HEADS: dict[str, str] = {}
+_HEADS_LIMIT = 65536
+_encode_str = json.encoder.encode_basestring_ascii
+
+
+def _heads(names: list[str]) -> list[str]:
+    """The pre-encoded head of each name; the C string encoder escapes as json.dumps does."""
+    cache = _HEADS
+    try:
+        return list(map(cache.__getitem__, names))
+    except KeyError:
+        if len(cache) + len(names) > _HEADS_LIMIT:
+            cache.clear()
+        for n in names:
+            if n not in cache:
+                cache[n] = '{"Host":' + _encode_str(n) + ',"Score":'
+        return [cache[n] for n in names]
+
+
+def encode_priorities(names: list[str], scores: list[int]) -> str:
+    """kube-scheduler's HostPriorityList: a bare array of {"Host", "Score"}. Hand-joined
+    because this is the hot path at 5,000 nodes (3x faster than json.dumps of dicts)."""
+    tails = _SCORE_TAIL
+    return "[" + ",".join([h + tails[s] for h, s in zip(_heads(names), scores, strict=True)]) + "]"
+
+
+class BadRequest(Exception):
+    """Input the extender refuses; the message goes to the client as is."""
+
+
+async def _args(request: web.Request) -> ExtenderArgs:
+    try:
+        body = await request.read()
+    except web.HTTPRequestEntityTooLarge as e:
+        limit = request.app[CORE].settings.max_body_bytes
+        raise BadRequest(f"request body over the {limit}-byte limit") from e
+    if not body:
+        raise BadRequest("empty request body; expected ExtenderArgs JSON")
+    try:
+        return ExtenderArgs.model_validate_json(body)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "body"
+        raise BadRequest(f"invalid ExtenderArgs at {where}: {first['msg']}") from e
+
+
+def _observe(request: web.Request, verb: str, started: float, candidates: int) -> None:
+    metrics = request.app[METRICS]
+    metrics.request_seconds.labels(verb).observe(time.perf_counter() - started)
+    metrics.candidates.labels(verb).observe(candidates)
+    outcome = "ok" if request.app[CORE].ready() else "not_ready"
+    metrics.requests.labels(verb, outcome).inc()
+
+
+async def filter_nodes(request: web.Request) -> web.Response:
+    started = time.perf_counter()
+    args = await _args(request)
+    names = args.candidate_names()
+    out = request.app[CORE].filter(args.Pod, names)
+    if args.NodeNames is not None or args.Nodes is None:
+        # Our own, well-typed values: no need to validate thousands of names again.
+        result = ExtenderFilterResult.model_construct(
+            NodeNames=out.passed,
+            FailedNodes=out.failed,
+            FailedAndUnresolvableNodes=out.unresolvable,
+            Error="",
+        )
+    else:  # not nodeCacheCapable: hand back the node objects that passed
+        keep = set(out.passed)
+        items = [n for n in args.Nodes.items or () if (n.get("metadata") or {}).get("name") in keep]
+        result = ExtenderFilterResult.model_validate(
+            {
+                "Nodes": {"items": items},
+                "FailedNodes": out.failed,
+                "FailedAndUnresolvableNodes": out.unresolvable,
+            }
+        )
+    body = result.model_dump_json(exclude_none=True)
+    metrics = request.app[METRICS]
+    if out.failed:
+        metrics.rejections.labels("alignment").inc(len(out.failed))
+    if out.unresolvable:
+        metrics.rejections.labels("locality").inc(len(out.unresolvable))
+    _observe(request, "filter", started, len(names))
+    return web.Response(text=body, content_type=_JSON)
+
+
+async def prioritize_nodes(request: web.Request) -> web.Response:
+    started = time.perf_counter()
+    args = await _args(request)
+    names = args.candidate_names()
+    scores = request.app[CORE].prioritize(args.Pod, names)
+    body = encode_priorities(names, scores)
+    _observe(request, "prioritize", started, len(names))
+    return web.Response(text=body, content_type=_JSON)
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
+async def readyz(request: web.Request) -> web.Response:
+    if request.app[CORE].ready():
+        return web.Response(text="ok")
+    return web.Response(status=503, text="cache not synced yet")
+
+
+async def decisions(request: web.Request) -> web.Response:
+    """Recent per-pod decisions with each term's value; `?pod=namespace/name` narrows."""
+    pod = request.query.get("pod")
+    items: list[dict[str, Any]] = [
+        d for d in request.app[CORE].decisions if pod is None or d["pod"] == pod
+    ]
+    return web.json_response(items)
+
+
+async def free_devices(request: web.Request) -> web.Response:
+    """The devices the extender believes free on one node (for checks and debugging)."""
+    node = request.match_info["node"]
+    index = request.app[CORE].index
+    if node not in index.nodes:
+        return web.json_response({"error": f"node {node} unknown"}, status=404)
+    free = sorted(index.free_devices(node))
+    return web.json_response([{"driver": d, "pool": p, "device": n} for d, p, n in free])

@@ -1,0 +1,116 @@
+"""Prometheus metrics, on an injected registry (tests build a fresh one each)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from extender.cache.index import Index, Outcome
+
+_LATENCY_BUCKETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
+_CANDIDATE_BUCKETS = (1, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
+_LAG_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 300)
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.request_seconds = Histogram(
+            "extender_request_duration_seconds",
+            "Time to answer a scheduler call, by verb (filter, prioritize).",
+            ["verb"],
+            buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.requests = Counter(
+            "extender_requests_total",
+            "Scheduler calls by verb and outcome (ok, not_ready, bad_request).",
+            ["verb", "outcome"],
+            registry=registry,
+        )
+        self.candidates = Histogram(
+            "extender_candidate_nodes",
+            "Candidate nodes per scheduler call.",
+            ["verb"],
+            buckets=_CANDIDATE_BUCKETS,
+            registry=registry,
+        )
+        self.rejections = Counter(
+            "extender_filter_rejections_total",
+            "Nodes the filter rejected, by the requirement they broke (alignment, locality).",
+            ["requirement"],
+            registry=registry,
+        )
+        self.watch_restarts = Counter(
+            "extender_watch_restarts_total",
+            "Watch restarts by kind and reason (gone = relist after 410, error, closed).",
+            ["kind", "reason"],
+            registry=registry,
+        )
+        self.event_lag = Histogram(
+            "extender_cache_event_lag_seconds",
+            "Delay from an object's last write (managedFields time, 1 s resolution) to the "
+            "extender seeing the watch event, by kind.",
+            ["kind"],
+            buckets=_LAG_BUCKETS,
+            registry=registry,
+        )
+        self.placements = Counter(
+            "extender_observed_placements_total",
+            "GPUs in fresh claim allocations that also got NICs, by pairing: aligned (same "
+            "PCIe root), numa (same NUMA node) or unaligned.",
+            ["outcome"],
+            registry=registry,
+        )
+
+    def placement(self, outcome: Outcome, count: int) -> None:
+        self.placements.labels(outcome).inc(count)
+
+    def restart(self, kind: str, reason: str) -> None:
+        self.watch_restarts.labels(kind, reason).inc()
+
+    def event(self, kind: str, obj: dict[str, Any], now: Callable[[], float] = time.time) -> None:
+        written = _last_write(obj)
+        if written is not None:
+            self.event_lag.labels(kind).observe(max(0.0, now() - written))
+
+
+class CacheCollector(Collector):
+    """Reads the index at scrape time: objects per kind, and readiness."""
+
+    def __init__(self, index: Index, ready: Callable[[], bool]) -> None:
+        self.index = index
+        self.ready = ready
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        objects = GaugeMetricFamily(
+            "extender_cache_objects", "Objects held in the cache, by kind.", labels=["kind"]
+        )
+        for kind, n in self.index.counts().items():
+            objects.add_metric([kind], n)
+        yield objects
+        yield GaugeMetricFamily(
+            "extender_cache_ready",
+            "1 once every watched kind has been listed in full.",
+            value=1 if self.ready() else 0,
+        )
+
+
+def _last_write(obj: dict[str, Any]) -> float | None:
+    times = [
+        f.get("time")
+        for f in (obj.get("metadata") or {}).get("managedFields") or []
+        if isinstance(f, dict)
+    ]
+    newest = max((t for t in times if isinstance(t, str)), default=None)
+    if newest is None:
+        return None
+    try:
+        return datetime.fromisoformat(newest.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

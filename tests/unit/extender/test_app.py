@@ -1,0 +1,202 @@
+"""The HTTP app over a real socket: kube-scheduler's calls, bad input, health, metrics."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import yaml
+from aiohttp.test_utils import TestServer
+from prometheus_client import CollectorRegistry
+
+from extender import app as app_mod
+from extender.cache import files
+from extender.config import Settings
+from testbed import vocab, wire
+from tests.unit.extender import objects
+from tests.unit.extender.helpers import core_of
+
+NS = "ns"
+
+
+def cluster_objects() -> list[dict[str, Any]]:
+    tmpl = objects.template(NS, "pairs", objects.pair_spec(8))
+    return [*objects.dgx("al"), *objects.unaligned("un"), tmpl]
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[TestServer]:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump_all(cluster_objects()))
+    app = app_mod.build(Settings(max_body_bytes=64 * 1024), registry=CollectorRegistry())
+    files.load(app[app_mod.STORE], [path])
+    srv = TestServer(app, host="127.0.0.1")
+    await srv.start_server()
+    try:
+        yield srv
+    finally:
+        await srv.close()
+
+
+async def post(srv: TestServer, verb: str, body: str | bytes) -> tuple[int, Any]:
+    async with (
+        aiohttp.ClientSession() as s,
+        s.post(
+            srv.make_url(f"/{verb}"), data=body, headers={"Content-Type": "application/json"}
+        ) as r,
+    ):
+        return r.status, json.loads(await r.read())
+
+
+def args(pod: dict[str, Any], names: list[str]) -> str:
+    return json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names})
+
+
+def pair_pod(**kw: Any) -> dict[str, Any]:
+    return objects.pod(NS, "p", templates=["pairs"], **kw)
+
+
+async def test_prioritize_answers_a_bare_array_in_input_order(server: TestServer) -> None:
+    status, body = await post(server, "prioritize", args(pair_pod(), ["un", "al", "ghost"]))
+    assert status == 200
+    assert [h["Host"] for h in body] == ["un", "al", "ghost"]
+    scores = {h["Host"]: h["Score"] for h in body}
+    assert scores["al"] > scores["un"] >= scores["ghost"] == 0
+    assert all(set(h) == {"Host", "Score"} for h in body)
+
+
+async def test_filter_answers_with_capitalised_keys(server: TestServer) -> None:
+    pod = pair_pod(annotations={vocab.ANNOTATION_REQUIRE_ALIGNMENT: "pcie-root"})
+    status, body = await post(server, "filter", args(pod, ["un", "al"]))
+    assert status == 200
+    assert body["NodeNames"] == ["al"]
+    assert set(body["FailedNodes"]) == {"un"}
+    assert body["FailedAndUnresolvableNodes"] == {} and body["Error"] == ""
+
+
+async def test_filter_always_sets_node_names_even_when_empty(server: TestServer) -> None:
+    pod = pair_pod(annotations={vocab.ANNOTATION_REQUIRE_ALIGNMENT: "pcie-root"})
+    _, body = await post(server, "filter", args(pod, ["un"]))
+    assert body["NodeNames"] == []
+
+
+async def test_filter_without_node_cache_returns_node_objects(server: TestServer) -> None:
+    pod = pair_pod(annotations={vocab.ANNOTATION_REQUIRE_ALIGNMENT: "pcie-root"})
+    nodes = {"items": [objects.node("un"), objects.node("al")]}
+    _, body = await post(server, "filter", json.dumps({"Pod": pod, "Nodes": nodes}))
+    assert [n["metadata"]["name"] for n in body["Nodes"]["items"]] == ["al"]
+    assert "NodeNames" not in body
+
+
+async def test_names_are_escaped_like_json(server: TestServer) -> None:
+    odd = 'we"ird\\nämé'
+    _, body = await post(server, "prioritize", args(pair_pod(), [odd]))
+    assert body == [{"Host": odd, "Score": 0}]
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (b"{not json", "invalid ExtenderArgs"),
+        (b"", "empty request body"),
+        (b'{"NodeNames": ["a"]}', "Pod"),
+        (b'{"Pod": {}, "NodeNames": "a"}', "NodeNames"),
+        (b"x" * (65 * 1024), "limit"),
+    ],
+)
+@pytest.mark.parametrize("verb", ["filter", "prioritize"])
+async def test_bad_input_is_a_400_with_a_clear_message(
+    server: TestServer, verb: str, body: bytes, says: str
+) -> None:
+    before = server.app[app_mod.STORE].index.counts()
+    status, reply = await post(server, verb, body)
+    assert status == 400 and says in reply["error"]
+    assert server.app[app_mod.STORE].index.counts() == before
+    status, _ = await post(server, verb, args(pair_pod(), ["al"]))
+    assert status == 200  # still serving
+
+
+async def test_health_readiness_metrics_and_debug(server: TestServer) -> None:
+    await post(server, "prioritize", args(pair_pod(), ["al", "un"]))
+    await post(server, "filter", args(pair_pod(), ["al", "un"]))
+    await post(server, "filter", b"{")
+    async with aiohttp.ClientSession() as s:
+        async with s.get(server.make_url("/healthz")) as r:
+            assert r.status == 200
+        async with s.get(server.make_url("/readyz")) as r:
+            assert r.status == 200
+        async with s.get(server.make_url("/metrics")) as r:
+            text = await r.text()
+        async with s.get(server.make_url("/debug/decisions"), params={"pod": "ns/p"}) as r:
+            decisions = await r.json()
+        async with s.get(server.make_url("/debug/nodes/al/free")) as r:
+            free = await r.json()
+    assert 'extender_requests_total{outcome="ok",verb="prioritize"} 1.0' in text
+    assert 'extender_requests_total{outcome="bad_request",verb="filter"} 1.0' in text
+    assert 'extender_request_duration_seconds_count{verb="filter"} 1.0' in text
+    assert 'extender_cache_objects{kind="Node"} 2.0' in text
+    assert "extender_cache_ready 1.0" in text
+    assert decisions[-1]["top"][0]["node"] == "al"
+    assert len(free) == 16
+
+
+async def test_not_ready_until_synced() -> None:
+    app = app_mod.build(Settings(), registry=CollectorRegistry())
+    srv = TestServer(app, host="127.0.0.1")
+    await srv.start_server()
+    try:
+        async with aiohttp.ClientSession() as s, s.get(srv.make_url("/readyz")) as r:
+            assert r.status == 503
+        status, body = await post(srv, "prioritize", args(pair_pod(), ["a"]))
+        assert status == 200 and body == [{"Host": "a", "Score": 0}]
+    finally:
+        await srv.close()
+
+
+# -- against real Go encoding/json -----------------------------------------------------------
+# golden/args_*.json are what kube-scheduler's encoding/json makes of ExtenderArgs (written by
+# golden/goenc with k8s.io/kube-scheduler v0.36.3's types); golden/*_reply_*.go.json are our
+# replies decoded into its ExtenderFilterResult / HostPriorityList and encoded again by Go.
+# Regenerate: cd golden/goenc && go build -o goenc . (the module cache suffices), then
+# `./goenc args-names > ../args_node_names.json`, `./goenc args-nodes > ../args_nodes.json`, and
+# pipe each reply of the `server` fixture below into `./goenc decode-filter|decode-prioritize`
+# (delete the binary afterwards).
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("verb", "request_file", "go_reply"),
+    [
+        ("filter", "args_node_names.json", "filter_reply_to_node_names.go.json"),
+        ("prioritize", "args_node_names.json", "prioritize_reply_to_node_names.go.json"),
+        ("filter", "args_nodes.json", "filter_reply_to_nodes.go.json"),
+    ],
+)
+async def test_go_encoded_requests_get_replies_go_reads_back_identically(
+    server: TestServer, verb: str, request_file: str, go_reply: str
+) -> None:
+    status, ours = await post(server, verb, (GOLDEN / request_file).read_bytes())
+    assert status == 200
+    go = _without_nulls(json.loads((GOLDEN / go_reply).read_text()))
+    if isinstance(go, dict) and "Nodes" in go:
+        go["Nodes"].pop("metadata", None)  # Go writes the NodeList's empty ListMeta
+    assert ours == go
+
+
+def test_go_encoded_pod_yields_its_demand() -> None:
+    args = wire.ExtenderArgs.model_validate_json((GOLDEN / "args_node_names.json").read_bytes())
+    d = core_of(cluster_objects()).demand(args.Pod)
+    assert (d.gpus, d.nics, d.require_alignment, d.job) == (8, 8, "pcie-root", "ns/train")

@@ -1,0 +1,167 @@
+"""`extender` CLI: help, usage errors, one-line runtime errors, offline serving."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import socket
+import ssl
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+import yaml
+
+from extender import cli
+from tests.unit.extender import objects
+
+
+def run(argv: list[str]) -> int:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    return int(exit_info.value.code or 0)
+
+
+def test_help_explains_annotations(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["serve", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "require-alignment" in out and "--from-files" in out and "--weight-packing" in out
+
+
+def test_unknown_flag_is_a_usage_error() -> None:
+    assert run(["serve", "--no-such-flag"]) == 2
+
+
+def test_bad_config_is_one_line_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "c.yaml"
+    bad.write_text("weights: {alignment: -1}\n")
+    assert run(["serve", "--config", str(bad), "--from-files", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("extender: error: invalid setting weights.alignment")
+    assert "\n" not in err
+
+
+def test_missing_files_are_a_runtime_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(["serve", "--from-files", str(tmp_path / "nope.yaml"), "--port", "0"]) == 1
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_unparseable_file_names_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("a: [\n")
+    assert run(["serve", "--from-files", str(bad), "--port", "0"]) == 1
+    assert "bad.yaml" in capsys.readouterr().err
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.asynccontextmanager
+async def serving(*args: str) -> AsyncIterator[tuple[asyncio.subprocess.Process, int]]:
+    """`extender serve ARGS --port P` in a subprocess, once it logged that it serves."""
+    port = _free_port()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        "from extender.cli import main; main()",
+        "serve",
+        *args,
+        "--port",
+        str(port),
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert proc.stderr is not None
+        async with asyncio.timeout(30):
+            while b"serving on" not in (line := await proc.stderr.readline()):
+                assert line, "extender exited before serving"
+        yield proc, port
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+def fleet_file(tmp_path: Path) -> Path:
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.safe_dump_all([*objects.dgx("n1"), *objects.numa_only("n2")]))
+    return path
+
+
+async def test_serve_from_files_then_stop_on_sigterm(tmp_path: Path) -> None:
+    async with serving("--from-files", str(fleet_file(tmp_path))) as (proc, port):
+        async with aiohttp.ClientSession() as s:
+            async with s.get(f"http://127.0.0.1:{port}/readyz") as r:
+                assert r.status == 200
+            body = json.dumps({"Pod": objects.pod("ns", "p"), "NodeNames": ["n1", "n2"]})
+            async with s.post(f"http://127.0.0.1:{port}/prioritize", data=body) as r:
+                assert await r.json() == [{"Host": "n1", "Score": 0}, {"Host": "n2", "Score": 0}]
+        proc.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(30):
+            assert await proc.wait() == 0
+
+
+async def test_serves_https_with_cert_and_key(tmp_path: Path) -> None:
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    openssl = await asyncio.create_subprocess_exec(
+        "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1",
+        "-keyout", str(key), "-out", str(cert),
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    assert await openssl.wait() == 0
+    args = (
+        "--from-files",
+        str(fleet_file(tmp_path)),
+        "--tls-cert",
+        str(cert),
+        "--tls-key",
+        str(key),
+    )
+    async with serving(*args) as (_, port):
+        trust = ssl.create_default_context(cafile=str(cert))
+        body = json.dumps({"Pod": objects.pod("ns", "p"), "NodeNames": ["n1"]})
+        async with (
+            aiohttp.ClientSession() as s,
+            s.post(f"https://127.0.0.1:{port}/filter", data=body, ssl=trust) as r,
+        ):
+            assert (await r.json())["NodeNames"] == ["n1"]
+
+
+def test_cert_without_key_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["serve", "--from-files", ".", "--tls-cert", "x.crt", "--port", "0"]) == 2
+    assert "--tls-key" in capsys.readouterr().err
+
+
+async def test_busy_port_is_a_runtime_error(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            "from extender.cli import main; main()",
+            "serve",
+            "--from-files",
+            str(tmp_path),
+            "--port",
+            str(port),
+            stderr=asyncio.subprocess.PIPE,
+        )
+        _, err = await proc.communicate()
+    assert proc.returncode == 1
+    assert b"cannot listen" in err and b"Traceback" not in err

@@ -1,0 +1,117 @@
+"""A pod's demand from its claims and templates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from extender import classes, demand
+from extender.config import Settings
+from testbed import vocab
+from tests.unit.extender import objects
+
+NS = "ns"
+MATCHERS = {c["metadata"]["name"]: classes.parse_device_class(c) for c in objects.classes()}
+
+
+def of(pod: dict[str, Any], *objs: dict[str, Any]) -> demand.Demand:
+    claims = {
+        (o["metadata"]["namespace"], o["metadata"]["name"]): o
+        for o in objs
+        if o["kind"] == "ResourceClaim"
+    }
+    templates = {
+        (o["metadata"]["namespace"], o["metadata"]["name"]): o
+        for o in objs
+        if o["kind"] == "ResourceClaimTemplate"
+    }
+    return demand.of_pod(
+        pod,
+        claim=lambda ns, n: claims.get((ns, n)),
+        template=lambda ns, n: templates.get((ns, n)),
+        matchers=MATCHERS,
+        settings=Settings(),
+    )
+
+
+def test_pod_without_claims_demands_nothing() -> None:
+    d = of(objects.pod(NS, "p"))
+    assert d.empty and d.pairs == 0 and not d.notes
+
+
+def test_template_gives_gpus_nics_and_aligned_groups() -> None:
+    tmpl = objects.template(NS, "t", objects.pair_spec(2, aligned=True))
+    d = of(objects.pod(NS, "p", templates=["t"]), tmpl)
+    assert (d.gpu_class, d.gpus, d.nic_class, d.nics) == (
+        vocab.CLASS_GPU,
+        2,
+        vocab.CLASS_RDMA_NIC,
+        2,
+    )
+    assert d.groups == ((1, 1), (1, 1))
+    assert d.pairs == 2
+
+
+def test_generated_claim_named_in_pod_status_wins_over_template() -> None:
+    tmpl = objects.template(NS, "t", objects.pair_spec(1))
+    generated = objects.claim(NS, "p-t0-abcde", objects.pair_spec(4))
+    pod = objects.pod(NS, "p", templates=["t"])
+    pod["status"]["resourceClaimStatuses"] = [{"name": "t0", "resourceClaimName": "p-t0-abcde"}]
+    assert of(pod, tmpl, generated).gpus == 4
+
+
+def test_allocated_claims_add_no_demand() -> None:
+    c = objects.claim(NS, "c", objects.pair_spec(1), allocated=[("gpu.nvidia.com", "n", "gpu-0")])
+    d = of(objects.pod(NS, "p", claims=["c"]), c)
+    assert d.gpus == 0 and any("already allocated" in n for n in d.notes)
+
+
+def test_constraint_without_request_list_covers_all_requests() -> None:
+    spec = objects.claim_spec(
+        [objects.request("g", vocab.CLASS_GPU, 2), objects.request("n", vocab.CLASS_NIC)]
+    )
+    spec["devices"]["constraints"] = [{"matchAttribute": vocab.ATTR_PCIE_ROOT}]
+    d = of(objects.pod(NS, "p", claims=["c"]), objects.claim(NS, "c", spec))
+    assert d.groups == ((2, 1),)
+
+
+def test_unknown_class_and_missing_claim_are_notes_not_demand() -> None:
+    spec = objects.claim_spec([objects.request("x", "no-such-class", 3)])
+    d = of(objects.pod(NS, "p", claims=["c", "gone"]), objects.claim(NS, "c", spec))
+    assert d.gpus == 0 and d.nics == 0
+    assert any("no-such-class" in n for n in d.notes)
+    assert any("gone not found" in n for n in d.notes)
+
+
+def test_first_available_and_all_mode_are_not_judged() -> None:
+    spec = objects.claim_spec(
+        [
+            {"name": "fa", "firstAvailable": [{"name": "a", "deviceClassName": "gpu.nvidia.com"}]},
+            {
+                "name": "all",
+                "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All"},
+            },
+        ]
+    )
+    d = of(objects.pod(NS, "p", claims=["c"]), objects.claim(NS, "c", spec))
+    assert d.gpus == 0 and len(d.notes) == 2
+
+
+def test_annotations_and_job() -> None:
+    pod = objects.pod(
+        NS,
+        "p",
+        labels={vocab.LABEL_JOB_NAME: "train"},
+        annotations={
+            vocab.ANNOTATION_REQUIRE_ALIGNMENT: "PCIe-Root",
+            vocab.ANNOTATION_REQUIRE_LOCALITY: "galaxy",
+        },
+    )
+    d = of(pod)
+    assert d.require_alignment == "pcie-root"
+    assert d.require_locality is None and any("galaxy" in n for n in d.notes)
+    assert d.job == "ns/train"
+
+
+def test_gang_label_takes_precedence_over_job_name() -> None:
+    pod = objects.pod(NS, "p", labels={vocab.LABEL_JOB_NAME: "j", vocab.LABEL_GANG: "g"})
+    assert of(pod).job == "ns/g"
