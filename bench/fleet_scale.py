@@ -1,0 +1,206 @@
+"""Benchmark: `fleet apply` of N dgx-h100 nodes (1 Node + 2 ResourceSlices of 8 devices each)
+against `kwokctl scale node --replicas N` on the same local cluster, plus `fleet render`.
+
+For each N it measures, in this order and each time from an empty start:
+1. `fleet apply --profile dgx-h100 --nodes N` as a subprocess: wall time to exit (every node
+   Ready, every slice written), the write phase alone, API objects per second, and the peak RSS
+   of the fleet process (from wait4). It then lists the fleet's objects to check every slice
+   is there.
+2. `kwokctl scale node --replicas N` (bare nodes, no slices): wall time until N of its nodes
+   are Ready, seen on a watch. Then `--replicas 0` removes them again.
+3. `fleet delete`.
+And once: `fleet render --profile dgx-h100 --nodes 5000 -o DIR` wall time (no cluster).
+
+    .venv/bin/python bench/fleet_scale.py --nodes 1000 --nodes 5000 --json /tmp/fleet-scale.json
+
+Bounded: one fleet at a time, deleted afterwards (also on Ctrl-C); `--no-kwokctl` skips step 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from testbed.cluster import binaries, local
+from testbed.kube import resources, watching
+from testbed.kube.client import ClientSettings, Kube
+
+BIN = Path(sys.executable).parent
+KWOKCTL_LABEL = "kwok.x-k8s.io/kwokctl-scale"
+
+
+def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run `cmd`; wall seconds, exit code, peak RSS (MiB), CPU seconds and stderr."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    assert proc.stderr is not None
+    err = proc.stderr.read().decode()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return {
+        "wall_s": time.perf_counter() - started,
+        "code": proc.returncode,
+        "peak_rss_mib": usage.ru_maxrss / 1024,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "stderr": err,
+    }
+
+
+async def count_ready(kube: Kube, selector: str, expected: int, within: float) -> float:
+    """Seconds until `expected` nodes matching `selector` are Ready (watched, not polled)."""
+    started = time.perf_counter()
+    ready: set[str] = set()
+
+    def is_ready(n: dict[str, Any]) -> bool:
+        conds = (n.get("status") or {}).get("conditions") or []
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
+
+    async def watch() -> None:
+        async for ev in watching.informer(kube, resources.NODES, label_selector=selector):
+            if isinstance(ev, watching.Snapshot):
+                ready.clear()
+                ready.update(n["metadata"]["name"] for n in ev.items if is_ready(n))
+            elif ev.type != "DELETED" and is_ready(ev.object):
+                ready.add(ev.object["metadata"]["name"])
+            if len(ready) >= expected:
+                return
+
+    await asyncio.wait_for(watch(), within)
+    return time.perf_counter() - started
+
+
+async def wait_gone(kube: Kube, selector: str, within: float) -> None:
+    deadline = time.monotonic() + within
+    while (await kube.list(resources.NODES, label_selector=selector)).items:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"nodes {selector} still present after {within}s")
+        await asyncio.sleep(0.5)
+
+
+def _seconds(pattern: str, text: str) -> float | None:
+    m = re.search(pattern, text)
+    return float(m.group(1)) if m else None
+
+
+async def bench_fleet(
+    kube: Kube, kubeconfig: str, n: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    name = f"bench-{n}-{secrets.token_hex(2)}"
+    cmd = [str(BIN / "fleet"), "apply", "--profile", args.profile, "--nodes", str(n)]
+    cmd += ["--name", name, "--kubeconfig", kubeconfig, "--timeout", str(args.timeout)]
+    cmd += ["--concurrency", str(args.concurrency), "--qps", str(args.qps)]
+    try:
+        r = run_measured(cmd)
+        if r["code"] != 0:
+            raise RuntimeError(f"fleet apply failed: {r['stderr'].strip()[-300:]}")
+        created = int(re.search(r"created (\d+)", r["stderr"]).group(1))  # type: ignore[union-attr]
+        write_s = _seconds(r"objects in ([\d.]+)s", r["stderr"])
+        sel = f"testbed.dra.io/fleet={name}"
+        nodes = len((await kube.list(resources.NODES, label_selector=sel)).items)
+        slices = len((await kube.list(resources.RESOURCE_SLICES, label_selector=sel)).items)
+        out = {
+            "nodes": n,
+            "objects_created": created,
+            "nodes_present": nodes,
+            "slices_present": slices,
+            "write_s": write_s,
+            "ready_wall_s": round(r["wall_s"], 2),
+            "objects_per_s_write": round(created / write_s, 1) if write_s else None,
+            "objects_per_s_to_ready": round(created / r["wall_s"], 1),
+            "nodes_per_s_to_ready": round(n / r["wall_s"], 1),
+            "peak_rss_mib": round(r["peak_rss_mib"], 1),
+            "cpu_s": round(r["cpu_s"], 2),
+        }
+    finally:
+        d = run_measured([str(BIN / "fleet"), "delete", "--name", name, "--kubeconfig", kubeconfig])
+    out["delete_s"] = round(d["wall_s"], 2)
+    return out
+
+
+async def bench_kwokctl(kube: Kube, n: int, args: argparse.Namespace) -> dict[str, Any]:
+    b = binaries.ensure(build=False)
+    cfg = local.ClusterConfig(name=args.cluster)
+    env = dict(os.environ, KWOK_WORKDIR=str(cfg.workdir), KWOK_KUBECTL_BINARY=str(b["kubectl"]))
+    base = [str(b["kwokctl"]), "--name", args.cluster, "scale", "node"]
+    sel = f"{KWOKCTL_LABEL}=node"
+    try:
+        started = time.perf_counter()
+        ready = asyncio.create_task(count_ready(kube, sel, n, args.timeout))
+        r = await asyncio.to_thread(run_measured, [*base, "--replicas", str(n)], env)
+        if r["code"] != 0:
+            ready.cancel()
+            raise RuntimeError(f"kwokctl scale failed: {r['stderr'].strip()[-300:]}")
+        await ready
+        wall = time.perf_counter() - started
+        return {
+            "nodes": n,
+            "kwokctl_exit_s": round(r["wall_s"], 2),
+            "ready_wall_s": round(wall, 2),
+            "nodes_per_s_to_ready": round(n / wall, 1),
+        }
+    finally:
+        await asyncio.to_thread(run_measured, [*base, "--replicas", "0"], env)
+        await wait_gone(kube, sel, args.timeout)
+
+
+def bench_render(n: int, profile: str) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [str(BIN / "fleet"), "render", "--profile", profile, "--nodes", str(n), "-o", tmp]
+        r = run_measured(cmd)
+        size = sum(p.stat().st_size for p in Path(tmp).iterdir())
+    return {
+        "nodes": n,
+        "wall_s": round(r["wall_s"], 2),
+        "peak_rss_mib": round(r["peak_rss_mib"], 1),
+        "bytes": size,
+    }
+
+
+async def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--nodes", type=int, action="append", help="fleet sizes (default 1000)")
+    p.add_argument("--profile", default="dgx-h100")
+    p.add_argument("--cluster", default=local.DEFAULT_NAME, help="kwokctl cluster name")
+    p.add_argument("--kubeconfig", help="default: the local testbed cluster's")
+    p.add_argument("--concurrency", type=int, default=64)
+    p.add_argument("--qps", type=float, default=500.0)
+    p.add_argument("--timeout", type=float, default=900.0)
+    p.add_argument("--no-kwokctl", action="store_true", help="skip the kwokctl comparison")
+    p.add_argument("--render-nodes", type=int, default=5000)
+    p.add_argument("--json", type=Path, help="write the results here too")
+    args = p.parse_args()
+    kubeconfig = args.kubeconfig or str(local.ClusterConfig(name=args.cluster).kubeconfig)
+    results: dict[str, Any] = {"profile": args.profile, "fleet": [], "kwokctl": []}
+    results["render"] = bench_render(args.render_nodes, args.profile)
+    print(json.dumps({"render": results["render"]}), flush=True)
+    kube = await Kube.connect(kubeconfig=kubeconfig, settings=ClientSettings(qps=0))
+    try:
+        for n in args.nodes or [1000]:
+            f = await bench_fleet(kube, kubeconfig, n, args)
+            results["fleet"].append(f)
+            print(json.dumps({"fleet": f}), flush=True)
+            if not args.no_kwokctl:
+                k = await bench_kwokctl(kube, n, args)
+                k["fleet_node_rate_ratio"] = round(
+                    f["nodes_per_s_to_ready"] / k["nodes_per_s_to_ready"], 2
+                )
+                results["kwokctl"].append(k)
+                print(json.dumps({"kwokctl": k}), flush=True)
+    finally:
+        await kube.close()
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

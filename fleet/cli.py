@@ -1,0 +1,468 @@
+"""`fleet render|apply|status|delete|serve`: flags in, a validated Fleet out, then hand over.
+
+Exit codes: 0 ok, 1 runtime failure (cluster unreachable, writes failed, not Ready in time),
+2 bad usage or a bad spec (nothing is created). Errors are one line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import logging
+import sys
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as RichBar
+from rich.table import Table
+
+from fleet import profiles as profiles_mod
+from fleet import render, yamlout
+from fleet.profiles import Profile, ProfileError
+from fleet.reconcile import ReconcileError, Reconciler, ReconcileSettings
+from fleet.spec import DEFAULT_NAME, Fleet, SpecError, for_profile, load
+from testbed import vocab
+from testbed.kube import errors
+from testbed.kube.client import ClientSettings, Kube
+
+EXIT_RUNTIME = 1
+EXIT_USAGE = 2
+
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class UsageError(Exception):
+    """Bad flags or spec: exit 2."""
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        code = args.func(args)
+    except (UsageError, SpecError, ProfileError) as e:
+        _fail(str(e), EXIT_USAGE)
+    except (ReconcileError, errors.KubeError) as e:
+        _fail(_kube_message(e), EXIT_RUNTIME)
+    except KeyboardInterrupt:
+        _fail("interrupted; objects already written stay (re-run to continue)", 130)
+    sys.exit(code)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    print(f"fleet: error: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def _kube_message(e: Exception) -> str:
+    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return first
+
+
+# -- flags -------------------------------------------------------------------------------------
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; a node count is 0 or more")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _non_negative(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="fleet",
+        description="Thousands of kwok fake nodes with GPU and RDMA-NIC ResourceSlices, "
+        "published as the NVIDIA GPU DRA driver and DRANet would.",
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
+    p.set_defaults(func=lambda _a: _usage(p))
+    sub = p.add_subparsers(title="commands", metavar="COMMAND")
+
+    cluster = argparse.ArgumentParser(add_help=False)
+    g = cluster.add_argument_group("cluster")
+    g.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    g.add_argument("--context", help="kubeconfig context (default: current)")
+    g.add_argument("--qps", type=float, default=500.0, help="client-side QPS limit (500)")
+    g.add_argument("--burst", type=_positive, default=1000, help="client-side burst (1000)")
+    g.add_argument("--concurrency", type=_positive, default=64, help="nodes written at once (64)")
+
+    spec = argparse.ArgumentParser(add_help=False)
+    s = spec.add_argument_group("fleet spec (a file, or one pool from flags)")
+    s.add_argument(
+        "-f", "--filename", metavar="SPEC", help="fleet spec file (YAML/JSON, - = stdin)"
+    )
+    s.add_argument("--profile", help="hardware profile of a one-pool fleet (see `fleet profiles`)")
+    s.add_argument("--nodes", type=_non_negative, help="node count of the one-pool fleet")
+    s.add_argument("--seed", type=_non_negative, default=None, help="seed of the one-pool fleet")
+    s.add_argument(
+        "--profiles",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="extra profile files or directories (repeatable)",
+    )
+    s.add_argument("--name", help=f"fleet name (default: the spec's, else {DEFAULT_NAME!r})")
+
+    r = sub.add_parser(
+        "render",
+        parents=[spec],
+        help="print all objects as YAML (no cluster needed)",
+        description="Write the fleet's DeviceClasses, Nodes and ResourceSlices as YAML (to "
+        "stdout, or one file per kind in a directory) for `kubectl apply`. Slices carry no "
+        "ownerReferences here: a Node's uid exists only once the API server made it.",
+    )
+    r.add_argument("-o", "--output-dir", metavar="DIR", help="write files into DIR")
+    r.add_argument(
+        "--format", choices=["yaml", "json"], default="yaml", help="yaml (default) or json lines"
+    )
+    r.set_defaults(func=_cmd_render)
+
+    a = sub.add_parser(
+        "apply",
+        parents=[spec, cluster],
+        help="create/update/delete until the cluster holds exactly the fleet",
+        description="Reconcile the fleet: create what is missing, update what differs, delete "
+        "what the fleet no longer has, then wait until kwok reports every node Ready.",
+    )
+    a.add_argument("--no-wait", action="store_true", help="do not wait for nodes to be Ready")
+    a.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for Ready (600)")
+    a.set_defaults(func=_cmd_apply)
+
+    st = sub.add_parser(
+        "status", parents=[cluster], help="desired, created and Ready nodes per pool"
+    )
+    st.add_argument("--name", help=f"fleet name (default {DEFAULT_NAME!r})")
+    st.add_argument("--all", action="store_true", help="every fleet in the cluster")
+    st.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    st.set_defaults(func=_cmd_status)
+
+    d = sub.add_parser(
+        "delete",
+        parents=[cluster],
+        help="remove every node and slice the fleet made, nothing else",
+        description="Delete the fleet's Nodes, ResourceSlices and its record ConfigMap, found "
+        "by its labels. DeviceClasses stay: other fleets and claims share them.",
+    )
+    d.add_argument("--name", help=f"fleet name (default {DEFAULT_NAME!r})")
+    d.add_argument("--timeout", type=float, default=300.0, help="seconds to wait until gone")
+    d.set_defaults(func=_cmd_delete)
+
+    pr = sub.add_parser("profiles", parents=[spec], help="list the known hardware profiles")
+    pr.set_defaults(func=_cmd_profiles)
+
+    sv = sub.add_parser(
+        "serve",
+        parents=[cluster],
+        help="run the reconciler as a service watching Fleet objects",
+        description="Watch Fleet custom resources and reconcile each one; report progress in "
+        "its status. Serves /metrics, /healthz and /readyz.",
+    )
+    sv.add_argument("--host", default="127.0.0.1", help="listen address (127.0.0.1)")
+    sv.add_argument(
+        "--port", type=_non_negative, default=vocab.FLEET_SERVICE_DEFAULT_PORT, help="listen port"
+    )
+    sv.add_argument("--install-crd", action="store_true", help="create the Fleet CRD if missing")
+    sv.add_argument(
+        "--ready-timeout", type=float, default=600.0, help="seconds to wait for nodes Ready"
+    )
+    sv.set_defaults(func=_cmd_serve)
+    return p
+
+
+def _usage(p: argparse.ArgumentParser) -> int:
+    p.print_help(sys.stderr)
+    return EXIT_USAGE
+
+
+def _fleet_from_args(args: argparse.Namespace) -> tuple[Fleet, dict[str, Profile]]:
+    """The validated fleet and its profile catalogue, or a UsageError/SpecError."""
+    extra = profiles_mod.load_paths(args.profiles)
+    if args.filename and args.profile:
+        raise UsageError("give either -f SPEC or --profile/--nodes, not both")
+    if args.filename:
+        if args.nodes is not None:
+            raise UsageError("--nodes goes with --profile, not with -f")
+        fleet = load(args.filename, name=args.name)
+    elif args.profile:
+        if args.nodes is None:
+            raise UsageError("--profile needs --nodes N")
+        fleet = for_profile(
+            args.profile, args.nodes, name=args.name or DEFAULT_NAME, seed=args.seed or 0
+        )
+    else:
+        raise UsageError("give a fleet spec: -f SPEC, or --profile P --nodes N")
+    known = render.resolve_profiles(fleet, extra)
+    plans = render.plan(fleet, known)  # unknown profile, names too long: SpecError
+    render.check_limits(fleet, plans)
+    return fleet, known
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+
+def _cmd_render(args: argparse.Namespace) -> int:
+    fleet, known = _fleet_from_args(args)
+    out = render.render(fleet, known)
+    fmt = _format_json if args.format == "json" else yamlout.dump_all
+    with render.gc_paused():
+        return _write_rendered(args, out, fmt)
+
+
+def _write_rendered(
+    args: argparse.Namespace, out: render.Rendered, fmt: Callable[[list[dict[str, Any]]], str]
+) -> int:
+    if not args.output_dir:
+        sys.stdout.write(fmt(out.objects()))
+        return 0
+    target = Path(args.output_dir)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        ext = args.format
+        for name, objs in (
+            ("deviceclasses", out.device_classes),
+            ("nodes", out.nodes),
+            ("resourceslices", out.slices),
+        ):
+            (target / f"{name}.{ext}").write_text(fmt(objs))
+    except OSError as e:
+        raise UsageError(f"cannot write to {target}: {e.strerror or e}") from None
+    err_console.print(
+        f"wrote {len(out.device_classes)} DeviceClasses, {len(out.nodes)} Nodes, "
+        f"{len(out.slices)} ResourceSlices to {target}/"
+    )
+    return 0
+
+
+def _format_json(objs: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(o, separators=(",", ":")) + "\n" for o in objs)
+
+
+def _cmd_profiles(args: argparse.Namespace) -> int:
+    known = profiles_mod.catalogue(profiles_mod.load_paths(args.profiles))
+    table = Table("PROFILE", "GPUS", "NICS", "RDMA", "NUMA", "DESCRIPTION", box=None)
+    for p in known.values():
+        rdma = sum(r.nics for r in p.roots if r.nics and p.nics[p.nic_model_name(r)].rdma)
+        table.add_row(
+            p.name, str(p.gpu_count), str(p.nic_count), str(rdma), str(p.numa_nodes), p.description
+        )
+    Console().print(table)
+    return 0
+
+
+def _cmd_apply(args: argparse.Namespace) -> int:
+    fleet, known = _fleet_from_args(args)  # all validation before any connection
+    return _run(_apply(args, fleet, known))
+
+
+async def _apply(args: argparse.Namespace, fleet: Fleet, known: dict[str, Profile]) -> int:
+    async with await _connect(args) as kube:
+        rec = Reconciler(kube, settings=ReconcileSettings(concurrency=args.concurrency))
+        total = fleet.spec.total_nodes
+        started = time.perf_counter()
+        with _Bar() as bar:
+            # Watch for Ready while writing: kwok readies the first nodes while the last are
+            # still being created, so the wait overlaps the writes.
+            waiter = None
+            if not args.no_wait and total:
+                waiter = asyncio.create_task(
+                    rec.wait_ready(fleet, known, within=args.timeout, progress=bar.track())
+                )
+            try:
+                counts = await rec.apply(fleet, known, progress=bar.track())
+                err_console.print(
+                    f"fleet {fleet.name}: {total} nodes; created {counts.created}, updated "
+                    f"{counts.updated}, deleted {counts.deleted}, unchanged {counts.unchanged} "
+                    f"objects in {time.perf_counter() - started:.1f}s"
+                )
+                ready = await waiter if waiter else None
+            finally:
+                if waiter and not waiter.done():
+                    waiter.cancel()
+        if ready is not None:
+            err_console.print(
+                f"fleet {fleet.name}: {ready}/{total} nodes Ready after "
+                f"{time.perf_counter() - started:.1f}s"
+            )
+    return 0
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    return _run(_status(args))
+
+
+async def _status(args: argparse.Namespace) -> int:
+    async with await _connect(args) as kube:
+        rec = Reconciler(kube)
+        names = await rec.list_fleets() if args.all else [args.name or DEFAULT_NAME]
+        results = [await rec.status(n) for n in names]
+    if args.output == "json":
+        doc = [
+            {
+                "name": r.name,
+                "recorded": r.recorded,
+                "desired": r.desired,
+                "nodes": r.nodes,
+                "ready": r.ready,
+                "pools": [dataclasses.asdict(p) for p in r.pools],
+            }
+            for r in results
+        ]
+        print(json.dumps(doc if args.all else doc[0], indent=2))
+        return 0
+    table = Table("FLEET", "POOL", "PROFILE", "DESIRED", "NODES", "READY", "SLICES", box=None)
+    for r in results:
+        if not r.pools:
+            table.add_row(r.name, "-", "-", "-", "0", "0", "0")
+        for p in r.pools:
+            desired = "?" if p.desired is None else str(p.desired)
+            table.add_row(
+                r.name, p.pool, p.profile, desired, str(p.nodes), str(p.ready), str(p.slices)
+            )
+    Console().print(table)
+    return 0
+
+
+def _cmd_delete(args: argparse.Namespace) -> int:
+    return _run(_delete(args))
+
+
+async def _delete(args: argparse.Namespace) -> int:
+    name = args.name or DEFAULT_NAME
+    async with await _connect(args) as kube:
+        rec = Reconciler(kube)
+        started = time.perf_counter()
+        with _Bar() as bar:
+            counts = await rec.delete(name, within=args.timeout, progress=bar)
+    err_console.print(
+        f"fleet {name}: deleted {counts.deleted} objects in {time.perf_counter() - started:.1f}s"
+    )
+    return 0
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from fleet import service
+
+    return _run(
+        service.serve(
+            kubeconfig=args.kubeconfig,
+            context=args.context,
+            settings=_client_settings(args),
+            host=args.host,
+            port=args.port,
+            with_crd=args.install_crd,
+            concurrency=args.concurrency,
+            ready_timeout=args.ready_timeout,
+        )
+    )
+
+
+# -- plumbing ----------------------------------------------------------------------------------
+
+
+def _client_settings(args: argparse.Namespace) -> ClientSettings:
+    return ClientSettings(
+        qps=args.qps,
+        burst=args.burst,
+        pool_size=max(args.concurrency * 2, 16),
+        user_agent=vocab.FLEET_MANAGER,
+    )
+
+
+async def _connect(args: argparse.Namespace) -> Kube:
+    kube = await Kube.connect(
+        kubeconfig=args.kubeconfig, context=args.context, settings=_client_settings(args)
+    )
+    try:
+        # Fail fast and clearly on an unreachable cluster, before anything is written.
+        await kube.request("GET", "/version", retry=False)
+    except errors.KubeError as e:
+        await kube.close()
+        raise errors.Unreachable(f"cannot reach the API server at {kube.host}: {e}") from None
+    return kube
+
+
+def _run(coro: Coroutine[Any, Any, int]) -> int:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency off Windows
+        return asyncio.run(coro)
+    result: int = uvloop.run(coro)
+    return result
+
+
+class _Bar:
+    """Rich progress bars on stderr; `track()` gives one bar as the reconciler's Progress."""
+
+    def __init__(self) -> None:
+        self.bar = RichBar(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+        )
+        self._single: _Track | None = None
+
+    def __enter__(self) -> _Bar:
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()
+
+    def track(self) -> _Track:
+        return _Track(self.bar)
+
+    # A _Bar is itself a Progress too (one bar at a time), for the single-phase commands.
+    def phase(self, description: str, total: int) -> None:
+        self._single = self._single or self.track()
+        self._single.phase(description, total)
+
+    def advance(self, n: int = 1) -> None:
+        if self._single:
+            self._single.advance(n)
+
+    def set_done(self, done: int) -> None:
+        if self._single:
+            self._single.set_done(done)
+
+
+class _Track:
+    def __init__(self, bar: RichBar) -> None:
+        self._bar = bar
+        self._task: TaskID | None = None
+
+    def phase(self, description: str, total: int) -> None:
+        if self._task is not None:
+            self._bar.remove_task(self._task)
+        self._task = self._bar.add_task(description, total=total)
+
+    def advance(self, n: int = 1) -> None:
+        if self._task is not None:
+            self._bar.advance(self._task, n)
+
+    def set_done(self, done: int) -> None:
+        if self._task is not None:
+            self._bar.update(self._task, completed=done)

@@ -1,0 +1,594 @@
+"""The provisioner: make the cluster hold exactly the fleet's objects, touching only the diff.
+
+Desired objects come from `render` (pure); actual ones are listed by the fleet's labels. Nodes
+are created first (a slice's ownerReference needs the Node's uid), then their slices; extra
+nodes and slices are deleted; objects that already match are not written at all, so a
+re-apply of the same spec makes zero writes. Concurrency is bounded by a semaphore on top of
+the client's QPS bucket; the client retries 429/5xx/unreachable with backoff, and this module
+retries conflicts with a fresh read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from fleet import render
+from fleet.metrics import FleetMetrics
+from fleet.profiles import Profile
+from fleet.spec import Fleet, from_data
+from testbed import vocab
+from testbed.kube import errors
+from testbed.kube.client import Kube
+from testbed.kube.resources import (
+    CONFIG_MAPS,
+    DEVICE_CLASSES,
+    NODES,
+    RESOURCE_SLICES,
+    Resource,
+)
+from testbed.kube.watching import Change, Snapshot, informer
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+RECORD_NAMESPACE = "kube-system"
+RECORD_KEY = "fleet.yaml"
+
+
+class ReconcileError(Exception):
+    """The fleet could not be brought to its spec; one line for the user."""
+
+
+class Progress(Protocol):
+    """What the CLI's progress bar (or the service's status writer) is told."""
+
+    def phase(self, description: str, total: int) -> None: ...
+
+    def advance(self, n: int = 1) -> None: ...
+
+    def set_done(self, done: int) -> None: ...
+
+
+class NoProgress:
+    def phase(self, description: str, total: int) -> None:
+        pass
+
+    def advance(self, n: int = 1) -> None:
+        pass
+
+    def set_done(self, done: int) -> None:
+        pass
+
+
+@dataclass(slots=True)
+class Counts:
+    created: int = 0
+    updated: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    failed: int = 0
+    first_error: str = ""
+
+    @property
+    def writes(self) -> int:
+        return self.created + self.updated + self.deleted
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReconcileSettings:
+    concurrency: int = 64
+    """Objects in flight at once (a node and its slices count as one unit of work)."""
+    field_manager: str = vocab.FLEET_MANAGER
+    """Server-side apply field manager for updates."""
+    conflict_retries: int = 5
+    """Re-reads after a 409 Conflict before giving up on one object."""
+    record_namespace: str = RECORD_NAMESPACE
+    """Where the ConfigMap recording each fleet's applied spec lives (read by `fleet status`)."""
+
+
+@dataclass(slots=True)
+class PoolStatus:
+    pool: str
+    profile: str
+    desired: int | None
+    nodes: int = 0
+    ready: int = 0
+    slices: int = 0
+
+
+@dataclass(slots=True)
+class FleetStatus:
+    name: str
+    recorded: bool
+    pools: list[PoolStatus] = field(default_factory=list)
+
+    @property
+    def desired(self) -> int | None:
+        values = [p.desired for p in self.pools]
+        return None if any(v is None for v in values) else sum(v or 0 for v in values)
+
+    @property
+    def nodes(self) -> int:
+        return sum(p.nodes for p in self.pools)
+
+    @property
+    def ready(self) -> int:
+        return sum(p.ready for p in self.pools)
+
+
+def record_name(fleet_name: str) -> str:
+    return f"dra-testbed-fleet-{fleet_name}"
+
+
+def is_ready(node: Obj) -> bool:
+    for cond in (node.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return bool(cond.get("status") == "True")
+    return False
+
+
+def covers(actual: Any, desired: Any) -> bool:
+    """True when `actual` holds everything in `desired` (maps may hold more; lists match 1:1)."""
+    if isinstance(desired, dict):
+        return isinstance(actual, dict) and all(
+            k in actual and covers(actual[k], v) for k, v in desired.items()
+        )
+    if isinstance(desired, list):
+        return (
+            isinstance(actual, list)
+            and len(actual) == len(desired)
+            and all(covers(a, d) for a, d in zip(actual, desired, strict=True))
+        )
+    return bool(actual == desired)
+
+
+def node_matches(desired: Obj, actual: Obj) -> bool:
+    dm, am = desired["metadata"], actual.get("metadata") or {}
+    return (
+        covers(am.get("labels") or {}, dm.get("labels") or {})
+        and covers(am.get("annotations") or {}, dm.get("annotations") or {})
+        and _taints_cover(actual, desired)
+        and _capacity_matches(desired, actual)
+    )
+
+
+def _taints_cover(actual: Obj, desired: Obj) -> bool:
+    # Controllers add their own taints (not-ready, unreachable): only ours must be present.
+    have = {(t.get("key"), t.get("value", ""), t.get("effect")) for t in _taints(actual)}
+    return all((t["key"], t.get("value", ""), t["effect"]) in have for t in _taints(desired))
+
+
+def _taints(node: Obj) -> list[Obj]:
+    return list((node.get("spec") or {}).get("taints") or [])
+
+
+def _capacity_matches(desired: Obj, actual: Obj) -> bool:
+    status = actual.get("status") or {}
+    for key in ("capacity", "allocatable"):
+        want, have = desired["status"][key], status.get(key) or {}
+        if not covers(have, want):
+            return False
+        if vocab.EXTENDED_RESOURCE_GPU in have and vocab.EXTENDED_RESOURCE_GPU not in want:
+            return False
+    return True
+
+
+def slice_matches(desired: Obj, actual: Obj) -> bool:
+    want = dict(desired["spec"])
+    want["pool"] = {k: v for k, v in want["pool"].items() if k != "generation"}
+    dm, am = desired["metadata"], actual.get("metadata") or {}
+    owners = [(o.get("uid"), o.get("kind")) for o in am.get("ownerReferences") or []]
+    want_owners = [(o["uid"], o["kind"]) for o in dm.get("ownerReferences") or []]
+    return (
+        covers(actual.get("spec") or {}, want)
+        and covers(am.get("labels") or {}, dm.get("labels") or {})
+        and owners == want_owners
+    )
+
+
+class Reconciler:
+    """Applies, inspects and deletes fleets through one shared `Kube` client."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        *,
+        settings: ReconcileSettings | None = None,
+        metrics: FleetMetrics | None = None,
+    ) -> None:
+        self.kube = kube
+        self.settings = settings or ReconcileSettings()
+        self.metrics = metrics
+        self._sem = asyncio.Semaphore(self.settings.concurrency)
+
+    # -- apply ---------------------------------------------------------------------------
+
+    async def apply(
+        self,
+        fleet: Fleet,
+        profiles: Mapping[str, Profile] | None = None,
+        *,
+        progress: Progress | None = None,
+    ) -> Counts:
+        """Create, update and delete until the cluster holds exactly `fleet`'s objects."""
+        progress = progress or NoProgress()
+        started = time.perf_counter()
+        plans = render.plan(fleet, profiles)
+        render.check_limits(fleet, plans)
+        counts = Counts()
+        try:
+            await self._ensure_device_classes(counts)
+            await self._record(fleet, counts)
+            selector = render.fleet_selector(fleet.name)
+            nodes_l, slices_l = await asyncio.gather(
+                self.kube.list(NODES, label_selector=selector),
+                self.kube.list(RESOURCE_SLICES, label_selector=selector),
+            )
+            nodes = {n["metadata"]["name"]: n for n in nodes_l.items}
+            slices = {s["metadata"]["name"]: s for s in slices_l.items}
+            wanted = {p.name for p in plans}
+            wanted_slices = {name for p in plans for name in render.slice_names(p)}
+            extra_nodes = sorted(set(nodes) - wanted)
+            extra_slices = sorted(set(slices) - wanted_slices)
+            # Nodes first, then slices: kwok starts readying nodes while slices are written
+            # (as on a real node, where kubelet registers before drivers publish), and each
+            # slice's ownerReference needs its Node's uid.
+            missing = sum(1 for p in plans if p.name not in nodes)
+            progress.phase(f"fleet {fleet.name}: nodes", missing + len(extra_nodes))
+            uids: dict[str, str] = {}
+            work: list[Awaitable[None]] = [
+                self._sync_node(fleet, p, nodes.get(p.name), uids, counts, progress) for p in plans
+            ]
+            work += self._removals(slices, extra_nodes, extra_slices, counts, progress)
+            await asyncio.gather(*(self._bounded(w, counts) for w in work))
+            progress.phase(f"fleet {fleet.name}: slices", len(uids))
+            work = [
+                self._sync_slices(fleet, p, uids[p.name], slices, counts, progress)
+                for p in plans
+                if p.name in uids
+            ]
+            await asyncio.gather(*(self._bounded(w, counts) for w in work))
+        finally:
+            if self.metrics:
+                self.metrics.reconcile_duration.observe(time.perf_counter() - started)
+        if counts.failed:
+            raise ReconcileError(
+                f"fleet {fleet.name}: {counts.failed} object writes failed, first: "
+                f"{counts.first_error}"
+            )
+        return counts
+
+    async def _bounded(self, work: Awaitable[None], counts: Counts) -> None:
+        async with self._sem:
+            try:
+                await work
+            except errors.KubeError as e:
+                counts.failed += 1
+                counts.first_error = counts.first_error or str(e)
+                if self.metrics:
+                    self.metrics.errors.labels("object").inc()
+                # An unreachable API server fails everything after it: stop early.
+                if isinstance(e, errors.Unreachable | errors.Forbidden | errors.Unauthorized):
+                    raise
+
+    async def _sync_node(
+        self,
+        fleet: Fleet,
+        plan: render.NodePlan,
+        actual: Obj | None,
+        uids: dict[str, str],
+        counts: Counts,
+        progress: Progress,
+    ) -> None:
+        """Create or update one Node; record its uid for its slices."""
+        desired = render.node_object(fleet, plan)
+        fresh = False
+        if actual is None:
+            try:
+                actual = await self.kube.create(NODES, desired)
+                self._wrote(counts, "Node", "created")
+                fresh = True
+            except errors.AlreadyExists:
+                actual = await self.kube.get(NODES, plan.name)
+            progress.advance()
+        if not fresh:
+            if node_matches(desired, actual):
+                counts.unchanged += 1
+            else:
+                actual = await self._update_node(desired, actual)
+                self._wrote(counts, "Node", "updated")
+        uids[plan.name] = actual["metadata"]["uid"]
+
+    async def _sync_slices(
+        self,
+        fleet: Fleet,
+        plan: render.NodePlan,
+        uid: str,
+        slices: Mapping[str, Obj],
+        counts: Counts,
+        progress: Progress,
+    ) -> None:
+        await asyncio.gather(
+            *(
+                self._sync_slice(s, slices.get(s["metadata"]["name"]), counts)
+                for s in render.slice_objects(fleet, plan, uid)
+            )
+        )
+        progress.advance()
+
+    async def _update_node(self, desired: Obj, actual: Obj) -> Obj:
+        name = desired["metadata"]["name"]
+        body = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "labels": desired["metadata"]["labels"],
+                "annotations": desired["metadata"]["annotations"],
+            },
+            "spec": {"taints": _taints(desired)},
+        }
+        out = await self.kube.apply(NODES, body, field_manager=self.settings.field_manager)
+        if not _capacity_matches(desired, actual):
+            status: Obj = {}
+            for key in ("capacity", "allocatable"):
+                want: Obj = dict(desired["status"][key])
+                have = (actual.get("status") or {}).get(key) or {}
+                if vocab.EXTENDED_RESOURCE_GPU in have and vocab.EXTENDED_RESOURCE_GPU not in want:
+                    want[vocab.EXTENDED_RESOURCE_GPU] = None  # merge patch: remove
+                status[key] = want
+            out = await self.kube.patch(NODES, name, {"status": status}, subresource="status")
+        return out
+
+    async def _sync_slice(self, desired: Obj, actual: Obj | None, counts: Counts) -> None:
+        name = desired["metadata"]["name"]
+        if actual is None:
+            try:
+                await self.kube.create(RESOURCE_SLICES, desired)
+                self._wrote(counts, "ResourceSlice", "created")
+                return
+            except errors.AlreadyExists:
+                actual = await self.kube.get(RESOURCE_SLICES, name)
+        for _ in range(self.settings.conflict_retries):
+            if slice_matches(desired, actual):
+                counts.unchanged += 1
+                return
+            body = _with_version(desired, actual)
+            # Drivers bump the pool generation when they republish a pool.
+            old = ((actual.get("spec") or {}).get("pool") or {}).get("generation") or 0
+            body["spec"]["pool"] = {**body["spec"]["pool"], "generation": int(old) + 1}
+            try:
+                await self.kube.replace(RESOURCE_SLICES, body)
+                self._wrote(counts, "ResourceSlice", "updated")
+                return
+            except errors.Conflict:
+                actual = await self.kube.get(RESOURCE_SLICES, name)
+        raise errors.Conflict(f"resourceslice {name}: still conflicting after retries")
+
+    def _removals(
+        self,
+        slices: Mapping[str, Obj],
+        extra_nodes: list[str],
+        extra_slices: list[str],
+        counts: Counts,
+        progress: Progress,
+    ) -> list[Awaitable[None]]:
+        """Deletes of `extra_nodes` and `extra_slices`, each node's slices before the node
+        (else the garbage collector races us for them, and the counts lie)."""
+        by_node: dict[str, list[str]] = {}
+        gone = set(extra_nodes)
+        for s in extra_slices:
+            owner = (slices[s].get("spec") or {}).get("nodeName", "")
+            by_node.setdefault(owner if owner in gone else "", []).append(s)
+        work: list[Awaitable[None]] = [
+            self._delete_node(n, by_node.get(n, []), counts, progress) for n in extra_nodes
+        ]
+        work += [self._delete_one(RESOURCE_SLICES, s, counts) for s in by_node.get("", [])]
+        return work
+
+    async def _delete_node(
+        self, name: str, slice_names: list[str], counts: Counts, progress: Progress
+    ) -> None:
+        await asyncio.gather(*(self._delete_one(RESOURCE_SLICES, s, counts) for s in slice_names))
+        await self._delete_one(NODES, name, counts)
+        progress.advance()
+
+    async def _delete_one(self, res: Resource, name: str, counts: Counts) -> None:
+        if await self.kube.delete(res, name):
+            self._wrote(counts, res.kind, "deleted")
+
+    def _wrote(self, counts: Counts, kind: str, action: str) -> None:
+        setattr(counts, action, getattr(counts, action) + 1)
+        if self.metrics:
+            self.metrics.object_written(kind, action)
+
+    async def _ensure_device_classes(self, counts: Counts) -> None:
+        """Install the three DeviceClasses if missing or different; shared by all fleets."""
+        for desired in render.device_classes():
+            name = desired["metadata"]["name"]
+            try:
+                actual = await self.kube.get(DEVICE_CLASSES, name)
+            except errors.NotFound:
+                try:
+                    await self.kube.create(DEVICE_CLASSES, desired)
+                    self._wrote(counts, "DeviceClass", "created")
+                except errors.AlreadyExists:
+                    pass
+                continue
+            if not covers(actual.get("spec") or {}, desired["spec"]):
+                await self.kube.replace(DEVICE_CLASSES, _with_version(desired, actual))
+                self._wrote(counts, "DeviceClass", "updated")
+
+    async def _record(self, fleet: Fleet, counts: Counts) -> None:
+        """Keep the applied spec in a ConfigMap so `fleet status` knows the desired counts."""
+        text = json.dumps(fleet.to_object(), sort_keys=True)
+        name = record_name(fleet.name)
+        ns = self.settings.record_namespace
+        body: Obj = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": ns, "labels": render.fleet_labels(fleet.name)},
+            "data": {RECORD_KEY: text},
+        }
+        try:
+            actual = await self.kube.get(CONFIG_MAPS, name, ns)
+        except errors.NotFound:
+            await self.kube.create(CONFIG_MAPS, body)
+            return
+        if (actual.get("data") or {}).get(RECORD_KEY) != text:
+            await self.kube.replace(CONFIG_MAPS, _with_version(body, actual))
+
+    # -- wait ----------------------------------------------------------------------------
+
+    async def wait_ready(
+        self,
+        fleet: Fleet,
+        profiles: Mapping[str, Profile] | None = None,
+        *,
+        within: float,
+        progress: Progress | None = None,
+        on_change: Callable[[int, int], None] | None = None,
+    ) -> int:
+        """Wait (on a watch) until kwok reports every node of the fleet Ready."""
+        progress = progress or NoProgress()
+        expected = {p.name for p in render.plan(fleet, profiles)}
+        progress.phase(f"fleet {fleet.name}: waiting for Ready", len(expected))
+        ready: set[str] = set()
+        stop = asyncio.Event()
+
+        async def watch() -> None:
+            async for ev in informer(
+                self.kube, NODES, label_selector=render.fleet_selector(fleet.name), stop=stop
+            ):
+                if isinstance(ev, Snapshot):
+                    ready.clear()
+                    ready.update(
+                        n["metadata"]["name"]
+                        for n in ev.items
+                        if is_ready(n) and n["metadata"]["name"] in expected
+                    )
+                elif isinstance(ev, Change):
+                    name = ev.object["metadata"]["name"]
+                    if ev.type != "DELETED" and is_ready(ev.object) and name in expected:
+                        ready.add(name)
+                    else:
+                        ready.discard(name)
+                progress.set_done(len(ready))
+                if on_change:
+                    on_change(len(ready), len(expected))
+                if ready >= expected:
+                    return
+
+        try:
+            await asyncio.wait_for(watch(), within)
+        except TimeoutError:
+            raise ReconcileError(
+                f"fleet {fleet.name}: {len(ready)} of {len(expected)} nodes Ready after "
+                f"{within:.0f}s (is kwok running?)"
+            ) from None
+        finally:
+            stop.set()
+        return len(ready)
+
+    # -- status --------------------------------------------------------------------------
+
+    async def read_record(self, name: str) -> Fleet | None:
+        try:
+            cm = await self.kube.get(CONFIG_MAPS, record_name(name), self.settings.record_namespace)
+        except errors.NotFound:
+            return None
+        text = (cm.get("data") or {}).get(RECORD_KEY)
+        return (
+            from_data(json.loads(text), source=f"ConfigMap {record_name(name)}") if text else None
+        )
+
+    async def status(self, name: str) -> FleetStatus:
+        selector = render.fleet_selector(name)
+        record, nodes_l, slices_l = await asyncio.gather(
+            self.read_record(name),
+            self.kube.list(NODES, label_selector=selector),
+            self.kube.list(RESOURCE_SLICES, label_selector=selector),
+        )
+        pools: dict[str, PoolStatus] = {}
+        if record is not None:
+            for pool in record.spec.pools:
+                pools[pool.name] = PoolStatus(pool.name, pool.profile, pool.count)
+        for n in nodes_l.items:
+            labels = n["metadata"].get("labels") or {}
+            pool_name = labels.get(vocab.LABEL_POOL, "?")
+            ps = pools.setdefault(
+                pool_name, PoolStatus(pool_name, labels.get(vocab.LABEL_PROFILE, "?"), None)
+            )
+            ps.nodes += 1
+            ps.ready += is_ready(n)
+        for s in slices_l.items:
+            pool_name = (s["metadata"].get("labels") or {}).get(vocab.LABEL_POOL, "?")
+            pools.setdefault(pool_name, PoolStatus(pool_name, "?", None)).slices += 1
+        return FleetStatus(name=name, recorded=record is not None, pools=list(pools.values()))
+
+    async def list_fleets(self) -> list[str]:
+        """Names of every fleet with objects or a record in the cluster."""
+        sel = f"{vocab.LABEL_MANAGED_BY}={vocab.FLEET_MANAGER}"
+        nodes, cms = await asyncio.gather(
+            self.kube.list(NODES, label_selector=sel),
+            self.kube.list(
+                CONFIG_MAPS, namespace=self.settings.record_namespace, label_selector=sel
+            ),
+        )
+        names = {
+            (o["metadata"].get("labels") or {}).get(vocab.LABEL_FLEET, "")
+            for o in [*nodes.items, *cms.items]
+        }
+        return sorted(n for n in names if n)
+
+    # -- delete --------------------------------------------------------------------------
+
+    async def delete(
+        self, name: str, *, within: float = 300.0, progress: Progress | None = None
+    ) -> Counts:
+        """Remove every node, slice and record of fleet `name` and nothing else.
+
+        One DELETE per object with bounded concurrency: the API server runs a deletecollection
+        with a single worker by default, which is several times slower at fleet scale.
+        """
+        progress = progress or NoProgress()
+        selector = render.fleet_selector(name)
+        counts = Counts()
+        deadline = time.monotonic() + within
+        # Repeat until a list comes back empty: objects created meanwhile are caught too.
+        while True:
+            nodes_l, slices_l = await asyncio.gather(
+                self.kube.list(NODES, label_selector=selector),
+                self.kube.list(RESOURCE_SLICES, label_selector=selector),
+            )
+            if not nodes_l.items and not slices_l.items:
+                break
+            if time.monotonic() > deadline:
+                left = len(nodes_l.items) + len(slices_l.items)
+                raise ReconcileError(
+                    f"fleet {name}: {left} objects still present after {within:.0f}s"
+                )
+            slices = {o["metadata"]["name"]: o for o in slices_l.items}
+            nodes = sorted(o["metadata"]["name"] for o in nodes_l.items)
+            progress.phase(f"fleet {name}: deleting", len(nodes))
+            work = self._removals(slices, nodes, sorted(slices), counts, progress)
+            await asyncio.gather(*(self._bounded(w, counts) for w in work))
+            if counts.failed:
+                raise ReconcileError(
+                    f"fleet {name}: {counts.failed} deletes failed, first: {counts.first_error}"
+                )
+        await self.kube.delete(CONFIG_MAPS, record_name(name), self.settings.record_namespace)
+        return counts
+
+
+def _with_version(desired: Obj, actual: Obj) -> Obj:
+    body = {**desired, "metadata": dict(desired["metadata"])}
+    body["metadata"]["resourceVersion"] = actual["metadata"]["resourceVersion"]
+    return body

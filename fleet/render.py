@@ -1,0 +1,419 @@
+"""Pure object generation: a Fleet in, Nodes, ResourceSlices and DeviceClasses out (dicts).
+
+No I/O and no clock: the same spec (and seed) always yields the same objects, byte for byte,
+which is what makes re-applies idempotent and golden files possible. Slices look like the
+NVIDIA GPU DRA driver's and DRANet's (one slice per driver per node, pool = node name, owned by
+the Node when its uid is known).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import hashlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleet import profiles as profiles_mod
+from fleet.profiles import MAX_STRING_ATTRIBUTE, NicModel, Profile
+from fleet.spec import Fleet, SpecError, Taint, for_profile
+from testbed import vocab
+
+Obj = dict[str, Any]
+
+MAX_ATTRIBUTES_PER_DEVICE = 32
+MAX_NAME = 63  # node names are hostnames and label values
+
+GCE_ATTR_BLOCK = "gce.dra.net/block"
+GCE_ATTR_SUBBLOCK = "gce.dra.net/subblock"
+GCE_ATTR_HOST = "gce.dra.net/host"
+
+
+@dataclass(frozen=True, slots=True)
+class NodePlan:
+    """One node the fleet wants: where it sits and what it is."""
+
+    name: str
+    pool: str
+    pool_index: int
+    index: int
+    profile: Profile
+    block: str
+    rack: str
+    shard: int
+
+
+@dataclass(slots=True)
+class Rendered:
+    device_classes: list[Obj] = field(default_factory=list)
+    nodes: list[Obj] = field(default_factory=list)
+    slices: list[Obj] = field(default_factory=list)
+
+    def objects(self) -> list[Obj]:
+        """All objects in apply order: classes, then nodes, then slices."""
+        return [*self.device_classes, *self.nodes, *self.slices]
+
+
+def fleet_labels(name: str) -> dict[str, str]:
+    """The labels that mark an object as this fleet's (and only this fleet's)."""
+    return {vocab.LABEL_MANAGED_BY: vocab.FLEET_MANAGER, vocab.LABEL_FLEET: name}
+
+
+def fleet_selector(name: str) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(fleet_labels(name).items()))
+
+
+def slice_name(node: str, driver: str) -> str:
+    return f"{node}-{driver}"
+
+
+def slice_names(node: NodePlan) -> list[str]:
+    """Names of the slices `slice_objects` makes for `node`, without building them."""
+    drivers = (
+        (vocab.GPU_DRIVER, node.profile.gpu_count),
+        (vocab.NIC_DRIVER, node.profile.nic_count),
+    )
+    return [slice_name(node.name, d) for d, n in drivers if n]
+
+
+def resolve_profiles(
+    fleet: Fleet, extra: Mapping[str, Profile] | None = None
+) -> dict[str, Profile]:
+    """Built-ins, then `extra` (profile files), then the spec's inline profiles."""
+    return profiles_mod.catalogue(extra, fleet.spec.profiles)
+
+
+def plan(fleet: Fleet, profiles: Mapping[str, Profile] | None = None) -> list[NodePlan]:
+    """Every node of the fleet, in a stable order; raises SpecError on bad input."""
+    known = dict(profiles) if profiles is not None else resolve_profiles(fleet)
+    spec = fleet.spec
+    topo = spec.topology
+    out: list[NodePlan] = []
+    for pi, pool in enumerate(spec.pools):
+        profile = known.get(pool.profile)
+        if profile is None:
+            names = ", ".join(sorted(known))
+            raise SpecError(
+                f"pools[{pi}].profile: unknown profile {pool.profile!r} (known: {names})"
+            )
+        prefix = f"{fleet.name}-{pool.name}"
+        if pool.count:
+            last = pool.count - 1
+            blocks = last // (topo.hosts_per_rack * topo.racks_per_block)
+            longest = max(
+                f"{prefix}-{last}", f"{prefix}-b{blocks}-r{topo.racks_per_block - 1}", key=len
+            )
+            if len(longest) > MAX_NAME:
+                raise SpecError(
+                    f"pools[{pi}].name: node/topology name {longest!r} is {len(longest)} "
+                    f"characters; names and label values allow {MAX_NAME} (shorten the fleet or "
+                    "pool name)"
+                )
+        for i in range(pool.count):
+            rack_no = i // topo.hosts_per_rack
+            block_no = rack_no // topo.racks_per_block
+            block = f"{prefix}-b{block_no}"
+            out.append(
+                NodePlan(
+                    name=f"{prefix}-{i}",
+                    pool=pool.name,
+                    pool_index=pi,
+                    index=i,
+                    profile=profile,
+                    block=block,
+                    rack=f"{block}-r{rack_no % topo.racks_per_block}",
+                    shard=(len(out)) % spec.kwok_shards,
+                )
+            )
+    return out
+
+
+def node_object(fleet: Fleet, node: NodePlan) -> Obj:
+    spec = fleet.spec
+    pool = spec.pools[node.pool_index]
+    profile = node.profile
+    labels: dict[str, str] = {
+        "kubernetes.io/arch": "amd64",
+        "kubernetes.io/os": "linux",
+        "type": "kwok",
+        **profile.node.labels,
+        **spec.labels,
+        **pool.labels,
+        vocab.LABEL_HOSTNAME: node.name,
+        spec.topology.block_label: node.block,
+        spec.topology.rack_label: node.rack,
+        vocab.LABEL_POOL: node.pool,
+        vocab.LABEL_PROFILE: profile.name,
+        **fleet_labels(fleet.name),
+    }
+    if spec.kwok_shards > 1:
+        labels[vocab.LABEL_KWOK_SHARD] = str(node.shard)
+    capacity = {
+        "cpu": profile.node.cpu,
+        "memory": profile.node.memory,
+        "pods": profile.node.pods,
+        "ephemeral-storage": profile.node.ephemeral_storage,
+        **pool.capacity,
+    }
+    if spec.extended_resources and profile.gpu_count:
+        capacity[vocab.EXTENDED_RESOURCE_GPU] = str(profile.gpu_count)
+    taints: list[Taint] = pool.taints if pool.taints is not None else spec.taints
+    obj: Obj = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": node.name,
+            "labels": labels,
+            # Not node.alpha.kubernetes.io/ttl: the TTL controller owns it (it changes with
+            # cluster size, and a re-apply would fight it).
+            "annotations": {
+                **spec.annotations,
+                vocab.KWOK_NODE_ANNOTATION: vocab.KWOK_NODE_ANNOTATION_VALUE,
+            },
+        },
+        "spec": {},
+        "status": {"capacity": dict(capacity), "allocatable": dict(capacity)},
+    }
+    if taints:
+        obj["spec"]["taints"] = [t.to_api() for t in taints]
+    return obj
+
+
+def slice_objects(fleet: Fleet, node: NodePlan, owner_uid: str | None = None) -> list[Obj]:
+    """The node's slices: gpu.nvidia.com if it has GPUs, dra.net if it has NICs."""
+    out: list[Obj] = []
+    gpus = list(_gpu_devices(fleet, node))
+    if gpus:
+        out.append(_slice(fleet, node, vocab.GPU_DRIVER, gpus, owner_uid))
+    nics = list(_nic_devices(fleet, node))
+    if nics:
+        out.append(_slice(fleet, node, vocab.NIC_DRIVER, nics, owner_uid))
+    return out
+
+
+def device_classes() -> list[Obj]:
+    """The three DeviceClasses (also in manifests/deviceclasses/, golden-tested against this)."""
+    nic = f"device.driver == '{vocab.NIC_DRIVER}'"
+    rdma = f"{nic} && device.attributes['{vocab.NIC_DRIVER}'].rdma == true"
+    return [
+        _device_class(vocab.CLASS_GPU, f"device.driver == '{vocab.GPU_DRIVER}'"),
+        _device_class(vocab.CLASS_NIC, nic),
+        _device_class(vocab.CLASS_RDMA_NIC, rdma),
+    ]
+
+
+def render(
+    fleet: Fleet,
+    profiles: Mapping[str, Profile] | None = None,
+    *,
+    owner_uids: Mapping[str, str] | None = None,
+) -> Rendered:
+    """All objects of the fleet. Slices get ownerReferences only for nodes in `owner_uids`
+    (a Node's uid exists only once the API server made it)."""
+    plans = plan(fleet, profiles)
+    check_limits(fleet, plans)
+    out = Rendered(device_classes=device_classes())
+    uids = owner_uids or {}
+    with gc_paused():
+        for node in plans:
+            out.nodes.append(node_object(fleet, node))
+            out.slices.extend(slice_objects(fleet, node, uids.get(node.name)))
+    return out
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector: a 5,000-node render allocates millions of small,
+    acyclic dicts, and the collector's repeated passes over them tripled the render time."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def render_profile(profile: str, nodes: int, *, name: str = "fleet", seed: int = 0) -> Rendered:
+    """Shorthand for tests: the objects of `fleet render --profile P --nodes N --name NAME`."""
+    return render(for_profile(profile, nodes, name=name, seed=seed))
+
+
+def check_limits(fleet: Fleet, plans: list[NodePlan]) -> None:
+    """Render the first node of each pool and check it against the ResourceSlice limits, so a
+    spec that the API server would reject fails here, naming the spec field responsible."""
+    seen: set[int] = set()
+    for node in plans:
+        if node.pool_index in seen:
+            continue
+        seen.add(node.pool_index)
+        where = f"pools[{node.pool_index}].profile ({node.profile.name})"
+        for s in slice_objects(fleet, node, None):
+            for dev in s["spec"]["devices"]:
+                n = len(dev.get("attributes", {})) + len(dev.get("capacity", {}))
+                if n > MAX_ATTRIBUTES_PER_DEVICE:
+                    raise SpecError(
+                        f"{where}: device {dev['name']} has {n} attributes and capacities; "
+                        f"the API allows {MAX_ATTRIBUTES_PER_DEVICE}"
+                    )
+                for key, value in dev.get("attributes", {}).items():
+                    text = value.get("string")
+                    if text is not None and len(text) > MAX_STRING_ATTRIBUTE:
+                        raise SpecError(
+                            f"{where}: attribute {key} of {dev['name']} is {len(text)} "
+                            f"characters ({text[:20]}...); the API allows {MAX_STRING_ATTRIBUTE}"
+                        )
+
+
+# -- devices ---------------------------------------------------------------------------------
+
+
+def _entropy(seed: int, node: str, kind: str, size: int) -> bytes:
+    """`size` deterministic bytes for one node's identifiers (one hash per node and driver)."""
+    return hashlib.shake_128(f"{seed}\x00{node}\x00{kind}".encode()).digest(size)
+
+
+def _uuid(raw: bytes) -> str:
+    h = raw.hex()
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def _mac(raw: bytes) -> str:
+    # Locally administered, unicast: first octet 0x02.
+    return ":".join(f"{b:02x}" for b in (0x02, *raw[:5]))
+
+
+def _s(value: str) -> Obj:
+    return {"string": value}
+
+
+def _i(value: int) -> Obj:
+    return {"int": value}
+
+
+def _gpu_devices(fleet: Fleet, node: NodePlan) -> Iterator[Obj]:
+    gpu = node.profile.gpu
+    if gpu is None:
+        return
+    raw = _entropy(fleet.spec.seed, node.name, "gpu", 16 * node.profile.gpu_count)
+    index = 0
+    for root in node.profile.roots:
+        for g in range(root.gpus):
+            bus = root.bus + root.nics + 1 + g
+            yield {
+                "name": f"gpu-{index}",
+                "attributes": {
+                    vocab.GPU_ATTR_TYPE: _s("gpu"),
+                    vocab.GPU_ATTR_UUID: _s(_uuid(raw[16 * index : 16 * index + 16])),
+                    "index": _i(index),
+                    "minor": _i(index),
+                    vocab.GPU_ATTR_PRODUCT: _s(gpu.product_name),
+                    vocab.GPU_ATTR_BRAND: _s(gpu.brand),
+                    vocab.GPU_ATTR_ARCH: _s(gpu.architecture),
+                    vocab.GPU_ATTR_ADDRESSING: _s(gpu.addressing_mode),
+                    vocab.GPU_ATTR_CUDA_CC: {"version": gpu.cuda_compute_capability},
+                    vocab.GPU_ATTR_DRIVER_VERSION: {"version": gpu.driver_version},
+                    vocab.GPU_ATTR_CUDA_DRIVER_VERSION: {"version": gpu.cuda_driver_version},
+                    vocab.ATTR_PCIE_ROOT: _s(f"pci0000:{root.bus:02x}"),
+                    vocab.ATTR_PCI_BUS_ID: _s(f"0000:{bus:02x}:00.0"),
+                    vocab.GPU_ATTR_NUMA: _i(root.numa_node),
+                },
+                "capacity": {vocab.GPU_CAP_MEMORY: {"value": gpu.memory}},
+            }
+            index += 1
+
+
+def _nic_devices(fleet: Fleet, node: NodePlan) -> Iterator[Obj]:
+    per_model: dict[str, int] = {}  # templates count NICs per model: gpu0rdma0.., eth0..
+    entropy = _entropy(fleet.spec.seed, node.name, "nic", 8 * node.profile.nic_count)
+    index = 0
+    for root in node.profile.roots:
+        if not root.nics:
+            continue
+        model_name = node.profile.nic_model_name(root)
+        model = node.profile.nics[model_name]
+        for n in range(root.nics):
+            k = per_model.get(model_name, 0)
+            per_model[model_name] = k + 1
+            bus = root.bus + 1 + n
+            raw = entropy[8 * index : 8 * index + 8]
+            yield {
+                "name": f"pci-0000-{bus:02x}-00-0",
+                "attributes": _nic_attributes(node, model, root.bus, root.numa_node, bus, k, raw),
+            }
+            index += 1
+
+
+def _nic_attributes(
+    node: NodePlan, nic: NicModel, root_bus: int, numa: int, bus: int, k: int, raw: bytes
+) -> Obj:
+    fmt = {"index": k, "bus": f"{bus:02x}", "busdec": bus}
+    attrs: Obj = {
+        vocab.NIC_ATTR_IFNAME: _s(nic.if_name.format(**fmt)),
+        vocab.NIC_ATTR_PCI_ADDRESS: _s(f"0000:{bus:02x}:00.0"),
+        vocab.NIC_ATTR_MAC: _s(_mac(raw)),
+        vocab.NIC_ATTR_PCI_VENDOR: _s(nic.pci_vendor),
+        vocab.NIC_ATTR_PCI_DEVICE: _s(nic.pci_device),
+        vocab.NIC_ATTR_NUMA: _i(numa),
+        vocab.NIC_ATTR_MTU: _i(nic.mtu),
+        vocab.NIC_ATTR_ENCAPSULATION: _s(nic.encapsulation),
+        vocab.NIC_ATTR_STATE: _s("up"),
+        vocab.NIC_ATTR_TYPE: _s("device"),
+        vocab.NIC_ATTR_VIRTUAL: {"bool": False},
+        vocab.NIC_ATTR_RDMA: {"bool": nic.rdma},
+        vocab.NIC_ATTR_SRIOV: {"bool": nic.sriov},
+        vocab.ATTR_PCIE_ROOT: _s(f"pci0000:{root_bus:02x}"),
+    }
+    if nic.ipv4:
+        attrs[vocab.NIC_ATTR_IPV4] = _s(f"10.{raw[5]}.{raw[6]}.{raw[7] or 1}")
+    if nic.rdma and nic.rdma_device:
+        attrs[vocab.NIC_ATTR_RDMA_DEVICE] = _s(nic.rdma_device.format(**fmt))
+    if node.profile.gce_topology:
+        attrs[GCE_ATTR_BLOCK] = _s(node.block)
+        attrs[GCE_ATTR_SUBBLOCK] = _s(node.rack)
+        attrs[GCE_ATTR_HOST] = _s(node.name)
+    return attrs
+
+
+def _slice(
+    fleet: Fleet, node: NodePlan, driver: str, devices: list[Obj], owner_uid: str | None
+) -> Obj:
+    meta: Obj = {
+        "name": slice_name(node.name, driver),
+        "labels": {
+            vocab.LABEL_POOL: node.pool,
+            vocab.LABEL_PROFILE: node.profile.name,
+            **fleet_labels(fleet.name),
+        },
+    }
+    if owner_uid:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "name": node.name,
+                "uid": owner_uid,
+                "controller": True,
+            }
+        ]
+    return {
+        "apiVersion": vocab.RESOURCE_API_VERSION,
+        "kind": "ResourceSlice",
+        "metadata": meta,
+        "spec": {
+            "driver": driver,
+            "pool": {"name": node.name, "generation": 1, "resourceSliceCount": 1},
+            "nodeName": node.name,
+            "devices": devices,
+        },
+    }
+
+
+def _device_class(name: str, expression: str) -> Obj:
+    return {
+        "apiVersion": vocab.RESOURCE_API_VERSION,
+        "kind": "DeviceClass",
+        "metadata": {"name": name, "labels": {vocab.LABEL_MANAGED_BY: vocab.FLEET_MANAGER}},
+        "spec": {"selectors": [{"cel": {"expression": expression}}]},
+    }

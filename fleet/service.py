@@ -1,0 +1,423 @@
+"""`fleet serve`: the reconciler as a long-lived service driven by Fleet custom resources.
+
+A watch (list, then watch, relist on 410, back off on errors, so it survives API server
+restarts) feeds a controller that runs one reconcile task per Fleet: a new generation cancels
+the running task and starts again; a deletion (held by a finalizer) deletes the fleet's
+objects first. Progress and conditions go to the Fleet's status subresource. The aiohttp app
+serves /metrics, /healthz and /readyz (ready once the first list of Fleets arrived).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import signal
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from fleet import crd, render
+from fleet.metrics import FleetMetrics
+from fleet.profiles import ProfileError
+from fleet.reconcile import Counts, ReconcileError, Reconciler, ReconcileSettings
+from fleet.spec import SpecError, from_data
+from testbed import vocab
+from testbed.kube import errors
+from testbed.kube.client import ClientSettings, Kube
+from testbed.kube.resources import CRDS
+from testbed.kube.watching import Change, Snapshot, informer
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ControllerSettings:
+    ready_timeout: float = 600.0
+    """Seconds a reconcile waits for kwok to report the nodes Ready before failing."""
+    resync_seconds: float = 300.0
+    """Re-run every fleet's reconcile this often, to repair objects changed behind its back."""
+    retry_max: float = 60.0
+    """Upper bound of the backoff between failed reconciles of one fleet, in seconds."""
+    status_interval: float = 1.0
+    """At most one progress update of a Fleet's status per this many seconds."""
+
+
+@dataclass
+class FleetController:
+    """Watches Fleet objects and keeps one reconcile task per Fleet."""
+
+    kube: Kube
+    reconciler: Reconciler
+    metrics: FleetMetrics
+    settings: ControllerSettings = field(default_factory=ControllerSettings)
+    synced: asyncio.Event = field(default_factory=asyncio.Event)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    _tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    _started: dict[str, tuple[int, bool]] = field(default_factory=dict)  # generation, deleting
+    _since: dict[str, tuple[bool, str]] = field(default_factory=dict)  # Ready value, since when
+
+    async def run(self) -> None:
+        """Watch Fleets until `stop`; each (re)list re-examines every Fleet."""
+        resync = asyncio.create_task(self._resync_loop(), name="fleet-resync")
+        try:
+            async for ev in informer(
+                self.kube,
+                crd.FLEETS,
+                on_restart=lambda reason: self.metrics.watch_restarts.labels(reason).inc(),
+                stop=self.stop,
+            ):
+                if isinstance(ev, Snapshot):
+                    for obj in ev.items:
+                        self._consider(obj)
+                    self.synced.set()
+                elif isinstance(ev, Change) and ev.type != "DELETED":
+                    self._consider(ev.object)
+        finally:
+            resync.cancel()
+            for task in self._tasks.values():
+                task.cancel()
+            await asyncio.gather(resync, *self._tasks.values(), return_exceptions=True)
+
+    def _consider(self, obj: Obj, *, force: bool = False) -> None:
+        meta = obj["metadata"]
+        name = meta["name"]
+        key = (int(meta.get("generation") or 0), bool(meta.get("deletionTimestamp")))
+        running = self._tasks.get(name)
+        # Already running, or done, for this generation: our own status writes echo back.
+        same = not force and self._started.get(name) == key and running is not None
+        if same and running is not None and _alive_or_ok(running):
+            return
+        if running and not running.done():
+            running.cancel()
+        self._started[name] = key
+        self._tasks[name] = asyncio.create_task(self._reconcile_loop(obj), name=f"fleet-{name}")
+
+    async def _resync_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.resync_seconds)
+            try:
+                listed = await self.kube.list(crd.FLEETS)
+            except errors.KubeError as e:
+                log.warning("fleet resync list failed: %s", e)
+                continue
+            for obj in listed.items:
+                self._consider(obj, force=True)
+
+    async def _reconcile_loop(self, obj: Obj) -> None:
+        """Reconcile one Fleet generation until it succeeds (backing off between failures)."""
+        name = obj["metadata"]["name"]
+        failures = 0
+        while True:
+            try:
+                await self._reconcile(obj)
+                return
+            except asyncio.CancelledError:
+                raise
+            except (SpecError, ProfileError) as e:
+                # A bad spec does not get better by retrying; the next generation may fix it.
+                await self._set_status(
+                    obj, phase="Invalid", ready=False, reason="InvalidSpec", message=str(e)
+                )
+                self.metrics.errors.labels("fleet").inc()
+                return
+            except (ReconcileError, errors.KubeError) as e:
+                failures += 1
+                self.metrics.errors.labels("fleet").inc()
+                delay = min(self.settings.retry_max, 2.0**failures) * random.uniform(0.5, 1.0)
+                log.warning("fleet %s: reconcile failed (%s); retrying in %.1fs", name, e, delay)
+                with contextlib.suppress(errors.KubeError):
+                    await self._set_status(
+                        obj,
+                        phase="Failed",
+                        ready=False,
+                        reason="Error",
+                        message=str(e).splitlines()[0][:500],
+                    )
+                await asyncio.sleep(delay)
+                with contextlib.suppress(errors.NotFound):
+                    obj = await self.kube.get(crd.FLEETS, name)
+
+    async def _reconcile(self, obj: Obj) -> None:
+        meta = obj["metadata"]
+        name = meta["name"]
+        if meta.get("deletionTimestamp"):
+            if vocab.FLEET_FINALIZER in (meta.get("finalizers") or []):
+                await self.reconciler.delete(name)
+                await self._set_finalizer(name, present=False)
+            return
+        fleet = from_data(obj, source=f"Fleet {name}")
+        render.check_limits(fleet, render.plan(fleet))  # bad spec: fail before any write
+        if vocab.FLEET_FINALIZER not in (meta.get("finalizers") or []):
+            await self._set_finalizer(name, present=True)
+        desired = fleet.spec.total_nodes
+        self.metrics.nodes.labels(name, "desired").set(desired)
+        await self._set_status(
+            obj,
+            phase="Provisioning",
+            ready=False,
+            reason="Reconciling",
+            message=f"writing objects for {desired} nodes",
+            desired=desired,
+        )
+        started = time.perf_counter()
+        counts = await self.reconciler.apply(fleet)
+        took = time.perf_counter() - started
+        last = _last(counts, took)
+        last_update = 0.0
+
+        def on_change(ready: int, total: int) -> None:
+            nonlocal last_update
+            self.metrics.nodes.labels(name, "ready").set(ready)
+            now = time.monotonic()
+            if now - last_update >= self.settings.status_interval and ready < total:
+                last_update = now
+                asyncio.get_running_loop().create_task(
+                    self._set_status(
+                        obj,
+                        phase="Provisioning",
+                        ready=False,
+                        reason="WaitingReady",
+                        message=f"{ready}/{total} nodes Ready",
+                        desired=total,
+                        ready_nodes=ready,
+                        last=last,
+                        quiet=True,
+                    )
+                )
+
+        ready = (
+            await self.reconciler.wait_ready(
+                fleet, within=self.settings.ready_timeout, on_change=on_change
+            )
+            if desired
+            else 0
+        )
+        self.metrics.nodes.labels(name, "ready").set(ready)
+        await self._set_status(
+            obj,
+            phase="Ready",
+            ready=True,
+            reason="AllNodesReady",
+            message=f"{ready}/{desired} nodes Ready",
+            desired=desired,
+            ready_nodes=ready,
+            last=last,
+        )
+
+    async def _set_finalizer(self, name: str, *, present: bool) -> None:
+        for _ in range(5):
+            try:
+                obj = await self.kube.get(crd.FLEETS, name)
+            except errors.NotFound:
+                return
+            finalizers = [
+                f for f in obj["metadata"].get("finalizers") or [] if f != vocab.FLEET_FINALIZER
+            ]
+            if present:
+                finalizers.append(vocab.FLEET_FINALIZER)
+            patch = {
+                "metadata": {
+                    "finalizers": finalizers,
+                    "resourceVersion": obj["metadata"]["resourceVersion"],
+                }
+            }
+            try:
+                await self.kube.patch(crd.FLEETS, name, patch)
+                return
+            except errors.Conflict:
+                continue
+            except errors.NotFound:
+                return
+
+    def _transition(self, name: str, ready: bool) -> str:
+        """When the Ready condition last changed value (kept while it stays the same)."""
+        value, since = self._since.get(name, (not ready, ""))
+        if value != ready or not since:
+            since = _now()
+        self._since[name] = (ready, since)
+        return since
+
+    async def _set_status(
+        self,
+        obj: Obj,
+        *,
+        phase: str,
+        ready: bool,
+        reason: str,
+        message: str,
+        desired: int | None = None,
+        ready_nodes: int | None = None,
+        last: Obj | None = None,
+        quiet: bool = False,
+    ) -> None:
+        meta = obj["metadata"]
+        generation = int(meta.get("generation") or 0)
+        status: Obj = {
+            "observedGeneration": generation,
+            "phase": phase,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True" if ready else "False",
+                    "reason": reason,
+                    "message": message,
+                    "lastTransitionTime": self._transition(meta["name"], ready),
+                    "observedGeneration": generation,
+                }
+            ],
+        }
+        if desired is not None:
+            status["desiredNodes"] = desired
+        if ready_nodes is not None:
+            status["readyNodes"] = ready_nodes
+            status["nodes"] = desired  # every node exists once apply returned
+        if last is not None:
+            status["lastReconcile"] = last
+        try:
+            await self.kube.patch(
+                crd.FLEETS, meta["name"], {"status": status}, subresource="status"
+            )
+        except errors.NotFound:
+            pass
+        except errors.KubeError as e:
+            if not quiet:
+                raise
+            log.debug("status update of %s failed: %s", meta["name"], e)
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _alive_or_ok(task: asyncio.Task[None]) -> bool:
+    return not task.done() or (not task.cancelled() and task.exception() is None)
+
+
+def _last(counts: Counts, seconds: float) -> Obj:
+    return {
+        "created": counts.created,
+        "updated": counts.updated,
+        "deleted": counts.deleted,
+        "unchanged": counts.unchanged,
+        "durationSeconds": round(seconds, 3),
+    }
+
+
+# -- HTTP --------------------------------------------------------------------------------------
+
+CONTROLLER = web.AppKey("controller", FleetController)
+REGISTRY = web.AppKey("registry", CollectorRegistry)
+
+
+async def _healthz(_request: web.Request) -> web.Response:
+    return web.Response(text="ok\n")
+
+
+async def _readyz(request: web.Request) -> web.Response:
+    if request.app[CONTROLLER].synced.is_set():
+        return web.Response(text="ok\n")
+    return web.Response(status=503, text="waiting for the first list of Fleets\n")
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    body = generate_latest(request.app[REGISTRY])
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def make_app(controller: FleetController, registry: CollectorRegistry) -> web.Application:
+    app = web.Application()
+    app[CONTROLLER] = controller
+    app[REGISTRY] = registry
+    app.router.add_get("/healthz", _healthz)
+    app.router.add_get("/readyz", _readyz)
+    app.router.add_get("/metrics", _metrics)
+
+    async def run_controller(app: web.Application) -> AsyncIterator[None]:
+        task = asyncio.create_task(app[CONTROLLER].run(), name="fleet-controller")
+        task.add_done_callback(_log_exit)
+        yield
+        app[CONTROLLER].stop.set()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    app.cleanup_ctx.append(run_controller)
+    return app
+
+
+def _log_exit(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("fleet controller exited: %s", task.exception())
+
+
+async def install_crd(kube: Kube, *, within: float = 60.0) -> None:
+    """Create the Fleet CRD if missing and wait until it is Established."""
+    with contextlib.suppress(errors.AlreadyExists):
+        await kube.create(CRDS, crd.crd_object())
+    deadline = time.monotonic() + within
+    while True:
+        obj = await kube.get(CRDS, crd.CRD_NAME)
+        for c in (obj.get("status") or {}).get("conditions") or []:
+            if c.get("type") == "Established" and c.get("status") == "True":
+                return
+        if time.monotonic() > deadline:
+            raise ReconcileError(f"CRD {crd.CRD_NAME} not Established after {within:.0f}s")
+        await asyncio.sleep(0.2)
+
+
+async def serve(
+    *,
+    kubeconfig: str | Path | None,
+    context: str | None,
+    settings: ClientSettings,
+    host: str,
+    port: int,
+    with_crd: bool = False,
+    concurrency: int = 64,
+    ready_timeout: float = 600.0,
+) -> int:
+    registry = CollectorRegistry()
+    metrics = FleetMetrics(registry)
+    kube = await Kube.connect(
+        kubeconfig=kubeconfig, context=context, settings=settings, observer=metrics.observe_request
+    )
+    try:
+        if with_crd:
+            await install_crd(kube)
+        reconciler = Reconciler(
+            kube, settings=ReconcileSettings(concurrency=concurrency), metrics=metrics
+        )
+        controller = FleetController(
+            kube, reconciler, metrics, ControllerSettings(ready_timeout=ready_timeout)
+        )
+        runner = web.AppRunner(make_app(controller, registry))
+        await runner.setup()
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        log.warning("fleet service on http://%s:%d (watching %s)", host, port, crd.CRD_NAME)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, stop.set)
+        try:
+            await stop.wait()
+            log.warning("fleet service stopping")
+        finally:
+            await runner.cleanup()
+    finally:
+        await kube.close()
+    return 0
+
+
+__all__ = ["ControllerSettings", "FleetController", "install_crd", "make_app", "serve"]

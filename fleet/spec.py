@@ -1,0 +1,252 @@
+"""The fleet spec: node pools of hardware profiles, topology, labels and taints.
+
+One shape for the file `fleet apply -f` reads and the `Fleet` custom resource `fleet serve`
+watches: `{apiVersion, kind: Fleet, metadata: {name}, spec: FleetSpec}`. A bare FleetSpec
+mapping (with an optional `name`) is accepted in files too. Validation errors become one line
+that names the field.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from fleet.profiles import Profile, ProfileError, one_line
+from testbed import vocab
+
+DEFAULT_NAME = "fleet"
+API_VERSION = f"{vocab.TESTBED_GROUP}/{vocab.FLEET_CRD_VERSION}"
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_QUALIFIED = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+
+
+class SpecError(ValueError):
+    """A spec that cannot be used; the message is one line naming the field."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+
+def check_label_key(key: str) -> str:
+    prefix, _, name = key.rpartition("/")
+    if not _QUALIFIED.match(key) or len(name) > 63 or len(prefix) > 253:
+        raise ValueError(f"{key!r} is not a valid label key")
+    return key
+
+
+def check_label_value(value: str) -> str:
+    if len(value) > 63 or not _LABEL_VALUE.match(value):
+        raise ValueError(f"{value!r} is not a valid label value (63 characters at most)")
+    return value
+
+
+def _check_labels(labels: dict[str, str]) -> dict[str, str]:
+    for k, v in labels.items():
+        check_label_key(k)
+        check_label_value(v)
+    return labels
+
+
+class Taint(_Model):
+    key: str
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, v: str) -> str:
+        return check_label_key(v)
+
+    @field_validator("value")
+    @classmethod
+    def _value(cls, v: str) -> str:
+        return check_label_value(v)
+
+    def to_api(self) -> dict[str, str]:
+        out = {"key": self.key, "effect": self.effect}
+        if self.value:
+            out["value"] = self.value
+        return out
+
+
+KWOK_TAINT = Taint(key=vocab.KWOK_TAINT_KEY, value=vocab.KWOK_TAINT_VALUE, effect="NoSchedule")
+
+
+class Topology(_Model):
+    """Hosts fill racks, racks fill blocks, per pool, in node-index order.
+
+    The labels are what Kueue TAS and KAI-Scheduler read as levels (block > rack > hostname).
+    """
+
+    hosts_per_rack: int = Field(default=8, ge=1)
+    racks_per_block: int = Field(default=4, ge=1)
+    block_label: str = vocab.LABEL_BLOCK
+    rack_label: str = vocab.LABEL_RACK
+
+    @field_validator("block_label", "rack_label")
+    @classmethod
+    def _keys(cls, v: str) -> str:
+        return check_label_key(v)
+
+
+class Pool(_Model):
+    name: str = Field(min_length=1, max_length=40)
+    profile: str = Field(min_length=1)
+    count: int = Field(ge=0, le=100_000)
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: list[Taint] | None = Field(
+        default=None, description="replaces the fleet's taints for this pool when set"
+    )
+    capacity: dict[str, str] = Field(
+        default_factory=dict, description="node capacity overrides, e.g. {cpu: '96'}"
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _DNS_LABEL.match(v):
+            raise ValueError(f"{v!r} is not a DNS label (lower case, digits, '-')")
+        return v
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, v: dict[str, str]) -> dict[str, str]:
+        return _check_labels(v)
+
+
+class FleetSpec(_Model):
+    seed: int = Field(default=0, ge=0, description="same spec and seed, same objects")
+    pools: list[Pool] = Field(min_length=1)
+    topology: Topology = Field(default_factory=Topology)
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    taints: list[Taint] = Field(default_factory=lambda: [KWOK_TAINT])
+    extended_resources: bool = Field(
+        default=False,
+        description="also advertise GPUs as the device-plugin resource nvidia.com/gpu",
+    )
+    kwok_shards: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="label nodes round-robin with testbed.dra.io/kwok-shard=0..N-1 so N kwok "
+        "controllers can each manage one shard",
+    )
+    profiles: list[Profile] = Field(
+        default_factory=list, description="inline hardware profiles, besides the built-in ones"
+    )
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, v: dict[str, str]) -> dict[str, str]:
+        return _check_labels(v)
+
+    @model_validator(mode="after")
+    def _unique_pools(self) -> FleetSpec:
+        names = [p.name for p in self.pools]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"pools: duplicate pool name {dupes[0]!r}")
+        return self
+
+    @property
+    def total_nodes(self) -> int:
+        return sum(p.count for p in self.pools)
+
+
+class Fleet(_Model):
+    """A named fleet: what `fleet apply` reconciles and what a Fleet object holds."""
+
+    name: str = DEFAULT_NAME
+    spec: FleetSpec
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if len(v) > 40 or not _DNS_LABEL.match(v):
+            raise ValueError(f"{v!r} is not a DNS label of at most 40 characters")
+        return v
+
+    def to_object(self) -> dict[str, Any]:
+        """As a Fleet custom resource (what `kubectl apply -f` takes)."""
+        return {
+            "apiVersion": API_VERSION,
+            "kind": vocab.FLEET_KIND,
+            "metadata": {"name": self.name},
+            "spec": self.spec.model_dump(mode="json", by_alias=True, exclude_defaults=True),
+        }
+
+
+def from_data(data: Any, *, name: str | None = None, source: str = "spec") -> Fleet:
+    """A Fleet from a decoded Fleet object or bare spec mapping; `name` overrides."""
+    if not isinstance(data, Mapping):
+        raise SpecError(f"{source}: expected a mapping (a Fleet object or a fleet spec)")
+    if "spec" in data:
+        kind = data.get("kind", vocab.FLEET_KIND)
+        if kind != vocab.FLEET_KIND:
+            raise SpecError(f"{source}: kind is {kind!r}, expected {vocab.FLEET_KIND}")
+        meta = data.get("metadata") or {}
+        body = {"name": name or meta.get("name") or DEFAULT_NAME, "spec": data["spec"]}
+    else:
+        spec = dict(data)
+        body = {"name": name or spec.pop("name", None) or DEFAULT_NAME, "spec": spec}
+    try:
+        return Fleet.model_validate(body)
+    except ValidationError as e:
+        raise SpecError(f"{source}: {one_line(e)}") from None
+
+
+def load(path: str | Path, *, name: str | None = None) -> Fleet:
+    """A Fleet from a YAML or JSON file (`-` reads stdin)."""
+    try:
+        text = sys.stdin.read() if str(path) == "-" else Path(path).read_text()
+    except OSError as e:
+        raise SpecError(f"cannot read {path}: {e.strerror or e}") from None
+    try:
+        data = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise SpecError(f"{path}: not valid YAML/JSON: {first}") from None
+    return from_data(data, name=name, source=str(path))
+
+
+def for_profile(profile: str, nodes: int, *, name: str = DEFAULT_NAME, seed: int = 0) -> Fleet:
+    """The one-pool fleet of `fleet apply --profile P --nodes N` (pool named after the profile)."""
+    return from_data(
+        {
+            "name": name,
+            "seed": seed,
+            "pools": [{"name": profile, "profile": profile, "count": nodes}],
+        },
+        source="--profile/--nodes",
+    )
+
+
+__all__ = [
+    "DEFAULT_NAME",
+    "Fleet",
+    "FleetSpec",
+    "Pool",
+    "ProfileError",
+    "SpecError",
+    "Taint",
+    "Topology",
+    "for_profile",
+    "from_data",
+    "load",
+]

@@ -1,0 +1,251 @@
+"""`fleet serve`'s controller and HTTP app: a Fleet object drives the fleet; status follows."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+from aiohttp.test_utils import TestClient, TestServer
+from prometheus_client import CollectorRegistry
+
+from fleet import crd, render, service
+from fleet.metrics import FleetMetrics
+from fleet.reconcile import Reconciler
+from testbed import vocab
+from testbed.kube import errors
+from testbed.kube.client import ClientSettings, Kube
+from testbed.kube.resources import NODES, RESOURCE_SLICES
+from testbed.kube.watching import Change, Snapshot, informer
+from tests.waiting import condition, wait_for
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture
+async def client(kube: Kube, kubeconfig: str) -> AsyncIterator[TestClient]:  # type: ignore[type-arg]
+    """The service's app with its own client (API latency metrics need the observer)."""
+    await service.install_crd(kube)
+    registry = CollectorRegistry()
+    metrics = FleetMetrics(registry)
+    own = await Kube.connect(
+        kubeconfig=kubeconfig,
+        settings=ClientSettings(qps=500, burst=1000),
+        observer=metrics.observe_request,
+    )
+    controller = service.FleetController(
+        own,
+        Reconciler(own, metrics=metrics),
+        metrics,
+        service.ControllerSettings(ready_timeout=120),
+    )
+    try:
+        async with TestClient(TestServer(service.make_app(controller, registry))) as c:
+            yield c
+    finally:
+        await own.close()
+
+
+async def _gone(kube: Kube, name: str) -> None:
+    """Return once the Fleet object no longer exists (seen on a watch)."""
+    async for ev in informer(kube, crd.FLEETS, field_selector=f"metadata.name={name}"):
+        if isinstance(ev, Snapshot) and not ev.items:
+            return
+        if isinstance(ev, Change) and ev.type == "DELETED":
+            return
+
+
+def _fleet_object(name: str, count: int) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{vocab.TESTBED_GROUP}/{vocab.FLEET_CRD_VERSION}",
+        "kind": "Fleet",
+        "metadata": {"name": name},
+        "spec": {"pools": [{"name": "h", "profile": "dgx-h100", "count": count}]},
+    }
+
+
+def _ready_at(generation: int, nodes: int) -> Any:
+    def check(obj: dict[str, Any]) -> bool:
+        st = obj.get("status") or {}
+        return (
+            st.get("observedGeneration") == generation
+            and condition(obj, "Ready") == "True"
+            and st.get("readyNodes") == nodes
+        )
+
+    return check
+
+
+async def test_a_fleet_object_grows_shrinks_and_is_cleaned_up(
+    kube: Kube,
+    client: TestClient,  # type: ignore[type-arg]
+) -> None:
+    name = f"svc-{secrets.token_hex(3)}"
+    sel = render.fleet_selector(name)
+    resp = await client.get("/healthz")
+    assert resp.status == 200
+    try:
+        await kube.create(crd.FLEETS, _fleet_object(name, 20))
+        obj = await wait_for(kube, crd.FLEETS, _ready_at(1, 20), name=name, timeout=180)
+        assert obj["status"]["phase"] == "Ready"
+        assert vocab.FLEET_FINALIZER in obj["metadata"]["finalizers"]
+        assert len((await kube.list(NODES, label_selector=sel)).items) == 20
+        assert len((await kube.list(RESOURCE_SLICES, label_selector=sel)).items) == 40
+        assert (await client.get("/readyz")).status == 200
+
+        await kube.patch(
+            crd.FLEETS,
+            name,
+            {"spec": {"pools": [{"name": "h", "profile": "dgx-h100", "count": 12}]}},
+        )
+        obj = await wait_for(kube, crd.FLEETS, _ready_at(2, 12), name=name, timeout=180)
+        assert obj["status"]["lastReconcile"]["deleted"] == 24
+        assert len((await kube.list(NODES, label_selector=sel)).items) == 12
+
+        # An invalid spec is reported on the object, and nothing changes.
+        await kube.patch(
+            crd.FLEETS, name, {"spec": {"pools": [{"name": "h", "profile": "nope", "count": 1}]}}
+        )
+        obj = await wait_for(
+            kube,
+            crd.FLEETS,
+            lambda o: (
+                (o.get("status") or {}).get("observedGeneration") == 3
+                and condition(o, "Ready") == "False"
+            ),
+            name=name,
+            timeout=60,
+        )
+        assert "unknown profile 'nope'" in obj["status"]["conditions"][0]["message"]
+        assert len((await kube.list(NODES, label_selector=sel)).items) == 12
+
+        metrics = await (await client.get("/metrics")).text()
+        assert 'fleet_objects_total{action="created",kind="Node"}' in metrics
+        assert "fleet_reconcile_duration_seconds_count" in metrics
+        assert "fleet_api_request_duration_seconds_bucket" in metrics
+
+        # Deleting the Fleet deletes its nodes and slices (the finalizer holds it until then).
+        await kube.delete(crd.FLEETS, name)
+        await asyncio.wait_for(_gone(kube, name), 120)
+        assert (await kube.list(NODES, label_selector=sel)).items == []
+        assert (await kube.list(RESOURCE_SLICES, label_selector=sel)).items == []
+    finally:
+        await Reconciler(kube).delete(name)
+        try:
+            await kube.patch(crd.FLEETS, name, {"metadata": {"finalizers": None}})
+            await kube.delete(crd.FLEETS, name)
+        except errors.NotFound:
+            pass
+
+
+class Proxy:
+    """A TCP relay to the API server that a test can cut and restore: an API server "restart"
+    as the service sees it, without touching the shared control plane."""
+
+    def __init__(self, target_host: str, target_port: int) -> None:
+        self.target = (target_host, target_port)
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._conns: set[asyncio.StreamWriter] = set()
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._relay, "127.0.0.1", self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        for w in list(self._conns):
+            w.close()
+        await self._server.wait_closed()
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_r, up_w = await asyncio.open_connection(*self.target)
+        except OSError:
+            writer.close()
+            return
+        self._conns.update({writer, up_w})
+
+        async def pipe(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            try:
+                while data := await r.read(65536):
+                    w.write(data)
+                    await w.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                w.close()
+                self._conns.discard(w)
+
+        await asyncio.gather(pipe(reader, up_w), pipe(up_r, writer))
+
+
+def _kubeconfig_via(source: Path, port: int, target: Path) -> Path:
+    config = yaml.safe_load(source.read_text())
+    for c in config["clusters"]:
+        c["cluster"]["server"] = f"https://127.0.0.1:{port}"
+    target.write_text(yaml.safe_dump(config))
+    return target
+
+
+async def test_the_service_survives_the_api_server_going_away(
+    kube: Kube, kubeconfig: str, tmp_path: Path
+) -> None:
+    await service.install_crd(kube)
+    url = urlsplit(kube.host)
+    proxy = Proxy(url.hostname or "127.0.0.1", url.port or 443)
+    await proxy.start()
+    via_proxy = _kubeconfig_via(Path(kubeconfig), proxy.port, tmp_path / "kubeconfig")
+
+    registry = CollectorRegistry()
+    metrics = FleetMetrics(registry)
+    own = await Kube.connect(kubeconfig=via_proxy, settings=ClientSettings(qps=500, burst=1000))
+    controller = service.FleetController(
+        own, Reconciler(own, metrics=metrics), metrics, service.ControllerSettings(retry_max=2)
+    )
+    task = asyncio.create_task(controller.run())
+    name = f"svc-{secrets.token_hex(3)}"
+    try:
+        await kube.create(crd.FLEETS, _fleet_object(name, 3))
+        await wait_for(kube, crd.FLEETS, _ready_at(1, 3), name=name, timeout=120)
+
+        await proxy.stop()  # the service loses its API server, watch and all
+        await kube.patch(
+            crd.FLEETS,
+            name,
+            {"spec": {"pools": [{"name": "h", "profile": "dgx-h100", "count": 5}]}},
+        )
+        await asyncio.sleep(1.0)  # an outage, not a blip: the watch must notice and back off
+        await proxy.start()  # same port
+
+        await wait_for(kube, crd.FLEETS, _ready_at(2, 5), name=name, timeout=120)
+        nodes = await kube.list(NODES, label_selector=render.fleet_selector(name))
+        assert len(nodes.items) == 5
+        assert (
+            sum(
+                s.value
+                for m in registry.collect()
+                if m.name == "fleet_watch_restarts"
+                for s in m.samples
+                if s.name == "fleet_watch_restarts_total"
+            )
+            >= 1
+        )
+    finally:
+        controller.stop.set()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await own.close()
+        await proxy.stop()
+        with contextlib.suppress(errors.NotFound):
+            await kube.patch(crd.FLEETS, name, {"metadata": {"finalizers": None}})
+            await kube.delete(crd.FLEETS, name)
+        await Reconciler(kube).delete(name)
