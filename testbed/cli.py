@@ -50,6 +50,48 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="fail instead of building missing binaries",
     )
+    demo = sub.add_parser(
+        "demo",
+        help="the main job: cluster, extender, fleet, workloads, side-by-side report",
+        description=(
+            "Bring the local cluster up (building binaries if needed), start the extender "
+            "and a second plain scheduler, provision a mixed fleet, run each comparison's "
+            "arms alternately on it (extender on/off, placement, fragmentation, DRA vs device "
+            "plugin), print the side-by-side table and write demo.json and index.html."
+        ),
+    )
+    demo.add_argument("--nodes", type=int, default=1000, help="fleet size (default %(default)s)")
+    demo.add_argument(
+        "--pods",
+        type=int,
+        default=1000,
+        help="pods per arm of the throughput comparisons (default %(default)s)",
+    )
+    demo.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="runs of each comparison's pair, order alternating (default %(default)s)",
+    )
+    demo.add_argument(
+        "--comparisons",
+        default="extender,placement,fragmentation,dra",
+        help="comma-separated subset of %(default)s",
+    )
+    demo.add_argument(
+        "--qps", type=float, default=100.0, help="pod creation rate (default %(default)s)"
+    )
+    demo.add_argument(
+        "--output-dir",
+        type=Path,
+        metavar="DIR",
+        help="where reports go (default results/demo-<time>)",
+    )
+    demo.add_argument(
+        "--keep",
+        action="store_true",
+        help="leave the fleet and the cluster running afterwards",
+    )
     sub.add_parser("down", help="stop the cluster and delete everything it made")
     sub.add_parser("status", help="show whether the cluster runs, its kubeconfig and components")
     return p
@@ -67,7 +109,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     cluster = local.LocalCluster(config)
     try:
-        code = {"up": _up, "down": _down, "status": _status}[args.command](cluster, args)
+        code = {"up": _up, "down": _down, "status": _status, "demo": _demo}[args.command](
+            cluster, args
+        )
     except (local.ClusterError, bins.BinariesError, FileNotFoundError) as e:
         _fail(EXIT_RUNTIME, str(e))
     except KeyboardInterrupt:
@@ -108,6 +152,38 @@ def _status(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
         pid = str(c.pid) if c.pid else "not running"
         print(f"  {c.name:<24} pid {pid:<12} rss {rss}")
     return EXIT_OK if status.ready else EXIT_RUNTIME
+
+
+def _demo(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
+    import time
+
+    from rich.console import Console
+
+    from testbed import demo
+    from testbed.demo import plan
+
+    if args.nodes < 10:
+        _fail(EXIT_USAGE, f"--nodes {args.nodes}: the demo needs at least 10 nodes")
+    if args.pods < 1 or args.repeat < 1 or args.qps <= 0:
+        _fail(EXIT_USAGE, "--pods, --repeat and --qps must be positive")
+    comparisons = tuple(c.strip() for c in args.comparisons.split(",") if c.strip())
+    known = {"extender", "placement", "fragmentation", "dra"}
+    if not comparisons or not set(comparisons) <= known:
+        _fail(EXIT_USAGE, f"--comparisons takes a subset of {', '.join(sorted(known))}")
+    out = args.output_dir or Path("results") / time.strftime("demo-%Y%m%d-%H%M%S")
+    config = demo.DemoConfig(
+        nodes=args.nodes,
+        workload=plan.Workload(pods=args.pods, repeat=args.repeat, comparisons=comparisons),
+        output_dir=out,
+        keep=args.keep,
+        qps=args.qps,
+        cluster=cluster.config,
+    )
+    try:
+        return demo.run(config, Console())
+    except demo.DemoError as e:
+        _fail(EXIT_RUNTIME, str(e))
+    return EXIT_RUNTIME
 
 
 def _print_usage(status: local.Status) -> None:

@@ -205,6 +205,18 @@ class LocalCluster:
             leftover.unlink(missing_ok=True)
         return True
 
+    def component_flag(self, name: str, flag: str) -> str | None:
+        """The value of `--flag=value` on a running component's command line."""
+        pid = _read_pid(self.config.cluster_dir / "pids" / f"{name}.pid")
+        if pid is None:
+            return None
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+        except OSError:
+            return None
+        prefix = f"--{flag}="
+        return next((a.removeprefix(prefix) for a in argv if a.startswith(prefix)), None)
+
     def restart_component(
         self, name: str, *, down_seconds: float = 0.0, grace_seconds: float = 5.0
     ) -> int:

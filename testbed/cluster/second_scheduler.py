@@ -14,6 +14,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -34,6 +35,17 @@ def config_text(kubeconfig: Path, scheduler_name: str) -> str:
     return yaml.safe_dump(doc, sort_keys=False)
 
 
+@dataclass(frozen=True)
+class SecondScheduler:
+    name: str
+    """The `schedulerName` pods use to pick it."""
+    port: int
+
+    @property
+    def metrics_url(self) -> str:
+        return f"https://127.0.0.1:{self.port}/metrics"
+
+
 @contextlib.contextmanager
 def running(
     kubeconfig: Path,
@@ -41,8 +53,8 @@ def running(
     *,
     scheduler_name: str = PLAIN_SCHEDULER_NAME,
     ready_timeout: float = 60.0,
-) -> Iterator[str]:
-    """Run the plain scheduler until the block ends; yields its scheduler name."""
+) -> Iterator[SecondScheduler]:
+    """Run the plain scheduler until the block ends."""
     b = bins.ensure(build=False)
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / f"{scheduler_name}.yaml"
@@ -64,7 +76,7 @@ def running(
     )
     try:
         _wait_healthy(proc, port, ready_timeout, workdir / f"{scheduler_name}.log")
-        yield scheduler_name
+        yield SecondScheduler(scheduler_name, port)
     finally:
         proc.terminate()
         try:

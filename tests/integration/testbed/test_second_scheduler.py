@@ -27,7 +27,7 @@ async def test_pod_naming_the_plain_scheduler_is_scheduled_by_it(
     await kube.create(r.RESOURCE_CLAIM_TEMPLATES, claim_template(env, "one-gpu", 1))
     body = pod(env, "plain", "one-gpu")
     body["spec"]["schedulerName"] = second_scheduler.PLAIN_SCHEDULER_NAME
-    with second_scheduler.running(Path(kubeconfig), tmp_path) as name:
+    with second_scheduler.running(Path(kubeconfig), tmp_path) as second:
         await kube.create(r.PODS, body)
         event = await wait_for(
             kube,
@@ -35,5 +35,5 @@ async def test_pod_naming_the_plain_scheduler_is_scheduled_by_it(
             lambda e: e.get("reason") == "Scheduled" and e["involvedObject"]["name"] == "plain",
             namespace=env.namespace,
         )
-    assert name == second_scheduler.PLAIN_SCHEDULER_NAME
-    assert (event.get("reportingComponent") or event["source"]["component"]) == name
+    assert second.name == second_scheduler.PLAIN_SCHEDULER_NAME
+    assert (event.get("reportingComponent") or event["source"]["component"]) == second.name

@@ -1,0 +1,264 @@
+"""`testbed demo`: the main job, end to end, on the embedded local cluster.
+
+Binaries -> cluster -> extender -> second (plain) scheduler -> mixed fleet -> the comparison
+arms -> summary, `demo.json`, `index.html` -> tear down (unless --keep). The services run as
+their own processes through their CLIs, exactly as a user would run them, so each has its own
+core and the demo imports none of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+
+from testbed import vocab
+from testbed.cluster import local, second_scheduler
+from testbed.demo import plan, report, summary
+from testbed.kube import resources, watching
+from testbed.kube.client import Kube
+
+BUDGET_SECONDS = 15 * 60
+
+
+class DemoError(RuntimeError):
+    """A step failed; the message says which and where its log is."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DemoConfig:
+    nodes: int = 1000
+    workload: plan.Workload = field(default_factory=plan.Workload)
+    output_dir: Path
+    keep: bool = False
+    """Leave the fleet, and the cluster if the demo started it, running afterwards."""
+    qps: float = 100.0
+    """loadgen's creation rate."""
+    cluster: local.ClusterConfig = field(default_factory=local.ClusterConfig)
+
+
+def _tool(name: str) -> str:
+    """A console script of this installation (beside the running interpreter)."""
+    candidate = Path(sys.executable).parent / name
+    return str(candidate) if candidate.exists() else name
+
+
+def _wait_child(proc: subprocess.Popen[bytes]) -> int:
+    """Wait for a child; on Ctrl-C let it finish its own interrupt handling first (it got
+    the same SIGINT), so what it measured is written and what it created is removed."""
+    interrupted = False
+    deadline = None
+    while True:
+        try:
+            code = proc.wait(
+                timeout=None if deadline is None else max(0.1, deadline - time.monotonic())
+            )
+            break
+        except KeyboardInterrupt:
+            interrupted = True
+            deadline = time.monotonic() + 120
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = proc.wait()
+            break
+    if interrupted:
+        raise KeyboardInterrupt
+    return code
+
+
+def _run(cmd: list[str], env: dict[str, str], what: str) -> int:
+    return _wait_child(subprocess.Popen(cmd, env=env))
+
+
+@contextlib.contextmanager
+def _extender(env: dict[str, str], log_path: Path) -> Iterator[None]:
+    """`extender serve` on 127.0.0.1:8888 (where the scheduler configuration calls it)."""
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(
+            [_tool("extender"), "serve", "--port", str(vocab.EXTENDER_DEFAULT_PORT)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            url = f"http://127.0.0.1:{vocab.EXTENDER_DEFAULT_PORT}/readyz"
+            while True:
+                if proc.poll() is not None:
+                    last = (log_path.read_text().strip().splitlines() or ["no output"])[-1]
+                    raise DemoError(f"the extender exited: {last} (log: {log_path})")
+                with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as r:
+                    if r.status == 200:
+                        break
+                if time.monotonic() > deadline:
+                    raise DemoError(f"the extender was not ready in 120s (log: {log_path})")
+                time.sleep(0.3)
+            yield
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+async def _fleet_slices(kubeconfig: Path) -> list[dict[str, Any]]:
+    async with await Kube.connect(kubeconfig=kubeconfig) as kube:
+        selector = resources.label_selector({vocab.LABEL_FLEET: plan.FLEET_NAME})
+        return (await kube.list(resources.RESOURCE_SLICES, label_selector=selector)).items
+
+
+async def _wait_namespace_gone(kubeconfig: Path, namespace: str, seconds: float) -> bool:
+    """Block until the previous arm's namespace (its pods and claims) is gone, so the next
+    arm starts on a fleet with every device free."""
+    async with await Kube.connect(kubeconfig=kubeconfig) as kube:
+
+        async def gone() -> None:
+            async for ev in watching.informer(
+                kube, resources.NAMESPACES, field_selector=f"metadata.name={namespace}"
+            ):
+                if isinstance(ev, watching.Snapshot) and not ev.items:
+                    return
+                if isinstance(ev, watching.Change) and ev.type == "DELETED":
+                    return
+
+        try:
+            await asyncio.wait_for(gone(), seconds)
+        except TimeoutError:
+            return False
+        return True
+
+
+def _run_arm(
+    arm: plan.Arm,
+    out_dir: Path,
+    env: dict[str, str],
+    qps: float,
+    plain: second_scheduler.SecondScheduler,
+    scheduler_metrics: str,
+) -> dict[str, Any]:
+    arm_dir = out_dir / arm.name
+    arm_dir.mkdir(parents=True, exist_ok=True)
+    scenario = arm.scenario
+    if arm.scenario_doc is not None:
+        scenario = str(arm_dir / "scenario.yaml")
+        Path(scenario).write_text(yaml.safe_dump(arm.scenario_doc, sort_keys=False))
+    cmd = [
+        _tool("loadgen"),
+        "run",
+        scenario,
+        *(f"{k}={v}" for k, v in arm.params.items()),
+        "--node-selector",
+        f"{vocab.LABEL_FLEET}={plan.FLEET_NAME}",
+        "--output-dir",
+        str(arm_dir),
+        "--qps",
+        str(qps),
+    ]
+    if arm.scheduler == plan.PLAIN:
+        cmd += ["--scheduler-name", plain.name, "--scrape", f"scheduler={plain.metrics_url}"]
+    else:
+        cmd += ["--scrape", f"scheduler={scheduler_metrics}"]
+    code = _run(cmd, env, arm.name)
+    result = arm_dir / "result.json"
+    if not result.is_file():
+        raise DemoError(f"loadgen wrote no result for {arm.name} (exit {code})")
+    doc: dict[str, Any] = json.loads(result.read_text())
+    return doc
+
+
+def _settle(kubeconfig: Path, doc: dict[str, Any], console: Console) -> None:
+    namespace = doc.get("namespace")
+    if namespace and not asyncio.run(_wait_namespace_gone(kubeconfig, namespace, 300)):
+        console.print(f"[yellow]namespace {namespace} still terminating after 300s")
+
+
+def run(config: DemoConfig, console: Console) -> int:
+    """Run the demo; 0 when every arm accounted for every pod, 1 otherwise."""
+    started = time.monotonic()
+    out = config.output_dir
+    out.mkdir(parents=True, exist_ok=True)
+    cluster = local.LocalCluster(config.cluster)
+    console.rule("control plane")
+    status, created = cluster.up()
+    state = "started" if created else "already running"
+    console.print(f"cluster {config.cluster.name!r} {state} at {status.server}")
+    kubeconfig = status.kubeconfig
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    scheduler_port = cluster.component_flag("kube-scheduler", "secure-port")
+    scheduler_metrics = f"https://127.0.0.1:{scheduler_port}/metrics"
+    fleet_applied = False
+    results: list[tuple[plan.Arm, dict[str, Any]]] = []
+    try:
+        with (
+            _extender(env, out / "extender.log"),
+            second_scheduler.running(kubeconfig, out / "plain-scheduler") as plain,
+        ):
+            console.rule(f"fleet: {config.nodes} nodes")
+            spec = out / "fleet.yaml"
+            spec.write_text(yaml.safe_dump(plan.fleet_spec(config.nodes), sort_keys=False))
+            fleet_applied = True
+            if _run([_tool("fleet"), "apply", "-f", str(spec)], env, "fleet") != 0:
+                raise DemoError("fleet apply failed")
+            shape = plan.shape_of(asyncio.run(_fleet_slices(kubeconfig)))
+            console.print(
+                f"fleet: {shape.nodes} device nodes, {shape.gpus} GPUs, "
+                f"{shape.eight_gpu_nodes} 8-GPU nodes, {shape.aligned_eight_nodes} with 8 RDMA NICs"
+            )
+            try:
+                arms = plan.arms(shape, config.workload)
+            except ValueError as e:
+                raise DemoError(str(e)) from e
+            for i, arm in enumerate(arms, 1):
+                console.rule(f"arm {i}/{len(arms)}: {arm.comparison} / {arm.variant}")
+                doc = _run_arm(arm, out, env, config.qps, plain, scheduler_metrics)
+                results.append((arm, doc))
+                _settle(kubeconfig, doc, console)
+    finally:
+        if not config.keep:
+            if fleet_applied:
+                _run([_tool("fleet"), "delete", "--name", plan.FLEET_NAME], env, "fleet delete")
+            if created:
+                cluster.down()
+    rows = summary.rows(results)
+    report.console_table(rows, console)
+    accounting = {
+        arm.name: summary.accounted(
+            doc, probe_phase="whole" if arm.comparison == "fragmentation" else None
+        )
+        for arm, doc in results
+    }
+    elapsed = time.monotonic() - started
+    meta = {
+        "nodes": config.nodes,
+        "pods": config.workload.pods,
+        "repeat": config.workload.repeat,
+        "elapsed_seconds": round(elapsed, 1),
+        "arms": {name: {"accounted": ok, "detail": why} for name, (ok, why) in accounting.items()},
+    }
+    index = report.write(out, rows, meta, [arm.name for arm, _ in results])
+    bad = {n: why for n, (ok, why) in accounting.items() if not ok}
+    for name, why in bad.items():
+        console.print(f"[red]arm {name}: not every pod accounted for: {why}")
+    console.print(f"report: {index}")
+    if elapsed > BUDGET_SECONDS:
+        console.print(
+            f"[yellow]the demo took {elapsed / 60:.1f} min, over its 15 min budget on this "
+            "machine: try fewer --nodes/--pods or --comparisons"
+        )
+    else:
+        console.print(f"done in {elapsed / 60:.1f} min")
+    return 1 if bad else 0

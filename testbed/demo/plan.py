@@ -1,0 +1,186 @@
+"""What `testbed demo` runs: the fleet, the workloads and their A/B arms (pure).
+
+Every comparison runs its arms on the same fleet with the same workload, alternating the
+order between repeats (A B, B A, ...) so machine drift cancels out of the ratios.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from testbed import vocab
+
+# Share of the fleet per hardware profile (names of the fleet's built-in profiles).
+DEMO_POOLS: tuple[tuple[str, str, float], ...] = (
+    ("h100", "dgx-h100", 0.5),
+    ("h100-4nic", "h100-4nic", 0.2),
+    ("b200", "a4-highgpu-8g", 0.1),
+    ("l4", "l4-4gpu", 0.1),
+    ("cpu", "cpu-only", 0.1),
+)
+FLEET_NAME = "demo"
+PLAIN = "plain"
+EXTENDER = "extender"
+
+
+def fleet_spec(nodes: int, seed: int = 0) -> dict[str, Any]:
+    """A mixed fleet of `nodes` nodes in blocks and racks, GPUs also as extended resources."""
+    counts = [int(nodes * share) for _, _, share in DEMO_POOLS]
+    counts[0] += nodes - sum(counts)  # rounding goes to the biggest pool
+    return {
+        "name": FLEET_NAME,
+        "seed": seed,
+        "extendedResources": True,
+        "topology": {"hostsPerRack": 8, "racksPerBlock": 4},
+        "pools": [
+            {"name": name, "profile": profile, "count": count}
+            for (name, profile, _), count in zip(DEMO_POOLS, counts, strict=True)
+            if count > 0
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class FleetShape:
+    """What the provisioned fleet offers, read back from its ResourceSlices."""
+
+    nodes: int
+    gpus: int
+    eight_gpu_nodes: int
+    """Nodes with 8 GPUs: where whole-node (8-GPU) pods fit."""
+    aligned_eight_nodes: int
+    """Nodes with 8 GPUs and 8 RDMA NICs: where 8 aligned GPU+NIC pairs fit."""
+
+
+@dataclass(frozen=True)
+class Arm:
+    comparison: str
+    variant: str
+    scenario: str
+    """A loadgen scenario name, or a scenario file written into the run directory."""
+    params: dict[str, str] = field(default_factory=dict)
+    scheduler: str = EXTENDER
+    """EXTENDER: the cluster's scheduler with the extender; PLAIN: the second scheduler."""
+    scenario_doc: dict[str, Any] | None = None
+    repeat: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.comparison}-{self.variant}-{self.repeat}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workload:
+    pods: int = 1000
+    """Pods per arm of the throughput and DRA-vs-device-plugin comparisons."""
+    repeat: int = 1
+    """How many times each comparison's pair of arms runs (order alternates)."""
+    comparisons: tuple[str, ...] = ("extender", "placement", "fragmentation", "dra")
+
+
+def fragmentation_scenario(shape: FleetShape) -> dict[str, Any]:
+    """Fill half the GPUs with 1/2/4-GPU pods, then ask for 8-GPU pods for half the 8-GPU
+    nodes: how many fit shows how whole the nodes were kept."""
+    fill_gpus = shape.gpus // 2
+    sizes = (1, 2, 4)
+    per_size = max(1, fill_gpus // sum(sizes))
+    whole = max(1, shape.eight_gpu_nodes // 2)
+    phases: list[dict[str, Any]] = [
+        {"name": f"fill{size}", "kind": "pods", "count": per_size, "claim": {"gpus": size}}
+        for size in sizes
+    ]
+    phases.append(
+        {
+            "name": "whole",
+            "kind": "pods",
+            "count": whole,
+            "claim": {"gpus": 8},
+            "timeout": "60s",
+        }
+    )
+    return {
+        "name": "fragmentation",
+        "description": "mixed-size fill, then whole-node 8-GPU pods",
+        "phases": phases,
+    }
+
+
+def arms(shape: FleetShape, workload: Workload) -> list[Arm]:
+    """Every arm in run order: each comparison's pair, alternating order per repeat."""
+    if workload.pods > shape.gpus:
+        raise ValueError(f"--pods {workload.pods} exceeds the fleet's {shape.gpus} GPUs")
+    gangs = max(1, shape.aligned_eight_nodes // 16)
+    pairs: dict[str, tuple[Arm, Arm]] = {
+        "extender": (
+            Arm("extender", "on", "pods", {"pods": str(workload.pods), "gpus": "1"}),
+            Arm("extender", "off", "pods", {"pods": str(workload.pods), "gpus": "1"}, PLAIN),
+        ),
+        "placement": (
+            Arm("placement", "on", "gang", {"gangs": str(gangs), "size": "4"}),
+            Arm("placement", "off", "gang", {"gangs": str(gangs), "size": "4"}, PLAIN),
+        ),
+        "fragmentation": (
+            Arm("fragmentation", "on", "file", scenario_doc=fragmentation_scenario(shape)),
+            Arm(
+                "fragmentation",
+                "off",
+                "file",
+                scheduler=PLAIN,
+                scenario_doc=fragmentation_scenario(shape),
+            ),
+        ),
+        # DRA's own cost: both arms on the plain scheduler, so the extender is not in it.
+        "dra": (
+            Arm("dra", "claims", "pods", {"pods": str(workload.pods), "gpus": "1"}, PLAIN),
+            Arm(
+                "dra",
+                "device-plugin",
+                "pods",
+                {"pods": str(workload.pods), "gpus": "1", "device_plugin": "true"},
+                PLAIN,
+            ),
+        ),
+    }
+    unknown = set(workload.comparisons) - set(pairs)
+    if unknown:
+        raise ValueError(f"unknown comparison(s): {', '.join(sorted(unknown))}")
+    out: list[Arm] = []
+    for rep in range(workload.repeat):
+        for name in workload.comparisons:
+            a, b = pairs[name]
+            first, second = (a, b) if rep % 2 == 0 else (b, a)
+            out += [_with_repeat(first, rep), _with_repeat(second, rep)]
+    return out
+
+
+def _with_repeat(arm: Arm, rep: int) -> Arm:
+    return Arm(
+        arm.comparison, arm.variant, arm.scenario, arm.params, arm.scheduler, arm.scenario_doc, rep
+    )
+
+
+def shape_of(slices: list[dict[str, Any]]) -> FleetShape:
+    """The fleet's shape from its ResourceSlices (GPU and RDMA NIC counts per node)."""
+    gpus: dict[str, int] = {}
+    rdma: dict[str, int] = {}
+    for s in slices:
+        spec = s.get("spec", {})
+        node = spec.get("nodeName", "")
+        devices = spec.get("devices") or []
+        if spec.get("driver") == vocab.GPU_DRIVER:
+            gpus[node] = gpus.get(node, 0) + len(devices)
+        elif spec.get("driver") == vocab.NIC_DRIVER:
+            n = sum(
+                1
+                for d in devices
+                if (d.get("attributes") or {}).get(vocab.NIC_ATTR_RDMA, {}).get("bool")
+            )
+            rdma[node] = rdma.get(node, 0) + n
+    nodes = set(gpus) | set(rdma)
+    return FleetShape(
+        nodes=len(nodes),
+        gpus=sum(gpus.values()),
+        eight_gpu_nodes=sum(1 for n in nodes if gpus.get(n, 0) >= 8),
+        aligned_eight_nodes=sum(1 for n in nodes if gpus.get(n, 0) >= 8 and rdma.get(n, 0) >= 8),
+    )

@@ -1,0 +1,117 @@
+"""The demo's outputs: a console table, `demo.json` (versioned) and a self-contained
+`index.html` linking each arm's own loadgen report."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from testbed import bandwidth_model
+from testbed.demo.summary import SCHEMA_VERSION, Row
+
+_ALIGNED, _UNALIGNED = bandwidth_model.PUBLISHED_BUS_BANDWIDTH["all_gather"]
+MODEL_NOTE = (
+    "Bus bandwidth is a model, not a measurement: kwok nodes move no bytes. Each placed GPU is "
+    f"priced with DRANet's published NCCL figures (all_gather {_ALIGNED:.2f} GB/s aligned on a "
+    f"PCIe root, {_UNALIGNED:.2f} GB/s otherwise; arXiv 2506.23628)."
+)
+
+
+def _fmt(value: float, unit: str) -> str:
+    if math.isnan(value):
+        return "-"
+    if unit == "share":
+        return f"{value:.1%}"
+    if unit in ("ms", "count"):
+        return f"{value:,.0f}"
+    return f"{value:,.2f}"
+
+
+def _cell(row_values: list[float], median: float, unit: str) -> str:
+    if len(row_values) > 1:
+        return f"{_fmt(median, unit)} ({_fmt(min(row_values), unit)}–{_fmt(max(row_values), unit)})"
+    return _fmt(median, unit)
+
+
+def console_table(rows: list[Row], console: Console) -> None:
+    table = Table(title="dra-testbed demo: side by side (median, min–max over repeats)")
+    for col in ("comparison", "metric", "A", "B", "A/B"):
+        table.add_column(col, justify="right" if col in ("A", "B", "A/B") else "left")
+    for r in rows:
+        ratio = f"{r.ratio:.2f}" if r.ratio is not None else "-"
+        table.add_row(
+            r.comparison,
+            f"{r.metric} [{r.unit}]",
+            f"{r.a_name}: {_cell(r.a.values, r.a.median, r.unit)}",
+            f"{r.b_name}: {_cell(r.b.values, r.b.median, r.unit)}",
+            ratio,
+        )
+    console.print(table)
+    console.print(MODEL_NOTE, style="dim")
+
+
+def to_json(rows: list[Row], meta: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "DemoResult",
+        **meta,
+        "model_note": MODEL_NOTE,
+        "comparisons": [
+            {
+                "comparison": r.comparison,
+                "metric": r.metric,
+                "unit": r.unit,
+                "a": {"variant": r.a_name, "values": r.a.values, "median": _num(r.a.median)},
+                "b": {"variant": r.b_name, "values": r.b.values, "median": _num(r.b.median)},
+                "ratio": r.ratio,
+            }
+            for r in rows
+        ],
+    }
+
+
+def _num(v: float) -> float | None:
+    return None if math.isnan(v) else v
+
+
+def write(out_dir: Path, rows: list[Row], meta: dict[str, Any], arm_dirs: list[str]) -> Path:
+    (out_dir / "demo.json").write_text(json.dumps(to_json(rows, meta), indent=2) + "\n")
+    body = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>dra-testbed demo</title>",
+        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
+        "td:first-child,td:nth-child(2){text-align:left}</style></head><body>",
+        "<h1>dra-testbed demo</h1>",
+        f"<p>{html.escape(json.dumps(meta))}</p>",
+        "<table><tr><th>comparison</th><th>metric</th><th>A</th><th>B</th><th>A/B</th></tr>",
+    ]
+    for r in rows:
+        ratio = f"{r.ratio:.2f}" if r.ratio is not None else "-"
+        body.append(
+            "<tr>"
+            + "".join(
+                f"<td>{html.escape(c)}</td>"
+                for c in (
+                    r.comparison,
+                    f"{r.metric} [{r.unit}]",
+                    f"{r.a_name}: {_cell(r.a.values, r.a.median, r.unit)}",
+                    f"{r.b_name}: {_cell(r.b.values, r.b.median, r.unit)}",
+                    ratio,
+                )
+            )
+            + "</tr>"
+        )
+    body.append("</table>")
+    body.append(f"<p><em>{html.escape(MODEL_NOTE)}</em></p><h2>Each arm's report</h2><ul>")
+    for d in arm_dirs:
+        body.append(f"<li><a href='{html.escape(d)}/report.html'>{html.escape(d)}</a></li>")
+    body.append("</ul></body></html>")
+    index = out_dir / "index.html"
+    index.write_text("\n".join(body) + "\n")
+    return index

@@ -1,0 +1,185 @@
+"""Turn the arms' loadgen result files into side-by-side comparisons (pure).
+
+Reads loadgen's versioned result JSON as data (schema_version 1), so the demo never imports
+the load generator. Figures of repeated arms are reported as min / median / max.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from testbed import bandwidth_model
+from testbed.demo.plan import Arm
+
+Doc = dict[str, Any]
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One metric of one arm over its repeats."""
+
+    values: list[float]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values) if self.values else float("nan")
+
+    @property
+    def spread(self) -> tuple[float, float]:
+        return (min(self.values), max(self.values)) if self.values else (float("nan"),) * 2
+
+
+@dataclass(frozen=True)
+class Row:
+    comparison: str
+    metric: str
+    unit: str
+    a_name: str
+    a: Figure
+    b_name: str
+    b: Figure
+
+    @property
+    def ratio(self) -> float | None:
+        """a / b of the medians; None when b is zero or missing."""
+        b = self.b.median
+        return self.a.median / b if b and b == b else None
+
+
+def _latency(doc: Doc, phase: str, stat: str) -> float | None:
+    summary = (doc.get("latency_ms") or {}).get(phase)
+    return float(summary[stat]) if summary and summary.get("count") else None
+
+
+def _throughput(doc: Doc) -> float | None:
+    return float(doc["throughput"]["Average"]) if doc.get("throughput") else None
+
+
+def _aligned_share(doc: Doc) -> float | None:
+    claims = doc.get("claims") or {}
+    pairs = claims.get("gpu_nic_pairs") or 0
+    return claims.get("pcie_aligned_pairs", 0) / pairs if pairs else None
+
+
+def _numa_share(doc: Doc) -> float | None:
+    claims = doc.get("claims") or {}
+    pairs = claims.get("gpu_nic_pairs") or 0
+    return claims.get("numa_aligned_pairs", 0) / pairs if pairs else None
+
+
+def _mean_gang(doc: Doc, level: str) -> float | None:
+    gangs = doc.get("gangs") or []
+    return statistics.fmean(g[level] for g in gangs) if gangs else None
+
+
+def _placeable_whole(doc: Doc) -> float | None:
+    for phase in doc.get("phases") or []:
+        if phase.get("name") == "whole":
+            counts = phase["counts"]
+            expected = counts.get("expected_pods") or 0
+            return counts.get("pods_running", 0) / expected if expected else None
+    return None
+
+
+def _component(doc: Doc, key: str) -> float | None:
+    summary = ((doc.get("metrics") or {}).get("scheduler") or {}).get("summary") or {}
+    value = summary.get(key)
+    return float(value) if value is not None else None
+
+
+def _bandwidth(doc: Doc) -> float | None:
+    claims = doc.get("claims") or {}
+    pairs = claims.get("gpu_nic_pairs") or 0
+    if not pairs:
+        return None
+    return bandwidth_model.payoff(claims.get("pcie_aligned_pairs", 0), pairs).mean_gbps
+
+
+Metric = tuple[str, str, Callable[[Doc], float | None]]
+
+METRICS: dict[str, list[Metric]] = {
+    "extender": [
+        ("scheduling throughput", "pods/s", _throughput),
+        ("pod startup p50", "ms", lambda d: _latency(d, "pod_startup", "Perc50")),
+        ("pod startup p90", "ms", lambda d: _latency(d, "pod_startup", "Perc90")),
+        ("pod startup p99", "ms", lambda d: _latency(d, "pod_startup", "Perc99")),
+    ],
+    "placement": [
+        ("GPU-NIC pairs on one PCIe root", "share", _aligned_share),
+        ("GPU-NIC pairs on one NUMA node", "share", _numa_share),
+        ("blocks spanned per gang", "blocks", lambda d: _mean_gang(d, "blocks")),
+        ("racks spanned per gang", "racks", lambda d: _mean_gang(d, "racks")),
+        ("modelled bus bandwidth per GPU (all_gather)", "GB/s", _bandwidth),
+        ("pod startup p99", "ms", lambda d: _latency(d, "pod_startup", "Perc99")),
+    ],
+    "fragmentation": [
+        ("8-GPU pods placed after a mixed fill", "share", _placeable_whole),
+        (
+            "fleet GPU allocation at saturation",
+            "share",
+            lambda d: float((d.get("fleet") or {}).get("peak_allocation_ratio", 0.0)),
+        ),
+    ],
+    "dra": [
+        ("pod startup p99", "ms", lambda d: _latency(d, "pod_startup", "Perc99")),
+        ("pod startup p50", "ms", lambda d: _latency(d, "pod_startup", "Perc50")),
+        ("scheduling throughput", "pods/s", _throughput),
+        ("scheduler CPU", "s", lambda d: _component(d, "cpu_seconds")),
+        ("scheduler attempts", "count", lambda d: _component(d, "schedule_attempts")),
+    ],
+}
+
+
+def rows(results: list[tuple[Arm, Doc]]) -> list[Row]:
+    """One row per comparison metric: arm A (first variant) vs arm B, medians over repeats."""
+    by_comparison: dict[str, dict[str, list[Doc]]] = {}
+    order: dict[str, list[str]] = {}
+    for arm, doc in results:
+        variants = by_comparison.setdefault(arm.comparison, {})
+        variants.setdefault(arm.variant, []).append(doc)
+        names = order.setdefault(arm.comparison, [])
+        if arm.variant not in names:
+            names.append(arm.variant)
+    out: list[Row] = []
+    for comparison, variants in by_comparison.items():
+        names = sorted(order[comparison], key=_canonical_first)
+        if len(names) != 2:
+            continue
+        a, b = names
+        for metric, unit, get in METRICS.get(comparison, []):
+            fa = Figure([v for d in variants[a] if (v := get(d)) is not None])
+            fb = Figure([v for d in variants[b] if (v := get(d)) is not None])
+            if fa.values or fb.values:
+                out.append(Row(comparison, metric, unit, a, fa, b, fb))
+    return out
+
+
+def _canonical_first(variant: str) -> int:
+    """A is the arm under test: extender on, DRA claims."""
+    return 0 if variant in ("on", "claims") else 1
+
+
+def accounted(doc: Doc, *, probe_phase: str | None = None) -> tuple[bool, str]:
+    """Every pod the arm asked for was seen, and each either ran or is explained.
+
+    `probe_phase` may time out by design (the fragmentation probe asks for more 8-GPU pods
+    than a fragmented fleet can take; how many fit is the measurement).
+    """
+    counts = doc["counts"]
+    expected = counts["expected_pods"]
+    probe_timeout = any(
+        p.get("name") == probe_phase and p.get("timed_out") for p in doc.get("phases") or []
+    )
+    if doc.get("error") and not probe_timeout:
+        return False, f"error: {doc['error']}"
+    if counts["pods_seen"] != expected:
+        return False, f"saw {counts['pods_seen']} of {expected} pods"
+    timed_out = any(p.get("timed_out") for p in doc.get("phases") or [])
+    ran = counts["pods_running"] + counts["pods_succeeded"]
+    if ran != expected and not timed_out:
+        return False, f"{ran} of {expected} pods ran"
+    return True, "ok"

@@ -1,0 +1,69 @@
+"""`testbed demo`, tiny: the whole main job runs and accounts for every pod."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.cluster
+
+
+def test_tiny_demo_accounts_for_every_pod_and_writes_every_report(
+    kubeconfig: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "demo"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "testbed",
+            "demo",
+            "--nodes",
+            "50",
+            "--pods",
+            "200",
+            "--output-dir",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1500,
+        check=False,
+    )
+    tail = (proc.stdout + proc.stderr)[-3000:]
+    assert proc.returncode == 0, tail
+
+    doc = json.loads((out / "demo.json").read_text())
+    assert doc["schema_version"] == 1 and doc["kind"] == "DemoResult"
+    arms = doc["arms"]
+    assert sorted(arms) == sorted(
+        f"{c}-{v}-0"
+        for c, vs in {
+            "extender": ("on", "off"),
+            "placement": ("on", "off"),
+            "fragmentation": ("on", "off"),
+            "dra": ("claims", "device-plugin"),
+        }.items()
+        for v in vs
+    )
+    for name in arms:
+        arm_dir = out / name
+        result = json.loads((arm_dir / "result.json").read_text())
+        assert result["counts"]["pods_seen"] == result["counts"]["expected_pods"], name
+        assert result["cleaned_up"], name
+        assert (arm_dir / "report.html").is_file(), name
+        assert list(arm_dir.glob("PodStartupLatency_*.json")), name
+        assert list(arm_dir.glob("SchedulingThroughput_*.json")), name
+    assert all(v["accounted"] for v in arms.values()), arms
+    metrics = {(c["comparison"], c["metric"]) for c in doc["comparisons"]}
+    assert ("extender", "scheduling throughput") in metrics
+    assert ("placement", "GPU-NIC pairs on one PCIe root") in metrics
+    assert ("dra", "pod startup p99") in metrics
+    assert (out / "index.html").read_text().count("report.html") == len(arms)

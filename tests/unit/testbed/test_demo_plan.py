@@ -1,0 +1,112 @@
+import pytest
+
+from testbed import vocab
+from testbed.demo import plan, summary
+
+
+def test_fleet_spec_splits_nodes_across_profiles_exactly() -> None:
+    for nodes in (10, 50, 1000, 4999):
+        spec = plan.fleet_spec(nodes)
+        assert sum(p["count"] for p in spec["pools"]) == nodes
+        assert spec["extendedResources"] is True
+        assert spec["name"] == plan.FLEET_NAME
+
+
+def _slice(node: str, driver: str, devices: list[dict[str, object]]) -> dict[str, object]:
+    return {"spec": {"nodeName": node, "driver": driver, "devices": devices}}
+
+
+def test_shape_counts_gpus_and_rdma_nics_per_node() -> None:
+    rdma = {"attributes": {vocab.NIC_ATTR_RDMA: {"bool": True}}}
+    plain = {"attributes": {vocab.NIC_ATTR_RDMA: {"bool": False}}}
+    slices = [
+        _slice("a", vocab.GPU_DRIVER, [{}] * 8),
+        _slice("a", vocab.NIC_DRIVER, [rdma] * 8),
+        _slice("b", vocab.GPU_DRIVER, [{}] * 8),
+        _slice("b", vocab.NIC_DRIVER, [rdma] * 4),
+        _slice("c", vocab.GPU_DRIVER, [{}] * 4),
+        _slice("c", vocab.NIC_DRIVER, [plain]),
+    ]
+    assert plan.shape_of(slices) == plan.FleetShape(
+        nodes=3, gpus=20, eight_gpu_nodes=2, aligned_eight_nodes=1
+    )
+
+
+SHAPE = plan.FleetShape(nodes=40, gpus=300, eight_gpu_nodes=35, aligned_eight_nodes=30)
+
+
+def test_arms_pair_up_and_alternate_order_between_repeats() -> None:
+    arms = plan.arms(SHAPE, plan.Workload(pods=100, repeat=2, comparisons=("extender", "dra")))
+    assert [(a.comparison, a.variant, a.repeat) for a in arms] == [
+        ("extender", "on", 0),
+        ("extender", "off", 0),
+        ("dra", "claims", 0),
+        ("dra", "device-plugin", 0),
+        ("extender", "off", 1),
+        ("extender", "on", 1),
+        ("dra", "device-plugin", 1),
+        ("dra", "claims", 1),
+    ]
+    assert {a.scheduler for a in arms if a.comparison == "dra"} == {plan.PLAIN}
+    on = next(a for a in arms if a.variant == "on")
+    off = next(a for a in arms if a.variant == "off")
+    assert (on.scheduler, off.scheduler) == (plan.EXTENDER, plan.PLAIN)
+    assert on.params == off.params  # same workload in both arms
+
+
+def test_arms_reject_more_pods_than_gpus_and_unknown_comparisons() -> None:
+    with pytest.raises(ValueError, match="exceeds the fleet's 300 GPUs"):
+        plan.arms(SHAPE, plan.Workload(pods=301))
+    with pytest.raises(ValueError, match="unknown comparison"):
+        plan.arms(SHAPE, plan.Workload(pods=10, comparisons=("nope",)))
+
+
+def test_fragmentation_fills_half_the_gpus_then_asks_for_half_the_whole_nodes() -> None:
+    doc = plan.fragmentation_scenario(SHAPE)
+    fill = sum(p["count"] * p["claim"]["gpus"] for p in doc["phases"][:-1])
+    assert fill <= SHAPE.gpus // 2
+    assert doc["phases"][-1] == {
+        "name": "whole",
+        "kind": "pods",
+        "count": 17,
+        "claim": {"gpus": 8},
+        "timeout": "60s",
+    }
+
+
+def _doc(thr: float, p99: float) -> dict[str, object]:
+    return {
+        "throughput": {"Average": thr},
+        "latency_ms": {"pod_startup": {"count": 1, "Perc50": p99, "Perc90": p99, "Perc99": p99}},
+    }
+
+
+def test_rows_compare_medians_of_the_two_variants() -> None:
+    arm = plan.Arm("extender", "on", "pods")
+    off = plan.Arm("extender", "off", "pods")
+    rows = summary.rows([(off, _doc(10, 100)), (arm, _doc(9, 300)), (arm, _doc(8, 200))])
+    thr = next(r for r in rows if r.metric == "scheduling throughput")
+    assert (thr.a_name, thr.b_name) == ("on", "off")
+    assert thr.a.median == 8.5 and thr.b.median == 10
+    assert thr.ratio == pytest.approx(0.85)
+
+
+def _counts(expected: int, seen: int, running: int) -> dict[str, int]:
+    return {
+        "expected_pods": expected,
+        "pods_seen": seen,
+        "pods_running": running,
+        "pods_succeeded": 0,
+    }
+
+
+def test_accounting_allows_only_the_probe_phase_to_time_out() -> None:
+    probe = {
+        "counts": _counts(10, 10, 7),
+        "error": "phase whole: 2 of 5 pods Running after 60s",
+        "phases": [{"name": "whole", "timed_out": True}],
+    }
+    assert summary.accounted(probe, probe_phase="whole") == (True, "ok")
+    assert not summary.accounted(probe)[0]
+    missing = {"counts": _counts(10, 9, 9), "error": None, "phases": []}
+    assert summary.accounted(missing) == (False, "saw 9 of 10 pods")
