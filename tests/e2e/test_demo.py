@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(1800)]
 
 
 def test_tiny_demo_accounts_for_every_pod_and_writes_every_report(
