@@ -139,7 +139,8 @@ def _run_options() -> argparse.ArgumentParser:
         action="append",
         metavar="NAME=URL",
         help="scrape this /metrics before and after, report deltas (repeatable), e.g. "
-        "scheduler=https://127.0.0.1:10259/metrics",
+        "scheduler=https://127.0.0.1:10259/metrics; apiserver=kube:/metrics goes through "
+        "the API client's credentials",
     )
     g.add_argument("-q", "--quiet", action="store_true", help="no live progress display")
     g.add_argument("-v", "--verbose", action="store_true", help="log each event")

@@ -15,6 +15,9 @@ from collections.abc import Mapping
 
 import aiohttp
 
+from testbed.kube import errors
+from testbed.kube.client import Kube
+
 log = logging.getLogger(__name__)
 
 Samples = dict[str, float]
@@ -85,7 +88,14 @@ def summary(d: Mapping[str, float]) -> dict[str, float]:
     }
 
 
-async def scrape(urls: Mapping[str, str], seconds: float = 10.0) -> dict[str, Samples]:
+# A target URL of the form `kube:/metrics` is fetched through the run's API client, with its
+# credentials: how kube-apiserver's own /metrics (which needs authentication) is scraped.
+KUBE_SCHEME = "kube:"
+
+
+async def scrape(
+    urls: Mapping[str, str], seconds: float = 10.0, *, kube: Kube | None = None
+) -> dict[str, Samples]:
     """Every component's samples; a component that does not answer is logged and skipped."""
     if not urls:
         return {}
@@ -93,6 +103,16 @@ async def scrape(urls: Mapping[str, str], seconds: float = 10.0) -> dict[str, Sa
     async with aiohttp.ClientSession(timeout=client_timeout) as session:
 
         async def one(name: str, url: str) -> tuple[str, Samples | None]:
+            if url.startswith(KUBE_SCHEME):
+                if kube is None:
+                    log.warning("scrape of %s (%s): no API client", name, url)
+                    return name, None
+                try:
+                    text = await kube.request("GET", url[len(KUBE_SCHEME) :], text=True)
+                except errors.KubeError as e:
+                    log.warning("scrape of %s (%s) failed: %s", name, url, e)
+                    return name, None
+                return name, parse(text)
             try:
                 async with session.get(url, ssl=False) as resp:
                     if resp.status != 200:

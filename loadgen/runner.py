@@ -148,7 +148,7 @@ async def run(
     except BaseException:
         await tracker.stop()
         raise
-    scraped_before = await metrics.scrape(settings.scrape)
+    scraped_before = await metrics.scrape(settings.scrape, kube=kube)
     reporter = asyncio.create_task(_report_progress(result, on_progress), name="progress")
     try:
         await _create_run_objects(kube, scenario, settings)
@@ -174,7 +174,7 @@ async def run(
             await reporter
         await tracker.stop()
         if scraped_before:
-            after = await metrics.scrape(settings.scrape)
+            after = await metrics.scrape(settings.scrape, kube=kube)
             result.metrics = {
                 name: metrics.deltas(scraped_before[name], samples)
                 for name, samples in after.items()
