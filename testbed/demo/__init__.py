@@ -168,6 +168,7 @@ def _run_arm(
         "--qps",
         str(qps),
     ]
+    cmd += ["--scrape", "apiserver=kube:/metrics"]
     if arm.scheduler == plan.PLAIN:
         cmd += ["--scheduler-name", plain.name, "--scrape", f"scheduler={plain.metrics_url}"]
     else:

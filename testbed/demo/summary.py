@@ -85,8 +85,8 @@ def _placeable_whole(doc: Doc) -> float | None:
     return None
 
 
-def _component(doc: Doc, key: str) -> float | None:
-    summary = ((doc.get("metrics") or {}).get("scheduler") or {}).get("summary") or {}
+def _component(doc: Doc, key: str, component: str = "scheduler") -> float | None:
+    summary = ((doc.get("metrics") or {}).get(component) or {}).get("summary") or {}
     value = summary.get(key)
     return float(value) if value is not None else None
 
@@ -130,6 +130,7 @@ METRICS: dict[str, list[Metric]] = {
         ("scheduling throughput", "pods/s", _throughput),
         ("scheduler CPU", "s", lambda d: _component(d, "cpu_seconds")),
         ("scheduler attempts", "count", lambda d: _component(d, "schedule_attempts")),
+        ("API server requests", "count", lambda d: _component(d, "api_requests", "apiserver")),
     ],
 }
 
