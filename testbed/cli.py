@@ -160,6 +160,7 @@ def _demo(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from testbed import demo
+    from testbed.cluster import processes
     from testbed.demo import plan
 
     if args.nodes < 10:
@@ -181,7 +182,7 @@ def _demo(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
     )
     try:
         return demo.run(config, Console())
-    except demo.DemoError as e:
+    except (demo.DemoError, processes.ProcessError) as e:
         _fail(EXIT_RUNTIME, str(e))
     return EXIT_RUNTIME
 

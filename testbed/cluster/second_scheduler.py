@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from testbed.cluster import binaries as bins
-from testbed.cluster import paths
+from testbed.cluster import paths, processes
 
 PLAIN_SCHEDULER_NAME = "plain-scheduler"
 
@@ -60,59 +58,26 @@ def running(
     config = workdir / f"{scheduler_name}.yaml"
     config.write_text(config_text(kubeconfig, scheduler_name))
     port = _free_port()
-    log = (workdir / f"{scheduler_name}.log").open("w")
-    proc = subprocess.Popen(
-        [
-            str(b["kube-scheduler"]),
-            f"--config={config}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={port}",
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
-            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        _wait_healthy(proc, port, ready_timeout, workdir / f"{scheduler_name}.log")
+    argv = [
+        str(b["kube-scheduler"]),
+        f"--config={config}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+    ]
+    with processes.running(
+        f"the second kube-scheduler ({scheduler_name})",
+        argv,
+        log=workdir / f"{scheduler_name}.log",
+        health_url=f"https://127.0.0.1:{port}/healthz",
+        timeout=ready_timeout,
+    ):
         yield SecondScheduler(scheduler_name, port)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _wait_healthy(proc: subprocess.Popen[bytes], port: int, timeout: float, log: Path) -> None:
-    import ssl
-    import urllib.request
-
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE  # its self-signed serving cert on loopback
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the second kube-scheduler exited ({proc.returncode}); log: {log}")
-        try:
-            with urllib.request.urlopen(
-                f"https://127.0.0.1:{port}/healthz", context=ctx, timeout=2
-            ) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise RuntimeError(
-        f"the second kube-scheduler was not healthy within {timeout:.0f}s; log: {log}"
-    )

@@ -15,8 +15,6 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,7 @@ import yaml
 from rich.console import Console
 
 from testbed import vocab
-from testbed.cluster import local, second_scheduler
+from testbed.cluster import local, processes, second_scheduler
 from testbed.demo import plan, report, summary
 from testbed.kube import resources, watching
 from testbed.kube.client import Kube
@@ -82,37 +80,17 @@ def _run(cmd: list[str], env: dict[str, str], what: str) -> int:
     return _wait_child(subprocess.Popen(cmd, env=env))
 
 
-@contextlib.contextmanager
-def _extender(env: dict[str, str], log_path: Path) -> Iterator[None]:
+def _extender(env: dict[str, str], log: Path) -> contextlib.AbstractContextManager[Any]:
     """`extender serve` on 127.0.0.1:8888 (where the scheduler configuration calls it)."""
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            [_tool("extender"), "serve", "--port", str(vocab.EXTENDER_DEFAULT_PORT)],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            deadline = time.monotonic() + 120
-            url = f"http://127.0.0.1:{vocab.EXTENDER_DEFAULT_PORT}/readyz"
-            while True:
-                if proc.poll() is not None:
-                    last = (log_path.read_text().strip().splitlines() or ["no output"])[-1]
-                    raise DemoError(f"the extender exited: {last} (log: {log_path})")
-                with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as r:
-                    if r.status == 200:
-                        break
-                if time.monotonic() > deadline:
-                    raise DemoError(f"the extender was not ready in 120s (log: {log_path})")
-                time.sleep(0.3)
-            yield
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    port = vocab.EXTENDER_DEFAULT_PORT
+    return processes.running(
+        "the extender",
+        [_tool("extender"), "serve", "--port", str(port)],
+        log=log,
+        health_url=f"http://127.0.0.1:{port}/readyz",
+        timeout=120,
+        env=env,
+    )
 
 
 async def _fleet_slices(kubeconfig: Path) -> list[dict[str, Any]]:
