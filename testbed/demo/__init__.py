@@ -76,7 +76,7 @@ def _wait_child(proc: subprocess.Popen[bytes]) -> int:
     return code
 
 
-def _run(cmd: list[str], env: dict[str, str], what: str) -> int:
+def _run(cmd: list[str], env: dict[str, str]) -> int:
     return _wait_child(subprocess.Popen(cmd, env=env))
 
 
@@ -151,7 +151,7 @@ def _run_arm(
         cmd += ["--scheduler-name", plain.name, "--scrape", f"scheduler={plain.metrics_url}"]
     else:
         cmd += ["--scrape", f"scheduler={scheduler_metrics}"]
-    code = _run(cmd, env, arm.name)
+    code = _run(cmd, env)
     result = arm_dir / "result.json"
     if not result.is_file():
         raise DemoError(f"loadgen wrote no result for {arm.name} (exit {code})")
@@ -190,7 +190,7 @@ def run(config: DemoConfig, console: Console) -> int:
             spec = out / "fleet.yaml"
             spec.write_text(yaml.safe_dump(plan.fleet_spec(config.nodes), sort_keys=False))
             fleet_applied = True
-            if _run([_tool("fleet"), "apply", "-f", str(spec)], env, "fleet") != 0:
+            if _run([_tool("fleet"), "apply", "-f", str(spec)], env) != 0:
                 raise DemoError("fleet apply failed")
             shape = plan.shape_of(asyncio.run(_fleet_slices(kubeconfig)))
             console.print(
@@ -209,7 +209,7 @@ def run(config: DemoConfig, console: Console) -> int:
     finally:
         if not config.keep:
             if fleet_applied:
-                _run([_tool("fleet"), "delete", "--name", plan.FLEET_NAME], env, "fleet delete")
+                _run([_tool("fleet"), "delete", "--name", plan.FLEET_NAME], env)
             if created:
                 cluster.down()
     rows = summary.rows(results)
