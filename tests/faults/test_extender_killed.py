@@ -1,0 +1,133 @@
+"""Fault: the extender is SIGKILLed while loadgen is measuring.
+
+kube-scheduler treats it as `ignorable`, so scheduling goes on without it; every pod still
+runs. Restarted, the extender is ready only after a full relist, and its view of free devices
+equals what the claims' allocation results leave free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import signal
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testbed import vocab
+from testbed.cluster import processes
+from testbed.kube import resources as r
+from testbed.kube.client import Kube
+from tests.waiting import wait_for
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
+
+PORT = vocab.EXTENDER_DEFAULT_PORT  # where the scheduler configuration calls it
+NODES = 50  # 400 GPUs
+PODS = 300  # one GPU each: all fit, so every pod must run
+BIN = Path(sys.executable).parent
+
+
+def _get(path: str) -> Any:
+    with urllib.request.urlopen(f"http://127.0.0.1:{PORT}{path}", timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def _extender(env: dict[str, str], log: Path) -> Any:
+    return processes.running(
+        "the extender",
+        [str(BIN / "extender"), "serve", "--port", str(PORT)],
+        log=log,
+        health_url=f"http://127.0.0.1:{PORT}/readyz",
+        timeout=120,
+        env=env,
+    )
+
+
+async def _run(env: dict[str, str], tool: str, *args: str) -> int:
+    """One of our CLIs as a child process, awaited without blocking the event loop."""
+    proc = await asyncio.create_subprocess_exec(
+        str(BIN / tool),
+        *args,
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    return await asyncio.wait_for(proc.wait(), 600)
+
+
+async def test_scheduling_survives_a_killed_extender_and_a_restart_resyncs(
+    kube: Kube, kubeconfig: str, tmp_path: Path
+) -> None:
+    fleet = f"fault-{secrets.token_hex(3)}"
+    run_id = f"fault-{secrets.token_hex(3)}"
+    namespace = f"loadgen-{run_id}"
+    env = {**os.environ, "KUBECONFIG": kubeconfig}
+    out = tmp_path / "run"
+    apply = ("apply", "--profile", "dgx-h100", "--nodes", str(NODES), "--name", fleet)
+    assert await _run(env, "fleet", *apply) == 0
+    try:
+        with _extender(env, tmp_path / "extender-1.log") as first:
+            loadgen = asyncio.create_task(
+                _run(
+                    env,
+                    "loadgen",
+                    "run",
+                    "pods",
+                    f"pods={PODS}",
+                    "gpus=1",
+                    "--node-selector",
+                    f"{vocab.LABEL_FLEET}={fleet}",
+                    "--run-id",
+                    run_id,
+                    "--output-dir",
+                    str(out),
+                    "--keep",
+                    "--qps",
+                    "50",
+                    "-q",
+                )
+            )
+            # Kill it once the scheduler is demonstrably placing this run's pods.
+            await wait_for(
+                kube,
+                r.PODS,
+                lambda p: bool(p.get("spec", {}).get("nodeName")),
+                namespace=namespace,
+                timeout=120,
+            )
+            first.send_signal(signal.SIGKILL)
+            assert await loadgen == 0
+        counts = json.loads((out / "result.json").read_text())["counts"]
+        assert counts["pods_seen"] == counts["pods_running"] == PODS, counts
+
+        started = time.monotonic()
+        with _extender(env, tmp_path / "extender-2.log"):
+            ready_after = time.monotonic() - started
+            claims = (await kube.list(r.RESOURCE_CLAIMS, namespace=namespace)).items
+            allocated = {
+                (x["driver"], x["pool"], x["device"])
+                for c in claims
+                for x in c["status"]["allocation"]["devices"]["results"]
+            }
+            assert len(allocated) == PODS
+            selector = f"{vocab.LABEL_FLEET}={fleet}"
+            nodes = (await kube.list(r.NODES, label_selector=selector)).items
+            free = {
+                (d["driver"], d["pool"], d["device"])
+                for n in nodes
+                for d in _get(f"/debug/nodes/{n['metadata']['name']}/free")
+            }
+            free_gpus = {f for f in free if f[0] == vocab.GPU_DRIVER}
+            assert not free_gpus & allocated
+            assert len(free_gpus) == NODES * 8 - PODS
+        print(f"extender ready after restart in {ready_after:.2f}s")
+    finally:
+        await kube.delete(r.NAMESPACES, namespace)
+        await _run(env, "fleet", "delete", "--name", fleet)
