@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from testbed import vocab
+from testbed import validation, vocab
 
 
 class Weights(BaseModel):
@@ -87,6 +87,5 @@ def load(path: str | Path | None, overrides: dict[str, Any] | None = None) -> Se
     try:
         return Settings.model_validate(data)
     except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "(top level)"
-        raise ConfigFileError(f"invalid setting {where}: {first['msg']}") from e
+        where, msg = validation.first_error(e)
+        raise ConfigFileError(f"invalid setting {where or '(top level)'}: {msg}") from e

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from extender.core import Core
 from extender.metrics import Metrics
+from testbed import validation
 from testbed.wire import MAX_PRIORITY, ExtenderArgs, ExtenderFilterResult
 
 CORE: Final = web.AppKey("core", Core)
@@ -65,9 +66,8 @@ async def _args(request: web.Request) -> ExtenderArgs:
     try:
         return ExtenderArgs.model_validate_json(body)
     except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "body"
-        raise BadRequest(f"invalid ExtenderArgs at {where}: {first['msg']}") from e
+        where, msg = validation.first_error(e)
+        raise BadRequest(f"invalid ExtenderArgs at {where or 'body'}: {msg}") from e
 
 
 def _observe(request: web.Request, verb: str, started: float, candidates: int) -> None:

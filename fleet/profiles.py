@@ -19,12 +19,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
+from testbed import validation
+
 # API limits on what the profile feeds into a ResourceSlice (resource.k8s.io/v1 validation).
 MAX_DEVICES_PER_SLICE = 128
 MAX_STRING_ATTRIBUTE = 64
 _VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_SUBFIELD = re.compile(r"^([A-Za-z][\w\[\].]*): (.*)$", re.S)
 
 AttrString = Annotated[str, Field(min_length=1, max_length=MAX_STRING_ATTRIBUTE)]
 """A value published as a string device attribute: the API allows 64 characters."""
@@ -157,19 +158,7 @@ def parse(data: Any, source: str) -> Profile:
     try:
         return Profile.model_validate(data)
     except ValidationError as e:
-        raise ProfileError(f"profile {source}: {one_line(e)}") from None
-
-
-def one_line(err: ValidationError) -> str:
-    """pydantic's first error as `field.path: message`."""
-    first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"])
-    msg = str(first["msg"]).removeprefix("Value error, ")
-    more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
-    # Model validators name their own sub-field ("roots[0].nic: ..."): join it to the path.
-    if loc and (m := _SUBFIELD.match(msg)):
-        loc, msg = f"{loc}.{m.group(1)}", m.group(2)
-    return f"{loc}: {msg}{more}" if loc else f"{msg}{more}"
+        raise ProfileError(f"profile {source}: {validation.one_line(e)}") from None
 
 
 def builtin() -> dict[str, Profile]:

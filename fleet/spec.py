@@ -19,8 +19,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from fleet.profiles import Profile, ProfileError, one_line
-from testbed import vocab
+from fleet.profiles import Profile, ProfileError
+from testbed import validation, vocab
 
 DEFAULT_NAME = "fleet"
 API_VERSION = f"{vocab.TESTBED_GROUP}/{vocab.FLEET_CRD_VERSION}"
@@ -208,7 +208,7 @@ def from_data(data: Any, *, name: str | None = None, source: str = "spec") -> Fl
     try:
         return Fleet.model_validate(body)
     except ValidationError as e:
-        raise SpecError(f"{source}: {one_line(e)}") from None
+        raise SpecError(f"{source}: {validation.one_line(e)}") from None
 
 
 def load(path: str | Path, *, name: str | None = None) -> Fleet:

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from loadgen.scenarios.model import Claim, Phase, Scenario, resolve
 from loadgen.scenarios.named import NAMED
+from testbed import validation
 
 __all__ = ["NAMED", "Claim", "Phase", "Scenario", "ScenarioError", "load", "resolve"]
 
@@ -26,7 +27,7 @@ def load(name_or_file: str, params: dict[str, Any] | None = None) -> Scenario:
         try:
             return named.build(named.params.model_validate(params))
         except ValidationError as e:
-            raise ScenarioError(f"scenario {name_or_file}: {one_line(e)}") from e
+            raise ScenarioError(f"scenario {name_or_file}: {validation.one_line(e)}") from e
     path = Path(name_or_file)
     if path.suffix not in (".yaml", ".yml") or not path.is_file():
         known = ", ".join(sorted(NAMED))
@@ -42,13 +43,4 @@ def load(name_or_file: str, params: dict[str, Any] | None = None) -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as e:
-        raise ScenarioError(f"{path}: {one_line(e)}") from e
-
-
-def one_line(err: ValidationError) -> str:
-    """The first validation problem as `field.path: message`."""
-    first = err.errors()[0]
-    where = ".".join(str(p) for p in first["loc"])
-    msg = first["msg"].removeprefix("Value error, ")
-    more = f" (+{err.error_count() - 1} more)" if err.error_count() > 1 else ""
-    return f"{where}: {msg}{more}" if where else f"{msg}{more}"
+        raise ScenarioError(f"{path}: {validation.one_line(e)}") from e
