@@ -65,6 +65,8 @@ class FleetController:
     _tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     _started: dict[str, tuple[int, bool]] = field(default_factory=dict)  # generation, deleting
     _since: dict[str, tuple[bool, str]] = field(default_factory=dict)  # Ready value, since when
+    # Progress status writes in flight: the loop holds tasks only weakly, so keep them here.
+    _status_writes: set[asyncio.Task[None]] = field(default_factory=set)
 
     async def run(self) -> None:
         """Watch Fleets until `stop`; each (re)list re-examines every Fleet."""
@@ -181,7 +183,7 @@ class FleetController:
             now = time.monotonic()
             if now - last_update >= self.settings.status_interval and ready < total:
                 last_update = now
-                asyncio.get_running_loop().create_task(
+                task = asyncio.get_running_loop().create_task(
                     self._set_status(
                         obj,
                         phase="Provisioning",
@@ -194,6 +196,8 @@ class FleetController:
                         quiet=True,
                     )
                 )
+                self._status_writes.add(task)
+                task.add_done_callback(self._status_writes.discard)
 
         ready = (
             await self.reconciler.wait_ready(
