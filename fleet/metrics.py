@@ -57,20 +57,8 @@ class FleetMetrics:
 
     def observe_request(self, verb: str, resource: str, status: int, seconds: float) -> None:
         """A `testbed.kube.client.RequestObserver`."""
-        # Object names are not resources: a path ending in a name reports its collection.
-        self.api_latency.labels(verb, _resource(resource)).observe(seconds)
-        self.api_requests.labels(verb, _resource(resource), str(status)).inc()
+        self.api_latency.labels(verb, resource).observe(seconds)
+        self.api_requests.labels(verb, resource, str(status)).inc()
 
     def object_written(self, kind: str, action: str) -> None:
         self.objects.labels(kind, action).inc()
-
-
-_KNOWN = frozenset(
-    {"nodes", "resourceslices", "deviceclasses", "configmaps", "fleets", "status", "version"}
-)
-
-
-def _resource(last_segment: str) -> str:
-    # The client reports the last path segment; for object paths that is the object's name,
-    # which would explode label cardinality.
-    return last_segment if last_segment in _KNOWN else "object"

@@ -25,7 +25,7 @@ from kubernetes_asyncio.config.config_exception import ConfigException
 
 from testbed.kube import errors
 from testbed.kube.ratelimit import TokenBucket
-from testbed.kube.resources import Resource
+from testbed.kube.resources import Resource, resource_of
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,8 @@ _PATCH_CONTENT_TYPES: dict[PatchType, str] = {
     "apply": "application/apply-patch+yaml",
 }
 
-# verb, resource plural, HTTP status (0 = no answer), seconds
+# verb, resource plural (never an object name: low-cardinality labels), HTTP status
+# (0 = no answer), seconds
 RequestObserver = Callable[[str, str, int, float], None]
 
 
@@ -230,7 +231,7 @@ class Kube:
             raise errors.Unreachable(f"API server {self.host} unreachable: {e}") from e
         finally:
             if self.observer:
-                self.observer(method, path.rsplit("/", 1)[-1], status, time.perf_counter() - start)
+                self.observer(method, resource_of(path), status, time.perf_counter() - start)
         return raw
 
     # -- typed verbs ---------------------------------------------------------------------

@@ -70,6 +70,21 @@ BUILTIN: dict[str, Resource] = {
 }
 
 
+def resource_of(path: str) -> str:
+    """The resource plural a request path addresses (`pods` for a pod's path, status
+    subresource or collection); the last segment for non-resource paths like /version."""
+    segs = path.split("?", 1)[0].strip("/").split("/")
+    if segs[0] == "api":
+        rest = segs[2:]
+    elif segs[0] == "apis":
+        rest = segs[3:]
+    else:
+        return segs[-1]
+    if len(rest) > 2 and rest[0] == "namespaces":
+        rest = rest[2:]
+    return rest[0] if rest else segs[-1]
+
+
 def name_of(obj: dict[str, Any]) -> str:
     return str(obj.get("metadata", {}).get("name", ""))
 

@@ -24,3 +24,15 @@ def test_keys_and_selectors() -> None:
     assert r.key_of(pod) == "ns/p"
     assert r.key_of({"metadata": {"name": "n"}}) == "n"
     assert r.label_selector(r.labels_of(pod)) == "a=1,b=2"
+
+
+def test_request_paths_report_their_resource_never_an_object_name() -> None:
+    assert r.resource_of(r.NODES.path()) == "nodes"
+    assert r.resource_of(r.NODES.path(name="node-7")) == "nodes"
+    assert r.resource_of(r.PODS.path("ns", "p")) == "pods"
+    assert r.resource_of(r.PODS.path("ns")) == "pods"
+    assert r.resource_of(r.NAMESPACES.path(name="ns")) == "namespaces"
+    assert r.resource_of(r.RESOURCE_SLICES.path(name="a.b") + "?watch=1") == "resourceslices"
+    assert r.resource_of("/apis/testbed.dra.io/v1alpha1/fleets/f/status") == "fleets"
+    assert r.resource_of("/version") == "version"
+    assert r.resource_of("/metrics") == "metrics"
