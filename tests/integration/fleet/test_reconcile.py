@@ -109,7 +109,7 @@ async def test_apply_200_reapply_scale_to_150_then_delete(
     counts = await rec.apply(smaller)
     assert (counts.created, counts.updated, counts.deleted) == (0, 0, 150)
     assert writes.by_verb("DELETE") == 150
-    assert writes.calls[("PUT", record_name(fleet_name))] == 1
+    assert writes.calls[("PUT", "configmaps")] == 1  # the fleet's record, its only ConfigMap
     assert writes.total == 151, writes.calls
     nodes, slices = await _objects(kube, fleet_name)
     assert sorted(n["metadata"]["name"] for n in nodes) == sorted(
