@@ -154,6 +154,13 @@ class Status:
 @dataclass
 class LocalCluster:
     config: ClusterConfig = field(default_factory=ClusterConfig)
+    _found: bins.Binaries | None = field(default=None, init=False, repr=False)
+
+    def _binaries(self, *, build: bool = False) -> bins.Binaries:
+        """The binaries, looked up (or built) once: readiness polls ask twice a second."""
+        if self._found is None:
+            self._found = bins.ensure(build=build)
+        return self._found
 
     def status(self) -> Status:
         cfg = self.config
@@ -168,7 +175,7 @@ class LocalCluster:
         current = self.status()
         if current.ready:
             return current, False
-        b = bins.ensure(build=build)
+        b = self._binaries(build=build)
         cfg.home.mkdir(parents=True, exist_ok=True)
         if current.exists:
             # Left over from a reboot or a crash: try to start it again, else recreate.
@@ -197,7 +204,7 @@ class LocalCluster:
         cfg = self.config
         if not cfg.cluster_dir.exists():
             return False
-        b = bins.ensure(build=False)
+        b = self._binaries()
         if self._run([str(b["kwokctl"]), "delete", "cluster", "--name", cfg.name], b) != 0:
             raise self._failed("delete")
         shutil.rmtree(cfg.cluster_dir, ignore_errors=True)
@@ -282,7 +289,7 @@ class LocalCluster:
     def _ready(self) -> bool:
         """The API server answers /readyz with the cluster's kubeconfig credentials."""
         try:
-            b = bins.ensure(build=False)
+            b = self._binaries()
         except bins.BinariesError:
             return False
         proc = subprocess.run(

@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from testbed.cluster import binaries as bins
-from testbed.cluster import paths, processes
+from testbed.cluster import local, paths, processes
 
 PLAIN_SCHEDULER_NAME = "plain-scheduler"
 
@@ -26,8 +26,7 @@ PLAIN_SCHEDULER_NAME = "plain-scheduler"
 def config_text(kubeconfig: Path, scheduler_name: str) -> str:
     """The shipped configuration without extenders, under `scheduler_name` (pure)."""
     source = paths.manifests_dir() / "scheduler" / "kube-scheduler-config.yaml"
-    doc = yaml.safe_load(source.read_text())
-    doc.pop("extenders", None)
+    doc = yaml.safe_load(local.scheduler_config_text(source, extender=False))
     doc["clientConnection"]["kubeconfig"] = str(kubeconfig)
     doc["profiles"] = [{**p, "schedulerName": scheduler_name} for p in doc["profiles"][:1]]
     return yaml.safe_dump(doc, sort_keys=False)
