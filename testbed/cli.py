@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
         code = {"up": _up, "down": _down, "status": _status, "demo": _demo}[args.command](
             cluster, args
         )
-    except (local.ClusterError, bins.BinariesError, FileNotFoundError) as e:
+    except (local.ClusterError, bins.BinariesError, OSError) as e:
         _fail(EXIT_RUNTIME, str(e))
     except KeyboardInterrupt:
         _fail(130, "interrupted")

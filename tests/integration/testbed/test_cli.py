@@ -129,3 +129,21 @@ def test_up_is_idempotent_and_down_removes_everything(tmp_path: Path) -> None:
     assert processes_mentioning(str(home)) == []
     assert run("--name", "lifecycle", "status", home=home).returncode == 1
     assert "nothing to do" in run("--name", "lifecycle", "down", home=home).stdout
+
+
+def test_demo_bad_input_is_one_line_and_starts_nothing(tmp_path: Path) -> None:
+    home = tmp_path / "state"
+    for args, code, says in [
+        (["demo", "--nodes", "5"], 2, "at least 10 nodes"),
+        (["demo", "--comparisons", "speed"], 2, "--comparisons takes a subset"),
+        (["demo", "--pods", "0"], 2, "must be positive"),
+    ]:
+        proc = run(*args, home=home)
+        assert proc.returncode == code, (args, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and says in lines[0], (args, proc.stderr)
+    a_file = tmp_path / "taken"
+    a_file.write_text("")
+    proc = run("demo", "--output-dir", str(a_file), home=home)
+    assert proc.returncode == 1 and "File exists" in proc.stderr
+    assert not home.exists()  # no cluster state was created
