@@ -11,33 +11,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from loadgen.scenarios.model import Claim, Duration, Phase, Scenario
-from testbed import vocab
 
 
-class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    gpus: int = Field(1, ge=0, le=64)
-    nics: int = Field(0, ge=0, le=64)
-    align: bool = True
-    min_memory: str | None = None
-    device_plugin: bool = False
-    gpu_class: str = vocab.CLASS_GPU
-    nic_class: str = vocab.CLASS_RDMA_NIC
+class _Params(Claim):
+    """A named scenario's parameters: the claim fields (checked as a Claim) plus its own."""
 
     def claim(self) -> Claim:
-        return Claim(
-            gpus=self.gpus,
-            nics=self.nics,
-            align=self.align,
-            min_memory=self.min_memory,
-            device_plugin=self.device_plugin,
-            gpu_class=self.gpu_class,
-            nic_class=self.nic_class,
-        )
+        return Claim(**self.model_dump(include=set(Claim.model_fields)))
 
 
 class PodsParams(_Params):
