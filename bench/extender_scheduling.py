@@ -38,8 +38,6 @@ from testbed.kube import errors, watching
 from testbed.kube import resources as r
 from testbed.kube.client import ClientSettings, Kube
 
-PORT = vocab.EXTENDER_DEFAULT_PORT
-
 
 async def bounded(n: int, coros: list[Any]) -> list[Any]:
     sem = asyncio.Semaphore(n)
@@ -177,11 +175,11 @@ def _cpu_seconds(pid: int) -> float:
 
 @contextlib.asynccontextmanager
 async def extender(
-    kubeconfig: str | None, *, on: bool
+    kubeconfig: str | None, port: int, *, on: bool
 ) -> AsyncIterator[Callable[[], Awaitable[dict[str, float]]]]:
-    """`extender serve` on 127.0.0.1:8888 while inside (when `on`), ready before yielding;
+    """`extender serve` on 127.0.0.1:`port` while inside (when `on`), ready before yielding;
     yields a function returning its mean handler time per verb (ms) so far."""
-    base = f"http://127.0.0.1:{PORT}"
+    base = f"http://127.0.0.1:{port}"
 
     async def scrape() -> dict[str, float]:
         if not on:
@@ -208,7 +206,7 @@ async def extender(
         yield scrape
         return
     cpu_before = 0.0
-    args = ["serve", "--port", str(PORT), "--log-level", "warning"]
+    args = ["serve", "--port", str(port), "--log-level", "warning"]
     if kubeconfig:
         args += ["--kubeconfig", kubeconfig]
     proc = await asyncio.create_subprocess_exec(
@@ -236,15 +234,22 @@ async def main() -> int:
     ap.add_argument("--pods", type=int, default=200, help="pods per round (<= 8 x nodes)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds of each mode")
     ap.add_argument("--json", help="write results here too")
+    ap.add_argument(
+        "--extender-port",
+        type=int,
+        default=vocab.EXTENDER_DEFAULT_PORT,
+        help="where the cluster's kube-scheduler calls the extender (testbed --extender-port)",
+    )
     ns = ap.parse_args()
+    port = ns.extender_port
     if ns.pods > 8 * ns.nodes:
         ap.error("--pods must be at most 8 x --nodes (one GPU each)")
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind(("127.0.0.1", PORT))
+            probe.bind(("127.0.0.1", port))
         except OSError as e:
-            print(f"error: 127.0.0.1:{PORT} is busy ({e.strerror})", file=sys.stderr)
+            print(f"error: 127.0.0.1:{port} is busy ({e.strerror})", file=sys.stderr)
             return 1
 
     run = secrets.token_hex(3)
@@ -262,7 +267,7 @@ async def main() -> int:
             order = ("with", "without") if i % 2 == 0 else ("without", "with")
             for mode in order:
                 namespace = f"{fleet}-{mode}-{i}"
-                async with extender(ns.kubeconfig, on=mode == "with") as scrape:
+                async with extender(ns.kubeconfig, port, on=mode == "with") as scrape:
                     try:
                         rate = await one_round(kube, fleet, namespace, ns.pods)
                     finally:

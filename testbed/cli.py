@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from testbed import vocab
 from testbed.cluster import binaries as bins
 from testbed.cluster import local
 
@@ -24,6 +25,14 @@ def _parser() -> argparse.ArgumentParser:
         "DRA_TESTBED_BIN_DIR points at prebuilt binaries instead of building them.",
     )
     p.add_argument("--name", default=local.DEFAULT_NAME, help="cluster name (default %(default)s)")
+    p.add_argument(
+        "--extender-port",
+        type=int,
+        default=vocab.EXTENDER_DEFAULT_PORT,
+        metavar="PORT",
+        help="loopback port kube-scheduler calls the extender on, set when the cluster is "
+        "created; give each side-by-side testbed its own (default %(default)s)",
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     up = sub.add_parser("up", help="build or reuse the binaries and start the cluster")
@@ -101,10 +110,13 @@ def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     if getattr(args, "apiserver_port", 0) and not 0 < args.apiserver_port < 65536:
         _fail(EXIT_USAGE, f"--apiserver-port {args.apiserver_port} is not a TCP port")
+    if not 0 < args.extender_port < 65536:
+        _fail(EXIT_USAGE, f"--extender-port {args.extender_port} is not a TCP port")
     config = local.ClusterConfig(
         name=args.name,
         apiserver_port=getattr(args, "apiserver_port", 0),
         extender=not getattr(args, "no_extender", False),
+        extender_port=args.extender_port,
         scheduler_config=getattr(args, "scheduler_config", None),
     )
     cluster = local.LocalCluster(config)

@@ -2,7 +2,8 @@
 
 The cluster is brought up once (or reused if `testbed up` already runs one, or taken from
 $DRA_TESTBED_KUBECONFIG for an existing cluster) and torn down at the end only if this session
-created it.
+created it. $DRA_TESTBED_TEST_CLUSTER names it and $DRA_TESTBED_EXTENDER_PORT sets the loopback
+port its kube-scheduler calls the extender on, so two test sessions can run side by side.
 """
 
 from __future__ import annotations
@@ -12,17 +13,24 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
+from testbed import vocab
 from testbed.cluster import local
 from testbed.kube.client import ClientSettings, Kube
 
 
 @pytest.fixture(scope="session")
-def kubeconfig() -> Iterator[str]:
+def extender_port() -> int:
+    """Where the test cluster's kube-scheduler calls the extender."""
+    return int(os.environ.get("DRA_TESTBED_EXTENDER_PORT", vocab.EXTENDER_DEFAULT_PORT))
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(extender_port: int) -> Iterator[str]:
     if explicit := os.environ.get("DRA_TESTBED_KUBECONFIG"):
         yield explicit
         return
     name = os.environ.get("DRA_TESTBED_TEST_CLUSTER", local.DEFAULT_NAME)
-    cluster = local.LocalCluster(local.ClusterConfig(name=name))
+    cluster = local.LocalCluster(local.ClusterConfig(name=name, extender_port=extender_port))
     status, created = cluster.up()
     try:
         yield str(status.kubeconfig)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 
+from testbed import vocab
 from testbed.cluster import binaries as bins
 from testbed.cluster import paths
 
@@ -44,6 +45,8 @@ class ClusterConfig:
     """Loopback port of kube-apiserver; 0 lets kwokctl pick a free one."""
     extender: bool = True
     """Keep the extender entry of the scheduler configuration (False: plain kube-scheduler)."""
+    extender_port: int = vocab.EXTENDER_DEFAULT_PORT
+    """Loopback port the scheduler calls the extender on; distinct per side-by-side testbed."""
     scheduler_config: Path | None = None
     """KubeSchedulerConfiguration; default manifests/scheduler/kube-scheduler-config.yaml."""
     stages: Path | None = None
@@ -68,11 +71,19 @@ class ClusterConfig:
         return self.home / f"{self.name}-kwokctl.log"
 
 
-def scheduler_config_text(source: Path, *, extender: bool) -> str:
-    """The scheduler configuration to run, optionally without its extenders (A/B runs)."""
+def scheduler_config_text(
+    source: Path, *, extender: bool, extender_port: int = vocab.EXTENDER_DEFAULT_PORT
+) -> str:
+    """The scheduler configuration to run: without its extenders (A/B runs), or with the
+    loopback extender called on `extender_port`."""
     doc = yaml.safe_load(source.read_text())
     if not extender:
         doc.pop("extenders", None)
+    for entry in doc.get("extenders") or []:
+        url = entry.get("urlPrefix", "")
+        loopback = f"127.0.0.1:{vocab.EXTENDER_DEFAULT_PORT}"
+        if loopback in url:
+            entry["urlPrefix"] = url.replace(loopback, f"127.0.0.1:{extender_port}")
     return yaml.safe_dump(doc, sort_keys=False)
 
 
@@ -190,7 +201,9 @@ class LocalCluster:
             or paths.manifests_dir() / "scheduler" / "kube-scheduler-config.yaml"
         )
         sched = cfg.home / f"{cfg.name}-scheduler.yaml"
-        sched.write_text(scheduler_config_text(source, extender=cfg.extender))
+        sched.write_text(
+            scheduler_config_text(source, extender=cfg.extender, extender_port=cfg.extender_port)
+        )
         if self._run(create_command(cfg, b, sched), b) != 0:
             raise self._failed("create")
         if not self._wait_ready(cfg.wait_seconds):

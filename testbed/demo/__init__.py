@@ -80,9 +80,8 @@ def _run(cmd: list[str], env: dict[str, str]) -> int:
     return _wait_child(subprocess.Popen(cmd, env=env))
 
 
-def _extender(env: dict[str, str], log: Path) -> contextlib.AbstractContextManager[Any]:
-    """`extender serve` on 127.0.0.1:8888 (where the scheduler configuration calls it)."""
-    port = vocab.EXTENDER_DEFAULT_PORT
+def _extender(env: dict[str, str], log: Path, port: int) -> contextlib.AbstractContextManager[Any]:
+    """`extender serve` on the loopback port the scheduler configuration calls."""
     return processes.running(
         "the extender",
         [_tool("extender"), "serve", "--port", str(port)],
@@ -183,7 +182,7 @@ def run(config: DemoConfig, console: Console) -> int:
     results: list[tuple[plan.Arm, dict[str, Any]]] = []
     try:
         with (
-            _extender(env, out / "extender.log"),
+            _extender(env, out / "extender.log", config.cluster.extender_port),
             second_scheduler.running(kubeconfig, out / "plain-scheduler") as plain,
         ):
             console.rule(f"fleet: {config.nodes} nodes")

@@ -28,23 +28,22 @@ from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
 
-PORT = vocab.EXTENDER_DEFAULT_PORT  # where the scheduler configuration calls it
 NODES = 50  # 400 GPUs
 PODS = 300  # one GPU each: all fit, so every pod must run
 BIN = Path(sys.executable).parent
 
 
-def _get(path: str) -> Any:
-    with urllib.request.urlopen(f"http://127.0.0.1:{PORT}{path}", timeout=10) as resp:
+def _get(port: int, path: str) -> Any:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as resp:
         return json.loads(resp.read())
 
 
-def _extender(env: dict[str, str], log: Path) -> Any:
+def _extender(env: dict[str, str], log: Path, port: int) -> Any:
     return processes.running(
         "the extender",
-        [str(BIN / "extender"), "serve", "--port", str(PORT)],
+        [str(BIN / "extender"), "serve", "--port", str(port)],
         log=log,
-        health_url=f"http://127.0.0.1:{PORT}/readyz",
+        health_url=f"http://127.0.0.1:{port}/readyz",
         timeout=120,
         env=env,
     )
@@ -63,7 +62,7 @@ async def _run(env: dict[str, str], tool: str, *args: str) -> int:
 
 
 async def test_scheduling_survives_a_killed_extender_and_a_restart_resyncs(
-    kube: Kube, kubeconfig: str, tmp_path: Path
+    kube: Kube, kubeconfig: str, extender_port: int, tmp_path: Path
 ) -> None:
     fleet = f"fault-{secrets.token_hex(3)}"
     run_id = f"fault-{secrets.token_hex(3)}"
@@ -73,7 +72,7 @@ async def test_scheduling_survives_a_killed_extender_and_a_restart_resyncs(
     apply = ("apply", "--profile", "dgx-h100", "--nodes", str(NODES), "--name", fleet)
     assert await _run(env, "fleet", *apply) == 0
     try:
-        with _extender(env, tmp_path / "extender-1.log") as first:
+        with _extender(env, tmp_path / "extender-1.log", extender_port) as first:
             loadgen = asyncio.create_task(
                 _run(
                     env,
@@ -108,7 +107,7 @@ async def test_scheduling_survives_a_killed_extender_and_a_restart_resyncs(
         assert counts["pods_seen"] == counts["pods_running"] == PODS, counts
 
         started = time.monotonic()
-        with _extender(env, tmp_path / "extender-2.log"):
+        with _extender(env, tmp_path / "extender-2.log", extender_port):
             ready_after = time.monotonic() - started
             claims = (await kube.list(r.RESOURCE_CLAIMS, namespace=namespace)).items
             allocated = {
@@ -122,7 +121,7 @@ async def test_scheduling_survives_a_killed_extender_and_a_restart_resyncs(
             free = {
                 (d["driver"], d["pool"], d["device"])
                 for n in nodes
-                for d in _get(f"/debug/nodes/{n['metadata']['name']}/free")
+                for d in _get(extender_port, f"/debug/nodes/{n['metadata']['name']}/free")
             }
             free_gpus = {f for f in free if f[0] == vocab.GPU_DRIVER}
             assert not free_gpus & allocated

@@ -32,7 +32,6 @@ from tests.waiting import condition, wait_for
 
 pytestmark = pytest.mark.cluster
 
-PORT = vocab.EXTENDER_DEFAULT_PORT
 Obj = dict[str, Any]
 
 
@@ -59,15 +58,15 @@ async def until(
 
 
 @pytest.fixture(scope="module")
-async def extender(kube: Kube) -> AsyncIterator[web.Application]:
+async def extender(kube: Kube, extender_port: int) -> AsyncIterator[web.Application]:
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server will
         try:
-            probe.bind(("127.0.0.1", PORT))
+            probe.bind(("127.0.0.1", extender_port))
         except OSError as e:
             pytest.fail(
-                f"127.0.0.1:{PORT} is busy ({e.strerror}); these tests run the extender there "
-                "for the cluster's kube-scheduler. Stop whatever listens on it and re-run."
+                f"127.0.0.1:{extender_port} is busy ({e.strerror}); these tests run the extender "
+                "there for the cluster's kube-scheduler. Stop whatever listens on it and re-run."
             )
     for cls in objects.classes():  # the testbed's shared classes; created only if missing
         with contextlib.suppress(errors.AlreadyExists):
@@ -86,7 +85,7 @@ async def extender(kube: Kube) -> AsyncIterator[web.Application]:
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     try:
-        await web.TCPSite(runner, "127.0.0.1", PORT).start()
+        await web.TCPSite(runner, "127.0.0.1", extender_port).start()
         await asyncio.wait_for(app[app_mod.STORE].ready.wait(), 60)
         yield app
     finally:

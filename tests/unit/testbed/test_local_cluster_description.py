@@ -80,3 +80,9 @@ def test_port_in_use_detects_a_bound_port() -> None:
         s.bind(("127.0.0.1", 0))
         s.listen()
         assert local.port_in_use(s.getsockname()[1])
+
+
+def test_the_extender_port_is_rewritten_only_for_the_loopback_extender() -> None:
+    source = paths.manifests_dir() / "scheduler" / "kube-scheduler-config.yaml"
+    doc = yaml.safe_load(local.scheduler_config_text(source, extender=True, extender_port=18888))
+    assert [e["urlPrefix"] for e in doc["extenders"]] == ["http://127.0.0.1:18888"]
