@@ -55,8 +55,13 @@ def parse(text: str) -> Samples:
     return out
 
 
+# Prefix of a gauge's change over the run (its plain key holds the value after the run).
+CHANGE = "change:"
+
+
 def deltas(before: Samples, after: Samples, *, limit: int = 300) -> dict[str, float]:
-    """Changes of the interesting counters, plus interesting gauges as their value after."""
+    """Changes of the interesting counters, plus interesting gauges as their value after and
+    their change (`change:<key>`)."""
     out: dict[str, float] = {}
     for key, value in after.items():
         name = key.split("{", 1)[0]
@@ -64,6 +69,8 @@ def deltas(before: Samples, after: Samples, *, limit: int = 300) -> dict[str, fl
             continue
         if key.startswith(_GAUGES):
             out[key] = value
+            if key in before:
+                out[CHANGE + key] = round(value - before[key], 6)
         elif key.startswith(INTERESTING):
             change = value - before.get(key, 0.0)
             if change:
@@ -82,6 +89,7 @@ def summary(d: Mapping[str, float]) -> dict[str, float]:
     return {
         "cpu_seconds": total("process_cpu_seconds_total"),
         "rss_bytes": total("process_resident_memory_bytes"),
+        "rss_growth_bytes": total(CHANGE + "process_resident_memory_bytes"),
         "schedule_attempts": total("scheduler_schedule_attempts_total"),
         "dynamic_resources_seconds": total("scheduler_plugin_execution_duration_seconds_sum"),
         "api_requests": total("apiserver_request_total"),

@@ -82,6 +82,8 @@ class Sample:
     running: int
     finished: int
     gpus_allocated: int
+    gpus_stranded: int = 0
+    """Free GPUs on partly used fleet nodes: too few together for a whole-node pod."""
 
 
 def _parse_time(value: Any) -> float | None:
@@ -153,7 +155,7 @@ class Tracker:
         self._devices: dict[tuple[str, str, str], tuple[str | None, str | None]] = {}
         self._pool_node: dict[tuple[str, str], str] = {}
         self._fleet: set[str] = set()
-        self._gpus_by_claim: dict[str, int] = {}
+        self._gpus_by_claim: dict[str, tuple[str, int]] = {}  # claim -> (node, GPUs)
         self.gpus_allocated = 0
         # Epoch = monotonic + offset: converts server timestamps to the tracker's clock.
         self.wall_offset = time.time() - clock()
@@ -268,6 +270,7 @@ class Tracker:
                 t.running,
                 t.succeeded + t.failed,
                 self.gpus_allocated,
+                self.gpus_stranded(),
             )
         )
 
@@ -379,9 +382,11 @@ class Tracker:
                 if r.get("driver") == vocab.GPU_DRIVER
                 and self._pool_node.get((vocab.GPU_DRIVER, r.get("pool", ""))) in self._fleet
             )
-        self.gpus_allocated += gpus - self._gpus_by_claim.get(key, 0)
+        self.gpus_allocated += gpus - self._gpus_by_claim.get(key, ("", 0))[1]
         if gpus:
-            self._gpus_by_claim[key] = gpus
+            first = next(r for r in results if r.get("driver") == vocab.GPU_DRIVER)
+            node = self._pool_node.get((vocab.GPU_DRIVER, first.get("pool", "")), "")
+            self._gpus_by_claim[key] = (node, gpus)
         else:
             self._gpus_by_claim.pop(key, None)
         if meta.get("namespace") != self.namespace or kind == "DELETED":
@@ -449,14 +454,29 @@ class Tracker:
 
     def fleet_gpus(self) -> int:
         """GPUs published in ResourceSlices of the fleet's nodes (newest pool generation)."""
+        return sum(self._gpus_by_node().values())
+
+    def gpus_stranded(self) -> int:
+        """Free GPUs on fleet nodes that already have some allocated: the fragmentation a
+        whole-node (8-GPU) pod cannot use."""
+        used: dict[str, int] = {}
+        for node, gpus in self._gpus_by_claim.values():
+            used[node] = used.get(node, 0) + gpus
+        return sum(
+            capacity - used[node]
+            for node, capacity in self._gpus_by_node().items()
+            if 0 < used.get(node, 0) < capacity
+        )
+
+    def _gpus_by_node(self) -> dict[str, int]:
         newest: dict[str, int] = {}
         for pool, generation, _, _ in self._gpu_slices.values():
             newest[pool] = max(newest.get(pool, 0), generation)
-        total = 0
+        out: dict[str, int] = {}
         for pool, generation, node, devices in self._gpu_slices.values():
             if node in self._fleet and generation == newest[pool]:
-                total += devices
-        return total
+                out[node] = out.get(node, 0) + devices
+        return out
 
     def gang_spans(self) -> dict[str, dict[str, int]]:
         """Per gang: its pods, and how many nodes, racks and blocks they landed on."""

@@ -94,6 +94,8 @@ class Fleet(_Doc):
     gpus: int
     peak_gpus_allocated: int
     peak_allocation_ratio: float
+    gpus_stranded_at_peak: int = 0
+    """Free GPUs on partly used nodes when allocation peaked (fragmentation)."""
 
 
 class Timeline(_Doc):
@@ -270,7 +272,8 @@ def build(result: RunResult, slos: list[slo.Slo] | None = None) -> ResultDoc:
             round(s.gpus_allocated / gpus, 4) if gpus else 0.0 for s in tr.timeline
         ],
     )
-    peak = max((s.gpus_allocated for s in tr.timeline), default=0)
+    peak_sample = max(tr.timeline, key=lambda s: s.gpus_allocated, default=None)
+    peak = peak_sample.gpus_allocated if peak_sample else 0
     checked: list[tuple[float, float, float, float]] = []
     for r in tr.pods.values():
         if r.running is not None and r.created_server is not None and r.running_server:
@@ -316,6 +319,7 @@ def build(result: RunResult, slos: list[slo.Slo] | None = None) -> ResultDoc:
             gpus=gpus,
             peak_gpus_allocated=peak,
             peak_allocation_ratio=round(peak / gpus, 4) if gpus else 0.0,
+            gpus_stranded_at_peak=peak_sample.gpus_stranded if peak_sample else 0,
         ),
         counts=_counts(result, None),
         latency_ms=latency,

@@ -180,6 +180,7 @@ def run(config: DemoConfig, console: Console) -> int:
     scheduler_metrics = f"https://127.0.0.1:{scheduler_port}/metrics"
     fleet_applied = False
     results: list[tuple[plan.Arm, dict[str, Any]]] = []
+    timings: dict[str, dict[str, float]] = {}
     try:
         with (
             _extender(env, out / "extender.log", config.cluster.extender_port),
@@ -202,9 +203,14 @@ def run(config: DemoConfig, console: Console) -> int:
                 raise DemoError(str(e)) from e
             for i, arm in enumerate(arms, 1):
                 console.rule(f"arm {i}/{len(arms)}: {arm.comparison} / {arm.variant}")
+                arm_started = time.monotonic()
                 doc = _run_arm(arm, out, env, config.qps, plain, scheduler_metrics)
                 results.append((arm, doc))
+                ran = time.monotonic() - arm_started
                 _settle(kubeconfig, doc, console)
+                settled = time.monotonic() - arm_started - ran
+                timings[arm.name] = {"seconds": round(ran, 1), "cleanup_seconds": round(settled, 1)}
+                console.print(f"arm {arm.name}: {ran:.0f} s, then {settled:.0f} s to clean up")
     finally:
         if not config.keep:
             if fleet_applied:
@@ -225,7 +231,10 @@ def run(config: DemoConfig, console: Console) -> int:
         "pods": config.workload.pods,
         "repeat": config.workload.repeat,
         "elapsed_seconds": round(elapsed, 1),
-        "arms": {name: {"accounted": ok, "detail": why} for name, (ok, why) in accounting.items()},
+        "arms": {
+            name: {"accounted": ok, "detail": why, **timings.get(name, {})}
+            for name, (ok, why) in accounting.items()
+        },
     }
     index = report.write(out, rows, meta, [arm.name for arm, _ in results])
     bad = {n: why for n, (ok, why) in accounting.items() if not ok}

@@ -91,6 +91,15 @@ def _component(doc: Doc, key: str, component: str = "scheduler") -> float | None
     return float(value) if value is not None else None
 
 
+def _memory_per_1000_pods(doc: Doc) -> float | None:
+    """MiB the API server and the scheduler grew by over the arm, per 1,000 pods."""
+    pods = int(doc["counts"]["expected_pods"])
+    growth = [_component(doc, "rss_growth_bytes", c) for c in ("apiserver", "scheduler")]
+    if not pods or None in growth:
+        return None
+    return sum(g for g in growth if g is not None) / 2**20 / pods * 1000
+
+
 def _bandwidth(doc: Doc) -> float | None:
     claims = doc.get("claims") or {}
     pairs = claims.get("gpu_nic_pairs") or 0
@@ -123,6 +132,11 @@ METRICS: dict[str, list[Metric]] = {
             "share",
             lambda d: float((d.get("fleet") or {}).get("peak_allocation_ratio", 0.0)),
         ),
+        (
+            "GPUs stranded on partly used nodes at peak",
+            "GPUs",
+            lambda d: float((d.get("fleet") or {}).get("gpus_stranded_at_peak", 0)),
+        ),
     ],
     "dra": [
         ("pod startup p99", "ms", lambda d: _latency(d, "pod_startup", "Perc99")),
@@ -131,6 +145,7 @@ METRICS: dict[str, list[Metric]] = {
         ("scheduler CPU", "s", lambda d: _component(d, "cpu_seconds")),
         ("scheduler attempts", "count", lambda d: _component(d, "schedule_attempts")),
         ("API server requests", "count", lambda d: _component(d, "api_requests", "apiserver")),
+        ("API server + scheduler memory growth per 1,000 pods", "MiB", _memory_per_1000_pods),
     ],
 }
 

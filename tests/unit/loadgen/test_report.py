@@ -125,7 +125,7 @@ def test_metrics_deltas_keep_interesting_counters_and_gauges() -> None:
     from loadgen import metrics
 
     before = metrics.parse(
-        "# HELP x\nprocess_cpu_seconds_total 10\n"
+        "# HELP x\nprocess_cpu_seconds_total 10\nprocess_resident_memory_bytes 6e+07\n"
         'scheduler_schedule_attempts_total{profile="p",result="scheduled"} 5\n'
         "unrelated_total 1\n"
     )
@@ -139,10 +139,12 @@ def test_metrics_deltas_keep_interesting_counters_and_gauges() -> None:
     assert d == {
         "process_cpu_seconds_total": 2.5,
         "process_resident_memory_bytes": 1e8,
+        "change:process_resident_memory_bytes": 4e7,
         'scheduler_schedule_attempts_total{profile="p",result="scheduled"}': 20.0,
     }
     s = metrics.summary(d)
     assert (s["cpu_seconds"], s["schedule_attempts"], s["rss_bytes"]) == (2.5, 20.0, 1e8)
+    assert s["rss_growth_bytes"] == 4e7
 
 
 def test_compare_command_prints_the_table_and_rejects_non_results(tmp_path: Path) -> None:

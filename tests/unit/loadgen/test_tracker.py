@@ -137,3 +137,19 @@ def test_gang_spans_count_distinct_topology_levels() -> None:
         t._on_node("ADDED", {"metadata": {"name": node, "labels": labels}}, 0)
         t._on_pod("ADDED", _pod(f"p{i}", node=node), 0)
     assert t.gang_spans()["g"] == {"pods": 2, "nodes": 2, "racks": 2, "blocks": 1}
+
+
+def test_stranded_gpus_are_the_free_ones_on_partly_used_nodes() -> None:
+    t = _tracker()
+    for node in ("n1", "n2", "n3"):
+        t._on_node("ADDED", {"metadata": {"name": node, "labels": {"pool": "a"}}}, 0)
+        gpus = [(f"g{i}", f"r{i}", 0) for i in range(4)]
+        t._on_slice("ADDED", _slice(node, vocab.GPU_DRIVER, gpus), 0)
+    assert t.gpus_stranded() == 0
+    # n1: 1 of 4 used (3 stranded); n2: all 4 used (none); n3: untouched (whole, not stranded).
+    t._on_claim("ADDED", _claim("a", "loadgen-r1", [(vocab.GPU_DRIVER, "n1", "g0")]), 1.0)
+    whole = [(vocab.GPU_DRIVER, "n2", f"g{i}") for i in range(4)]
+    t._on_claim("ADDED", _claim("b", "loadgen-r1", whole), 1.0)
+    assert (t.gpus_allocated, t.gpus_stranded()) == (5, 3)
+    t._on_claim("DELETED", _claim("a", "loadgen-r1", []), 2.0)
+    assert (t.gpus_allocated, t.gpus_stranded()) == (4, 0)
