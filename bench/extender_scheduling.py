@@ -5,10 +5,17 @@ name, its own nodes), then alternates rounds with `extender serve` listening on 
 (its own process, as deployed, synced before the round) and with nothing listening there
 (kube-scheduler's call fails at once and, the extender being `ignorable`, is skipped: same
 scheduler, same cluster, no extender work). Each round creates P pods asking one GPU + one RDMA
-NIC (a ResourceClaimTemplate), pinned to the bench's nodes, and measures pods/s from the first
-create to the last pod seen scheduled (watch receive time). Everything it creates is deleted.
+NIC (a ResourceClaimTemplate), pinned to the bench's nodes, and measures pods/s up to the last
+pod seen scheduled (watch receive time). Everything it creates is deleted.
 
-    .venv/bin/python bench/extender_scheduling.py [--nodes 50] [--pods 200] [--rounds 3]
+Two ways to start the clock:
+- `--hold` (scheduler_perf's view: the scheduler's own rate): the cluster's kube-scheduler is
+  paused (SIGSTOP) while the round's pods and their claims are created, and resumed
+  (SIGCONT) when all exist; the clock runs from the resume. Creation CPU (the bench, the API
+  server, the claim controller) is then outside the measurement in both modes.
+- default (end-to-end): from the first create, with creation and scheduling overlapping.
+
+    .venv/bin/python bench/extender_scheduling.py [--nodes 50] [--pods 200] [--rounds 3] [--hold]
 
 Target (issue 4): throughput with the extender >= 90 % of without. Other workloads on the
 shared cluster add noise; rounds alternate the order (on/off, off/on) to spread it evenly.
@@ -22,11 +29,12 @@ import contextlib
 import json
 import os
 import secrets
+import signal
 import socket
 import statistics
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +42,7 @@ import aiohttp
 
 from fleet.render import render_profile
 from testbed import vocab
+from testbed.cluster import local
 from testbed.kube import errors, watching
 from testbed.kube import resources as r
 from testbed.kube.client import ClientSettings, Kube
@@ -126,8 +135,36 @@ def template(namespace: str) -> dict[str, Any]:
     }
 
 
-async def one_round(kube: Kube, fleet: str, namespace: str, pods: int) -> float:
-    """pods/s from the first create to the last pod seen with a node."""
+@contextlib.contextmanager
+def held(pid: int | None) -> Iterator[None]:
+    """kube-scheduler paused (SIGSTOP) while inside, resumed on the way out (also on errors).
+    Safe here: the local scheduler runs without leader election, so no lease can expire."""
+    if pid is None:
+        yield
+        return
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+async def all_claims_exist(kube: Kube, namespace: str, count: int) -> None:
+    """Wait until the claim controller made one claim per pod (from the template)."""
+    seen: set[str] = set()
+    async with asyncio.timeout(300):
+        async for ev in watching.informer(kube, r.RESOURCE_CLAIMS, namespace=namespace):
+            objs = ev.items if isinstance(ev, watching.Snapshot) else [ev.object]
+            seen.update(r.name_of(c) for c in objs)
+            if len(seen) >= count:
+                return
+
+
+async def one_round(
+    kube: Kube, fleet: str, namespace: str, pods: int, scheduler_pid: int | None
+) -> float:
+    """pods/s up to the last pod seen with a node: from the first create, or, with the
+    scheduler held (`scheduler_pid`), from its resume once every pod and claim exists."""
     await kube.create(r.NAMESPACES, {"metadata": {"name": namespace}})
     await kube.create(r.RESOURCE_CLAIM_TEMPLATES, template(namespace))
     done = asyncio.Event()
@@ -148,8 +185,12 @@ async def one_round(kube: Kube, fleet: str, namespace: str, pods: int) -> float:
 
     watcher = asyncio.create_task(watch())
     await asyncio.sleep(0.5)  # let the watch start before the first pod exists
-    started = time.perf_counter()
-    await bounded(50, [kube.create(r.PODS, pod(namespace, fleet, i)) for i in range(pods)])
+    with held(scheduler_pid):
+        started = time.perf_counter()
+        await bounded(50, [kube.create(r.PODS, pod(namespace, fleet, i)) for i in range(pods)])
+        if scheduler_pid is not None:
+            await all_claims_exist(kube, namespace, pods)
+            started = time.perf_counter()
     async with asyncio.timeout(600):
         await done.wait()
     await watcher
@@ -240,8 +281,25 @@ async def main() -> int:
         default=vocab.EXTENDER_DEFAULT_PORT,
         help="where the cluster's kube-scheduler calls the extender (testbed --extender-port)",
     )
+    ap.add_argument(
+        "--hold",
+        action="store_true",
+        help="pause the scheduler while each round's pods are created (scheduler-only rate)",
+    )
+    ap.add_argument(
+        "--cluster",
+        default=local.DEFAULT_NAME,
+        help="local cluster whose kube-scheduler --hold pauses [%(default)s]",
+    )
     ns = ap.parse_args()
     port = ns.extender_port
+    scheduler_pid = None
+    if ns.hold:
+        pid_file = local.ClusterConfig(name=ns.cluster).cluster_dir / "pids" / "kube-scheduler.pid"
+        try:
+            scheduler_pid = int(pid_file.read_text())
+        except (OSError, ValueError):
+            ap.error(f"--hold: no kube-scheduler pid for local cluster {ns.cluster!r}")
     if ns.pods > 8 * ns.nodes:
         ap.error("--pods must be at most 8 x --nodes (one GPU each)")
     with socket.socket() as probe:
@@ -269,7 +327,7 @@ async def main() -> int:
                 namespace = f"{fleet}-{mode}-{i}"
                 async with extender(ns.kubeconfig, port, on=mode == "with") as scrape:
                     try:
-                        rate = await one_round(kube, fleet, namespace, ns.pods)
+                        rate = await one_round(kube, fleet, namespace, ns.pods, scheduler_pid)
                     finally:
                         await delete_namespace(kube, namespace)
                     seen = await scrape()
@@ -295,7 +353,13 @@ async def main() -> int:
     )
     if ns.json:
         out = json.dumps(
-            {"nodes": ns.nodes, "pods": ns.pods, "rounds": results, "handler_ms": handler_ms},
+            {
+                "nodes": ns.nodes,
+                "pods": ns.pods,
+                "hold": ns.hold,
+                "rounds": results,
+                "handler_ms": handler_ms,
+            },
             indent=2,
         )
         await asyncio.to_thread(Path(ns.json).write_text, out)

@@ -22,6 +22,7 @@ import aiohttp
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.config.config_exception import ConfigException
+from pydantic_core import from_json
 
 from testbed.kube import errors
 from testbed.kube.ratelimit import TokenBucket
@@ -163,7 +164,7 @@ class Kube:
                 continue
             if text:
                 return raw.decode("utf-8", "replace")
-            return json.loads(raw) if raw else None
+            return from_json(raw) if raw else None
 
     def _backoff(self, attempt: int, err: errors.KubeError) -> float:
         if isinstance(err, errors.TooManyRequests) and err.retry_after:
@@ -423,7 +424,7 @@ def _encode(body: Any) -> bytes | None:
 
 
 def _decode_event(line: bytes, res: Resource) -> WatchEvent:
-    raw = json.loads(line)
+    raw = from_json(line)
     kind = raw.get("type")
     obj = raw.get("object") or {}
     if kind == "ERROR":
