@@ -85,7 +85,15 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--comparisons",
         default="extender,placement,fragmentation,dra",
-        help="comma-separated subset of %(default)s",
+        help="comma-separated, from %(default)s and the opt-in 'scale' (the same --pods on "
+        "--nodes and on --scale-nodes nodes; e.g. --pods 10000 --comparisons scale) "
+        "(default %(default)s)",
+    )
+    demo.add_argument(
+        "--scale-nodes",
+        type=int,
+        metavar="N",
+        help="fleet size of the scale comparison's large arm (default 5x --nodes)",
     )
     demo.add_argument(
         "--qps", type=float, default=100.0, help="pod creation rate (default %(default)s)"
@@ -180,13 +188,17 @@ def _demo(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
     if args.pods < 1 or args.repeat < 1 or args.qps <= 0:
         _fail(EXIT_USAGE, "--pods, --repeat and --qps must be positive")
     comparisons = tuple(c.strip() for c in args.comparisons.split(",") if c.strip())
-    known = {"extender", "placement", "fragmentation", "dra"}
-    if not comparisons or not set(comparisons) <= known:
-        _fail(EXIT_USAGE, f"--comparisons takes a subset of {', '.join(sorted(known))}")
+    if not comparisons or not set(comparisons) <= set(plan.ALL_COMPARISONS):
+        _fail(EXIT_USAGE, f"--comparisons takes a subset of {', '.join(plan.ALL_COMPARISONS)}")
+    scale_nodes = args.scale_nodes if args.scale_nodes is not None else 5 * args.nodes
+    if scale_nodes <= args.nodes:
+        _fail(EXIT_USAGE, f"--scale-nodes {scale_nodes} must be larger than --nodes {args.nodes}")
     out = args.output_dir or Path("results") / time.strftime("demo-%Y%m%d-%H%M%S")
     config = demo.DemoConfig(
         nodes=args.nodes,
-        workload=plan.Workload(pods=args.pods, repeat=args.repeat, comparisons=comparisons),
+        workload=plan.Workload(
+            pods=args.pods, repeat=args.repeat, comparisons=comparisons, scale_nodes=scale_nodes
+        ),
         output_dir=out,
         keep=args.keep,
         qps=args.qps,

@@ -158,6 +158,14 @@ def _run_arm(
     return doc
 
 
+def _apply_fleet(nodes: int, out: Path, env: dict[str, str]) -> None:
+    """The demo's mixed fleet at `nodes` nodes (fleet touches only the difference)."""
+    spec = out / f"fleet-{nodes}.yaml"
+    spec.write_text(yaml.safe_dump(plan.fleet_spec(nodes), sort_keys=False))
+    if _run([_tool("fleet"), "apply", "-f", str(spec)], env) != 0:
+        raise DemoError(f"fleet apply of {nodes} nodes failed")
+
+
 def _settle(kubeconfig: Path, doc: dict[str, Any], console: Console) -> None:
     namespace = doc.get("namespace")
     if namespace and not asyncio.run(_wait_namespace_gone(kubeconfig, namespace, 300)):
@@ -187,11 +195,9 @@ def run(config: DemoConfig, console: Console) -> int:
             second_scheduler.running(kubeconfig, out / "plain-scheduler") as plain,
         ):
             console.rule(f"fleet: {config.nodes} nodes")
-            spec = out / "fleet.yaml"
-            spec.write_text(yaml.safe_dump(plan.fleet_spec(config.nodes), sort_keys=False))
             fleet_applied = True
-            if _run([_tool("fleet"), "apply", "-f", str(spec)], env) != 0:
-                raise DemoError("fleet apply failed")
+            _apply_fleet(config.nodes, out, env)
+            fleet_nodes = config.nodes
             shape = plan.shape_of(asyncio.run(_fleet_slices(kubeconfig)))
             console.print(
                 f"fleet: {shape.nodes} device nodes, {shape.gpus} GPUs, "
@@ -203,6 +209,10 @@ def run(config: DemoConfig, console: Console) -> int:
                 raise DemoError(str(e)) from e
             for i, arm in enumerate(arms, 1):
                 console.rule(f"arm {i}/{len(arms)}: {arm.comparison} / {arm.variant}")
+                if (arm.fleet_nodes or config.nodes) != fleet_nodes:
+                    fleet_nodes = arm.fleet_nodes or config.nodes
+                    console.print(f"resizing the fleet to {fleet_nodes} nodes")
+                    _apply_fleet(fleet_nodes, out, env)
                 arm_started = time.monotonic()
                 doc = _run_arm(arm, out, env, config.qps, plain, scheduler_metrics)
                 results.append((arm, doc))
@@ -230,6 +240,7 @@ def run(config: DemoConfig, console: Console) -> int:
         "nodes": config.nodes,
         "pods": config.workload.pods,
         "repeat": config.workload.repeat,
+        "scale_nodes": config.workload.scale_nodes,
         "elapsed_seconds": round(elapsed, 1),
         "arms": {
             name: {"accounted": ok, "detail": why, **timings.get(name, {})}

@@ -6,6 +6,7 @@ order between repeats (A B, B A, ...) so machine drift cancels out of the ratios
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +65,8 @@ class Arm:
     """EXTENDER: the cluster's scheduler with the extender; PLAIN: the second scheduler."""
     scenario_doc: dict[str, Any] | None = None
     repeat: int = 0
+    fleet_nodes: int = 0
+    """Fleet size this arm needs (0: the demo's --nodes); the demo resizes the fleet first."""
 
     @property
     def name(self) -> str:
@@ -77,6 +80,13 @@ class Workload:
     repeat: int = 1
     """How many times each comparison's pair of arms runs (order alternates)."""
     comparisons: tuple[str, ...] = ("extender", "placement", "fragmentation", "dra")
+    scale_nodes: int = 0
+    """Fleet size of the `scale` comparison's large arm (the CLI's default: 5x --nodes)."""
+
+
+DEFAULT_COMPARISONS = Workload().comparisons
+# Opt-in: it grows the fleet, and 10,000 pods per arm take longer than the demo's budget.
+ALL_COMPARISONS = (*DEFAULT_COMPARISONS, "scale")
 
 
 def fragmentation_scenario(shape: FleetShape) -> dict[str, Any]:
@@ -111,7 +121,8 @@ def fragmentation_scenario(shape: FleetShape) -> dict[str, Any]:
 
 def arms(shape: FleetShape, workload: Workload) -> list[Arm]:
     """Every arm in run order: each comparison's pair, alternating order per repeat."""
-    if workload.pods > shape.gpus:
+    throughput = [c for c in workload.comparisons if c != "scale"]
+    if throughput and workload.pods > shape.gpus:
         raise ValueError(f"--pods {workload.pods} exceeds the fleet's {shape.gpus} GPUs")
     # One 4-pod gang per 32 aligned 8-GPU nodes (~1/8 of them busy): enough gangs to see
     # spans, while each 8 GPU + 8 NIC aligned claim costs the scheduler ~0.5 s at 1,000 nodes.
@@ -147,6 +158,10 @@ def arms(shape: FleetShape, workload: Workload) -> list[Arm]:
             ),
         ),
     }
+    if "scale" in workload.comparisons:
+        if workload.scale_nodes <= 0:
+            raise ValueError("the scale comparison needs a larger fleet size (--scale-nodes)")
+        pairs["scale"] = _scale_pair(shape, workload)
     unknown = set(workload.comparisons) - set(pairs)
     if unknown:
         raise ValueError(f"unknown comparison(s): {', '.join(sorted(unknown))}")
@@ -159,10 +174,21 @@ def arms(shape: FleetShape, workload: Workload) -> list[Arm]:
     return out
 
 
-def _with_repeat(arm: Arm, rep: int) -> Arm:
-    return Arm(
-        arm.comparison, arm.variant, arm.scenario, arm.params, arm.scheduler, arm.scenario_doc, rep
+def _scale_pair(shape: FleetShape, workload: Workload) -> tuple[Arm, Arm]:
+    """The same pods on the demo's fleet and on a larger one of the same mix. Pods hold one
+    GPU each when they fit the smaller fleet's GPUs, else no claim (10,000 pods do not fit
+    1,000 nodes' GPUs): then this compares the scheduler's general cost of fleet size."""
+    gpus = "1" if workload.pods <= shape.gpus else "0"
+    params = {"pods": str(workload.pods), "gpus": gpus}
+    # Small first: the first repeat starts on the fleet as provisioned and grows it once.
+    return (
+        Arm("scale", "small", "pods", params),
+        Arm("scale", "large", "pods", params, fleet_nodes=workload.scale_nodes),
     )
+
+
+def _with_repeat(arm: Arm, rep: int) -> Arm:
+    return dataclasses.replace(arm, repeat=rep)
 
 
 def shape_of(slices: list[dict[str, Any]]) -> FleetShape:

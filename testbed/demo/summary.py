@@ -100,6 +100,12 @@ def _memory_per_1000_pods(doc: Doc) -> float | None:
     return sum(g for g in growth if g is not None) / 2**20 / pods * 1000
 
 
+def _scheduler_cpu_per_pod(doc: Doc) -> float | None:
+    pods = int(doc["counts"]["expected_pods"])
+    cpu = _component(doc, "cpu_seconds")
+    return cpu / pods * 1000 if pods and cpu is not None else None
+
+
 def _bandwidth(doc: Doc) -> float | None:
     claims = doc.get("claims") or {}
     pairs = claims.get("gpu_nic_pairs") or 0
@@ -147,6 +153,13 @@ METRICS: dict[str, list[Metric]] = {
         ("API server requests", "count", lambda d: _component(d, "api_requests", "apiserver")),
         ("API server + scheduler memory growth per 1,000 pods", "MiB", _memory_per_1000_pods),
     ],
+    "scale": [
+        ("scheduling throughput", "pods/s", _throughput),
+        ("pod startup p50", "ms", lambda d: _latency(d, "pod_startup", "Perc50")),
+        ("pod startup p99", "ms", lambda d: _latency(d, "pod_startup", "Perc99")),
+        ("scheduler CPU per pod", "ms", _scheduler_cpu_per_pod),
+        ("API server + scheduler memory growth per 1,000 pods", "MiB", _memory_per_1000_pods),
+    ],
 }
 
 
@@ -175,8 +188,8 @@ def rows(results: list[tuple[Arm, Doc]]) -> list[Row]:
 
 
 def _canonical_first(variant: str) -> int:
-    """A is the arm under test: extender on, DRA claims."""
-    return 0 if variant in ("on", "claims") else 1
+    """A is the arm under test: extender on, DRA claims, the larger fleet."""
+    return 0 if variant in ("on", "claims", "large") else 1
 
 
 def accounted(doc: Doc, *, probe_phase: str | None = None) -> tuple[bool, str]:

@@ -137,6 +137,8 @@ def test_demo_bad_input_is_one_line_and_starts_nothing(tmp_path: Path) -> None:
         (["demo", "--nodes", "5"], 2, "at least 10 nodes"),
         (["demo", "--comparisons", "speed"], 2, "--comparisons takes a subset"),
         (["demo", "--pods", "0"], 2, "must be positive"),
+        (["demo", "--nodes", "100", "--scale-nodes", "50"], 2, "must be larger than --nodes"),
+        (["--extender-port", "0", "up"], 2, "--extender-port 0 is not a TCP port"),
     ]:
         proc = run(*args, home=home)
         assert proc.returncode == code, (args, proc.stderr)

@@ -112,3 +112,20 @@ def test_accounting_allows_only_the_probe_phase_to_time_out() -> None:
     assert not summary.accounted(probe)[0]
     missing = {"counts": _counts(10, 9, 9), "error": None, "phases": []}
     assert summary.accounted(missing) == (False, "saw 9 of 10 pods")
+
+
+def test_the_scale_comparison_runs_the_same_pods_on_the_small_then_the_large_fleet() -> None:
+    workload = plan.Workload(pods=1000, repeat=2, comparisons=("scale",), scale_nodes=200)
+    arms = plan.arms(SHAPE, workload)
+    assert [(a.variant, a.fleet_nodes) for a in arms] == [
+        ("small", 0),
+        ("large", 200),
+        ("large", 200),  # the second repeat starts where the first ended: no extra resize
+        ("small", 0),
+    ]
+    # 1,000 pods do not fit the small fleet's 300 GPUs: they hold no claim.
+    assert {a.params["gpus"] for a in arms} == {"0"}
+    fits = plan.arms(SHAPE, plan.Workload(pods=300, comparisons=("scale",), scale_nodes=200))
+    assert {a.params["gpus"] for a in fits} == {"1"}
+    with pytest.raises(ValueError, match="--scale-nodes"):
+        plan.arms(SHAPE, plan.Workload(pods=10, comparisons=("scale",)))
