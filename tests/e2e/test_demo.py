@@ -10,19 +10,27 @@ from pathlib import Path
 
 import pytest
 
+from testbed.cluster import local
+
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(1800)]
 
 
 def test_tiny_demo_accounts_for_every_pod_and_writes_every_report(
-    kubeconfig: str, tmp_path: Path
+    kubeconfig: str, extender_port: int, tmp_path: Path
 ) -> None:
     out = tmp_path / "demo"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # The session's cluster (named as tests/conftest.py names it), reused by the demo.
+    name = os.environ.get("DRA_TESTBED_TEST_CLUSTER", local.DEFAULT_NAME)
     proc = subprocess.run(
         [
             sys.executable,
             "-m",
             "testbed",
+            "--name",
+            name,
+            "--extender-port",
+            str(extender_port),
             "demo",
             "--nodes",
             "50",
@@ -61,7 +69,7 @@ def test_tiny_demo_accounts_for_every_pod_and_writes_every_report(
         assert (arm_dir / "report.html").is_file(), name
         assert list(arm_dir.glob("PodStartupLatency_*.json")), name
         assert list(arm_dir.glob("SchedulingThroughput_*.json")), name
-    assert all(v["accounted"] for v in arms.values()), arms
+    assert all(v["accounted"] and v["seconds"] > 0 for v in arms.values()), arms
     metrics = {(c["comparison"], c["metric"]) for c in doc["comparisons"]}
     assert ("extender", "scheduling throughput") in metrics
     assert ("placement", "GPU-NIC pairs on one PCIe root") in metrics
