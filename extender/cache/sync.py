@@ -39,6 +39,9 @@ async def watch_kind(
         stop=stop,
     ):
         store.feed(kind, item)
+        # One watch read can hold dozens of events; kube-scheduler waits on every call, so
+        # let a pending call in between events rather than after the whole burst.
+        await asyncio.sleep(0)
 
 
 def start(
