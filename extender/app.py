@@ -26,20 +26,27 @@ REGISTRY = web.AppKey("registry", CollectorRegistry)
 STORE = web.AppKey("store", Store)
 
 
+def _verb(request: web.Request) -> str:
+    """The `verb` label of a call: the scheduler's verbs by name, any other path as `other`
+    (paths such as /debug/nodes/<node>/free would make the label unbounded)."""
+    name = request.path.strip("/")
+    return name if name in ("filter", "prioritize") else "other"
+
+
 @web.middleware
 async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Bad input becomes a 400 with one line; anything unexpected a logged 500."""
+    """Bad input becomes a 400 with one line; anything unexpected a logged 500. Both are
+    counted, so a scheduler seeing failed calls can be matched with the extender's view."""
     try:
         return await handler(request)
     except handlers.BadRequest as e:
-        request.app[handlers.METRICS].requests.labels(
-            request.path.strip("/") or "root", "bad_request"
-        ).inc()
+        request.app[handlers.METRICS].requests.labels(_verb(request), "bad_request").inc()
         return web.json_response({"error": str(e)}, status=400)
     except web.HTTPException:
         raise
     except Exception:
         log.exception("unexpected error answering %s %s", request.method, request.path)
+        request.app[handlers.METRICS].requests.labels(_verb(request), "error").inc()
         return web.json_response({"error": "internal error; see the extender log"}, status=500)
 
 

@@ -29,7 +29,7 @@ class Metrics:
         )
         self.requests = Counter(
             "extender_requests_total",
-            "Scheduler calls by verb and outcome (ok, not_ready, bad_request).",
+            "Scheduler calls by verb and outcome (ok, not_ready, bad_request, error).",
             ["verb", "outcome"],
             registry=registry,
         )

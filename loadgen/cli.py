@@ -5,8 +5,9 @@
     loadgen run my-scenario.yaml              # a scenario file of phases
     loadgen compare before.json after.json    # the release-notes table
 
-Exit codes: 0 ok, 1 runtime failure or an SLO violated, 2 usage, 130 interrupted (after the
-partial report is written and the run's objects are removed).
+Exit codes: 0 ok, 1 runtime failure or an SLO violated, 2 usage, 128 + the signal when
+interrupted: 130 by SIGINT (Ctrl-C), 143 by SIGTERM (after the partial report is written and
+the run's objects are removed). A second signal aborts at once, with the same code.
 """
 
 from __future__ import annotations
@@ -36,12 +37,26 @@ from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
 
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+# Interrupted runs exit 128 + the signal number, as shells report a process that signal ended.
+_SIGNAL_EXIT = 128
 # The namespace is loadgen-<run-id>: a DNS label of at most 63 characters.
 _RUN_ID = re.compile(r"^[a-z0-9]([-a-z0-9]{0,52}[a-z0-9])?$")
 
 
 class UsageError(Exception):
     pass
+
+
+class _Aborted(KeyboardInterrupt):
+    """A second signal: stop without waiting for the report or the cleanup."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _exit_code(signum: int) -> int:
+    return _SIGNAL_EXIT + signum
 
 
 def _positive_int(text: str) -> int:
@@ -192,10 +207,10 @@ def parser() -> argparse.ArgumentParser:
     cmp_ = sub.add_parser(
         "compare",
         help="compare two result files",
-        description="Print metric, previous, current and %% difference.",
+        description="Print metric, previous, current and % difference.",
     )
-    cmp_.add_argument("previous", type=Path)
-    cmp_.add_argument("current", type=Path)
+    cmp_.add_argument("previous", type=Path, help="result.json of the earlier run")
+    cmp_.add_argument("current", type=Path, help="result.json of the run to compare with it")
     return root
 
 
@@ -218,13 +233,13 @@ def main(argv: list[str] | None = None) -> NoReturn:
     except (errors.KubeError, runner.RunError, OSError) as e:
         print(f"loadgen: {e}", file=sys.stderr)
         code = EXIT_RUNTIME
-    except KeyboardInterrupt:  # a second Ctrl-C: stop without waiting for cleanup
+    except KeyboardInterrupt as e:  # a second signal: stop without waiting for cleanup
         print(
             "loadgen: aborted; remove leftovers with: kubectl delete namespace -l "
             f"{vocab.LABEL_MANAGED_BY}={templates.MANAGED_BY}",
             file=sys.stderr,
         )
-        code = EXIT_INTERRUPTED
+        code = _exit_code(e.signum) if isinstance(e, _Aborted) else EXIT_INTERRUPTED
     sys.exit(code)
 
 
@@ -272,11 +287,12 @@ def _run(opts: dict[str, Any], err: Console) -> int:
     settings, slos, out_dir = _settings(opts)
     _check_writable(out_dir)
     written: dict[str, document.ResultDoc] = {}
+    signals: list[int] = []
 
     def write_reports(result: runner.RunResult) -> None:
         written["doc"] = report.write_all(result, out_dir, slos)
 
-    result = _run_async(opts, scenario, settings, write_reports, err)
+    result = _run_async(opts, scenario, settings, write_reports, err, signals)
     doc = written.get("doc")
     if doc is None:  # pragma: no cover - on_measured always runs once the run started
         return EXIT_RUNTIME
@@ -286,7 +302,7 @@ def _run(opts: dict[str, Any], err: Console) -> int:
     console_report.render(doc, Console())
     err.print(f"reports in {out_dir}/", highlight=False)
     if result.interrupted:
-        return EXIT_INTERRUPTED
+        return _exit_code(signals[0]) if signals else EXIT_INTERRUPTED
     if result.error:
         return EXIT_RUNTIME
     if any(not s.ok for s in doc.slos):
@@ -311,24 +327,29 @@ def _run_async(
     settings: runner.Settings,
     on_measured: runner.Measured,
     err: Console,
+    signals: list[int],
 ) -> runner.RunResult:
+    """Run on an event loop; SIGINT and SIGTERM received are appended to `signals`."""
+
     async def go() -> runner.RunResult:
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
 
-        def interrupted() -> None:
+        def interrupted(signum: int) -> None:
+            signals.append(signum)
             if not stop.is_set():
                 err.print(
-                    "interrupted: stopping creation, writing the partial report, "
-                    "cleaning up (Ctrl-C again to abort)"
+                    f"interrupted ({signal.Signals(signum).name}): stopping creation, writing "
+                    "the partial report, cleaning up (Ctrl-C again to abort)"
                 )
                 stop.set()
             else:
-                loop.remove_signal_handler(signal.SIGINT)
-                raise KeyboardInterrupt
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.remove_signal_handler(sig)
+                raise _Aborted(signals[0])
 
-        loop.add_signal_handler(signal.SIGINT, interrupted)
-        loop.add_signal_handler(signal.SIGTERM, interrupted)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, interrupted, sig)
         kube = await Kube.connect(
             kubeconfig=opts.get("kubeconfig"),
             context=opts.get("context"),

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -23,12 +24,17 @@ from testbed.cluster import local, paths, processes
 PLAIN_SCHEDULER_NAME = "plain-scheduler"
 
 
-def config_text(kubeconfig: Path, scheduler_name: str) -> str:
-    """The shipped configuration without extenders, under `scheduler_name` (pure)."""
+def config_text(
+    kubeconfig: Path, scheduler_name: str, extenders: Sequence[Mapping[str, Any]] = ()
+) -> str:
+    """The shipped configuration under `scheduler_name` (pure), without the shipped
+    extenders; `extenders` entries replace them (e.g. an HTTPS extender for a TLS test)."""
     source = paths.manifests_dir() / "scheduler" / "kube-scheduler-config.yaml"
     doc = yaml.safe_load(local.scheduler_config_text(source, extender=False))
     doc["clientConnection"]["kubeconfig"] = str(kubeconfig)
     doc["profiles"] = [{**p, "schedulerName": scheduler_name} for p in doc["profiles"][:1]]
+    if extenders:
+        doc["extenders"] = [dict(e) for e in extenders]
     return yaml.safe_dump(doc, sort_keys=False)
 
 
@@ -49,13 +55,14 @@ def running(
     workdir: Path,
     *,
     scheduler_name: str = PLAIN_SCHEDULER_NAME,
+    extenders: Sequence[Mapping[str, Any]] = (),
     ready_timeout: float = 60.0,
 ) -> Iterator[SecondScheduler]:
-    """Run the plain scheduler until the block ends."""
+    """Run the plain scheduler (or one calling `extenders`) until the block ends."""
     b = bins.ensure(build=False)
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / f"{scheduler_name}.yaml"
-    config.write_text(config_text(kubeconfig, scheduler_name))
+    config.write_text(config_text(kubeconfig, scheduler_name, extenders))
     port = _free_port()
     argv = [
         str(b["kube-scheduler"]),

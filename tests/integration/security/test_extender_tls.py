@@ -1,0 +1,171 @@
+"""The extender over HTTPS with the real kube-scheduler (`enableHTTPS` + `tlsConfig.caData`).
+
+The test makes its own CA and a server certificate for 127.0.0.1 (openssl), serves the
+extender with them, and starts a second kube-scheduler whose only extender entry is that
+HTTPS URL. A pod asking for that scheduler and a GPU is scheduled, and the extender counted
+the scheduler's filter and prioritize calls. With a CA that did not sign the certificate the
+scheduler's calls fail the handshake: the entry is ignorable, so the pod still schedules, and
+the extender answered nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import secrets
+import socket
+import ssl
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loadgen.report import document
+from testbed import vocab
+from testbed.cluster import processes, second_scheduler
+from testbed.kube.client import Kube
+from tests.integration.loadgen.conftest import Fleet, make_fleet, namespace_gone, remove_fleet
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
+
+BIN = Path(sys.executable).parent
+PODS = 2
+SKIPPED = "Skipping extender as it returned error and has ignorable flag set"
+
+
+def _openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
+
+
+def make_ca(d: Path, name: str) -> tuple[Path, Path]:
+    cert, key = d / f"{name}.crt", d / f"{name}.key"
+    _openssl(
+        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", f"/CN={name}",
+        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign",
+        "-keyout", str(key), "-out", str(cert),
+    )  # fmt: skip
+    return cert, key
+
+
+def make_server_cert(d: Path, ca: tuple[Path, Path]) -> tuple[Path, Path]:
+    """A leaf for IP 127.0.0.1 (Go checks IP SANs, never the CN), signed by `ca`."""
+    cert, key, csr, ext = d / "tls.crt", d / "tls.key", d / "tls.csr", d / "san.ext"
+    _openssl(
+        "req", "-new", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+        "-keyout", str(key), "-out", str(csr),
+    )  # fmt: skip
+    ext.write_text("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    _openssl(
+        "x509", "-req", "-in", str(csr), "-CA", str(ca[0]), "-CAkey", str(ca[1]),
+        "-CAcreateserial", "-days", "1", "-extfile", str(ext), "-out", str(cert),
+    )  # fmt: skip
+    return cert, key
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def extender_entry(port: int, ca_cert: Path) -> dict[str, Any]:
+    return {
+        "urlPrefix": f"https://127.0.0.1:{port}",
+        "filterVerb": "filter",
+        "prioritizeVerb": "prioritize",
+        "weight": 1,
+        "nodeCacheCapable": True,
+        "ignorable": True,
+        "enableHTTPS": True,
+        "tlsConfig": {"caData": base64.b64encode(ca_cert.read_bytes()).decode()},
+        "httpTimeout": "5s",
+    }
+
+
+def ok_calls(port: int, ca_cert: Path) -> dict[str, float]:
+    """extender_requests_total{outcome="ok"} by verb, read over verified HTTPS."""
+    trust = ssl.create_default_context(cafile=str(ca_cert))
+    url = f"https://127.0.0.1:{port}/metrics"
+    with urllib.request.urlopen(url, timeout=10, context=trust) as resp:
+        text = resp.read().decode()
+    out: dict[str, float] = {"filter": 0.0, "prioritize": 0.0}
+    for line in text.splitlines():
+        if line.startswith("extender_requests_total{") and 'outcome="ok"' in line:
+            verb = line.split('verb="')[1].split('"')[0]
+            out[verb] = float(line.rsplit(" ", 1)[1])
+    return out
+
+
+async def loadgen(env: dict[str, str], fleet: Fleet, scheduler: str, out: Path) -> None:
+    run_id = f"tls-{secrets.token_hex(3)}"
+    fleet.run_ids.append(run_id)
+    proc = await asyncio.create_subprocess_exec(
+        str(BIN / "loadgen"), "run", "pods", f"pods={PODS}", "gpus=1",
+        "--node-selector", f"{vocab.LABEL_FLEET}={fleet.suffix}", "--scheduler-name", scheduler,
+        "--timeout", "2m", "--run-id", run_id, "--output-dir", str(out), "-q",
+        env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _, err = await asyncio.wait_for(proc.communicate(), 180)
+    assert proc.returncode == 0, err.decode()
+    doc = document.load(out / "result.json")
+    assert doc.counts.pods_running == PODS
+    return None
+
+
+async def test_the_real_scheduler_calls_the_extender_over_https_and_only_with_the_right_ca(
+    kube: Kube, kubeconfig: str, tmp_path: Path
+) -> None:
+    ca = make_ca(tmp_path, "test-ca")
+    wrong_ca, _ = make_ca(tmp_path, "wrong-ca")
+    cert, key = make_server_cert(tmp_path, ca)
+    port = free_port()
+    env = {**os.environ, "KUBECONFIG": kubeconfig}
+    serve = [str(BIN / "extender"), "serve", "--port", str(port)]
+    serve += ["--tls-cert", str(cert), "--tls-key", str(key)]
+    fleet = await make_fleet(kube, kubeconfig, nodes=2)  # two nodes: prioritize is called too
+    try:
+        with processes.running(
+            "the TLS extender",
+            serve,
+            log=tmp_path / "extender.log",
+            health_url=f"https://127.0.0.1:{port}/readyz",
+            timeout=120,
+            env=env,
+        ):
+            before = ok_calls(port, ca[0])
+            name = f"tls-{secrets.token_hex(3)}"
+            with second_scheduler.running(
+                Path(kubeconfig),
+                tmp_path / "right",
+                scheduler_name=name,
+                extenders=[extender_entry(port, ca[0])],
+            ):
+                await loadgen(env, fleet, name, tmp_path / "right-run")
+            right = ok_calls(port, ca[0])
+            assert right["filter"] - before["filter"] >= PODS, (before, right)
+            assert right["prioritize"] - before["prioritize"] >= 1, (before, right)
+            sched_log = (tmp_path / "right" / f"{name}.log").read_text()
+            assert SKIPPED not in sched_log
+
+            name = f"wrong-{secrets.token_hex(3)}"
+            with second_scheduler.running(
+                Path(kubeconfig),
+                tmp_path / "wrong",
+                scheduler_name=name,
+                extenders=[extender_entry(port, wrong_ca)],
+            ):
+                await loadgen(env, fleet, name, tmp_path / "wrong-run")
+            assert ok_calls(port, ca[0]) == right  # not one call got through
+            sched_log = (tmp_path / "wrong" / f"{name}.log").read_text()
+            skipped = [ln for ln in sched_log.splitlines() if SKIPPED in ln]
+            assert len(skipped) >= PODS
+            assert all("x509" in ln or "certificate" in ln for ln in skipped), skipped[:2]
+        print(f"over TLS: {right}; wrong CA: {len(skipped)} filter calls refused")
+        for run_id in fleet.run_ids:
+            await namespace_gone(kube, run_id)
+    finally:
+        await remove_fleet(kube, kubeconfig, fleet)
