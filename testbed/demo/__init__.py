@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -54,8 +55,10 @@ def _tool(name: str) -> str:
 
 
 def _wait_child(proc: subprocess.Popen[bytes]) -> int:
-    """Wait for a child; on Ctrl-C let it finish its own interrupt handling first (it got
-    the same SIGINT), so what it measured is written and what it created is removed."""
+    """Wait for a child; on Ctrl-C (or SIGTERM) pass one SIGINT on and let the child finish
+    its own interrupt handling, so what it measured is written and what it created is
+    removed. Children run in their own process group, so a terminal's Ctrl-C reaches them
+    only this way, exactly once (a second SIGINT would make loadgen abort its cleanup)."""
     interrupted = False
     deadline = None
     while True:
@@ -65,8 +68,11 @@ def _wait_child(proc: subprocess.Popen[bytes]) -> int:
             )
             break
         except KeyboardInterrupt:
-            interrupted = True
-            deadline = time.monotonic() + 120
+            if not interrupted:
+                interrupted = True
+                deadline = time.monotonic() + 120
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGINT)
         except subprocess.TimeoutExpired:
             proc.kill()
             code = proc.wait()
@@ -77,7 +83,7 @@ def _wait_child(proc: subprocess.Popen[bytes]) -> int:
 
 
 def _run(cmd: list[str], env: dict[str, str]) -> int:
-    return _wait_child(subprocess.Popen(cmd, env=env))
+    return _wait_child(subprocess.Popen(cmd, env=env, process_group=0))
 
 
 def _extender(env: dict[str, str], log: Path, port: int) -> contextlib.AbstractContextManager[Any]:
@@ -188,7 +194,8 @@ def run(config: DemoConfig, console: Console) -> int:
     scheduler_metrics = f"https://127.0.0.1:{scheduler_port}/metrics"
     fleet_applied = False
     results: list[tuple[plan.Arm, dict[str, Any]]] = []
-    timings: dict[str, dict[str, float]] = {}
+    timings: dict[str, dict[str, float | str]] = {}
+    by_name: dict[str, dict[str, Any]] = {}
     try:
         with (
             _extender(env, out / "extender.log", config.cluster.extender_port),
@@ -213,8 +220,16 @@ def run(config: DemoConfig, console: Console) -> int:
                     fleet_nodes = arm.fleet_nodes or config.nodes
                     console.print(f"resizing the fleet to {fleet_nodes} nodes")
                     _apply_fleet(fleet_nodes, out, env)
+                if arm.same_as:
+                    # Link, so the report and every reader find the arm's own directory.
+                    (out / arm.name).symlink_to(arm.same_as, target_is_directory=True)
+                    results.append((arm, by_name[arm.same_as]))
+                    timings[arm.name] = {"seconds": 0.0, "same_as": arm.same_as}
+                    console.print(f"same workload as {arm.same_as}: its result is reused")
+                    continue
                 arm_started = time.monotonic()
                 doc = _run_arm(arm, out, env, config.qps, plain, scheduler_metrics)
+                by_name[arm.name] = doc
                 results.append((arm, doc))
                 ran = time.monotonic() - arm_started
                 _settle(kubeconfig, doc, console)

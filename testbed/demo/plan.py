@@ -7,6 +7,7 @@ order between repeats (A B, B A, ...) so machine drift cancels out of the ratios
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,10 +68,20 @@ class Arm:
     repeat: int = 0
     fleet_nodes: int = 0
     """Fleet size this arm needs (0: the demo's --nodes); the demo resizes the fleet first."""
+    same_as: str = ""
+    """An earlier arm of the same repeat that runs exactly this (e.g. extender off = DRA
+    claims on the plain scheduler): its result is reused rather than measured twice."""
 
     @property
     def name(self) -> str:
         return f"{self.comparison}-{self.variant}-{self.repeat}"
+
+    @property
+    def run_key(self) -> tuple[object, ...]:
+        """What the arm runs, where and how: equal keys measure the same thing."""
+        doc = json.dumps(self.scenario_doc, sort_keys=True)
+        params = tuple(sorted(self.params.items()))
+        return (self.repeat, self.scenario, params, self.scheduler, doc, self.fleet_nodes)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -171,6 +182,16 @@ def arms(shape: FleetShape, workload: Workload) -> list[Arm]:
             a, b = pairs[name]
             first, second = (a, b) if rep % 2 == 0 else (b, a)
             out += [_with_repeat(first, rep), _with_repeat(second, rep)]
+    return _reuse_duplicates(out)
+
+
+def _reuse_duplicates(arms: list[Arm]) -> list[Arm]:
+    first: dict[tuple[object, ...], str] = {}
+    out = []
+    for arm in arms:
+        if (earlier := first.setdefault(arm.run_key, arm.name)) != arm.name:
+            arm = dataclasses.replace(arm, same_as=earlier)
+        out.append(arm)
     return out
 
 

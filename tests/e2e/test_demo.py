@@ -69,7 +69,9 @@ def test_tiny_demo_accounts_for_every_pod_and_writes_every_report(
         assert (arm_dir / "report.html").is_file(), name
         assert list(arm_dir.glob("PodStartupLatency_*.json")), name
         assert list(arm_dir.glob("SchedulingThroughput_*.json")), name
-    assert all(v["accounted"] and v["seconds"] > 0 for v in arms.values()), arms
+    assert all(v["accounted"] for v in arms.values()), arms
+    # Each arm ran, or reused an identical earlier arm (DRA claims = extender off).
+    assert all(v["seconds"] > 0 or v["same_as"] in arms for v in arms.values()), arms
     metrics = {(c["comparison"], c["metric"]) for c in doc["comparisons"]}
     assert ("extender", "scheduling throughput") in metrics
     assert ("placement", "GPU-NIC pairs on one PCIe root") in metrics

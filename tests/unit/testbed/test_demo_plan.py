@@ -129,3 +129,12 @@ def test_the_scale_comparison_runs_the_same_pods_on_the_small_then_the_large_fle
     assert {a.params["gpus"] for a in fits} == {"1"}
     with pytest.raises(ValueError, match="--scale-nodes"):
         plan.arms(SHAPE, plan.Workload(pods=10, comparisons=("scale",)))
+
+
+def test_an_arm_that_runs_exactly_what_an_earlier_arm_ran_reuses_its_result() -> None:
+    arms = plan.arms(SHAPE, plan.Workload(pods=100, repeat=2, comparisons=("extender", "dra")))
+    reused = {a.name: a.same_as for a in arms if a.same_as}
+    # DRA claims on the plain scheduler is the extender comparison's "off" arm, per repeat.
+    assert reused == {"dra-claims-0": "extender-off-0", "dra-claims-1": "extender-off-1"}
+    everything = plan.arms(SHAPE, plan.Workload(pods=100))
+    assert [a.name for a in everything if a.same_as] == ["dra-claims-0"]
