@@ -33,6 +33,10 @@ LOCALITY_VALUES: dict[str, Locality] = {"rack": "rack", "block": "block"}
 
 ClaimLookup = Callable[[str, str], dict[str, Any] | None]
 
+_NOTE_VALUE_MAX = 64
+"""Longest annotation value quoted in a note (the decision log keeps notes; values can be
+as long as the pod's whole annotation budget)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Demand:
@@ -231,5 +235,6 @@ def _annotation(
         return None
     value = values.get(str(raw).strip().lower())
     if value is None:
-        notes.append(f"annotation {key}={raw!r} ignored (accepted: {', '.join(values)})")
+        shown = raw if len(str(raw)) <= _NOTE_VALUE_MAX else f"{str(raw)[:_NOTE_VALUE_MAX]}..."
+        notes.append(f"annotation {key}={shown!r} ignored (accepted: {', '.join(values)})")
     return value

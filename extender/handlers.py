@@ -27,6 +27,7 @@ _JSON = "application/json"
 _SCORE_TAIL = [f"{s}}}" for s in range(MAX_PRIORITY + 1)]
 _HEADS: dict[str, str] = {}
 _HEADS_LIMIT = 65536
+_NAME_MAX = 253  # a Node name is a DNS subdomain
 _encode_str = json.encoder.encode_basestring_ascii
 
 
@@ -38,10 +39,17 @@ def _heads(names: list[str]) -> list[str]:
     except KeyError:
         if len(cache) + len(names) > _HEADS_LIMIT:
             cache.clear()
+        heads = []
         for n in names:
-            if n not in cache:
-                cache[n] = '{"Host":' + _encode_str(n) + ',"Score":'
-        return [cache[n] for n in names]
+            head = cache.get(n)
+            if head is None:
+                head = '{"Host":' + _encode_str(n) + ',"Score":'
+                # Only names a node can have, and never past the limit: a call with a million
+                # made-up (or megabyte-long) names must not leave them all in memory.
+                if len(n) <= _NAME_MAX and len(cache) < _HEADS_LIMIT:
+                    cache[n] = head
+            heads.append(head)
+        return heads
 
 
 def encode_priorities(names: list[str], scores: list[int]) -> str:

@@ -58,7 +58,9 @@ class GpuModel(_Model):
         for field in ("cuda_compute_capability", "driver_version", "cuda_driver_version"):
             value = getattr(self, field)
             if not _VERSION.match(value):
-                raise ValueError(f"{to_camel(field)}: {value!r} is not a semantic version x.y.z")
+                raise ValueError(
+                    f"{to_camel(field)}: {validation.shown(value)} is not a semantic version x.y.z"
+                )
         return self
 
 
@@ -115,14 +117,14 @@ class Profile(_Model):
     @model_validator(mode="after")
     def _consistent(self) -> Profile:
         if not _DNS_LABEL.match(self.name):
-            raise ValueError(f"name: {self.name!r} is not a DNS label")
+            raise ValueError(f"name: {validation.shown(self.name)} is not a DNS label")
         if self.gpu_count and self.gpu is None:
             raise ValueError("roots: GPUs are placed but `gpu` (the GPU model) is missing")
         if self.nic_count and not self.nics:
             raise ValueError("roots: NICs are placed but `nics` (the NIC models) is empty")
         for i, root in enumerate(self.roots):
             if root.nic is not None and root.nic not in self.nics:
-                raise ValueError(f"roots[{i}].nic: unknown NIC model {root.nic!r}")
+                raise ValueError(f"roots[{i}].nic: unknown NIC model {validation.shown(root.nic)}")
             if root.bus + root.gpus + root.nics > 0xFF:
                 raise ValueError(f"roots[{i}]: devices would run past PCI bus 0xff")
         buses = [r.bus for r in self.roots]

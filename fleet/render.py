@@ -18,7 +18,7 @@ from typing import Any
 from fleet import profiles as profiles_mod
 from fleet.profiles import MAX_STRING_ATTRIBUTE, NicModel, Profile
 from fleet.spec import Fleet, SpecError, Taint, for_profile
-from testbed import vocab
+from testbed import validation, vocab
 
 Obj = dict[str, Any]
 
@@ -94,9 +94,8 @@ def plan(fleet: Fleet, profiles: Mapping[str, Profile] | None = None) -> list[No
         profile = known.get(pool.profile)
         if profile is None:
             names = ", ".join(sorted(known))
-            raise SpecError(
-                f"pools[{pi}].profile: unknown profile {pool.profile!r} (known: {names})"
-            )
+            shown = validation.shown(pool.profile)
+            raise SpecError(f"pools[{pi}].profile: unknown profile {shown} (known: {names})")
         prefix = f"{fleet.name}-{pool.name}"
         if pool.count:
             last = pool.count - 1

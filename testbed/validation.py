@@ -25,3 +25,10 @@ def one_line(err: ValidationError) -> str:
     loc, msg = first_error(err)
     more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
     return f"{loc}: {msg}{more}" if loc else f"{msg}{more}"
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """`repr(value)`, cut to about `limit` characters: a message quotes the bad value without
+    becoming a screenful when the value is a 5,000-character string."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."

@@ -37,7 +37,14 @@ def load(name_or_file: str, params: dict[str, Any] | None = None) -> Scenario:
     try:
         data = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as e:
-        raise ScenarioError(f"cannot read {path}: {e}") from e
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ScenarioError(f"cannot read {path}: {first}") from e
+    except UnicodeDecodeError as e:
+        raise ScenarioError(f"{path}: not valid UTF-8 text ({e.reason} at byte {e.start})") from e
+    except ValueError as e:  # a scalar YAML reads but Python will not (a 5,000-digit integer)
+        raise ScenarioError(f"{path}: not valid YAML: {str(e).splitlines()[0]}") from e
+    except RecursionError:  # the YAML parser recurses per nesting level
+        raise ScenarioError(f"{path}: not valid YAML: too deeply nested") from None
     if not isinstance(data, dict):
         raise ScenarioError(f"{path}: expected a mapping with name and phases")
     try:

@@ -16,24 +16,30 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from loadgen import plan
-from testbed import vocab
+from testbed import validation, vocab
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 _QUANTITY = re.compile(r"^\d+(\.\d+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$")
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$")
+MAX_DURATION = 365 * 86400.0
+"""Longest duration a scenario may give (run times, timeouts): a year is already absurd."""
+MAX_COUNT = 1_000_000
+"""Most pods or Jobs one phase may create: far past any fleet, short of a runaway plan."""
 
 
 def parse_duration(value: object) -> float:
     """Seconds from `30s`, `500ms`, `5m`, `1h` or a bare number of seconds."""
     if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
+        seconds = float(min(value, 2 * MAX_DURATION))  # a 400-digit int overflows a float
     elif isinstance(value, str) and (m := _DURATION.match(value)):
         seconds = float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
     else:
-        raise ValueError(f"{value!r} is not a duration like 30s, 500ms, 5m or 1h")
+        raise ValueError(f"{validation.shown(value)} is not a duration like 30s, 500ms, 5m or 1h")
     if seconds < 0:
         raise ValueError("a duration cannot be negative")
+    if not seconds <= MAX_DURATION:  # also NaN and infinity, which no timer or kwok takes
+        raise ValueError(f"a duration of at most {MAX_DURATION / 86400:.0f} days, please")
     return seconds
 
 
@@ -68,7 +74,9 @@ class Claim(_Model):
     @model_validator(mode="after")
     def _consistent(self) -> Claim:
         if self.min_memory is not None and not _QUANTITY.match(self.min_memory):
-            raise ValueError(f"min_memory {self.min_memory!r} is not a quantity like 40Gi")
+            raise ValueError(
+                f"min_memory {validation.shown(self.min_memory)} is not a quantity like 40Gi"
+            )
         if self.device_plugin and (self.nics or self.min_memory):
             raise ValueError("device_plugin requests GPUs only (no nics, no min_memory)")
         if self.nics and self.align and self.nics != self.gpus:
@@ -102,7 +110,7 @@ class Phase(_Model):
 
     name: str
     kind: Literal["pods", "jobs"]
-    count: int = Field(0, ge=0)
+    count: int = Field(0, ge=0, le=MAX_COUNT)
     """Pods (kind pods) or Jobs (kind jobs); computed when `sizing` is not `fixed`."""
     sizing: Literal["fixed", "fill", "free"] = "fixed"
     fill_fraction: float = Field(0.9, gt=0, le=1)
@@ -124,7 +132,9 @@ class Phase(_Model):
     @model_validator(mode="after")
     def _consistent(self) -> Phase:
         if not _NAME.match(self.name):
-            raise ValueError(f"phase name {self.name!r} must be a DNS label of <= 32 chars")
+            raise ValueError(
+                f"phase name {validation.shown(self.name)} must be a DNS label of <= 32 chars"
+            )
         if self.sizing == "fixed" and self.count < 1:
             raise ValueError("count must be >= 1")
         if self.kind == "pods":

@@ -1,0 +1,281 @@
+"""The extender under sustained load: many concurrent clients for a while, at 5,000 nodes.
+
+Serves the fleet of bench/extender_latency.py (default 5,000 `dgx-h100` nodes, 8 GPUs + 8
+RDMA NICs each, a random share of devices held by claims, job siblings running) with
+`extender serve --from-files` as its own process, then for each case
+
+  filter (with `require-alignment: pcie-root`, the filter's per-node path) and prioritize
+  x 500 and 5,000 candidate names (nodeCacheCapable)
+
+runs `--clients` aiohttp clients (each its own connection, each calling back-to-back) for
+`--seconds`. Prints per case: client-side p50/p90/p99/max (nearest rank; under many
+concurrent clients this includes queueing in the server), calls/s, errors and dropped calls
+(non-2xx or connection errors: must be 0), the server's own handler time from its /metrics
+histogram (mean, and the bucket bounds of p50/p99), the server's CPU (cores used) and RSS.
+
+    .venv/bin/python bench/extender_sustained.py [--nodes 5000] [--clients 32] [--procs 1]
+        [--seconds 60]
+
+One client process can itself be the limit (its event loop then queues the calls and the
+client-side latency is its own); `--procs` spreads the clients over processes.
+
+Targets (issue 4, for one call at a time): p99 <= 2 ms at 500 names, <= 10 ms at 5,000.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import concurrent.futures
+import json
+import multiprocessing
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import extender_latency as lat  # the same fleet, pods and helpers (bench/ is on sys.path)
+
+BOUNDS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
+
+
+async def histogram(session: aiohttp.ClientSession, base: str, verb: str) -> dict[str, float]:
+    """The server's request-duration histogram for `verb`: cumulative bucket counts, sum."""
+    async with session.get(f"{base}/metrics") as r:
+        text = await r.text()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line.startswith("extender_request_duration_seconds") or f'verb="{verb}"' not in line:
+            continue
+        name, value = line.rsplit(" ", 1)
+        if "_bucket" in name:
+            le = name.split('le="', 1)[1].split('"', 1)[0]
+            out[le] = float(value)
+        elif name.startswith("extender_request_duration_seconds_sum"):
+            out["sum"] = float(value)
+        elif name.startswith("extender_request_duration_seconds_count"):
+            out["count"] = float(value)
+    return out
+
+
+def server_side(before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
+    count = after.get("count", 0) - before.get("count", 0)
+    if not count:
+        return {"calls": 0}
+
+    def bound(p: float) -> str:
+        for le in [*(str(b) for b in BOUNDS), "+Inf"]:
+            if after.get(le, 0) - before.get(le, 0) >= count * p / 100:
+                return "inf" if le == "+Inf" else f"{float(le) * 1000:g} ms"
+        return "inf"
+
+    mean = (after.get("sum", 0) - before.get("sum", 0)) / count
+    return {"calls": int(count), "mean_ms": mean * 1000, "p50_le": bound(50), "p99_le": bound(99)}
+
+
+def proc_stats(pid: int) -> tuple[float, float]:
+    """(CPU seconds, RSS MiB) of `pid`."""
+    cpu = lat.cpu_seconds(pid)
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return cpu, int(line.split()[1]) / 1024
+    return cpu, float("nan")
+
+
+async def client(
+    url: str, bodies: list[bytes], until: float, times: list[float], errors: dict[str, int]
+) -> None:
+    connector = aiohttp.TCPConnector(limit=1)
+    timeout = aiohttp.ClientTimeout(total=30)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as s:
+        i = random.randrange(len(bodies))
+        while time.perf_counter() < until:
+            body = bodies[i % len(bodies)]
+            i += 1
+            t0 = time.perf_counter()
+            try:
+                async with s.post(url, data=body) as r:
+                    await r.read()
+                    if r.status != 200:
+                        errors[f"HTTP {r.status}"] = errors.get(f"HTTP {r.status}", 0) + 1
+                        continue
+            except (TimeoutError, aiohttp.ClientError) as e:
+                errors[type(e).__name__] = errors.get(type(e).__name__, 0) + 1
+                continue
+            times.append(time.perf_counter() - t0)
+
+
+_FORK = multiprocessing.get_context("fork")
+
+
+def client_process(
+    url: str, bodies: list[bytes], until: float, clients: int
+) -> tuple[list[float], dict[str, int]]:
+    """`clients` clients in a process of their own (perf_counter is system-wide on Linux)."""
+    times: list[float] = []
+    errors: dict[str, int] = {}
+
+    async def run() -> None:
+        await asyncio.gather(*(client(url, bodies, until, times, errors) for _ in range(clients)))
+
+    asyncio.events._set_running_loop(None)  # forked from inside the parent's running loop
+    asyncio.run(run())
+    return times, errors
+
+
+async def case(
+    base: str,
+    verb: str,
+    bodies: list[bytes],
+    clients: int,
+    seconds: float,
+    pid: int,
+    procs: int,
+) -> dict[str, Any]:
+    url = f"{base}/{verb}"
+    async with aiohttp.ClientSession() as s:
+        for body in bodies[:5]:  # warm-up: summaries and score memos
+            async with s.post(url, data=body) as r:
+                await r.read()
+        hist0 = await histogram(s, base, verb)
+        cpu0, _ = proc_stats(pid)
+        times: list[float] = []
+        errors: dict[str, int] = {}
+        started = time.perf_counter()
+        until = started + seconds
+        if procs <= 1:
+            await asyncio.gather(
+                *(client(url, bodies, until, times, errors) for _ in range(clients))
+            )
+        else:  # spread the clients over processes, so that one client loop is not the limit
+            loop = asyncio.get_running_loop()
+            with concurrent.futures.ProcessPoolExecutor(procs, mp_context=_FORK) as pool:
+                shares = [clients // procs + (i < clients % procs) for i in range(procs)]
+                parts = await asyncio.gather(
+                    *(
+                        loop.run_in_executor(pool, client_process, url, bodies, until, n)
+                        for n in shares
+                    )
+                )
+            for part_times, part_errors in parts:
+                times += part_times
+                for k, v in part_errors.items():
+                    errors[k] = errors.get(k, 0) + v
+        wall = time.perf_counter() - started
+        cpu1, rss = proc_stats(pid)
+        hist1 = await histogram(s, base, verb)
+    times.sort()
+    return {
+        "calls": len(times),
+        "calls_per_s": len(times) / wall,
+        "p50_ms": 1000 * lat.nearest_rank(times, 50),
+        "p90_ms": 1000 * lat.nearest_rank(times, 90),
+        "p99_ms": 1000 * lat.nearest_rank(times, 99),
+        "max_ms": 1000 * times[-1],
+        "errors": errors,
+        "dropped": sum(errors.values()),
+        "server": server_side(hist0, hist1),
+        "server_cores": (cpu1 - cpu0) / wall,
+        "server_rss_mib": rss,
+        "load": os.getloadavg()[0],
+    }
+
+
+async def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--nodes", type=int, default=5000)
+    ap.add_argument("--clients", type=int, default=32, help="concurrent clients per case")
+    ap.add_argument("--seconds", type=float, default=60.0, help="duration of each case")
+    ap.add_argument("--procs", type=int, default=1, help="client processes sharing --clients")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--json", help="write results here too")
+    ns = ap.parse_args()
+
+    objs, names = lat.build_objects(ns.nodes, ns.seed)
+    port = lat._free_port()
+    rng = random.Random(ns.seed)
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "cluster.json"
+        path.write_text(json.dumps({"kind": "List", "items": objs}))
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            "from extender.cli import main; main()",
+            "serve",
+            "--from-files",
+            str(path),
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            async with aiohttp.ClientSession() as s, asyncio.timeout(300):
+                while True:
+                    try:
+                        async with s.get(f"{base}/readyz") as r:
+                            if r.status == 200:
+                                break
+                    except aiohttp.ClientConnectionError:
+                        pass
+                    await asyncio.sleep(0.2)
+            _, rss = proc_stats(proc.pid)
+            print(
+                f"{ns.nodes} nodes served, RSS {rss:.0f} MiB; {ns.clients} clients in "
+                f"{ns.procs} process(es) x "
+                f"{ns.seconds:g}s per case; load {os.getloadavg()[0]:.2f}",
+                flush=True,
+            )
+            for size in (500, len(names)):
+                for verb in ("filter", "prioritize"):
+                    pod = lat.pod(require_alignment=verb == "filter")
+                    bodies = [
+                        json.dumps(
+                            {
+                                "Pod": pod,
+                                "Nodes": None,
+                                "NodeNames": rng.sample(names, size)
+                                if size < len(names)
+                                else names,
+                            }
+                        ).encode()
+                        for _ in range(8 if size < len(names) else 1)
+                    ]
+                    name = f"{verb}{'+required' if verb == 'filter' else ''}@{size}"
+                    res = await case(base, verb, bodies, ns.clients, ns.seconds, proc.pid, ns.procs)
+                    results[name] = res
+                    srv = res["server"]
+                    print(
+                        f"{name:22s} client p50 {res['p50_ms']:6.2f}  p90 {res['p90_ms']:6.2f}  "
+                        f"p99 {res['p99_ms']:6.2f}  max {res['max_ms']:7.2f} ms | "
+                        f"{res['calls_per_s']:5.0f} calls/s, {res['calls']} calls, dropped "
+                        f"{res['dropped']} {res['errors'] or ''}| server handler mean "
+                        f"{srv.get('mean_ms', 0):.2f} ms (p50 <= {srv.get('p50_le')}, p99 <= "
+                        f"{srv.get('p99_le')}), server CPU {res['server_cores']:.2f} cores, "
+                        f"RSS {res['server_rss_mib']:.0f} MiB, load {res['load']:.1f}",
+                        flush=True,
+                    )
+        finally:
+            proc.terminate()
+            await proc.wait()
+    if ns.json:
+        out = {"nodes": ns.nodes, "clients": ns.clients, "seconds": ns.seconds, "results": results}
+        await asyncio.to_thread(Path(ns.json).write_text, json.dumps(out, indent=2))
+    dropped = sum(r["dropped"] for r in results.values())
+    print(f"dropped in all cases: {dropped}")
+    return 0 if dropped == 0 else 1
+
+
+if __name__ == "__main__":
+    try:
+        import uvloop
+
+        sys.exit(uvloop.run(main()))
+    except ImportError:
+        sys.exit(asyncio.run(main()))
