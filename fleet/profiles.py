@@ -24,8 +24,8 @@ from testbed import validation
 # API limits on what the profile feeds into a ResourceSlice (resource.k8s.io/v1 validation).
 MAX_DEVICES_PER_SLICE = 128
 MAX_STRING_ATTRIBUTE = 64
-_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_VERSION = re.compile(r"^\d+\.\d+\.\d+\Z")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 
 AttrString = Annotated[str, Field(min_length=1, max_length=MAX_STRING_ATTRIBUTE)]
 """A value published as a string device attribute: the API allows 64 characters."""

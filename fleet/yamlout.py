@@ -14,7 +14,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
+# \Z, not $: `$` also matches before a trailing newline ("A\n" is not plain).
+_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*\Z")
 # Compared lower-cased: YAML 1.1 readers turn these into bools, null or floats.
 _RESERVED = frozenset(
     ["y", "n", "yes", "no", "true", "false", "on", "off", "null", "none", "nan", "inf", "~"]

@@ -9,7 +9,7 @@ from loadgen import stats
 from loadgen.scenarios.model import parse_duration
 
 _STAT = {"p50": "Perc50", "p90": "Perc90", "p99": "Perc99", "avg": "avg", "max": "max"}
-_SPEC = re.compile(r"^([a-z_]+)\.(p50|p90|p99|avg|max)=(.+)$")
+_SPEC = re.compile(r"^([a-z_]+)\.(p50|p90|p99|avg|max)=(.+)\Z")
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,10 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 from loadgen import plan
 from testbed import validation, vocab
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*\Z")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
-_QUANTITY = re.compile(r"^\d+(\.\d+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$")
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$")
+_QUANTITY = re.compile(r"^\d+(\.\d+)?(Ki|Mi|Gi|Ti|k|M|G|T)?\Z")
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?\Z")
 MAX_DURATION = 365 * 86400.0
 """Longest duration a scenario may give (run times, timeouts): a year is already absurd."""
 MAX_COUNT = 1_000_000

@@ -64,6 +64,9 @@ def test_for_profile_is_one_pool_named_after_the_profile() -> None:
             "duplicate pool name 'a'",
         ),
         (_fleet(pools=[{"name": "A_b", "profile": "p", "count": 1}]), "not a DNS label"),
+        # A trailing newline is not part of a DNS label (regex `$` would let it through).
+        (_fleet(pools=[{"name": "a\n", "profile": "p", "count": 1}]), "not a DNS label"),
+        (_fleet(labels={"k": "v\n"}), "not a valid label value"),
         (_fleet(taints=[{"key": "k", "effect": "Sometimes"}]), "spec.taints.0.effect"),
         (_fleet(labels={"bad key!": "v"}), "not a valid label key"),
         (_fleet(topology={"hostsPerRack": 0}), "hostsPerRack"),
