@@ -1,16 +1,17 @@
 """The provisioner: make the cluster hold exactly the fleet's objects, touching only the diff.
 
-Desired objects come from `render` (pure); actual ones are listed by the fleet's labels. Nodes
-are created first (a slice's ownerReference needs the Node's uid), then their slices; extra
-nodes and slices are deleted; objects that already match are not written at all, so a
-re-apply of the same spec makes zero writes. Concurrency is bounded by a semaphore on top of
-the client's QPS bucket; the client retries 429/5xx/unreachable with backoff, and this module
-retries conflicts with a fresh read.
+Desired objects come from `render` (pure); actual ones are listed by the fleet's labels. Each
+node is written first (a slice's ownerReference needs the Node's uid), then its two slices at
+once, many nodes in flight; extra nodes and slices are deleted; objects that already match
+are not written at all, so a re-apply of the same spec makes zero writes. Concurrency is
+bounded by a semaphore on top of the client's QPS bucket; the client retries
+429/5xx/unreachable with backoff, and this module retries conflicts with a fresh read.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 import time
@@ -75,10 +76,18 @@ class Counts:
     unchanged: int = 0
     failed: int = 0
     first_error: str = ""
+    written: set[str] = field(default_factory=set, repr=False)
+    """`kind/name` of objects written so far: a pass resumed after an outage finds them
+    matching, and must not count them unchanged too."""
 
     @property
     def writes(self) -> int:
         return self.created + self.updated + self.deleted
+
+    def same(self, kind: str, name: str) -> None:
+        """`name` already matched (and was not written by an earlier pass of this apply)."""
+        if f"{kind}/{name}" not in self.written:
+            self.unchanged += 1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,6 +100,12 @@ class ReconcileSettings:
     """Re-reads after a 409 Conflict before giving up on one object."""
     record_namespace: str = RECORD_NAMESPACE
     """Where the ConfigMap recording each fleet's applied spec lives (read by `fleet status`)."""
+    outage_seconds: float = 120.0
+    """How long `apply` waits for an unreachable or failing API server (a restart, an
+    upgrade) to answer again before it gives up."""
+    outage_passes: int = 5
+    """Outages one `apply` rides through: after each, a fresh pass lists and writes only
+    what is still missing, so a pass cut short loses nothing."""
 
 
 @dataclass(slots=True)
@@ -217,44 +232,37 @@ class Reconciler:
         *,
         progress: Progress | None = None,
     ) -> Counts:
-        """Create, update and delete until the cluster holds exactly `fleet`'s objects."""
+        """Create, update and delete until the cluster holds exactly `fleet`'s objects.
+
+        An API server outage mid-way (retries of single requests exhausted) cancels the pass;
+        once the server answers again a fresh pass lists and diffs anew, for up to
+        `settings.outage_seconds`.
+        """
         progress = progress or NoProgress()
         started = time.perf_counter()
         plans = render.plan(fleet, profiles)
         render.check_limits(fleet, plans)
         counts = Counts()
+        outages = 0
         try:
-            await self._ensure_device_classes(counts)
-            await self._record(fleet, counts)
-            selector = render.fleet_selector(fleet.name)
-            nodes_l, slices_l = await asyncio.gather(
-                self.kube.list(NODES, label_selector=selector),
-                self.kube.list(RESOURCE_SLICES, label_selector=selector),
-            )
-            nodes = {n["metadata"]["name"]: n for n in nodes_l.items}
-            slices = {s["metadata"]["name"]: s for s in slices_l.items}
-            wanted = {p.name for p in plans}
-            wanted_slices = {name for p in plans for name in render.slice_names(p)}
-            extra_nodes = sorted(set(nodes) - wanted)
-            extra_slices = sorted(set(slices) - wanted_slices)
-            # Nodes first, then slices: kwok starts readying nodes while slices are written
-            # (as on a real node, where kubelet registers before drivers publish), and each
-            # slice's ownerReference needs its Node's uid.
-            missing = sum(1 for p in plans if p.name not in nodes)
-            progress.phase(f"fleet {fleet.name}: nodes", missing + len(extra_nodes))
-            uids: dict[str, str] = {}
-            work: list[Awaitable[None]] = [
-                self._sync_node(fleet, p, nodes.get(p.name), uids, counts, progress) for p in plans
-            ]
-            work += self._removals(slices, extra_nodes, extra_slices, counts, progress)
-            await asyncio.gather(*(self._bounded(w, counts) for w in work))
-            progress.phase(f"fleet {fleet.name}: slices", len(uids))
-            work = [
-                self._sync_slices(fleet, p, uids[p.name], slices, counts, progress)
-                for p in plans
-                if p.name in uids
-            ]
-            await asyncio.gather(*(self._bounded(w, counts) for w in work))
+            while True:
+                counts.failed, counts.first_error = 0, ""
+                try:
+                    await self._apply_pass(fleet, plans, counts, progress)
+                    break
+                except errors.KubeError as e:
+                    outages += 1
+                    if not errors.is_retriable(e) or outages > self.settings.outage_passes:
+                        raise
+                    log.warning(
+                        "fleet %s: API server failing (%s); resuming when it answers",
+                        fleet.name,
+                        str(e).splitlines()[0][:200],
+                    )
+                    if self.metrics:
+                        self.metrics.errors.labels("outage").inc()
+                    if not await self._await_server(self.settings.outage_seconds):
+                        raise
         finally:
             if self.metrics:
                 self.metrics.reconcile_duration.observe(time.perf_counter() - started)
@@ -265,6 +273,65 @@ class Reconciler:
             )
         return counts
 
+    async def _await_server(self, within: float) -> bool:
+        """True once the API server answers a read from storage; False if it did not within
+        `within` seconds. (Not /readyz: a restarted server serves requests for many seconds
+        before all its post-start hooks report ready.)"""
+        deadline = time.monotonic() + within
+        delay = 0.2
+        path = f"/api/v1/namespaces/{self.settings.record_namespace}"
+        while time.monotonic() < deadline:
+            try:
+                await self.kube.request("GET", path, retry=False)
+                return True
+            except errors.KubeError:
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+        return False
+
+    async def _apply_pass(
+        self, fleet: Fleet, plans: list[render.NodePlan], counts: Counts, progress: Progress
+    ) -> None:
+        """One list-diff-write pass; raises the first API-server-level failure."""
+        await self._ensure_device_classes(counts)
+        await self._record(fleet, counts)
+        selector = render.fleet_selector(fleet.name)
+        nodes_l, slices_l = await asyncio.gather(
+            self.kube.list(NODES, label_selector=selector),
+            self.kube.list(RESOURCE_SLICES, label_selector=selector),
+        )
+        nodes = {n["metadata"]["name"]: n for n in nodes_l.items}
+        slices = {s["metadata"]["name"]: s for s in slices_l.items}
+        wanted = {p.name for p in plans}
+        wanted_slices = {name for p in plans for name in render.slice_names(p)}
+        extra_nodes = sorted(set(nodes) - wanted)
+        extra_slices = sorted(set(slices) - wanted_slices)
+        # Each node, then at once its slices (a slice's ownerReference needs its Node's uid;
+        # on a real node kubelet registers before drivers publish); nodes are pipelined, so
+        # slices of the first nodes are written while later nodes are created, and kwok
+        # readies nodes meanwhile.
+        progress.phase(f"fleet {fleet.name}: nodes and slices", len(plans) + len(extra_nodes))
+        work: list[Awaitable[None]] = [
+            self._sync_host(fleet, p, nodes.get(p.name), slices, counts, progress) for p in plans
+        ]
+        work += self._removals(slices, extra_nodes, extra_slices, counts, progress)
+        await self._all(work, counts)
+
+    async def _all(self, work: list[Awaitable[None]], counts: Counts) -> None:
+        """Run `work` with bounded concurrency; if one item raises, cancel the rest (no
+        writes of a stale pass run on behind the next one) and raise it."""
+        tasks = [asyncio.ensure_future(self._bounded(w, counts)) for w in work]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for w in work:  # cancelled before they started: close them, quietly
+                if inspect.iscoroutine(w) and inspect.getcoroutinestate(w) == inspect.CORO_CREATED:
+                    w.close()
+            raise
+
     async def _bounded(self, work: Awaitable[None], counts: Counts) -> None:
         async with self._sem:
             try:
@@ -274,47 +341,22 @@ class Reconciler:
                 counts.first_error = counts.first_error or str(e)
                 if self.metrics:
                     self.metrics.errors.labels("object").inc()
-                # An unreachable API server fails everything after it: stop early.
-                if isinstance(e, errors.Unreachable | errors.Forbidden | errors.Unauthorized):
+                # A failing or unreachable API server fails everything after it, as do bad
+                # credentials: stop early (apply resumes with a fresh pass after an outage).
+                if errors.is_retriable(e) or isinstance(e, errors.Forbidden | errors.Unauthorized):
                     raise
 
-    async def _sync_node(
+    async def _sync_host(
         self,
         fleet: Fleet,
         plan: render.NodePlan,
         actual: Obj | None,
-        uids: dict[str, str],
-        counts: Counts,
-        progress: Progress,
-    ) -> None:
-        """Create or update one Node; record its uid for its slices."""
-        desired = render.node_object(fleet, plan)
-        fresh = False
-        if actual is None:
-            try:
-                actual = await self.kube.create(NODES, desired)
-                self._wrote(counts, "Node", "created")
-                fresh = True
-            except errors.AlreadyExists:
-                actual = await self.kube.get(NODES, plan.name)
-            progress.advance()
-        if not fresh:
-            if node_matches(desired, actual):
-                counts.unchanged += 1
-            else:
-                actual = await self._update_node(desired, actual)
-                self._wrote(counts, "Node", "updated")
-        uids[plan.name] = actual["metadata"]["uid"]
-
-    async def _sync_slices(
-        self,
-        fleet: Fleet,
-        plan: render.NodePlan,
-        uid: str,
         slices: Mapping[str, Obj],
         counts: Counts,
         progress: Progress,
     ) -> None:
+        """One node and its slices: the Node first (its uid owns them), then both slices."""
+        uid = await self._sync_node(fleet, plan, actual, counts)
         await asyncio.gather(
             *(
                 self._sync_slice(s, slices.get(s["metadata"]["name"]), counts)
@@ -322,6 +364,27 @@ class Reconciler:
             )
         )
         progress.advance()
+
+    async def _sync_node(
+        self, fleet: Fleet, plan: render.NodePlan, actual: Obj | None, counts: Counts
+    ) -> str:
+        """Create or update one Node; returns its uid."""
+        desired = render.node_object(fleet, plan)
+        fresh = False
+        if actual is None:
+            try:
+                actual = await self.kube.create(NODES, desired)
+                self._wrote(counts, "Node", "created", plan.name)
+                fresh = True
+            except errors.AlreadyExists:
+                actual = await self.kube.get(NODES, plan.name)
+        if not fresh:
+            if node_matches(desired, actual):
+                counts.same("Node", plan.name)
+            else:
+                actual = await self._update_node(desired, actual)
+                self._wrote(counts, "Node", "updated", plan.name)
+        return str(actual["metadata"]["uid"])
 
     async def _update_node(self, desired: Obj, actual: Obj) -> Obj:
         name = desired["metadata"]["name"]
@@ -352,13 +415,13 @@ class Reconciler:
         if actual is None:
             try:
                 await self.kube.create(RESOURCE_SLICES, desired)
-                self._wrote(counts, "ResourceSlice", "created")
+                self._wrote(counts, "ResourceSlice", "created", name)
                 return
             except errors.AlreadyExists:
                 actual = await self.kube.get(RESOURCE_SLICES, name)
         for _ in range(self.settings.conflict_retries):
             if slice_matches(desired, actual):
-                counts.unchanged += 1
+                counts.same("ResourceSlice", name)
                 return
             body = _with_version(desired, actual)
             # Drivers bump the pool generation when they republish a pool.
@@ -366,7 +429,7 @@ class Reconciler:
             body["spec"]["pool"] = {**body["spec"]["pool"], "generation": int(old) + 1}
             try:
                 await self.kube.replace(RESOURCE_SLICES, body)
-                self._wrote(counts, "ResourceSlice", "updated")
+                self._wrote(counts, "ResourceSlice", "updated", name)
                 return
             except errors.Conflict:
                 actual = await self.kube.get(RESOURCE_SLICES, name)
@@ -404,8 +467,10 @@ class Reconciler:
         if await self.kube.delete(res, name):
             self._wrote(counts, res.kind, "deleted")
 
-    def _wrote(self, counts: Counts, kind: str, action: str) -> None:
+    def _wrote(self, counts: Counts, kind: str, action: str, name: str = "") -> None:
         setattr(counts, action, getattr(counts, action) + 1)
+        if name:
+            counts.written.add(f"{kind}/{name}")
         if self.metrics:
             self.metrics.object_written(kind, action)
 
@@ -579,7 +644,7 @@ class Reconciler:
             nodes = sorted(o["metadata"]["name"] for o in nodes_l.items)
             progress.phase(f"fleet {name}: deleting", len(nodes))
             work = self._removals(slices, nodes, sorted(slices), counts, progress)
-            await asyncio.gather(*(self._bounded(w, counts) for w in work))
+            await self._all(work, counts)
             if counts.failed:
                 raise ReconcileError(
                     f"fleet {name}: {counts.failed} deletes failed, first: {counts.first_error}"

@@ -75,6 +75,25 @@ class PhaseCounts:
 
 
 @dataclass(slots=True)
+class WatchGap:
+    """An interval in which one watch was broken: events of that kind that happened in it
+    arrive late, at `end`, so latencies measured across it include part of the outage."""
+
+    watch: str
+    """Resource plural of the watch."""
+    reason: str
+    """The worst restart reason in the gap: gone (410, relisted) > error > closed."""
+    start: float
+    """When the watch broke (client monotonic seconds)."""
+    end: float | None = None
+    """First delivery after it resumed (a relist's snapshot or an event); None if the run
+    ended first."""
+
+
+_SEVERITY = {"closed": 0, "error": 1, "gone": 2}
+
+
+@dataclass(slots=True)
 class Sample:
     t: float
     seen: int
@@ -148,6 +167,8 @@ class Tracker:
         self.timeline: list[Sample] = []
         self.node_labels: dict[str, dict[str, str]] = {}
         self.watch_restarts = 0
+        self.watch_gaps: list[WatchGap] = []
+        self._broken: dict[str, WatchGap] = {}
         # Fleet view. GPU slices by name: (pool, generation, node, devices), not whole
         # objects, which at thousands of nodes would cost tens of MB; device topology
         # (PCIe root, NUMA node) by (driver, pool, device).
@@ -212,6 +233,8 @@ class Tracker:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
+        for plural in list(self._broken):
+            self._resumed(plural, None)  # still broken at the end: a gap without an end
         for _, fut in self._waiters:
             if not fut.done():
                 fut.cancel()
@@ -226,6 +249,7 @@ class Tracker:
     ) -> None:
         def restarted(reason: watching.RestartReason) -> None:
             self.watch_restarts += 1
+            self._broke(res.plural, reason)
 
         async for item in watching.informer(
             self.kube,
@@ -236,12 +260,29 @@ class Tracker:
             stop=self._stop,
         ):
             now = self.clock()
+            if res.plural in self._broken:
+                self._resumed(res.plural, now)
             if isinstance(item, watching.Snapshot):
                 self._resync(res, item.items, now, handler)
                 synced.set()
             else:
                 handler(item.type, item.object, now)
             self._check_waiters()
+
+    def _broke(self, plural: str, reason: str) -> None:
+        gap = self._broken.get(plural)
+        if gap is None:
+            self._broken[plural] = WatchGap(plural, reason, self.clock())
+        elif _SEVERITY.get(reason, 1) > _SEVERITY.get(gap.reason, 1):
+            gap.reason = reason
+
+    def _resumed(self, plural: str, now: float | None) -> None:
+        gap = self._broken.pop(plural)
+        gap.end = now
+        # A stream the server ended on its timeout and that resumed at once is routine: only
+        # failures (no answer, 5xx, 410) make a gap worth reporting.
+        if gap.reason != "closed":
+            self.watch_gaps.append(gap)
 
     def _resync(
         self, res: resources.Resource, items: list[dict[str, Any]], now: float, handler: Handler

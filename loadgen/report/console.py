@@ -24,6 +24,8 @@ def render(doc: ResultDoc, console: Console) -> None:
     )
     if doc.error:
         console.print(f"[red]error:[/] {doc.error}")
+    for g in doc.watch_gaps:
+        console.print(f"[yellow]watch gap:[/] {g.describe()}")
     table = Table(title="Pod startup latency (ms, nearest-rank)")
     table.add_column("scope")
     table.add_column("phase")

@@ -122,6 +122,33 @@ class SloResult(_Doc):
     ok: bool
 
 
+class WatchGap(_Doc):
+    """A watch broken mid-run (API server outage, 410 Gone): what it saw of that interval
+    arrived late, so latencies across it include part of the outage."""
+
+    watch: str
+    reason: str
+    """gone (410: relisted), error (no answer or 5xx: resumed), ..."""
+    start_seconds: float
+    """Since the start of the run, like the timeline."""
+    end_seconds: float | None
+    """First delivery after the watch resumed; None: nothing arrived before the run ended."""
+    pods_straddling: int
+    """Pods whose create-to-running interval overlaps the gap (their latencies include it)."""
+
+    def describe(self) -> str:
+        """One line for the console and HTML reports."""
+        end = (
+            f"{self.end_seconds:.1f}s"
+            if self.end_seconds is not None
+            else "the end (no event after it)"
+        )
+        return (
+            f"{self.watch} watch broken from {self.start_seconds:.1f}s to {end} "
+            f"({self.reason}); latencies of {self.pods_straddling} pods straddle it"
+        )
+
+
 class ComponentMetrics(_Doc):
     summary: dict[str, float]
     """cpu_seconds, rss_bytes (after), schedule_attempts, dynamic_resources_seconds, ..."""
@@ -154,6 +181,7 @@ class ResultDoc(_Doc):
     slos: list[SloResult]
     watch_restarts: int
     metrics: dict[str, ComponentMetrics] = {}
+    watch_gaps: list[WatchGap] = []
 
 
 def _rfc3339(epoch: float) -> str:
@@ -235,6 +263,29 @@ def _claims(tracker: Tracker) -> Claims:
         numa_aligned_pairs=numa,
         fully_pcie_aligned_claims=full,
     )
+
+
+def _watch_gaps(result: RunResult) -> list[WatchGap]:
+    tr, origin = result.tracker, result.started_mono
+    out = []
+    for g in tr.watch_gaps:
+        end = result.finished_mono if g.end is None else g.end
+        straddling = sum(
+            1
+            for r in tr.pods.values()
+            if r.created < end
+            and (result.finished_mono if r.running is None else r.running) > g.start
+        )
+        out.append(
+            WatchGap(
+                watch=g.watch,
+                reason=g.reason,
+                start_seconds=round(g.start - origin, 3),
+                end_seconds=None if g.end is None else round(g.end - origin, 3),
+                pods_straddling=straddling,
+            )
+        )
+    return out
 
 
 def build(result: RunResult, slos: list[slo.Slo] | None = None) -> ResultDoc:
@@ -335,6 +386,7 @@ def build(result: RunResult, slos: list[slo.Slo] | None = None) -> ResultDoc:
         ),
         slos=slo_results,
         watch_restarts=tr.watch_restarts,
+        watch_gaps=_watch_gaps(result),
         metrics={
             name: ComponentMetrics(summary=metrics.summary(d), deltas=d)
             for name, d in result.metrics.items()

@@ -34,8 +34,10 @@ def _plot(
     x_label: str,
     y_label: str,
     y_max: float | None = None,
+    bands: list[tuple[float, float]] | None = None,
 ) -> str:
-    """A line plot of several (label, points) series as an SVG string."""
+    """A line plot of several (label, points) series as an SVG string; `bands` shades
+    x-intervals (watch gaps)."""
     xs = [x for _, pts in series for x, _ in pts]
     ys = [y for _, pts in series for _, y in pts]
     x_hi = max(xs, default=1.0) or 1.0
@@ -53,6 +55,12 @@ def _plot(
         f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{_W - _PAD}" y2="{_H - _PAD}" stroke="#888"/>'
         f'<line x1="{_PAD}" y1="{_PAD}" x2="{_PAD}" y2="{_H - _PAD}" stroke="#888"/>'
     )
+    for lo, hi in bands or []:
+        x0, x1 = sx(max(0.0, min(lo, x_hi))), sx(max(0.0, min(hi, x_hi)))
+        parts.append(
+            f'<rect x="{x0:.1f}" y="{_PAD}" width="{max(x1 - x0, 1.0):.1f}" '
+            f'height="{_H - 2 * _PAD}" fill="#fdd" class="gap"/>'
+        )
     for t in _ticks(x_hi):
         parts.append(
             f'<text x="{sx(t):.1f}" y="{_H - _PAD + 14}" font-size="10" '
@@ -107,6 +115,13 @@ def render(doc: ResultDoc) -> str:
         "<h2>Counts</h2><table>"
         + "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in c.model_dump().items())
         + "</table>",
+    ]
+    if doc.watch_gaps:
+        # Before the latencies: readers must know which of them include an outage.
+        body.append("<h2>Watch gaps</h2><ul>")
+        body += [f'<li class="bad">{escape(g.describe())}</li>' for g in doc.watch_gaps]
+        body.append("</ul><p>Shaded red in the timeline.</p>")
+    body += [
         "<h2>Pod startup latency (ms, nearest-rank)</h2>",
         _latency_table(dict(doc.latency_ms)),
         _plot(
@@ -140,6 +155,10 @@ def render(doc: ResultDoc) -> str:
             ],
             x_label="seconds since start",
             y_label="pods",
+            bands=[
+                (g.start_seconds, doc.duration_seconds if g.end_seconds is None else g.end_seconds)
+                for g in doc.watch_gaps
+            ],
         ),
         _plot(
             [("GPU allocation ratio", list(zip(t.seconds, t.gpu_allocation_ratio, strict=True)))],

@@ -93,8 +93,11 @@ async def informer(
             log.warning("watch of %s failed (%s); retrying in %.1fs", res.plural, e, delay)
             if on_restart:
                 on_restart("error")
-            if failures > 1:
-                rv = ""  # repeated failures: start over from a fresh list
+            # An outage (no answer, 5xx, 429) keeps rv, however long: the restarted server
+            # resumes from it or says 410 (relist above), as client-go's reflector does. Other
+            # repeated failures start over from a fresh list.
+            if failures > 1 and not errors.is_retriable(e):
+                rv = ""
             await _sleep_or_stop(delay, stop)
 
 

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import time
+from collections.abc import Awaitable, Callable
 
 import pytest
 
 from testbed.cluster import local
+from testbed.kube import errors
+from testbed.kube.client import Kube
+
+RestartApiServer = Callable[[], Awaitable[float]]
 
 
 @pytest.fixture(scope="session")
@@ -19,3 +27,27 @@ def local_cluster(kubeconfig: str, extender_port: int) -> local.LocalCluster:
     if not cluster.status().ready:
         raise AssertionError(f"cluster {name} is not ready (kubeconfig {kubeconfig})")
     return cluster
+
+
+@pytest.fixture
+def restart_apiserver(local_cluster: local.LocalCluster, kube: Kube) -> RestartApiServer:
+    """Stop and start kube-apiserver; returns the outage in seconds (from the stop until it
+    answers a read from storage again), once the rest of the control plane is seen alive."""
+
+    async def restart() -> float:
+        started = time.monotonic()
+        await asyncio.to_thread(local_cluster.restart_component, "kube-apiserver")
+        while True:
+            with contextlib.suppress(errors.KubeError):
+                await kube.request("GET", "/api/v1/namespaces/default", retry=False)
+                break
+            if time.monotonic() - started > 120:
+                log = local_cluster.config.cluster_dir / "logs" / "kube-apiserver.log"
+                raise AssertionError(f"kube-apiserver did not come back in 120s (log: {log})")
+            await asyncio.sleep(0.1)
+        outage = time.monotonic() - started
+        dead = [c.name for c in local_cluster.status().components if c.pid is None]
+        assert not dead, f"{', '.join(dead)} did not survive the API server restart"
+        return outage
+
+    return restart

@@ -1,0 +1,168 @@
+"""Fault: watches expire (410 Gone) under the extender and the fleet service.
+
+etcd is compacted to its current revision, then kube-apiserver is restarted: every watch
+breaks, and resuming it from the resourceVersion it had is refused with 410 (the restarted
+server's watch cache starts after it, and etcd no longer holds the history). Both services
+must relist, count it in their watch-restart metric with reason `gone`, and carry on: a
+Fleet scaled up after the outage gets its new node, and the extender learns its devices.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import socket
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from fleet import crd, render
+from fleet.reconcile import Reconciler
+from fleet.spec import from_data
+from testbed import vocab
+from testbed.cluster import etcd, local, processes
+from testbed.kube import errors
+from testbed.kube.client import Kube
+from tests.faults.conftest import RestartApiServer
+from tests.waiting import condition, wait_for
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(360)]
+
+BIN = Path(sys.executable).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _fleet_object(name: str, count: int) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{vocab.TESTBED_GROUP}/{vocab.FLEET_CRD_VERSION}",
+        "kind": "Fleet",
+        "metadata": {"name": name},
+        "spec": {"pools": [{"name": "h", "profile": "dgx-h100", "count": count}]},
+    }
+
+
+def _ready_at(generation: int, nodes: int) -> Any:
+    def check(obj: dict[str, Any]) -> bool:
+        st = obj.get("status") or {}
+        return (
+            st.get("observedGeneration") == generation
+            and condition(obj, "Ready") == "True"
+            and st.get("readyNodes") == nodes
+        )
+
+    return check
+
+
+def _gone_relists(port: int, metric: str) -> float:
+    """Sum of `metric`'s samples with reason="gone" on a service's /metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    return sum(
+        s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == metric and s.labels.get("reason") == "gone"
+    )
+
+
+def _free_gpus(port: int, node: str) -> int | None:
+    """GPUs the extender believes free on `node`; None while it does not know the node."""
+    url = f"http://127.0.0.1:{port}/debug/nodes/{node}/free"
+    try:
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            devices = json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            return None
+        raise
+    return sum(1 for d in devices if d["driver"] == vocab.GPU_DRIVER)
+
+
+async def _eventually(check: Any, what: str, within: float = 90.0) -> Any:
+    """Poll an HTTP-side `check` (no watch to wait on) until it returns a truthy value."""
+    deadline = time.monotonic() + within
+    while True:
+        value = await asyncio.to_thread(check)
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not seen within {within:.0f}s (last: {value!r})")
+        await asyncio.sleep(0.5)
+
+
+async def test_extender_and_fleet_service_relist_after_410_and_carry_on(
+    kube: Kube,
+    kubeconfig: str,
+    extender_port: int,
+    local_cluster: local.LocalCluster,
+    restart_apiserver: RestartApiServer,
+    tmp_path: Path,
+) -> None:
+    name = f"gone-{secrets.token_hex(3)}"
+    env = {**os.environ, "KUBECONFIG": kubeconfig}
+    fleet_port = _free_port()
+    extender = processes.running(
+        "the extender",
+        [str(BIN / "extender"), "serve", "--port", str(extender_port)],
+        log=tmp_path / "extender.log",
+        health_url=f"http://127.0.0.1:{extender_port}/readyz",
+        timeout=120,
+        env=env,
+    )
+    service = processes.running(
+        "the fleet service",
+        [str(BIN / "fleet"), "serve", "--install-crd", "--port", str(fleet_port)],
+        log=tmp_path / "fleet-serve.log",
+        health_url=f"http://127.0.0.1:{fleet_port}/readyz",
+        timeout=120,
+        env=env,
+    )
+    try:
+        with extender, service:
+            await kube.create(crd.FLEETS, _fleet_object(name, 2))
+            await wait_for(kube, crd.FLEETS, _ready_at(1, 2), name=name, timeout=120)
+
+            url = etcd.client_url(local_cluster)
+            compacted = await asyncio.to_thread(etcd.compact, url)
+            outage = await restart_apiserver()
+
+            fleet_gone = await _eventually(
+                lambda: _gone_relists(fleet_port, "fleet_watch_restarts_total"),
+                "a relist after 410 in fleet_watch_restarts_total",
+            )
+            extender_gone = await _eventually(
+                lambda: _gone_relists(extender_port, "extender_watch_restarts_total"),
+                "a relist after 410 in extender_watch_restarts_total",
+            )
+
+            # Both carry on: a scale-up made after the outage is acted on and seen.
+            await kube.patch(crd.FLEETS, name, {"spec": _fleet_object(name, 3)["spec"]})
+            await wait_for(kube, crd.FLEETS, _ready_at(2, 3), name=name, timeout=120)
+            newest = render.plan(from_data(_fleet_object(name, 3)))[-1].name
+            gpus = await _eventually(
+                lambda: _free_gpus(extender_port, newest), f"node {newest} in the extender"
+            )
+            assert gpus == 8
+            print(
+                f"compacted etcd at revision {compacted}; API down {outage:.1f}s; relists "
+                f"after 410: fleet service {fleet_gone:.0f}, extender {extender_gone:.0f}"
+            )
+    finally:
+        with contextlib.suppress(errors.NotFound):
+            await kube.patch(crd.FLEETS, name, {"metadata": {"finalizers": None}})
+            await kube.delete(crd.FLEETS, name)
+        await Reconciler(kube).delete(name)
