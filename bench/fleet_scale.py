@@ -11,7 +11,17 @@ For each N it measures, in this order and each time from an empty start:
 3. `fleet delete`.
 And once: `fleet render --profile dgx-h100 --nodes 5000 -o DIR` wall time (no cluster).
 
+Beside each figure: CPU seconds each control-plane process used meanwhile (from /proc; kwok
+sums every kwok controller, shards included), the machine's busy fraction over the step and
+the load average, so a figure can be read against what the API server spent per object.
+`--kwok-shards N` labels the fleet for N kwok controllers (the cluster needs `testbed up
+--kwok-shards N`; the cluster's shard count is reported). `--kwok-shards` and `--concurrency`
+repeat, to compare values in one run on one cluster.
+
     .venv/bin/python bench/fleet_scale.py --nodes 1000 --nodes 5000 --json /tmp/fleet-scale.json
+    testbed --name shards2 up --kwok-shards 2 --no-extender
+    .venv/bin/python bench/fleet_scale.py --cluster shards2 --nodes 2000 --no-kwokctl \\
+        --render-nodes 0 --kwok-shards 1 --kwok-shards 2
 
 Bounded: one fleet at a time, deleted afterwards (also on Ctrl-C); `--no-kwokctl` skips step 2.
 """
@@ -27,6 +37,7 @@ import secrets
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -39,21 +50,84 @@ BIN = Path(sys.executable).parent
 KWOKCTL_LABEL = "kwok.x-k8s.io/kwokctl-scale"
 
 
+class CpuMeter:
+    """CPU seconds of the cluster's processes and of the whole machine between start and stop."""
+
+    def __init__(self, cluster: local.LocalCluster) -> None:
+        self.pids = {c.name: c.pid for c in cluster.status().components if c.pid}
+
+    @staticmethod
+    def _proc(pid: int) -> float:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    @staticmethod
+    def _machine() -> tuple[float, float]:
+        ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        return float(sum(ticks)), float(ticks[3] + ticks[4])  # all, idle + iowait
+
+    def start(self) -> None:
+        self.load_start = os.getloadavg()[0]
+        self.t0 = {n: self._proc(p) for n, p in self.pids.items()}
+        self.m0 = self._machine()
+
+    def stop(self, objects: int) -> dict[str, Any]:
+        used = {n: self._proc(p) - self.t0[n] for n, p in self.pids.items()}
+        total, idle = (b - a for a, b in zip(self.m0, self._machine(), strict=True))
+        kwok = sum(v for n, v in used.items() if n.startswith("kwok-controller"))
+        out: dict[str, Any] = {
+            f"cpu_s_{n.replace('-', '_')}": round(v, 2)
+            for n, v in used.items()
+            if not n.startswith("kwok-controller")
+        }
+        out["cpu_s_kwok"] = round(kwok, 2)
+        if objects:
+            out["apiserver_cpu_ms_per_object"] = round(
+                1000 * used.get("kube-apiserver", 0.0) / objects, 2
+            )
+        out["machine_busy"] = round(1 - idle / total, 2) if total else None
+        out["load_avg_start_end"] = [round(self.load_start, 2), round(os.getloadavg()[0], 2)]
+        return out
+
+
 def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run `cmd`; wall seconds, exit code, peak RSS (MiB), CPU seconds and stderr."""
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     assert proc.stderr is not None
-    err = proc.stderr.read().decode()
+    stderr = proc.stderr
+    err: list[bytes] = []
+    reader = threading.Thread(target=lambda: err.append(stderr.read()), daemon=True)
+    reader.start()
+    # Peak RSS from the child's own VmHWM, polled until it exits: wait4's ru_maxrss also
+    # counts the high-water mark of this (forking) process, which grows from run to run.
+    peak_kib = 0
+    while os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+        peak_kib = max(peak_kib, _vm_hwm_kib(proc.pid))
+        time.sleep(0.1)
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
+    reader.join()
     return {
         "wall_s": time.perf_counter() - started,
         "code": proc.returncode,
-        "peak_rss_mib": usage.ru_maxrss / 1024,
+        "peak_rss_mib": peak_kib / 1024,
         "cpu_s": usage.ru_utime + usage.ru_stime,
-        "stderr": err,
+        "stderr": b"".join(err).decode(),
     }
+
+
+def _vm_hwm_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 async def count_ready(kube: Kube, selector: str, expected: int, within: float) -> float:
@@ -93,13 +167,22 @@ def _seconds(pattern: str, text: str) -> float | None:
 
 
 async def bench_fleet(
-    kube: Kube, kubeconfig: str, n: int, args: argparse.Namespace
+    kube: Kube,
+    kubeconfig: str,
+    n: int,
+    args: argparse.Namespace,
+    meter: CpuMeter,
+    *,
+    concurrency: int,
+    shards: int,
 ) -> dict[str, Any]:
     name = f"bench-{n}-{secrets.token_hex(2)}"
     cmd = [str(BIN / "fleet"), "apply", "--profile", args.profile, "--nodes", str(n)]
     cmd += ["--name", name, "--kubeconfig", kubeconfig, "--timeout", str(args.timeout)]
-    cmd += ["--concurrency", str(args.concurrency), "--qps", str(args.qps)]
+    cmd += ["--concurrency", str(concurrency), "--qps", str(args.qps)]
+    cmd += ["--kwok-shards", str(shards)]
     try:
+        meter.start()
         r = run_measured(cmd)
         if r["code"] != 0:
             raise RuntimeError(f"fleet apply failed: {r['stderr'].strip()[-300:]}")
@@ -120,6 +203,11 @@ async def bench_fleet(
             "nodes_per_s_to_ready": round(n / r["wall_s"], 1),
             "peak_rss_mib": round(r["peak_rss_mib"], 1),
             "cpu_s": round(r["cpu_s"], 2),
+            "fleet_cpu_ms_per_object": round(1000 * r["cpu_s"] / created, 2) if created else None,
+            "concurrency": concurrency,
+            "qps": args.qps,
+            "kwok_shards": shards,
+            **meter.stop(created),
         }
     finally:
         d = run_measured([str(BIN / "fleet"), "delete", "--name", name, "--kubeconfig", kubeconfig])
@@ -127,13 +215,16 @@ async def bench_fleet(
     return out
 
 
-async def bench_kwokctl(kube: Kube, n: int, args: argparse.Namespace) -> dict[str, Any]:
+async def bench_kwokctl(
+    kube: Kube, n: int, args: argparse.Namespace, meter: CpuMeter
+) -> dict[str, Any]:
     b = binaries.ensure(build=False)
     cfg = local.ClusterConfig(name=args.cluster)
     env = dict(os.environ, KWOK_WORKDIR=str(cfg.workdir), KWOK_KUBECTL_BINARY=str(b["kubectl"]))
     base = [str(b["kwokctl"]), "--name", args.cluster, "scale", "node"]
     sel = f"{KWOKCTL_LABEL}=node"
     try:
+        meter.start()
         started = time.perf_counter()
         ready = asyncio.create_task(count_ready(kube, sel, n, args.timeout))
         r = await asyncio.to_thread(run_measured, [*base, "--replicas", str(n)], env)
@@ -147,6 +238,7 @@ async def bench_kwokctl(kube: Kube, n: int, args: argparse.Namespace) -> dict[st
             "kwokctl_exit_s": round(r["wall_s"], 2),
             "ready_wall_s": round(wall, 2),
             "nodes_per_s_to_ready": round(n / wall, 1),
+            **meter.stop(n),
         }
     finally:
         await asyncio.to_thread(run_measured, [*base, "--replicas", "0"], env)
@@ -172,25 +264,51 @@ async def main() -> None:
     p.add_argument("--profile", default="dgx-h100")
     p.add_argument("--cluster", default=local.DEFAULT_NAME, help="kwokctl cluster name")
     p.add_argument("--kubeconfig", help="default: the local testbed cluster's")
-    p.add_argument("--concurrency", type=int, default=64)
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        action="append",
+        help="fleet apply --concurrency; repeat to compare values in one run (default 64)",
+    )
     p.add_argument("--qps", type=float, default=500.0)
     p.add_argument("--timeout", type=float, default=900.0)
+    p.add_argument(
+        "--kwok-shards",
+        type=int,
+        action="append",
+        help="fleet spec.kwokShards; repeat to compare values in one run (default 1)",
+    )
+    p.add_argument(
+        "--repeat", type=int, default=1, help="runs per size, fleet and kwokctl alternating"
+    )
     p.add_argument("--no-kwokctl", action="store_true", help="skip the kwokctl comparison")
-    p.add_argument("--render-nodes", type=int, default=5000)
+    p.add_argument("--render-nodes", type=int, default=5000, help="0 skips the render step")
     p.add_argument("--json", type=Path, help="write the results here too")
     args = p.parse_args()
     kubeconfig = args.kubeconfig or str(local.ClusterConfig(name=args.cluster).kubeconfig)
-    results: dict[str, Any] = {"profile": args.profile, "fleet": [], "kwokctl": []}
-    results["render"] = bench_render(args.render_nodes, args.profile)
-    print(json.dumps({"render": results["render"]}), flush=True)
+    cluster = local.LocalCluster(local.ClusterConfig(name=args.cluster))
+    meter = CpuMeter(cluster)
+    results: dict[str, Any] = {
+        "profile": args.profile,
+        "cluster_kwok_shards": cluster.kwok_shards(),
+        "fleet": [],
+        "kwokctl": [],
+    }
+    if args.render_nodes:
+        results["render"] = bench_render(args.render_nodes, args.profile)
+        print(json.dumps({"render": results["render"]}), flush=True)
     kube = await Kube.connect(kubeconfig=kubeconfig, settings=ClientSettings(qps=0))
     try:
-        for n in args.nodes or [1000]:
-            f = await bench_fleet(kube, kubeconfig, n, args)
-            results["fleet"].append(f)
-            print(json.dumps({"fleet": f}), flush=True)
+        for n in [m for m in args.nodes or [1000] for _ in range(args.repeat)]:
+            for shards in args.kwok_shards or [1]:
+                for concurrency in args.concurrency or [64]:
+                    f = await bench_fleet(
+                        kube, kubeconfig, n, args, meter, concurrency=concurrency, shards=shards
+                    )
+                    results["fleet"].append(f)
+                    print(json.dumps({"fleet": f}), flush=True)
             if not args.no_kwokctl:
-                k = await bench_kwokctl(kube, n, args)
+                k = await bench_kwokctl(kube, n, args, meter)
                 k["fleet_node_rate_ratio"] = round(
                     f["nodes_per_s_to_ready"] / k["nodes_per_s_to_ready"], 2
                 )

@@ -116,6 +116,13 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--nodes", type=_non_negative, help="node count of the one-pool fleet")
     s.add_argument("--seed", type=_non_negative, default=None, help="seed of the one-pool fleet")
     s.add_argument(
+        "--kwok-shards",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="label the one-pool fleet's nodes for N kwok controllers (spec.kwokShards)",
+    )
+    s.add_argument(
         "--profiles",
         action="append",
         default=[],
@@ -201,14 +208,18 @@ def _fleet_from_args(args: argparse.Namespace) -> tuple[Fleet, dict[str, Profile
     if args.filename and args.profile:
         raise UsageError("give either -f SPEC or --profile/--nodes, not both")
     if args.filename:
-        if args.nodes is not None:
-            raise UsageError("--nodes goes with --profile, not with -f")
+        if args.nodes is not None or args.kwok_shards is not None:
+            raise UsageError("--nodes and --kwok-shards go with --profile, not with -f")
         fleet = load(args.filename, name=args.name)
     elif args.profile:
         if args.nodes is None:
             raise UsageError("--profile needs --nodes N")
         fleet = for_profile(
-            args.profile, args.nodes, name=args.name or DEFAULT_NAME, seed=args.seed or 0
+            args.profile,
+            args.nodes,
+            name=args.name or DEFAULT_NAME,
+            seed=args.seed or 0,
+            kwok_shards=args.kwok_shards or 1,
         )
     else:
         raise UsageError("give a fleet spec: -f SPEC, or --profile P --nodes N")

@@ -24,8 +24,8 @@ from testbed import validation, vocab
 
 DEFAULT_NAME = "fleet"
 API_VERSION = f"{vocab.TESTBED_GROUP}/{vocab.FLEET_CRD_VERSION}"
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
 _QUALIFIED = re.compile(
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
     r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
@@ -45,13 +45,15 @@ class _Model(BaseModel):
 def check_label_key(key: str) -> str:
     prefix, _, name = key.rpartition("/")
     if not _QUALIFIED.match(key) or len(name) > 63 or len(prefix) > 253:
-        raise ValueError(f"{key!r} is not a valid label key")
+        raise ValueError(f"{validation.shown(key)} is not a valid label key")
     return key
 
 
 def check_label_value(value: str) -> str:
     if len(value) > 63 or not _LABEL_VALUE.match(value):
-        raise ValueError(f"{value!r} is not a valid label value (63 characters at most)")
+        raise ValueError(
+            f"{validation.shown(value)} is not a valid label value (63 characters at most)"
+        )
     return value
 
 
@@ -120,7 +122,7 @@ class Pool(_Model):
     @classmethod
     def _name(cls, v: str) -> str:
         if not _DNS_LABEL.match(v):
-            raise ValueError(f"{v!r} is not a DNS label (lower case, digits, '-')")
+            raise ValueError(f"{validation.shown(v)} is not a DNS label (lower case, digits, '-')")
         return v
 
     @field_validator("labels")
@@ -161,7 +163,7 @@ class FleetSpec(_Model):
         names = [p.name for p in self.pools]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
-            raise ValueError(f"pools: duplicate pool name {dupes[0]!r}")
+            raise ValueError(f"pools: duplicate pool name {validation.shown(dupes[0])}")
         return self
 
     @property
@@ -179,7 +181,7 @@ class Fleet(_Model):
     @classmethod
     def _name(cls, v: str) -> str:
         if len(v) > 40 or not _DNS_LABEL.match(v):
-            raise ValueError(f"{v!r} is not a DNS label of at most 40 characters")
+            raise ValueError(f"{validation.shown(v)} is not a DNS label of at most 40 characters")
         return v
 
     def to_object(self) -> dict[str, Any]:
@@ -199,8 +201,12 @@ def from_data(data: Any, *, name: str | None = None, source: str = "spec") -> Fl
     if "spec" in data:
         kind = data.get("kind", vocab.FLEET_KIND)
         if kind != vocab.FLEET_KIND:
-            raise SpecError(f"{source}: kind is {kind!r}, expected {vocab.FLEET_KIND}")
+            raise SpecError(
+                f"{source}: kind is {validation.shown(kind)}, expected {vocab.FLEET_KIND}"
+            )
         meta = data.get("metadata") or {}
+        if not isinstance(meta, Mapping):
+            raise SpecError(f"{source}: metadata: expected a mapping")
         body = {"name": name or meta.get("name") or DEFAULT_NAME, "spec": data["spec"]}
     else:
         spec = dict(data)
@@ -217,20 +223,27 @@ def load(path: str | Path, *, name: str | None = None) -> Fleet:
         text = sys.stdin.read() if str(path) == "-" else Path(path).read_text()
     except OSError as e:
         raise SpecError(f"cannot read {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise SpecError(f"{path}: not valid UTF-8 text ({e.reason} at byte {e.start})") from None
     try:
         data = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise SpecError(f"{path}: not valid YAML/JSON: {first}") from None
+    except RecursionError:  # both parsers recurse per nesting level
+        raise SpecError(f"{path}: not valid YAML/JSON: too deeply nested") from None
     return from_data(data, name=name, source=str(path))
 
 
-def for_profile(profile: str, nodes: int, *, name: str = DEFAULT_NAME, seed: int = 0) -> Fleet:
+def for_profile(
+    profile: str, nodes: int, *, name: str = DEFAULT_NAME, seed: int = 0, kwok_shards: int = 1
+) -> Fleet:
     """The one-pool fleet of `fleet apply --profile P --nodes N` (pool named after the profile)."""
     return from_data(
         {
             "name": name,
             "seed": seed,
+            "kwokShards": kwok_shards,
             "pools": [{"name": profile, "profile": profile, "count": nodes}],
         },
         source="--profile/--nodes",

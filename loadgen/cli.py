@@ -40,7 +40,7 @@ EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 # Interrupted runs exit 128 + the signal number, as shells report a process that signal ended.
 _SIGNAL_EXIT = 128
 # The namespace is loadgen-<run-id>: a DNS label of at most 63 characters.
-_RUN_ID = re.compile(r"^[a-z0-9]([-a-z0-9]{0,52}[a-z0-9])?$")
+_RUN_ID = re.compile(r"^[a-z0-9]([-a-z0-9]{0,52}[a-z0-9])?\Z")
 
 
 class UsageError(Exception):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -53,6 +55,14 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="FILE",
         help="KubeSchedulerConfiguration to use (default manifests/scheduler/...)",
+    )
+    up.add_argument(
+        "--kwok-shards",
+        type=int,
+        metavar="N",
+        help="run N kwok controllers, each managing the nodes labelled "
+        f"{vocab.LABEL_KWOK_SHARD}=<i> (a fleet's spec.kwokShards; unlabelled nodes go to the "
+        "first); fixed when the cluster is created (default 1)",
     )
     up.add_argument(
         "--no-build",
@@ -120,22 +130,37 @@ def main(argv: list[str] | None = None) -> None:
         _fail(EXIT_USAGE, f"--apiserver-port {args.apiserver_port} is not a TCP port")
     if not 0 < args.extender_port < 65536:
         _fail(EXIT_USAGE, f"--extender-port {args.extender_port} is not a TCP port")
+    shards = getattr(args, "kwok_shards", None)
+    if shards is not None and not 1 <= shards <= local.MAX_KWOK_SHARDS:
+        _fail(EXIT_USAGE, f"--kwok-shards {shards}: must be 1..{local.MAX_KWOK_SHARDS}")
     config = local.ClusterConfig(
         name=args.name,
         apiserver_port=getattr(args, "apiserver_port", 0),
         extender=not getattr(args, "no_extender", False),
         extender_port=args.extender_port,
         scheduler_config=getattr(args, "scheduler_config", None),
+        kwok_shards=shards,
     )
     cluster = local.LocalCluster(config)
+    received = [signal.SIGINT]
+
+    def terminated(signum: int, frame: object) -> None:
+        # SIGTERM unwinds like Ctrl-C: the demo stops its children and tears down first.
+        received[0] = signal.Signals(signum)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, terminated)
     try:
         code = {"up": _up, "down": _down, "status": _status, "demo": _demo}[args.command](
             cluster, args
         )
+    except BrokenPipeError:  # e.g. `testbed status | head -1`: the reader has gone
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(128 + signal.SIGPIPE)
     except (local.ClusterError, bins.BinariesError, OSError) as e:
         _fail(EXIT_RUNTIME, str(e))
     except KeyboardInterrupt:
-        _fail(130, "interrupted")
+        _fail(128 + received[0], f"interrupted by {received[0].name}")
     sys.exit(code)
 
 

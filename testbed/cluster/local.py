@@ -6,12 +6,14 @@ the kwokctl call; `LocalCluster` runs it and inspects the result.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,9 +21,10 @@ import yaml
 
 from testbed import vocab
 from testbed.cluster import binaries as bins
-from testbed.cluster import paths
+from testbed.cluster import kwok_shards, paths
 
 DEFAULT_NAME = "dra-testbed"
+MAX_KWOK_SHARDS = 16
 COMPONENTS = (
     "etcd",
     "kube-apiserver",
@@ -53,6 +56,9 @@ class ClusterConfig:
     """kwok Stages; default manifests/kwok/stages.yaml."""
     wait_seconds: int = 180
     """How long kwokctl may wait for the components to become ready."""
+    kwok_shards: int | None = None
+    """kwok controllers sharing the nodes by their `testbed.dra.io/kwok-shard` label (see
+    `kwok_shards`); None: 1 for a new cluster, what it was created with for an existing one."""
 
     @property
     def workdir(self) -> Path:
@@ -114,6 +120,8 @@ def create_command(config: ClusterConfig, b: bins.Binaries, scheduler_config: Pa
         "--config",
         str(kwok_dir / "kwokctl.yaml"),  # loopback only
         "--config",
+        str(kwok_dir / "kwok-controller.yaml"),  # kwok's worker counts
+        "--config",
         str(stages),
         # API server without inflight limits or APF, and client QPS 5000/burst 10000 for
         # kube-controller-manager and kwok (the CL2 DRA runs needed kcm >= 200/400).
@@ -126,7 +134,35 @@ def create_command(config: ClusterConfig, b: bins.Binaries, scheduler_config: Pa
     ]
     if config.apiserver_port:
         cmd += ["--kube-apiserver-port", str(config.apiserver_port)]
+    extra = [
+        # No TTL controller: it patches every node once, and all of them again each time the
+        # node count crosses 100, 500, 1000 and 2000 (thousands of writes while a fleet grows);
+        # its annotation only tunes a real kubelet's ConfigMap cache, and kwok has no kubelet.
+        "kube-controller-manager=controllers=*,-ttl",
+        # One kcm, nothing to elect; and with election an API server outage past the lease's
+        # renew deadline (10 s: a restart, or a stall under load) makes kcm exit for good, as
+        # no kubelet runs it here to bring it back.
+        "kube-controller-manager=leader-elect=false",
+        *kwok_shards.kwokctl_extra_args(config.kwok_shards or 1),
+    ]
+    for value in _first_of_each_component_first(extra):
+        cmd += ["--extra-args", value]
     return cmd
+
+
+def _first_of_each_component_first(extra_args: list[str]) -> list[str]:
+    """`--extra-args` values reordered so every component's first value comes before any
+    component's second (order within a component kept).
+
+    kwokctl v0.8.0 files a component's later values under the patch at the *flag position* of
+    its first value, which is only its patch's index while all first values lead; otherwise
+    `kwokctl create cluster` panics (index out of range).
+    """
+    by_component: dict[str, list[str]] = {}
+    for value in extra_args:
+        by_component.setdefault(value.split("=", 1)[0], []).append(value)
+    rounds = max((len(v) for v in by_component.values()), default=0)
+    return [vs[i] for i in range(rounds) for vs in by_component.values() if i < len(vs)]
 
 
 def _env(config: ClusterConfig, b: bins.Binaries) -> dict[str, str]:
@@ -183,8 +219,19 @@ class LocalCluster:
     def up(self, *, build: bool = True) -> tuple[Status, bool]:
         """Create (or restart) the cluster; returns its status and whether anything changed."""
         cfg = self.config
+        if cfg.kwok_shards is not None and not 1 <= cfg.kwok_shards <= MAX_KWOK_SHARDS:
+            raise ClusterError(f"kwok shards must be 1..{MAX_KWOK_SHARDS}, not {cfg.kwok_shards}")
         current = self.status()
+        if current.exists and cfg.kwok_shards is not None:
+            have = self.kwok_shards()
+            if have != cfg.kwok_shards:
+                raise ClusterError(
+                    f"cluster {cfg.name!r} runs {have} kwok shard(s); `testbed down` it first "
+                    f"to recreate it with {cfg.kwok_shards}"
+                )
         if current.ready:
+            if self._start_shards():
+                return self.status(), True
             return current, False
         b = self._binaries(build=build)
         cfg.home.mkdir(parents=True, exist_ok=True)
@@ -192,7 +239,9 @@ class LocalCluster:
             # Left over from a reboot or a crash: try to start it again, else recreate.
             started = self._run([str(b["kwokctl"]), "start", "cluster", "--name", cfg.name], b)
             if started == 0 and self._wait_ready(cfg.wait_seconds):
+                self._start_shards()
                 return self.status(), True
+            self._stop_shards()
             self._run([str(b["kwokctl"]), "delete", "cluster", "--name", cfg.name], b)
         if cfg.apiserver_port and port_in_use(cfg.apiserver_port):
             raise ClusterError(f"port {cfg.apiserver_port} on 127.0.0.1 is already in use")
@@ -210,6 +259,7 @@ class LocalCluster:
             raise ClusterError(
                 f"the API server did not become ready in {cfg.wait_seconds}s (log: {cfg.log_file})"
             )
+        self._start_shards()
         return self.status(), True
 
     def down(self) -> bool:
@@ -218,6 +268,7 @@ class LocalCluster:
         if not cfg.cluster_dir.exists():
             return False
         b = self._binaries()
+        self._stop_shards()
         if self._run([str(b["kwokctl"]), "delete", "cluster", "--name", cfg.name], b) != 0:
             raise self._failed("delete")
         shutil.rmtree(cfg.cluster_dir, ignore_errors=True)
@@ -245,8 +296,9 @@ class LocalCluster:
         For fault tests: the process is re-executed as kwokctl started it (arguments,
         environment, working directory, log file); returns the new pid.
         """
-        if name not in COMPONENTS:
-            raise ClusterError(f"unknown component {name!r}; one of {', '.join(COMPONENTS)}")
+        known = self._component_names()
+        if name not in known:
+            raise ClusterError(f"unknown component {name!r}; one of {', '.join(known)}")
         pid_file = self.config.cluster_dir / "pids" / f"{name}.pid"
         pid = _read_pid(pid_file)
         if pid is None or _rss_bytes(pid) is None:
@@ -265,6 +317,11 @@ class LocalCluster:
             time.sleep(0.05)
         if _rss_bytes(pid) is not None:
             os.kill(pid, signal.SIGKILL)
+        # Until it has fully exited it holds its ports (its memory goes first, its sockets
+        # later): a successor started before then fails to bind.
+        deadline = time.monotonic() + 10.0
+        while not _exited(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
         time.sleep(down_seconds)
         with (self.config.cluster_dir / "logs" / f"{name}.log").open("a") as log:
             proc = subprocess.Popen(
@@ -272,6 +329,82 @@ class LocalCluster:
             )
         pid_file.write_text(str(proc.pid))
         return proc.pid
+
+    def kwok_shards(self) -> int:
+        """How many kwok controllers share this cluster's nodes (1 if it does not exist)."""
+        base = kwok_shards.default_controller(self.config.cluster_dir)
+        return kwok_shards.shards_of(base.args) if base else 1
+
+    # -- kwok shard controllers ----------------------------------------------------------
+
+    def _start_shards(self, timeout: float = 60.0) -> int:
+        """Start the extra kwok controllers that are not running; returns how many started."""
+        cfg = self.config
+        base = kwok_shards.default_controller(cfg.cluster_dir)
+        if base is None:
+            return 0
+        pids_dir, logs_dir = cfg.cluster_dir / "pids", cfg.cluster_dir / "logs"
+        pids_dir.mkdir(parents=True, exist_ok=True)
+        logs_dir.mkdir(parents=True, exist_ok=True)
+        started: list[tuple[str, subprocess.Popen[bytes], int]] = []
+        for shard in range(1, kwok_shards.shards_of(base.args)):
+            name = kwok_shards.shard_name(shard)
+            if self._own_pid(pids_dir / f"{name}.pid") is not None:
+                continue
+            port = _free_port()
+            with (logs_dir / f"{name}.log").open("a") as log:
+                proc = subprocess.Popen(
+                    kwok_shards.shard_argv(base, shard, port),
+                    cwd=base.work_dir,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # like kwokctl's: outlives `testbed up`
+                )
+            (pids_dir / f"{name}.pid").write_text(str(proc.pid))
+            started.append((name, proc, port))
+        deadline = time.monotonic() + timeout
+        for name, proc, port in started:
+            while not _answers(f"http://127.0.0.1:{port}/healthz"):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    log_path = logs_dir / f"{name}.log"
+                    raise ClusterError(
+                        f"{name} did not become healthy: {_last_line(log_path)} (log: {log_path})"
+                    )
+                time.sleep(0.2)
+        return len(started)
+
+    def _stop_shards(self, grace_seconds: float = 5.0) -> None:
+        """Stop every extra kwok controller of this cluster (SIGTERM, then SIGKILL)."""
+        pids_dir = self.config.cluster_dir / "pids"
+        pid_files = sorted(pids_dir.glob(f"{kwok_shards.SHARD_PREFIX}*.pid"))
+        running = [(f, pid) for f in pid_files if (pid := self._own_pid(f)) is not None]
+        for _, pid in running:
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_seconds
+        for _, pid in running:
+            while _rss_bytes(pid) is not None and time.monotonic() < deadline:
+                _reap(pid)
+                time.sleep(0.05)
+            if _rss_bytes(pid) is not None:
+                os.kill(pid, signal.SIGKILL)
+            _reap(pid)
+        for f in pid_files:
+            f.unlink(missing_ok=True)
+
+    def _own_pid(self, pid_file: Path) -> int | None:
+        """The live process in `pid_file` if it is one of this cluster's (not a reused pid)."""
+        pid = _read_pid(pid_file)
+        if pid is None or _rss_bytes(pid) is None:
+            return None
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return None
+        return pid if str(self.config.cluster_dir).encode() in cmdline else None
+
+    def _component_names(self) -> list[str]:
+        shards = [kwok_shards.shard_name(i) for i in range(1, self.kwok_shards())]
+        return [*COMPONENTS, *shards]
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -293,11 +426,7 @@ class LocalCluster:
         )
 
     def _last_log_line(self) -> str:
-        try:
-            lines = [ln for ln in self.config.log_file.read_text().splitlines() if ln.strip()]
-        except OSError:
-            return "no output"
-        return lines[-1][-300:] if lines else "no output"
+        return _last_line(self.config.log_file)
 
     def _ready(self) -> bool:
         """The API server answers /readyz with the cluster's kubeconfig credentials."""
@@ -332,11 +461,49 @@ class LocalCluster:
     def _components(self) -> list[ComponentState]:
         pids_dir = self.config.cluster_dir / "pids"
         out = []
-        for name in COMPONENTS:
+        for name in self._component_names():
             pid = _read_pid(pids_dir / f"{name}.pid")
             rss = _rss_bytes(pid) if pid else None
             out.append(ComponentState(name, pid if rss is not None else None, rss))
         return out
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+def _last_line(log: Path) -> str:
+    try:
+        lines = [ln for ln in log.read_text().splitlines() if ln.strip()]
+    except OSError:
+        return "no output"
+    return lines[-1][-300:] if lines else "no output"
+
+
+def _exited(pid: int) -> bool:
+    """Gone, or every thread a zombie: only then are its files and sockets closed (a Go
+    program's main thread turns zombie while its other threads still hold them)."""
+    try:
+        stats = [t.joinpath("stat").read_text() for t in Path(f"/proc/{pid}/task").iterdir()]
+    except OSError:
+        return True
+    return all(st.rsplit(")", 1)[-1].split()[:1] in (["Z"], ["X"], []) for st in stats)
+
+
+def _reap(pid: int) -> None:
+    """Collect `pid` if it is our own exited child (else it lingers as a zombie)."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
 
 
 def _server_of(kubeconfig: Path) -> str | None:

@@ -34,6 +34,16 @@ def test_render_to_a_directory_writes_one_file_per_kind(tmp_path: Path) -> None:
     assert len(list(yaml.safe_load_all((out / "nodes.yaml").read_text()))) == 3
 
 
+def test_render_kwok_shards_labels_the_one_pool_fleet_round_robin(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["render", "--profile", "cpu-only", "--nodes", "5", "--kwok-shards", "2"]
+    assert _run(argv) == 0
+    nodes = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d and d["kind"] == "Node"]
+    shards = [n["metadata"]["labels"]["testbed.dra.io/kwok-shard"] for n in nodes]
+    assert shards == ["0", "1", "0", "1", "0"]
+
+
 def test_render_json_lines(capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(["render", "--profile", "cpu-only", "--nodes", "1", "--format", "json"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 3 + 1 + 1
@@ -48,6 +58,7 @@ def test_render_json_lines(capsys: pytest.CaptureFixture[str]) -> None:
         (["render", "-f", "/nonexistent.yaml"], "cannot read"),
         (["apply", "--profile", "nope", "--nodes", "1"], "unknown profile"),
         (["render", "--profile", "dgx-h100", "--nodes", "1", "--name", "Bad_Name"], "name"),
+        (["render", "-f", "spec.yaml", "--kwok-shards", "2"], "--kwok-shards go with --profile"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
@@ -63,6 +74,8 @@ def test_bad_input_is_one_line_and_exit_2(
 def test_a_negative_count_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(["apply", "--profile", "dgx-h100", "--nodes", "-3"]) == 2
     assert "negative" in capsys.readouterr().err
+    assert _run(["apply", "--profile", "dgx-h100", "--nodes", "3", "--kwok-shards", "0"]) == 2
+    assert "--kwok-shards: must be at least 1" in capsys.readouterr().err
 
 
 def test_a_spec_breaking_a_slice_limit_names_the_field(

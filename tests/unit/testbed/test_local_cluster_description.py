@@ -1,9 +1,11 @@
 import itertools
 from pathlib import Path
 
+import pytest
 import yaml
 
-from testbed.cluster import binaries, local, paths
+from testbed import cli
+from testbed.cluster import binaries, kwok_shards, local, paths
 
 
 def test_create_command_uses_local_binaries_our_configs_and_loopback_only(tmp_path: Path) -> None:
@@ -24,12 +26,98 @@ def test_create_command_uses_local_binaries_our_configs_and_loopback_only(tmp_pa
     assert args["--kube-scheduler-config"] == str(tmp_path / "sched.yaml")
     configs = [v for k, v in itertools.pairwise(cmd) if k == "--config"]
     kwok = paths.manifests_dir() / "kwok"
-    assert configs == [str(kwok / "kwokctl.yaml"), str(kwok / "stages.yaml")]
+    assert configs == [
+        str(kwok / "kwokctl.yaml"),
+        str(kwok / "kwok-controller.yaml"),
+        str(kwok / "stages.yaml"),
+    ]
     options = yaml.safe_load((kwok / "kwokctl.yaml").read_text())["options"]
     assert options["bindAddress"] == "127.0.0.1"
     assert args["--kube-apiserver-port"] == "32001"
     assert args["--kubeconfig"] == ""
     assert "--disable-qps-limits" in cmd
+    extra = [v for k, v in itertools.pairwise(cmd) if k == "--extra-args"]
+    assert extra == [  # kwok: all nodes, 1 controller
+        "kube-controller-manager=controllers=*,-ttl",
+        "kube-controller-manager=leader-elect=false",
+    ]
+
+
+def test_kwok_controller_options_raise_the_node_workers_above_kwoks_default_of_4() -> None:
+    (doc,) = yaml.safe_load_all(
+        (paths.manifests_dir() / "kwok" / "kwok-controller.yaml").read_text()
+    )
+    assert doc["kind"] == "KwokConfiguration"
+    assert doc["options"]["nodePlayStageParallelism"] > 4
+    assert doc["options"]["nodeLeaseParallelism"] > 4
+
+
+def test_sharded_cluster_narrows_kwokctls_controller_to_nodes_no_shard_controller_takes(
+    tmp_path: Path,
+) -> None:
+    b = binaries.Binaries(tmp_path)
+    config = local.ClusterConfig(name="x", home=tmp_path, kwok_shards=3)
+    cmd = local.create_command(config, b, tmp_path / "sched.yaml")
+    extra = [v for k, v in itertools.pairwise(cmd) if k == "--extra-args"]
+    # kwokctl v0.8.0 panics unless every component's first value leads (see create_command).
+    components = [v.split("=", 1)[0] for v in extra]
+    firsts = list(dict.fromkeys(components))
+    assert components[: len(firsts)] == firsts
+    assert [v for v in extra if v.startswith("kwok-controller=")] == [
+        "kwok-controller=manage-all-nodes=false",
+        "kwok-controller=manage-nodes-with-label-selector=testbed.dra.io/kwok-shard notin (1,2)",
+    ]
+
+
+def test_shard_count_is_read_back_from_the_default_controllers_arguments() -> None:
+    for shards in (1, 2, 5):
+        args = ["--manage-all-nodes=true", "--kubeconfig=k"]
+        args += ["--" + a.split("=", 1)[1] for a in kwok_shards.kwokctl_extra_args(shards)]
+        assert kwok_shards.shards_of(args) == shards
+    assert kwok_shards.shards_of(["--manage-nodes-with-label-selector=team=a"]) == 1
+
+
+def test_shard_controller_is_kwokctls_narrowed_to_its_label_on_its_own_port() -> None:
+    base = kwok_shards.Controller(
+        binary="/c/bin/kwok-controller",
+        args=[
+            "--manage-all-nodes=true",
+            "--kubeconfig=/c/kubeconfig.yaml",
+            "--config=/c/kwok.yaml",
+            "--node-port=32763",
+            "--server-address=127.0.0.1:32763",
+            "--node-lease-duration-seconds=200",
+            "--manage-all-nodes=false",
+            "--manage-nodes-with-label-selector=testbed.dra.io/kwok-shard notin (1)",
+        ],
+        work_dir="/c",
+    )
+    argv = kwok_shards.shard_argv(base, 1, 40001)
+    assert argv == [
+        "/c/bin/kwok-controller",
+        "--kubeconfig=/c/kubeconfig.yaml",
+        "--config=/c/kwok.yaml",
+        "--node-lease-duration-seconds=200",
+        "--manage-nodes-with-label-selector=testbed.dra.io/kwok-shard=1",
+        "--node-port=40001",
+        "--server-address=127.0.0.1:40001",
+    ]
+
+
+def test_kwokctls_saved_controller_is_found_in_the_cluster_config(tmp_path: Path) -> None:
+    docs = [
+        {
+            "kind": "KwokctlConfiguration",
+            "components": [
+                {"name": "etcd", "binary": "/e", "args": []},
+                {"name": "kwok-controller", "binary": "/k", "args": ["--a=1"], "workDir": "/w"},
+            ],
+        },
+        {"kind": "Stage", "metadata": {"name": "node-initialize"}},
+    ]
+    (tmp_path / "kwok.yaml").write_text(yaml.safe_dump_all(docs))
+    assert kwok_shards.default_controller(tmp_path) == kwok_shards.Controller("/k", ["--a=1"], "/w")
+    assert kwok_shards.default_controller(tmp_path / "missing") is None
 
 
 def test_the_shipped_scheduler_config_names_the_extender_as_the_issue_requires() -> None:
@@ -86,3 +174,16 @@ def test_the_extender_port_is_rewritten_only_for_the_loopback_extender() -> None
     source = paths.manifests_dir() / "scheduler" / "kube-scheduler-config.yaml"
     doc = yaml.safe_load(local.scheduler_config_text(source, extender=True, extender_port=18888))
     assert [e["urlPrefix"] for e in doc["extenders"]] == ["http://127.0.0.1:18888"]
+
+
+def test_bad_kwok_shard_count_is_a_one_line_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DRA_TESTBED_HOME", str(tmp_path))
+    for bad in ("0", "17"):
+        with pytest.raises(SystemExit) as exit_:
+            cli.main(["--name", "x", "up", "--kwok-shards", bad])
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("testbed: error: --kwok-shards") and "\n" not in err
+    assert list(tmp_path.iterdir()) == []  # nothing created
