@@ -178,6 +178,8 @@ class Tracker:
         self._fleet: set[str] = set()
         self._gpus_by_claim: dict[str, tuple[str, int]] = {}  # claim -> (node, GPUs)
         self.gpus_allocated = 0
+        self.peak_gpus_allocated = 0
+        """Exact, updated on every claim change (samples, once a second, can miss a peak)."""
         # Epoch = monotonic + offset: converts server timestamps to the tracker's clock.
         self.wall_offset = time.time() - clock()
         self._posted: dict[str, float] = {}
@@ -424,6 +426,7 @@ class Tracker:
                 and self._pool_node.get((vocab.GPU_DRIVER, r.get("pool", ""))) in self._fleet
             )
         self.gpus_allocated += gpus - self._gpus_by_claim.get(key, ("", 0))[1]
+        self.peak_gpus_allocated = max(self.peak_gpus_allocated, self.gpus_allocated)
         if gpus:
             first = next(r for r in results if r.get("driver") == vocab.GPU_DRIVER)
             node = self._pool_node.get((vocab.GPU_DRIVER, first.get("pool", "")), "")

@@ -95,7 +95,7 @@ class Fleet(_Doc):
     peak_gpus_allocated: int
     peak_allocation_ratio: float
     gpus_stranded_at_peak: int = 0
-    """Free GPUs on partly used nodes when allocation peaked (fragmentation)."""
+    """Free GPUs on partly used nodes at the sample with the highest allocation."""
 
 
 class Timeline(_Doc):
@@ -323,8 +323,9 @@ def build(result: RunResult, slos: list[slo.Slo] | None = None) -> ResultDoc:
             round(s.gpus_allocated / gpus, 4) if gpus else 0.0 for s in tr.timeline
         ],
     )
+    # Stranded GPUs are sampled; the peak itself is exact (a short peak can fall between samples).
     peak_sample = max(tr.timeline, key=lambda s: s.gpus_allocated, default=None)
-    peak = peak_sample.gpus_allocated if peak_sample else 0
+    peak = max(tr.peak_gpus_allocated, peak_sample.gpus_allocated if peak_sample else 0)
     checked: list[tuple[float, float, float, float]] = []
     for r in tr.pods.values():
         if r.running is not None and r.created_server is not None and r.running_server:

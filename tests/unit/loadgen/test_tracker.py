@@ -153,3 +153,4 @@ def test_stranded_gpus_are_the_free_ones_on_partly_used_nodes() -> None:
     assert (t.gpus_allocated, t.gpus_stranded()) == (5, 3)
     t._on_claim("DELETED", _claim("a", "loadgen-r1", []), 2.0)
     assert (t.gpus_allocated, t.gpus_stranded()) == (4, 0)
+    assert t.peak_gpus_allocated == 5  # exact, whether or not a sample caught it
