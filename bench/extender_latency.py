@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -29,6 +30,7 @@ import socket
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -204,6 +206,35 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@contextlib.asynccontextmanager
+async def serving(objs: list[dict[str, Any]]) -> AsyncIterator[tuple[str, int]]:
+    """`extender serve --from-files` on a free loopback port with `objs`, ready (synced)
+    before yielding its base URL and pid; stopped on the way out."""
+    port = _free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "cluster.json"
+        path.write_text(json.dumps({"kind": "List", "items": objs}))
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            "from extender.cli import main; main()",
+            *("serve", "--from-files", str(path), "--port", str(port), "--log-level", "warning"),
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            async with aiohttp.ClientSession() as session, asyncio.timeout(300):
+                while True:
+                    with contextlib.suppress(aiohttp.ClientConnectionError):
+                        async with session.get(f"{base}/readyz") as r:
+                            if r.status == 200:
+                                break
+                    await asyncio.sleep(0.2)
+            yield base, proc.pid
+        finally:
+            proc.terminate()
+            await proc.wait()
+
+
 async def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--nodes", type=int, default=5000)
@@ -213,61 +244,31 @@ async def main() -> int:
     ns = ap.parse_args()
 
     objs, names = build_objects(ns.nodes, ns.seed)
-    port = _free_port()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "cluster.json"
-        path.write_text(json.dumps({"kind": "List", "items": objs}))
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-c",
-            "from extender.cli import main; main()",
-            "serve",
-            "--from-files",
-            str(path),
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        )
-        base = f"http://127.0.0.1:{port}"
-        results: dict[str, dict[str, float]] = {}
-        try:
-            async with aiohttp.ClientSession() as session:
-                async with asyncio.timeout(300):
-                    while True:
-                        try:
-                            async with session.get(f"{base}/readyz") as r:
-                                if r.status == 200:
-                                    break
-                        except aiohttp.ClientConnectionError:
-                            pass
-                        await asyncio.sleep(0.2)
-                rng = random.Random(ns.seed)
-                for size in (500, len(names)):
-                    cands = rng.sample(names, size) if size < len(names) else names
-                    for verb, required in (
-                        ("filter", False),
-                        ("filter", True),
-                        ("prioritize", False),
-                    ):
-                        body = json.dumps(
-                            {"Pod": pod(required), "Nodes": None, "NodeNames": cands}
-                        ).encode()
-                        case = f"{verb}{'+required' if required else ''}@{size}"
-                        results[case] = await measure(session, base, verb, body, ns.calls, proc.pid)
-                        res = results[case]
-                        print(
-                            f"{case:28s} p50 {res['p50_ms']:6.2f} ms  "
-                            f"p90 {res['p90_ms']:6.2f} ms  p99 {res['p99_ms']:6.2f} ms  "
-                            f"max {res['max_ms']:6.2f} ms  {res['calls_per_s']:7.0f} calls/s  "
-                            f"(handler mean {res['handler_mean_ms']:5.2f} ms, server CPU "
-                            f"{res['server_cpu_ms_per_call']:5.2f} ms/call = "
-                            f"{res['calls_per_cpu_s']:5.0f} calls per CPU-second)",
-                            flush=True,
-                        )
-        finally:
-            proc.terminate()
-            await proc.wait()
+    results: dict[str, dict[str, float]] = {}
+    async with serving(objs) as (base, pid), aiohttp.ClientSession() as session:
+        rng = random.Random(ns.seed)
+        for size in (500, len(names)):
+            cands = rng.sample(names, size) if size < len(names) else names
+            for verb, required in (
+                ("filter", False),
+                ("filter", True),
+                ("prioritize", False),
+            ):
+                body = json.dumps(
+                    {"Pod": pod(required), "Nodes": None, "NodeNames": cands}
+                ).encode()
+                case = f"{verb}{'+required' if required else ''}@{size}"
+                results[case] = await measure(session, base, verb, body, ns.calls, pid)
+                res = results[case]
+                print(
+                    f"{case:28s} p50 {res['p50_ms']:6.2f} ms  "
+                    f"p90 {res['p90_ms']:6.2f} ms  p99 {res['p99_ms']:6.2f} ms  "
+                    f"max {res['max_ms']:6.2f} ms  {res['calls_per_s']:7.0f} calls/s  "
+                    f"(handler mean {res['handler_mean_ms']:5.2f} ms, server CPU "
+                    f"{res['server_cpu_ms_per_call']:5.2f} ms/call = "
+                    f"{res['calls_per_cpu_s']:5.0f} calls per CPU-second)",
+                    flush=True,
+                )
     if ns.json:
         out = json.dumps({"nodes": ns.nodes, "calls": ns.calls, "results": results}, indent=2)
         await asyncio.to_thread(Path(ns.json).write_text, out)

@@ -32,7 +32,6 @@ import multiprocessing
 import os
 import random
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -196,74 +195,43 @@ async def main() -> int:
     ns = ap.parse_args()
 
     objs, names = lat.build_objects(ns.nodes, ns.seed)
-    port = lat._free_port()
     rng = random.Random(ns.seed)
     results: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "cluster.json"
-        path.write_text(json.dumps({"kind": "List", "items": objs}))
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-c",
-            "from extender.cli import main; main()",
-            "serve",
-            "--from-files",
-            str(path),
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
+    async with lat.serving(objs) as (base, pid):
+        _, rss = proc_stats(pid)
+        print(
+            f"{ns.nodes} nodes served, RSS {rss:.0f} MiB; {ns.clients} clients in "
+            f"{ns.procs} process(es) x "
+            f"{ns.seconds:g}s per case; load {os.getloadavg()[0]:.2f}",
+            flush=True,
         )
-        base = f"http://127.0.0.1:{port}"
-        try:
-            async with aiohttp.ClientSession() as s, asyncio.timeout(300):
-                while True:
-                    try:
-                        async with s.get(f"{base}/readyz") as r:
-                            if r.status == 200:
-                                break
-                    except aiohttp.ClientConnectionError:
-                        pass
-                    await asyncio.sleep(0.2)
-            _, rss = proc_stats(proc.pid)
-            print(
-                f"{ns.nodes} nodes served, RSS {rss:.0f} MiB; {ns.clients} clients in "
-                f"{ns.procs} process(es) x "
-                f"{ns.seconds:g}s per case; load {os.getloadavg()[0]:.2f}",
-                flush=True,
-            )
-            for size in (500, len(names)):
-                for verb in ("filter", "prioritize"):
-                    pod = lat.pod(require_alignment=verb == "filter")
-                    bodies = [
-                        json.dumps(
-                            {
-                                "Pod": pod,
-                                "Nodes": None,
-                                "NodeNames": rng.sample(names, size)
-                                if size < len(names)
-                                else names,
-                            }
-                        ).encode()
-                        for _ in range(8 if size < len(names) else 1)
-                    ]
-                    name = f"{verb}{'+required' if verb == 'filter' else ''}@{size}"
-                    res = await case(base, verb, bodies, ns.clients, ns.seconds, proc.pid, ns.procs)
-                    results[name] = res
-                    srv = res["server"]
-                    print(
-                        f"{name:22s} client p50 {res['p50_ms']:6.2f}  p90 {res['p90_ms']:6.2f}  "
-                        f"p99 {res['p99_ms']:6.2f}  max {res['max_ms']:7.2f} ms | "
-                        f"{res['calls_per_s']:5.0f} calls/s, {res['calls']} calls, dropped "
-                        f"{res['dropped']} {res['errors'] or ''}| server handler mean "
-                        f"{srv.get('mean_ms', 0):.2f} ms (p50 <= {srv.get('p50_le')}, p99 <= "
-                        f"{srv.get('p99_le')}), server CPU {res['server_cores']:.2f} cores, "
-                        f"RSS {res['server_rss_mib']:.0f} MiB, load {res['load']:.1f}",
-                        flush=True,
-                    )
-        finally:
-            proc.terminate()
-            await proc.wait()
+        for size in (500, len(names)):
+            for verb in ("filter", "prioritize"):
+                pod = lat.pod(require_alignment=verb == "filter")
+                bodies = [
+                    json.dumps(
+                        {
+                            "Pod": pod,
+                            "Nodes": None,
+                            "NodeNames": rng.sample(names, size) if size < len(names) else names,
+                        }
+                    ).encode()
+                    for _ in range(8 if size < len(names) else 1)
+                ]
+                name = f"{verb}{'+required' if verb == 'filter' else ''}@{size}"
+                res = await case(base, verb, bodies, ns.clients, ns.seconds, pid, ns.procs)
+                results[name] = res
+                srv = res["server"]
+                print(
+                    f"{name:22s} client p50 {res['p50_ms']:6.2f}  p90 {res['p90_ms']:6.2f}  "
+                    f"p99 {res['p99_ms']:6.2f}  max {res['max_ms']:7.2f} ms | "
+                    f"{res['calls_per_s']:5.0f} calls/s, {res['calls']} calls, dropped "
+                    f"{res['dropped']} {res['errors'] or ''}| server handler mean "
+                    f"{srv.get('mean_ms', 0):.2f} ms (p50 <= {srv.get('p50_le')}, p99 <= "
+                    f"{srv.get('p99_le')}), server CPU {res['server_cores']:.2f} cores, "
+                    f"RSS {res['server_rss_mib']:.0f} MiB, load {res['load']:.1f}",
+                    flush=True,
+                )
     if ns.json:
         out = {"nodes": ns.nodes, "clients": ns.clients, "seconds": ns.seconds, "results": results}
         await asyncio.to_thread(Path(ns.json).write_text, json.dumps(out, indent=2))
