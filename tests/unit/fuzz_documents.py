@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 ODD_STRINGS = [
@@ -63,6 +64,14 @@ anything = st.recursive(
         st.lists(inner, max_size=4), st.dictionaries(odd_text, inner, max_size=4)
     ),
     max_leaves=8,
+)
+
+
+# Generated documents are large and parsing them slow; the examples are fresh each run.
+FUZZ = settings(
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
 

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given, settings
 
 from fleet import render, spec
 from fleet.profiles import ProfileError
@@ -37,15 +37,8 @@ def parse(path: Path) -> str | None:
     return None
 
 
-FUZZ = settings(
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-
-
 @pytest.mark.timeout(120)
-@settings(FUZZ, max_examples=250)
+@settings(fd.FUZZ, max_examples=250)
 @given(doc=fd.documents(fd.fleet_values, "pools"))
 def test_any_spec_file_is_a_fleet_or_a_one_line_spec_error(doc: fd.Document) -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -76,7 +69,7 @@ def test_found_by_the_fuzzer(tmp_path: Path, suffix: str, data: bytes, says: str
 
 
 @pytest.mark.timeout(120)
-@settings(FUZZ, max_examples=4)
+@settings(fd.FUZZ, max_examples=4)
 @given(doc=fd.documents(fd.fleet_values, "pools"))
 def test_bad_files_through_fleet_render_exit_2_with_one_line(doc: fd.Document) -> None:
     with tempfile.TemporaryDirectory() as tmp:

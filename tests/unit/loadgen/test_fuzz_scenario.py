@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given, settings
 
 from loadgen import plan, scenarios
 from loadgen.scenarios import model
@@ -40,15 +40,8 @@ def parse(path: Path) -> str | None:
     return None
 
 
-FUZZ = settings(
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-
-
 @pytest.mark.timeout(120)
-@settings(FUZZ, max_examples=250)
+@settings(fd.FUZZ, max_examples=250)
 @given(doc=fd.documents(fd.scenario_values, "phases"))
 def test_any_scenario_file_is_a_scenario_or_a_one_line_error(doc: fd.Document) -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -85,7 +78,7 @@ def test_found_by_the_fuzzer(tmp_path: Path, data: bytes, says: str) -> None:
 
 
 @pytest.mark.timeout(120)
-@settings(FUZZ, max_examples=4)
+@settings(fd.FUZZ, max_examples=4)
 @given(doc=fd.documents(fd.scenario_values, "phases"))
 def test_bad_files_through_loadgen_run_exit_2_with_one_line(doc: fd.Document) -> None:
     with tempfile.TemporaryDirectory() as tmp:
