@@ -12,7 +12,6 @@ import csv
 import json
 import os
 import secrets
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,27 +20,13 @@ from testbed import vocab
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
 from testbed.kube.watching import Snapshot, informer
+from tests import children
 from tests.faults.conftest import RestartApiServer
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(420)]
 
 NODES = 20  # 160 GPUs
 PODS = 150  # one GPU each: all fit, so every pod must run
-BIN = Path(sys.executable).parent
-
-
-async def _run(env: dict[str, str], tool: str, *args: str, log: Path | None = None) -> int:
-    """One of our CLIs as a child process, awaited without blocking the event loop."""
-    with (log or Path(os.devnull)).open("wb") as out:
-        proc = await asyncio.create_subprocess_exec(
-            str(BIN / tool), *args, env=env, stdout=out, stderr=out
-        )
-        try:
-            return await asyncio.wait_for(proc.wait(), 300)
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
 
 
 async def _scheduled(kube: Kube, namespace: str, count: int) -> None:
@@ -64,10 +49,10 @@ async def test_loadgen_counts_every_pod_once_across_an_api_server_restart(
     env = {**os.environ, "KUBECONFIG": kubeconfig}
     out = tmp_path / "run"
     apply = ("apply", "--profile", "dgx-h100", "--nodes", str(NODES), "--name", fleet)
-    assert await _run(env, "fleet", *apply) == 0
+    assert await children.run_tool(env, "fleet", *apply) == 0
     try:
         loadgen = asyncio.create_task(
-            _run(
+            children.run_tool(
                 env,
                 "loadgen",
                 "run",
@@ -124,4 +109,4 @@ async def test_loadgen_counts_every_pod_once_across_an_api_server_restart(
         )
     finally:
         await kube.delete(r.NAMESPACES, namespace)
-        await _run(env, "fleet", "delete", "--name", fleet)
+        await children.run_tool(env, "fleet", "delete", "--name", fleet)

@@ -12,7 +12,6 @@ import json
 import os
 import secrets
 import signal
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -21,44 +20,20 @@ from typing import Any
 import pytest
 
 from testbed import vocab
-from testbed.cluster import processes
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
+from tests import children
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
 
 NODES = 50  # 400 GPUs
 PODS = 300  # one GPU each: all fit, so every pod must run
-BIN = Path(sys.executable).parent
 
 
 def _get(port: int, path: str) -> Any:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as resp:
         return json.loads(resp.read())
-
-
-def _extender(env: dict[str, str], log: Path, port: int) -> Any:
-    return processes.running(
-        "the extender",
-        [str(BIN / "extender"), "serve", "--port", str(port)],
-        log=log,
-        health_url=f"http://127.0.0.1:{port}/readyz",
-        timeout=120,
-        env=env,
-    )
-
-
-async def _run(env: dict[str, str], tool: str, *args: str) -> int:
-    """One of our CLIs as a child process, awaited without blocking the event loop."""
-    proc = await asyncio.create_subprocess_exec(
-        str(BIN / tool),
-        *args,
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    return await asyncio.wait_for(proc.wait(), 600)
 
 
 async def test_scheduling_survives_a_killed_extender_and_a_restart_resyncs(
@@ -70,11 +45,11 @@ async def test_scheduling_survives_a_killed_extender_and_a_restart_resyncs(
     env = {**os.environ, "KUBECONFIG": kubeconfig}
     out = tmp_path / "run"
     apply = ("apply", "--profile", "dgx-h100", "--nodes", str(NODES), "--name", fleet)
-    assert await _run(env, "fleet", *apply) == 0
+    assert await children.run_tool(env, "fleet", *apply) == 0
     try:
-        with _extender(env, tmp_path / "extender-1.log", extender_port) as first:
+        with children.extender(env, tmp_path / "extender-1.log", extender_port) as first:
             loadgen = asyncio.create_task(
-                _run(
+                children.run_tool(
                     env,
                     "loadgen",
                     "run",
@@ -107,7 +82,7 @@ async def test_scheduling_survives_a_killed_extender_and_a_restart_resyncs(
         assert counts["pods_seen"] == counts["pods_running"] == PODS, counts
 
         started = time.monotonic()
-        with _extender(env, tmp_path / "extender-2.log", extender_port):
+        with children.extender(env, tmp_path / "extender-2.log", extender_port):
             ready_after = time.monotonic() - started
             claims = (await kube.list(r.RESOURCE_CLAIMS, namespace=namespace)).items
             allocated = {
@@ -129,4 +104,4 @@ async def test_scheduling_survives_a_killed_extender_and_a_restart_resyncs(
         print(f"extender ready after restart in {ready_after:.2f}s")
     finally:
         await kube.delete(r.NAMESPACES, namespace)
-        await _run(env, "fleet", "delete", "--name", fleet)
+        await children.run_tool(env, "fleet", "delete", "--name", fleet)

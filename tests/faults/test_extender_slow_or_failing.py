@@ -18,9 +18,8 @@ import sys
 import urllib.request
 from collections import Counter
 from collections.abc import AsyncIterator
-from contextlib import AbstractContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -29,8 +28,9 @@ from aiohttp import web
 from loadgen.report import document
 from loadgen.scenarios.model import parse_duration
 from testbed import vocab
-from testbed.cluster import local, processes
+from testbed.cluster import local
 from testbed.kube.client import Kube
+from tests import children
 from tests.integration.loadgen.conftest import make_fleet, namespace_gone, remove_fleet
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(420)]
@@ -78,17 +78,6 @@ async def stand_in(port: int, mode: str, calls: Counter[str], delay: float) -> A
         yield
     finally:
         await runner.cleanup()
-
-
-def real_extender(env: dict[str, str], log: Path, port: int) -> AbstractContextManager[Any]:
-    return processes.running(
-        "the extender",
-        [str(BIN / "extender"), "serve", "--port", str(port)],
-        log=log,
-        health_url=f"http://127.0.0.1:{port}/readyz",
-        timeout=120,
-        env=env,
-    )
 
 
 def extender_calls(port: int) -> dict[tuple[str, str], float]:
@@ -150,7 +139,7 @@ async def test_a_slow_or_failing_extender_costs_time_but_every_pod_runs(
             calls: Counter[str] = Counter()  # seen by the stand-in
             seen: dict[tuple[str, str], float] = {}  # counted by the real extender
             if mode == "healthy":
-                with real_extender(env, tmp_path / "extender.log", extender_port):
+                with children.extender(env, tmp_path / "extender.log", extender_port):
                     sched_log.new_lines()  # calls refused before it listened are not its own
                     doc = await loadgen(env, fleet.suffix, tmp_path / mode)
                     seen = extender_calls(extender_port)
