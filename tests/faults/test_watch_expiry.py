@@ -33,7 +33,8 @@ from testbed.cluster import etcd, local, processes
 from testbed.kube import errors
 from testbed.kube.client import Kube
 from tests.faults.conftest import RestartApiServer
-from tests.waiting import condition, wait_for
+from tests.integration.fleet import fleet_objects
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(360)]
 
@@ -44,27 +45,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _fleet_object(name: str, count: int) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{vocab.TESTBED_GROUP}/{vocab.FLEET_CRD_VERSION}",
-        "kind": "Fleet",
-        "metadata": {"name": name},
-        "spec": {"pools": [{"name": "h", "profile": "dgx-h100", "count": count}]},
-    }
-
-
-def _ready_at(generation: int, nodes: int) -> Any:
-    def check(obj: dict[str, Any]) -> bool:
-        st = obj.get("status") or {}
-        return (
-            st.get("observedGeneration") == generation
-            and condition(obj, "Ready") == "True"
-            and st.get("readyNodes") == nodes
-        )
-
-    return check
 
 
 def _gone_relists(port: int, metric: str) -> float:
@@ -133,8 +113,8 @@ async def test_extender_and_fleet_service_relist_after_410_and_carry_on(
     )
     try:
         with extender, service:
-            await kube.create(crd.FLEETS, _fleet_object(name, 2))
-            await wait_for(kube, crd.FLEETS, _ready_at(1, 2), name=name, timeout=120)
+            await kube.create(crd.FLEETS, fleet_objects.fleet_object(name, 2))
+            await wait_for(kube, crd.FLEETS, fleet_objects.ready_at(1, 2), name=name, timeout=120)
 
             url = etcd.client_url(local_cluster)
             compacted = await asyncio.to_thread(etcd.compact, url)
@@ -150,9 +130,11 @@ async def test_extender_and_fleet_service_relist_after_410_and_carry_on(
             )
 
             # Both carry on: a scale-up made after the outage is acted on and seen.
-            await kube.patch(crd.FLEETS, name, {"spec": _fleet_object(name, 3)["spec"]})
-            await wait_for(kube, crd.FLEETS, _ready_at(2, 3), name=name, timeout=120)
-            newest = render.plan(from_data(_fleet_object(name, 3)))[-1].name
+            await kube.patch(
+                crd.FLEETS, name, {"spec": fleet_objects.fleet_object(name, 3)["spec"]}
+            )
+            await wait_for(kube, crd.FLEETS, fleet_objects.ready_at(2, 3), name=name, timeout=120)
+            newest = render.plan(from_data(fleet_objects.fleet_object(name, 3)))[-1].name
             gpus = await _eventually(
                 lambda: _free_gpus(extender_port, newest), f"node {newest} in the extender"
             )

@@ -7,7 +7,6 @@ import contextlib
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -23,6 +22,7 @@ from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
 from testbed.kube.resources import NODES, RESOURCE_SLICES
 from testbed.kube.watching import Change, Snapshot, informer
+from tests.integration.fleet import fleet_objects
 from tests.waiting import condition, wait_for
 
 pytestmark = pytest.mark.cluster
@@ -61,27 +61,6 @@ async def _gone(kube: Kube, name: str) -> None:
             return
 
 
-def _fleet_object(name: str, count: int) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{vocab.TESTBED_GROUP}/{vocab.FLEET_CRD_VERSION}",
-        "kind": "Fleet",
-        "metadata": {"name": name},
-        "spec": {"pools": [{"name": "h", "profile": "dgx-h100", "count": count}]},
-    }
-
-
-def _ready_at(generation: int, nodes: int) -> Any:
-    def check(obj: dict[str, Any]) -> bool:
-        st = obj.get("status") or {}
-        return (
-            st.get("observedGeneration") == generation
-            and condition(obj, "Ready") == "True"
-            and st.get("readyNodes") == nodes
-        )
-
-    return check
-
-
 async def test_a_fleet_object_grows_shrinks_and_is_cleaned_up(
     kube: Kube,
     client: TestClient,  # type: ignore[type-arg]
@@ -91,8 +70,10 @@ async def test_a_fleet_object_grows_shrinks_and_is_cleaned_up(
     resp = await client.get("/healthz")
     assert resp.status == 200
     try:
-        await kube.create(crd.FLEETS, _fleet_object(name, 20))
-        obj = await wait_for(kube, crd.FLEETS, _ready_at(1, 20), name=name, timeout=180)
+        await kube.create(crd.FLEETS, fleet_objects.fleet_object(name, 20))
+        obj = await wait_for(
+            kube, crd.FLEETS, fleet_objects.ready_at(1, 20), name=name, timeout=180
+        )
         assert obj["status"]["phase"] == "Ready"
         assert vocab.FLEET_FINALIZER in obj["metadata"]["finalizers"]
         assert len((await kube.list(NODES, label_selector=sel)).items) == 20
@@ -104,7 +85,9 @@ async def test_a_fleet_object_grows_shrinks_and_is_cleaned_up(
             name,
             {"spec": {"pools": [{"name": "h", "profile": "dgx-h100", "count": 12}]}},
         )
-        obj = await wait_for(kube, crd.FLEETS, _ready_at(2, 12), name=name, timeout=180)
+        obj = await wait_for(
+            kube, crd.FLEETS, fleet_objects.ready_at(2, 12), name=name, timeout=180
+        )
         assert obj["status"]["lastReconcile"]["deleted"] == 24
         assert len((await kube.list(NODES, label_selector=sel)).items) == 12
 
@@ -213,8 +196,8 @@ async def test_the_service_survives_the_api_server_going_away(
     task = asyncio.create_task(controller.run())
     name = f"svc-{secrets.token_hex(3)}"
     try:
-        await kube.create(crd.FLEETS, _fleet_object(name, 3))
-        await wait_for(kube, crd.FLEETS, _ready_at(1, 3), name=name, timeout=120)
+        await kube.create(crd.FLEETS, fleet_objects.fleet_object(name, 3))
+        await wait_for(kube, crd.FLEETS, fleet_objects.ready_at(1, 3), name=name, timeout=120)
 
         await proxy.stop()  # the service loses its API server, watch and all
         await kube.patch(
@@ -225,7 +208,7 @@ async def test_the_service_survives_the_api_server_going_away(
         await asyncio.sleep(1.0)  # an outage, not a blip: the watch must notice and back off
         await proxy.start()  # same port
 
-        await wait_for(kube, crd.FLEETS, _ready_at(2, 5), name=name, timeout=120)
+        await wait_for(kube, crd.FLEETS, fleet_objects.ready_at(2, 5), name=name, timeout=120)
         nodes = await kube.list(NODES, label_selector=render.fleet_selector(name))
         assert len(nodes.items) == 5
         assert (
