@@ -45,7 +45,10 @@ def listen_addresses(pid: int) -> set[tuple[str, int]]:
     """The (address, port) pairs process `pid` listens on, from /proc (IPv4 and IPv6)."""
     inodes = set()
     for fd in Path(f"/proc/{pid}/fd").iterdir():
-        target = os.readlink(fd)
+        try:
+            target = os.readlink(fd)
+        except FileNotFoundError:  # closed while we read the directory: a busy process
+            continue
         if target.startswith("socket:["):
             inodes.add(target[8:-1])
     found = set()
