@@ -22,6 +22,12 @@ log = logging.getLogger(__name__)
 
 Samples = dict[str, float]
 
+# DynamicResources Filter calls: one per node the scheduler checks for a pod, its main cost
+# with claims (every device's selectors are evaluated in CEL), so per pod it shows how many
+# nodes a policy makes the scheduler look at.
+DRA_FILTER_CALLS = (
+    'scheduler_plugin_evaluation_total{extension_point="Filter",plugin="DynamicResources"'
+)
 _LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 # Series whose change over a run is worth reporting (prefix match on the full series key).
 INTERESTING = (
@@ -32,6 +38,7 @@ INTERESTING = (
     "scheduler_framework_extension_point_duration_seconds_count",
     'scheduler_plugin_execution_duration_seconds_sum{extension_point="PreFilter",plugin="DynamicResources"',
     'scheduler_plugin_execution_duration_seconds_sum{extension_point="Filter",plugin="DynamicResources"',
+    DRA_FILTER_CALLS,
     "apiserver_request_total",
     "process_cpu_seconds_total",
     "extender_",
@@ -92,6 +99,7 @@ def summary(d: Mapping[str, float]) -> dict[str, float]:
         "rss_growth_bytes": total(CHANGE + "process_resident_memory_bytes"),
         "schedule_attempts": total("scheduler_schedule_attempts_total"),
         "dynamic_resources_seconds": total("scheduler_plugin_execution_duration_seconds_sum"),
+        "dra_filter_calls": total(DRA_FILTER_CALLS),
         "api_requests": total("apiserver_request_total"),
     }
 

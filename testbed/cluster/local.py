@@ -143,6 +143,11 @@ def create_command(config: ClusterConfig, b: bins.Binaries, scheduler_config: Pa
         # renew deadline (10 s: a restart, or a stall under load) makes kcm exit for good, as
         # no kubelet runs it here to bring it back.
         "kube-controller-manager=leader-elect=false",
+        # Let the scheduler check client certificates and ask the API server, so the admin
+        # kubeconfig may read /debug/pprof (kwokctl leaves it anonymous: 403), as the second
+        # scheduler does.
+        f"kube-scheduler=authentication-kubeconfig={config.kubeconfig}",
+        f"kube-scheduler=authorization-kubeconfig={config.kubeconfig}",
         *kwok_shards.kwokctl_extra_args(config.kwok_shards or 1),
     ]
     for value in _first_of_each_component_first(extra):

@@ -100,10 +100,15 @@ def _memory_per_1000_pods(doc: Doc) -> float | None:
     return sum(g for g in growth if g is not None) / 2**20 / pods * 1000
 
 
+def _per_pod(doc: Doc, key: str, scale: float = 1.0) -> float | None:
+    """A scheduler summary figure divided by the arm's pods."""
+    pods = int((doc.get("counts") or {}).get("expected_pods") or 0)
+    value = _component(doc, key)
+    return value / pods * scale if pods and value is not None else None
+
+
 def _scheduler_cpu_per_pod(doc: Doc) -> float | None:
-    pods = int(doc["counts"]["expected_pods"])
-    cpu = _component(doc, "cpu_seconds")
-    return cpu / pods * 1000 if pods and cpu is not None else None
+    return _per_pod(doc, "cpu_seconds", 1000)
 
 
 def _bandwidth(doc: Doc) -> float | None:
@@ -122,6 +127,10 @@ METRICS: dict[str, list[Metric]] = {
         ("pod startup p50", "ms", lambda d: _latency(d, "pod_startup", "Perc50")),
         ("pod startup p90", "ms", lambda d: _latency(d, "pod_startup", "Perc90")),
         ("pod startup p99", "ms", lambda d: _latency(d, "pod_startup", "Perc99")),
+        ("scheduler CPU per pod", "ms", _scheduler_cpu_per_pod),
+        # Packing fills nodes, and kube-scheduler still runs DRA's Filter on full nodes before
+        # asking the extender: more nodes checked per pod is the policy's cost in the scheduler.
+        ("nodes DRA-filtered per pod", "nodes", lambda d: _per_pod(d, "dra_filter_calls")),
     ],
     "placement": [
         ("GPU-NIC pairs on one PCIe root", "share", _aligned_share),

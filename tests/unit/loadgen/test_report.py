@@ -133,6 +133,10 @@ def test_metrics_deltas_keep_interesting_counters_and_gauges() -> None:
         "process_cpu_seconds_total 12.5\nprocess_resident_memory_bytes 1e+08\n"
         'scheduler_schedule_attempts_total{profile="p",result="scheduled"} 25\n'
         'scheduler_plugin_execution_duration_seconds_bucket{le="1"} 3\n'
+        'scheduler_plugin_evaluation_total{extension_point="Filter",plugin="DynamicResources",'
+        'profile="p"} 900\n'
+        'scheduler_plugin_evaluation_total{extension_point="Score",plugin="DynamicResources",'
+        'profile="p"} 400\n'
         "unrelated_total 9\n"
     )
     d = metrics.deltas(before, after)
@@ -141,8 +145,11 @@ def test_metrics_deltas_keep_interesting_counters_and_gauges() -> None:
         "process_resident_memory_bytes": 1e8,
         "change:process_resident_memory_bytes": 4e7,
         'scheduler_schedule_attempts_total{profile="p",result="scheduled"}': 20.0,
+        'scheduler_plugin_evaluation_total{extension_point="Filter",plugin="DynamicResources",'
+        'profile="p"}': 900.0,
     }
     s = metrics.summary(d)
+    assert s["dra_filter_calls"] == 900.0
     assert (s["cpu_seconds"], s["schedule_attempts"], s["rss_bytes"]) == (2.5, 20.0, 1e8)
     assert s["rss_growth_bytes"] == 4e7
 

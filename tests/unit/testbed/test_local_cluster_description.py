@@ -37,9 +37,12 @@ def test_create_command_uses_local_binaries_our_configs_and_loopback_only(tmp_pa
     assert args["--kubeconfig"] == ""
     assert "--disable-qps-limits" in cmd
     extra = [v for k, v in itertools.pairwise(cmd) if k == "--extra-args"]
-    assert extra == [  # kwok: all nodes, 1 controller
+    kubeconfig = config.kubeconfig
+    assert extra == [  # kwok: all nodes, 1 controller; each component's first value leads
         "kube-controller-manager=controllers=*,-ttl",
+        f"kube-scheduler=authentication-kubeconfig={kubeconfig}",
         "kube-controller-manager=leader-elect=false",
+        f"kube-scheduler=authorization-kubeconfig={kubeconfig}",
     ]
 
 

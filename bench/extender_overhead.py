@@ -1,0 +1,227 @@
+"""Where the extender's throughput cost in kube-scheduler comes from, arm by arm in one run.
+
+On a running local cluster (`testbed --name C --extender-port P up`) with the demo's mixed
+fleet (applied here, idempotently), runs the demo's "extender" workload (`loadgen --pods N`,
+one GPU per pod) in three arms, alternating their order per repeat:
+
+  off         the plain second scheduler (no extender entry); the extender runs, watching
+  on          the cluster's scheduler calling the extender with its default weights
+  on-no-pack  the same, with the extender's packing weight 0 (`--weight-packing 0`)
+  prio-only   a second scheduler calling only the extender's prioritize verb (no filter
+              call: one HTTP round trip per pod instead of two), default weights
+
+and reports per arm, from loadgen's result and the scheduler's /metrics:
+scheduling throughput, scheduler CPU per pod, and nodes DRA's Filter ran on per pod
+(`scheduler_plugin_evaluation_total{extension_point="Filter",plugin="DynamicResources"}`).
+"on" vs "on-no-pack" separates what the extender's calls cost from what its packing policy
+costs the scheduler, and "prio-only" what one of the two calls costs in the scheduler's serial
+scheduling cycle: kube-scheduler runs every Filter plugin before it asks an extender, and
+with the default percentageOfNodesToScore it checks nodes until it has found enough feasible
+ones, so nodes that packing filled up are checked (DRA evaluates the claim's CEL selectors on
+their devices) and rejected, and more nodes are checked per pod.
+
+`--profile-dir D` also saves a CPU profile of the measured scheduler for each arm
+(`/debug/pprof/profile`, the cluster's admin certificate) for `go tool pprof -top`.
+
+    .venv/bin/python bench/extender_overhead.py --cluster C --extender-port P \\
+        [--nodes 1000] [--pods 1000] [--repeat 2] [--profile-dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from loadgen import metrics
+from testbed import vocab
+from testbed.cluster import local, processes, second_scheduler
+from testbed.demo import plan
+
+ARMS = ("off", "on", "on-no-pack", "prio-only")
+
+
+@dataclass(frozen=True)
+class Measured:
+    arm: str
+    throughput: float
+    cpu_ms_per_pod: float
+    filtered_nodes_per_pod: float
+    filter_ms_per_pod: float
+    """Wall time of the Filter extension point (all plugins), per pod."""
+
+
+def tool(name: str) -> str:
+    return str(Path(sys.executable).parent / name)
+
+
+def extender(port: int, env: dict[str, str], log: Path, *extra: str) -> Any:
+    return processes.running(
+        "the extender",
+        [tool("extender"), "serve", "--port", str(port), *extra],
+        log=log,
+        health_url=f"http://127.0.0.1:{port}/readyz",
+        timeout=300,
+        env=env,
+    )
+
+
+def admin_tls(cluster_dir: Path) -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.load_cert_chain(cluster_dir / "pki" / "admin.crt", cluster_dir / "pki" / "admin.key")
+    return ctx
+
+
+def profile(port: int, seconds: int, out: Path, ctx: ssl.SSLContext) -> threading.Thread:
+    """Fetch a CPU profile of the scheduler on `port` in the background."""
+
+    def fetch() -> None:
+        url = f"https://127.0.0.1:{port}/debug/pprof/profile?seconds={seconds}"
+        with urllib.request.urlopen(url, timeout=seconds + 30, context=ctx) as r:
+            out.write_bytes(r.read())
+
+    thread = threading.Thread(target=fetch, daemon=True)
+    thread.start()
+    return thread
+
+
+def run_arm(
+    arm: str, pods: int, out: Path, env: dict[str, str], scheduler: str | None, metrics_url: str
+) -> dict[str, Any]:
+    cmd = [tool("loadgen"), "--pods", str(pods), "--gpus", "1", "-q", "--output-dir", str(out)]
+    cmd += ["--node-selector", f"{vocab.LABEL_FLEET}={plan.FLEET_NAME}"]
+    cmd += ["--scrape", f"scheduler={metrics_url}"]
+    if scheduler:
+        cmd += ["--scheduler-name", scheduler]
+    code = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL).returncode
+    result = out / "result.json"
+    if code != 0 or not result.is_file():
+        sys.exit(f"loadgen failed in arm {arm} (exit {code}); see {out}")
+    doc: dict[str, Any] = json.loads(result.read_text())
+    return doc
+
+
+def measured(arm: str, doc: dict[str, Any]) -> Measured:
+    pods = doc["counts"]["expected_pods"]
+    deltas = doc["metrics"]["scheduler"]["deltas"]
+    s = metrics.summary(deltas)
+    filter_sum = sum(
+        v
+        for k, v in deltas.items()
+        if k.startswith("scheduler_framework_extension_point_duration_seconds_sum")
+        and 'extension_point="Filter"' in k
+    )
+    return Measured(
+        arm,
+        float(doc["throughput"]["Average"]),
+        s["cpu_seconds"] / pods * 1000,
+        s["dra_filter_calls"] / pods,
+        filter_sum / pods * 1000,
+    )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cluster", default="dra-testbed", help="local cluster name")
+    ap.add_argument("--extender-port", type=int, default=8888, help="the cluster's extender port")
+    ap.add_argument("--nodes", type=int, default=1000, help="demo fleet size (default 1000)")
+    ap.add_argument("--pods", type=int, default=1000, help="pods per arm (default 1000)")
+    ap.add_argument("--repeat", type=int, default=2, help="rounds of all arms (default 2)")
+    ap.add_argument(
+        "--arms", default=",".join(ARMS), help=f"comma-separated subset of {', '.join(ARMS)}"
+    )
+    ap.add_argument("--profile-dir", type=Path, help="save each arm's scheduler CPU profile")
+    ap.add_argument("--profile-seconds", type=int, default=45)
+    args = ap.parse_args()
+    arms = tuple(a for a in ARMS if a in args.arms.split(","))
+    if "off" not in arms or set(args.arms.split(",")) - set(ARMS):
+        ap.error(f"--arms: a subset of {', '.join(ARMS)} that includes off")
+
+    config = local.ClusterConfig(name=args.cluster, extender_port=args.extender_port)
+    cluster = local.LocalCluster(config)
+    if not cluster.status().ready:
+        sys.exit(f"cluster {args.cluster!r} is not running (testbed --name {args.cluster} up)")
+    env = {**os.environ, "KUBECONFIG": str(config.kubeconfig)}
+    ctx = admin_tls(config.cluster_dir)
+    work = Path(tempfile.mkdtemp(prefix="extender-overhead-"))
+    spec = work / "fleet.yaml"
+    spec.write_text(yaml.safe_dump(plan.fleet_spec(args.nodes), sort_keys=False))
+    subprocess.run(
+        [tool("fleet"), "apply", "-f", str(spec)], env=env, check=True, stdout=subprocess.DEVNULL
+    )
+    own_port = int(cluster.component_flag("kube-scheduler", "secure-port") or 0)
+    results: list[Measured] = []
+    # The cluster scheduler's extender entry, minus its filter verb.
+    (entry,) = yaml.safe_load((config.cluster_dir / "scheduler.yaml").read_text())["extenders"]
+    prio_only = {k: v for k, v in entry.items() if k != "filterVerb"}
+    with (
+        second_scheduler.running(config.kubeconfig, work / "plain") as plain,
+        second_scheduler.running(
+            config.kubeconfig, work / "prio", scheduler_name="prio-only", extenders=[prio_only]
+        ) as prio,
+    ):
+        for rep in range(args.repeat):
+            order = arms if rep % 2 == 0 else arms[::-1]
+            for arm in order:
+                flags = ("--weight-packing", "0") if arm == "on-no-pack" else ()
+                log = work / f"extender-{rep}-{arm}.log"
+                with extender(args.extender_port, env, log, *flags):
+                    scheduler = {"off": plain, "prio-only": prio}.get(arm)
+                    port = scheduler.port if scheduler else own_port
+                    fetch = None
+                    if args.profile_dir:
+                        args.profile_dir.mkdir(parents=True, exist_ok=True)
+                        target = args.profile_dir / f"{rep}-{arm}.pb.gz"
+                        fetch = profile(port, args.profile_seconds, target, ctx)
+                    doc = run_arm(
+                        arm,
+                        args.pods,
+                        work / f"{rep}-{arm}",
+                        env,
+                        scheduler.name if scheduler else None,
+                        f"https://127.0.0.1:{port}/metrics",
+                    )
+                    if fetch:
+                        fetch.join()
+                m = measured(arm, doc)
+                results.append(m)
+                print(
+                    f"round {rep + 1} {arm:>10}: {m.throughput:5.1f} pods/s, scheduler "
+                    f"{m.cpu_ms_per_pod:5.1f} ms CPU/pod, DRA-filtered "
+                    f"{m.filtered_nodes_per_pod:5.0f} nodes/pod, "
+                    f"Filter {m.filter_ms_per_pod:4.1f} ms/pod",
+                    flush=True,
+                )
+    print(f"\n{args.pods} pods x {args.repeat} rounds, {args.nodes}-node demo fleet; {work}")
+    base = [m for m in results if m.arm == "off"]
+    for arm in arms:
+        mine = [m for m in results if m.arm == arm]
+        thr = statistics.median(m.throughput for m in mine)
+        ratio = thr / statistics.median(m.throughput for m in base)
+        cpu = statistics.median(m.cpu_ms_per_pod for m in mine)
+        nodes = statistics.median(m.filtered_nodes_per_pod for m in mine)
+        filt = statistics.median(m.filter_ms_per_pod for m in mine)
+        print(
+            f"{arm:>10}: throughput {thr:5.1f} pods/s ({ratio:.2f} of off), "
+            f"{1000 / thr:5.1f} ms/pod, of it Filter {filt:4.1f} ms; scheduler CPU "
+            f"{cpu:5.1f} ms/pod, DRA-filtered {nodes:4.0f} nodes/pod"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
