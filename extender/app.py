@@ -8,7 +8,12 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    ProcessCollector,
+    generate_latest,
+)
 
 from extender import handlers
 from extender.cache import sync
@@ -69,6 +74,9 @@ def build(
     store = Store(index, on_event=metrics.event)
     core = Core(index, settings, ready=store.ready.is_set)
     registry.register(CacheCollector(index, store.ready.is_set))
+    # process_cpu_seconds_total and RSS, as Go components expose them: loadgen and the demo
+    # report the extender's CPU per pod beside the scheduler's.
+    ProcessCollector(registry=registry)
 
     app = web.Application(middlewares=[errors], client_max_size=settings.max_body_bytes)
     app[handlers.CORE] = core

@@ -140,6 +140,7 @@ async def test_health_readiness_metrics_and_debug(server: TestServer) -> None:
     assert 'extender_request_duration_seconds_count{verb="filter"} 1.0' in text
     assert 'extender_cache_objects{kind="Node"} 2.0' in text
     assert "extender_cache_ready 1.0" in text
+    assert "process_cpu_seconds_total " in text  # the extender's CPU, for per-pod figures
     assert decisions[-1]["top"][0]["node"] == "al"
     assert len(free) == 16
 
