@@ -132,6 +132,7 @@ def _run_arm(
     qps: float,
     plain: second_scheduler.SecondScheduler,
     scheduler_metrics: str,
+    extender_metrics: str,
 ) -> dict[str, Any]:
     arm_dir = out_dir / arm.name
     arm_dir.mkdir(parents=True, exist_ok=True)
@@ -151,7 +152,7 @@ def _run_arm(
         "--qps",
         str(qps),
     ]
-    cmd += ["--scrape", "apiserver=kube:/metrics"]
+    cmd += ["--scrape", "apiserver=kube:/metrics", "--scrape", f"extender={extender_metrics}"]
     if arm.scheduler == plan.PLAIN:
         cmd += ["--scheduler-name", plain.name, "--scrape", f"scheduler={plain.metrics_url}"]
     else:
@@ -192,6 +193,7 @@ def run(config: DemoConfig, console: Console) -> int:
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
     scheduler_port = cluster.component_flag("kube-scheduler", "secure-port")
     scheduler_metrics = f"https://127.0.0.1:{scheduler_port}/metrics"
+    extender_metrics = f"http://127.0.0.1:{config.cluster.extender_port}/metrics"
     fleet_applied = False
     results: list[tuple[plan.Arm, dict[str, Any]]] = []
     timings: dict[str, dict[str, float | str]] = {}
@@ -228,7 +230,9 @@ def run(config: DemoConfig, console: Console) -> int:
                     console.print(f"same workload as {arm.same_as}: its result is reused")
                     continue
                 arm_started = time.monotonic()
-                doc = _run_arm(arm, out, env, config.qps, plain, scheduler_metrics)
+                doc = _run_arm(
+                    arm, out, env, config.qps, plain, scheduler_metrics, extender_metrics
+                )
                 by_name[arm.name] = doc
                 results.append((arm, doc))
                 ran = time.monotonic() - arm_started

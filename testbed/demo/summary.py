@@ -100,10 +100,10 @@ def _memory_per_1000_pods(doc: Doc) -> float | None:
     return sum(g for g in growth if g is not None) / 2**20 / pods * 1000
 
 
-def _per_pod(doc: Doc, key: str, scale: float = 1.0) -> float | None:
-    """A scheduler summary figure divided by the arm's pods."""
+def _per_pod(doc: Doc, key: str, scale: float = 1.0, component: str = "scheduler") -> float | None:
+    """A component's summary figure divided by the arm's pods."""
     pods = int((doc.get("counts") or {}).get("expected_pods") or 0)
-    value = _component(doc, key)
+    value = _component(doc, key, component)
     return value / pods * scale if pods and value is not None else None
 
 
@@ -131,6 +131,13 @@ METRICS: dict[str, list[Metric]] = {
         # Packing fills nodes, and kube-scheduler still runs DRA's Filter on full nodes before
         # asking the extender: more nodes checked per pod is the policy's cost in the scheduler.
         ("nodes DRA-filtered per pod", "nodes", lambda d: _per_pod(d, "dra_filter_calls")),
+        # Off, the extender still runs and watches the same pods and claims: the difference
+        # is what answering the scheduler costs.
+        (
+            "extender CPU per pod",
+            "ms",
+            lambda d: _per_pod(d, "cpu_seconds", 1000, "extender"),
+        ),
     ],
     "placement": [
         ("GPU-NIC pairs on one PCIe root", "share", _aligned_share),

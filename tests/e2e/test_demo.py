@@ -74,6 +74,10 @@ def test_tiny_demo_accounts_for_every_pod_and_writes_every_report(
     assert all(v["seconds"] > 0 or v["same_as"] in arms for v in arms.values()), arms
     metrics = {(c["comparison"], c["metric"]) for c in doc["comparisons"]}
     assert ("extender", "scheduling throughput") in metrics
+    # The scheduler's and the extender's own counters reached the report, in both arms.
+    by_metric = {c["metric"]: c for c in doc["comparisons"] if c["comparison"] == "extender"}
+    for metric in ("nodes DRA-filtered per pod", "scheduler CPU per pod", "extender CPU per pod"):
+        assert by_metric[metric]["a"]["median"] > 0 and by_metric[metric]["b"]["median"] > 0
     assert ("placement", "GPU-NIC pairs on one PCIe root") in metrics
     assert ("dra", "pod startup p99") in metrics
     assert (out / "index.html").read_text().count("report.html") == len(arms)
