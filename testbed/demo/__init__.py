@@ -247,7 +247,9 @@ def run(config: DemoConfig, console: Console) -> int:
             if created:
                 cluster.down()
     rows = summary.rows(results)
+    goals = summary.targets(rows)
     report.console_table(rows, console)
+    report.console_targets(goals, console)
     accounting = {
         arm.name: summary.accounted(
             doc, probe_phase="whole" if arm.comparison == "fragmentation" else None
@@ -266,7 +268,7 @@ def run(config: DemoConfig, console: Console) -> int:
             for name, (ok, why) in accounting.items()
         },
     }
-    index = report.write(out, rows, meta, [arm.name for arm, _ in results])
+    index = report.write(out, rows, meta, [arm.name for arm, _ in results], goals)
     bad = {n: why for n, (ok, why) in accounting.items() if not ok}
     for name, why in bad.items():
         console.print(f"[red]arm {name}: not every pod accounted for: {why}")

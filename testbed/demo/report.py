@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from testbed import bandwidth_model
-from testbed.demo.summary import SCHEMA_VERSION, Row
+from testbed.demo.summary import SCHEMA_VERSION, Row, Target
 
 _ALIGNED, _UNALIGNED = bandwidth_model.PUBLISHED_BUS_BANDWIDTH["all_gather"]
 MODEL_NOTE = (
@@ -56,12 +56,26 @@ def console_table(rows: list[Row], console: Console) -> None:
     console.print(MODEL_NOTE, style="dim")
 
 
-def to_json(rows: list[Row], meta: dict[str, Any]) -> dict[str, Any]:
+def console_targets(targets: list[Target], console: Console) -> None:
+    table = Table(title="targets (issue 7)")
+    for col in ("goal", "measured", "verdict"):
+        table.add_column(col)
+    for t in targets:
+        style = "green" if t.met else "yellow" if t.verdict.startswith("not ") else "red"
+        table.add_row(t.goal, t.measured, f"[{style}]{t.verdict}")
+    console.print(table)
+
+
+def to_json(rows: list[Row], meta: dict[str, Any], targets: list[Target]) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "DemoResult",
         **meta,
         "model_note": MODEL_NOTE,
+        "targets": [
+            {"goal": t.goal, "measured": t.measured, "verdict": t.verdict, "met": t.met}
+            for t in targets
+        ],
         "comparisons": [
             {
                 "comparison": r.comparison,
@@ -80,8 +94,15 @@ def _num(v: float) -> float | None:
     return None if math.isnan(v) else v
 
 
-def write(out_dir: Path, rows: list[Row], meta: dict[str, Any], arm_dirs: list[str]) -> Path:
-    (out_dir / "demo.json").write_text(json.dumps(to_json(rows, meta), indent=2) + "\n")
+def write(
+    out_dir: Path,
+    rows: list[Row],
+    meta: dict[str, Any],
+    arm_dirs: list[str],
+    targets: list[Target],
+) -> Path:
+    doc = to_json(rows, meta, targets)
+    (out_dir / "demo.json").write_text(json.dumps(doc, indent=2) + "\n")
     body = [
         "<!doctype html><html><head><meta charset='utf-8'><title>dra-testbed demo</title>",
         "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
@@ -108,7 +129,12 @@ def write(out_dir: Path, rows: list[Row], meta: dict[str, Any], arm_dirs: list[s
             + "</tr>"
         )
     body.append("</table>")
-    body.append(f"<p><em>{html.escape(MODEL_NOTE)}</em></p><h2>Each arm's report</h2><ul>")
+    body.append(f"<p><em>{html.escape(MODEL_NOTE)}</em></p>")
+    body.append("<h2>Targets</h2><table><tr><th>goal</th><th>measured</th><th>verdict</th></tr>")
+    for t in targets:
+        cells = "".join(f"<td>{html.escape(c)}</td>" for c in (t.goal, t.measured, t.verdict))
+        body.append(f"<tr>{cells}</tr>")
+    body.append("</table><h2>Each arm's report</h2><ul>")
     for d in arm_dirs:
         body.append(f"<li><a href='{html.escape(d)}/report.html'>{html.escape(d)}</a></li>")
     body.append("</ul></body></html>")

@@ -81,3 +81,9 @@ def test_tiny_demo_accounts_for_every_pod_and_writes_every_report(
     assert ("placement", "GPU-NIC pairs on one PCIe root") in metrics
     assert ("dra", "pod startup p99") in metrics
     assert (out / "index.html").read_text().count("report.html") == len(arms)
+    # Every goal is judged from this run (or says why not); none is left blank.
+    verdicts = {t["goal"]: t["verdict"] for t in doc["targets"]}
+    assert verdicts["extender overhead on scheduling throughput <= 10 %"].startswith(
+        ("met", "missed by")
+    )
+    assert all(verdicts.values()), verdicts

@@ -138,3 +138,31 @@ def test_an_arm_that_runs_exactly_what_an_earlier_arm_ran_reuses_its_result() ->
     assert reused == {"dra-claims-0": "extender-off-0", "dra-claims-1": "extender-off-1"}
     everything = plan.arms(SHAPE, plan.Workload(pods=100))
     assert [a.name for a in everything if a.same_as] == ["dra-claims-0"]
+
+
+def _pair(comparison: str, metric: str, a: str, av: float, b: str, bv: float) -> summary.Row:
+    return summary.Row(comparison, metric, "x", a, summary.Figure([av]), b, summary.Figure([bv]))
+
+
+def test_targets_say_met_or_by_how_much_they_are_missed() -> None:
+    rows = [
+        _pair("extender", "scheduling throughput", "on", 8.5, "off", 10.0),
+        _pair("placement", "GPU-NIC pairs on one PCIe root", "on", 1.0, "off", 0.5),
+        _pair("placement", "blocks spanned per gang", "on", 1.1, "off", 3.7),
+        _pair("fragmentation", "8-GPU pods placed after a mixed fill", "on", 0.8, "off", 0.8),
+    ]
+    got = {t.goal: t for t in summary.targets(rows)}
+    overhead = got["extender overhead on scheduling throughput <= 10 %"]
+    assert (overhead.measured, overhead.verdict) == ("15.0%", "missed by 5.0 points")
+    assert got["aligned claims placed on one PCIe root: 100 %"].met
+    assert got["gang locality gain (fewer blocks)"].met
+    assert got["8-GPU placeability gain"].verdict.startswith("missed")
+    assert got["pod startup p99 <= 5 s, CL2 DRA scenario at 1,000 nodes"].verdict.startswith(
+        "not measured"
+    )
+    fast = [_pair("extender", "scheduling throughput", "on", 9.5, "off", 10.0)]
+    got = {t.goal: t for t in summary.targets(fast)}
+    assert got["extender overhead on scheduling throughput <= 10 %"].met
+    assert got["aligned claims placed on one PCIe root: 100 %"].verdict == (
+        "not measured: run --comparisons placement"
+    )
