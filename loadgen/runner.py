@@ -297,6 +297,13 @@ async def _run_phase(
             return _fail_unless_stopped(
                 pr, phase, counts.running, made() * concurrent, "Running", timeout, stop
             )
+    elif phase.wait == "settled":
+        ok = await _wait(
+            tracker, lambda: counts.scheduled + counts.unschedulable >= made(), timeout, stop
+        )
+        if not ok:
+            settled = counts.scheduled + counts.unschedulable
+            return _fail_unless_stopped(pr, phase, settled, made(), "settled", timeout, stop)
     elif phase.wait == "complete":
         target = made() * phase.completions
         ok = await _wait(tracker, lambda: counts.succeeded + counts.failed >= target, timeout, stop)

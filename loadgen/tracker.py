@@ -52,6 +52,8 @@ class PodRecord:
     succeeded: bool = False
     node: str = ""
     claim: str | None = None
+    unschedulable: bool = False
+    """The scheduler reported it does not fit (PodScheduled False, reason Unschedulable)."""
 
 
 @dataclass(slots=True)
@@ -72,6 +74,8 @@ class PhaseCounts:
     running: int = 0
     succeeded: int = 0
     failed: int = 0
+    unschedulable: int = 0
+    """Pods the scheduler found unschedulable and that are not scheduled (yet)."""
 
 
 @dataclass(slots=True)
@@ -127,6 +131,15 @@ def _server_running_time(pod: dict[str, Any]) -> float | None:
         if cond.get("type") == "Ready" and cond.get("status") == "True":
             return _parse_time(cond.get("lastTransitionTime"))
     return None
+
+
+def _unschedulable(status: dict[str, Any]) -> bool:
+    return any(
+        c.get("type") == "PodScheduled"
+        and c.get("status") == "False"
+        and c.get("reason") == "Unschedulable"
+        for c in status.get("conditions") or []
+    )
 
 
 def _attribute(attrs: dict[str, Any], driver: str, name: str) -> str | None:
@@ -391,6 +404,13 @@ class Tracker:
             rec.node = spec["nodeName"]
             counts.scheduled += 1
             self.total.scheduled += 1
+            if rec.unschedulable:
+                counts.unschedulable -= 1
+                self.total.unschedulable -= 1
+        elif rec.scheduled is None and not rec.unschedulable and _unschedulable(status):
+            rec.unschedulable = True
+            counts.unschedulable += 1
+            self.total.unschedulable += 1
         phase = status.get("phase")
         if rec.running is None and phase in ("Running", "Succeeded", "Failed"):
             # A pod seen first as Succeeded ran too; we only learn it now.

@@ -54,6 +54,8 @@ class Counts(_Doc):
     pods_running: int
     pods_succeeded: int
     pods_failed: int
+    pods_unschedulable: int = 0
+    """Found unschedulable by the scheduler and never scheduled."""
 
 
 class PhaseDoc(_Doc):
@@ -234,6 +236,7 @@ def _counts(result: RunResult, phase: str | None) -> Counts:
         pods_running=c.running,
         pods_succeeded=c.succeeded,
         pods_failed=c.failed,
+        pods_unschedulable=c.unschedulable,
     )
 
 

@@ -125,8 +125,10 @@ class Phase(_Model):
     qps: float | None = Field(None, gt=0)
     arrival: plan.Arrival | None = None
     claim: Claim = Claim()
-    wait: Literal["running", "complete", "created"] = "running"
-    """Before the next phase: all pods Running, all pods Succeeded (Jobs), or nothing."""
+    wait: Literal["running", "complete", "created", "settled"] = "running"
+    """Before the next phase: all pods Running, all pods Succeeded (Jobs), nothing, or every
+    pod either scheduled or found unschedulable by the scheduler (a placeability probe: how
+    many fit, not how fast)."""
     timeout: Duration = 600.0
 
     @model_validator(mode="after")

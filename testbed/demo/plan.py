@@ -120,7 +120,10 @@ def fragmentation_scenario(shape: FleetShape) -> dict[str, Any]:
             "kind": "pods",
             "count": whole,
             "claim": {"gpus": 8},
-            "timeout": "60s",
+            # Until each probe is placed or found unschedulable: how many fit, not how many
+            # a busy scheduler gets to in a fixed time.
+            "wait": "settled",
+            "timeout": "300s",
         }
     )
     return {

@@ -81,7 +81,7 @@ def _placeable_whole(doc: Doc) -> float | None:
         if phase.get("name") == "whole":
             counts = phase["counts"]
             expected = counts.get("expected_pods") or 0
-            return counts.get("pods_running", 0) / expected if expected else None
+            return counts.get("pods_scheduled", 0) / expected if expected else None
     return None
 
 
@@ -285,8 +285,9 @@ def _canonical_first(variant: str) -> int:
 def accounted(doc: Doc, *, probe_phase: str | None = None) -> tuple[bool, str]:
     """Every pod the arm asked for was seen, and each either ran or is explained.
 
-    `probe_phase` may time out by design (the fragmentation probe asks for more 8-GPU pods
-    than a fragmented fleet can take; how many fit is the measurement).
+    `probe_phase` may leave pods the scheduler found unschedulable, or time out, by design
+    (the fragmentation probe asks for more 8-GPU pods than a fragmented fleet can take; how
+    many fit is the measurement).
     """
     counts = doc["counts"]
     expected = counts["expected_pods"]
@@ -299,6 +300,8 @@ def accounted(doc: Doc, *, probe_phase: str | None = None) -> tuple[bool, str]:
         return False, f"saw {counts['pods_seen']} of {expected} pods"
     timed_out = any(p.get("timed_out") for p in doc.get("phases") or [])
     ran = counts["pods_running"] + counts["pods_succeeded"]
+    if probe_phase is not None:
+        ran += counts.get("pods_unschedulable", 0)
     if ran != expected and not timed_out:
         return False, f"{ran} of {expected} pods ran"
     return True, "ok"

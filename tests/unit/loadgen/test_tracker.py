@@ -40,6 +40,22 @@ def test_a_pod_records_first_seen_scheduled_and_running_once() -> None:
     assert (counts.seen, counts.scheduled, counts.running) == (1, 1, 1)
 
 
+def test_a_pod_found_unschedulable_counts_until_it_is_scheduled() -> None:
+    t = _tracker()
+    stuck = _pod("a")
+    stuck["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+    ]
+    t._on_pod("ADDED", _pod("a"), 0.1)
+    t._on_pod("ADDED", _pod("b"), 0.1)
+    assert t.phase("p").unschedulable == 0  # pending alone is not a verdict
+    t._on_pod("MODIFIED", stuck, 0.2)
+    t._on_pod("MODIFIED", stuck, 0.3)  # the scheduler's retry: still one pod
+    assert (t.phase("p").unschedulable, t.total.unschedulable) == (1, 1)
+    t._on_pod("MODIFIED", _pod("a", node="n1"), 0.4)  # it fit after all
+    assert (t.phase("p").unschedulable, t.phase("p").scheduled) == (0, 1)
+
+
 def test_create_is_the_earliest_evidence_of_the_pod() -> None:
     t = _tracker()
     t._on_pod("ADDED", _pod("late-watch"), 3.0)  # server: created within [0, 1) monotonic

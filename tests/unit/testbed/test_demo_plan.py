@@ -72,7 +72,8 @@ def test_fragmentation_fills_a_quarter_of_the_gpus_then_asks_for_half_the_whole_
         "kind": "pods",
         "count": 17,
         "claim": {"gpus": 8},
-        "timeout": "60s",
+        "wait": "settled",
+        "timeout": "300s",
     }
 
 
@@ -112,6 +113,22 @@ def test_accounting_allows_only_the_probe_phase_to_time_out() -> None:
     assert not summary.accounted(probe)[0]
     missing = {"counts": _counts(10, 9, 9), "error": None, "phases": []}
     assert summary.accounted(missing) == (False, "saw 9 of 10 pods")
+    # A settled probe: 3 pods found unschedulable are its measurement, not lost pods.
+    settled = {
+        "counts": {**_counts(10, 10, 7), "pods_unschedulable": 3},
+        "error": None,
+        "phases": [{"name": "whole", "timed_out": False}],
+    }
+    assert summary.accounted(settled, probe_phase="whole") == (True, "ok")
+    assert summary.accounted(settled) == (False, "7 of 10 pods ran")
+
+
+def test_the_fragmentation_probe_waits_until_each_pod_is_placed_or_refused() -> None:
+    from loadgen.scenarios.model import Scenario
+
+    doc = plan.fragmentation_scenario(SHAPE)
+    assert doc["phases"][-1]["wait"] == "settled"
+    Scenario.model_validate(doc)  # loadgen accepts it
 
 
 def test_the_scale_comparison_runs_the_same_pods_on_the_small_then_the_large_fleet() -> None:
