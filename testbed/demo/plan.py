@@ -101,15 +101,16 @@ ALL_COMPARISONS = (*DEFAULT_COMPARISONS, "scale")
 
 
 def fragmentation_scenario(shape: FleetShape) -> dict[str, Any]:
-    """Fill a quarter of the GPUs with 1/2/4-GPU pods, then ask for 8-GPU pods for half the
-    8-GPU nodes. Perfect packing leaves enough whole nodes for every one of them, so how many
-    fit shows how whole the fill kept the nodes. (A quarter, not more: at 1,000 nodes the
-    DRA fill is the demo's longest phase, and a quarter already touches most nodes when the
-    fill is spread.)"""
+    """Fill a quarter of the GPUs with 1/2/4-GPU pods, then ask for as many 8-GPU pods as
+    perfect packing keeps 8-GPU nodes whole (even if the whole fill landed on them): every
+    probe that does not fit is fragmentation. (A quarter, not more: at 1,000 nodes the DRA
+    fill is the demo's longest phase. Half the 8-GPU nodes was too few to tell: the default
+    scheduler's spread fill also left that many whole.)"""
     fill_gpus = shape.gpus // 4
     sizes = (1, 2, 4)
     per_size = max(1, fill_gpus // sum(sizes))
-    whole = max(1, shape.eight_gpu_nodes // 2)
+    packed_nodes = -(-per_size * sum(sizes) // 8)
+    whole = max(1, shape.eight_gpu_nodes - packed_nodes)
     phases: list[dict[str, Any]] = [
         {"name": f"fill{size}", "kind": "pods", "count": per_size, "claim": {"gpus": size}}
         for size in sizes

@@ -61,16 +61,17 @@ def test_arms_reject_more_pods_than_gpus_and_unknown_comparisons() -> None:
         plan.arms(SHAPE, plan.Workload(pods=10, comparisons=("nope",)))
 
 
-def test_fragmentation_fills_a_quarter_of_the_gpus_then_asks_for_half_the_whole_nodes() -> None:
+def test_fragmentation_probes_every_8_gpu_node_perfect_packing_keeps_whole() -> None:
     doc = plan.fragmentation_scenario(SHAPE)
     fill = sum(p["count"] * p["claim"]["gpus"] for p in doc["phases"][:-1])
     assert SHAPE.gpus // 4 - 7 < fill <= SHAPE.gpus // 4
-    # Perfect packing leaves a whole node for every 8-GPU pod: a miss is fragmentation.
-    assert SHAPE.eight_gpu_nodes - -(-fill // 8) >= doc["phases"][-1]["count"]
+    # Perfect packing leaves a whole node for every 8-GPU pod, and no more: a miss is
+    # fragmentation.
+    assert SHAPE.eight_gpu_nodes - -(-fill // 8) == doc["phases"][-1]["count"]
     assert doc["phases"][-1] == {
         "name": "whole",
         "kind": "pods",
-        "count": 17,
+        "count": 26,
         "claim": {"gpus": 8},
         "wait": "settled",
         "timeout": "300s",
