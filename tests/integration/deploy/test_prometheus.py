@@ -297,7 +297,10 @@ async def stack(
             ):
                 await asyncio.to_thread(wait_for_query, stack, expr)
             await small_load(kube, env, ports["extender"], body)
+            # The load's bad call comes last: a scrape taken mid-load already shows a rate,
+            # but not the error the alerts must see.
             for expr in (
+                f'sum(rate(extender_requests_total{{outcome="bad_request"}}[{RATE_WINDOW}]))',
                 f"sum(rate(extender_requests_total[{RATE_WINDOW}]))",
                 f'sum(rate(scheduler_schedule_attempts_total{{result="scheduled"}}[{RATE_WINDOW}]))',
                 'sum(scheduler_unschedulable_pods{plugin="DynamicResources"})',
