@@ -19,10 +19,15 @@ async def run_tool(
     env: dict[str, str], tool: str, *args: str, log: Path | None = None, within: float = 600
 ) -> int:
     """One of our CLIs, awaited without blocking the event loop; killed if it overruns."""
+    return await run_argv([str(BIN / tool), *args], env, log=log, within=within)
+
+
+async def run_argv(
+    argv: list[str], env: dict[str, str], *, log: Path | None = None, within: float = 600
+) -> int:
+    """A child process, its output to `log`; killed if it overruns `within` seconds."""
     with (log or Path(os.devnull)).open("wb") as out:
-        proc = await asyncio.create_subprocess_exec(
-            str(BIN / tool), *args, env=env, stdout=out, stderr=out
-        )
+        proc = await asyncio.create_subprocess_exec(*argv, env=env, stdout=out, stderr=out)
         try:
             return await asyncio.wait_for(proc.wait(), within)
         finally:

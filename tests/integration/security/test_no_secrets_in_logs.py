@@ -31,6 +31,7 @@ from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
 from testbed.kube.watching import Change, Snapshot, informer
+from tests import children
 from tests.waiting import condition, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
@@ -105,15 +106,8 @@ def inline_kubeconfigs(kubeconfig: str, token: str, d: Path) -> tuple[Path, Path
     return with_token, with_cert, [token, cert_data, key_data, *pem_lines]
 
 
-async def _run(argv: list[str], env: dict[str, str], log: Path, within: float = 180) -> int:
-    with log.open("wb") as out:
-        proc = await asyncio.create_subprocess_exec(*argv, env=env, stdout=out, stderr=out)
-        try:
-            return await asyncio.wait_for(proc.wait(), within)
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
+async def _run(argv: list[str], env: dict[str, str], log: Path) -> int:
+    return await children.run_argv(argv, env, log=log, within=180)
 
 
 def leaks(files: list[Path], needles: list[str]) -> list[tuple[str, str]]:
