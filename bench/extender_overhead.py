@@ -45,10 +45,10 @@ from typing import Any
 
 import yaml
 
+from experiment import plan
 from loadgen import metrics
 from testbed import vocab
 from testbed.cluster import local, processes, second_scheduler
-from testbed.demo import plan
 
 ARMS = ("off", "on", "on-no-pack", "prio-only")
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from experiment import plan
 from testbed import vocab
 from testbed.cluster import local
-from testbed.demo import plan
 from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube.client import Kube

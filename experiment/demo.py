@@ -23,9 +23,9 @@ from typing import Any
 import yaml
 from rich.console import Console
 
+from experiment import plan, report, summary
 from testbed import vocab
 from testbed.cluster import local, processes, second_scheduler
-from testbed.demo import plan, report, summary
 from testbed.kube import resources, watching
 from testbed.kube.client import Kube
 

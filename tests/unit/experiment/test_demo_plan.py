@@ -1,7 +1,7 @@
 import pytest
 
+from experiment import plan, summary
 from testbed import vocab
-from testbed.demo import plan, summary
 
 
 def test_fleet_spec_splits_nodes_across_profiles_exactly() -> None:

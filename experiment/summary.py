@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from testbed import bandwidth_model
-from testbed.demo.plan import Arm
+from experiment import bandwidth_model
+from experiment.plan import Arm
 
 Doc = dict[str, Any]
 SCHEMA_VERSION = 1
@@ -205,7 +205,7 @@ def rows(results: list[tuple[Arm, Doc]]) -> list[Row]:
 
 @dataclass(frozen=True)
 class Target:
-    """One of the demo's goals (issue 7) against this run's medians."""
+    """One of the project's goals for the demo against this run's medians."""
 
     goal: str
     measured: str

@@ -12,8 +12,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from testbed import bandwidth_model
-from testbed.demo.summary import SCHEMA_VERSION, Row, Target
+from experiment import bandwidth_model
+from experiment.summary import SCHEMA_VERSION, Row, Target
 
 _ALIGNED, _UNALIGNED = bandwidth_model.PUBLISHED_BUS_BANDWIDTH["all_gather"]
 MODEL_NOTE = (
@@ -57,7 +57,7 @@ def console_table(rows: list[Row], console: Console) -> None:
 
 
 def console_targets(targets: list[Target], console: Console) -> None:
-    table = Table(title="targets (issue 7)")
+    table = Table(title="targets: the project's goals against this run")
     for col in ("goal", "measured", "verdict"):
         table.add_column(col)
     for t in targets:
