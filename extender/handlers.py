@@ -129,16 +129,6 @@ async def prioritize_nodes(request: web.Request) -> web.Response:
     return web.Response(text=body, content_type=_JSON)
 
 
-async def healthz(request: web.Request) -> web.Response:
-    return web.Response(text="ok")
-
-
-async def readyz(request: web.Request) -> web.Response:
-    if request.app[CORE].ready():
-        return web.Response(text="ok")
-    return web.Response(status=503, text="cache not synced yet")
-
-
 async def decisions(request: web.Request) -> web.Response:
     """Recent per-pod decisions with each term's value; `?pod=namespace/name` narrows."""
     pod = request.query.get("pod")

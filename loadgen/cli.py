@@ -19,20 +19,18 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, NoReturn
 
 from pydantic import ValidationError
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from loadgen import compare, report, runner, scenarios, slo, templates
 from loadgen.report import console as console_report
 from loadgen.report import document
 from loadgen.scenarios.model import parse_duration
-from testbed import vocab
+from testbed import runtime, vocab
 from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
 
@@ -59,26 +57,6 @@ def _exit_code(signum: int) -> int:
     return _SIGNAL_EXIT + signum
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value:g}")
-    return value
-
-
 def _duration(text: str) -> float:
     try:
         return parse_duration(text)
@@ -102,12 +80,12 @@ def _run_options() -> argparse.ArgumentParser:
     g = p.add_argument_group("rate control")
     g.add_argument(
         "--qps",
-        type=_positive_float,
+        type=runtime.positive_float,
         help="objects created per second (default: each phase's own, else 100)",
     )
     g.add_argument(
         "--max-in-flight",
-        type=_positive_int,
+        type=runtime.positive_int,
         help="open loop: create requests "
         "outstanding; closed loop: pods not yet Running (default 100)",
     )
@@ -372,16 +350,7 @@ def _run_async(
         finally:
             await kube.close()
 
-    return _event_loop_run(go())
-
-
-def _event_loop_run(coro: Coroutine[Any, Any, runner.RunResult]) -> runner.RunResult:
-    """Run on uvloop when it is installed."""
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover
-        return asyncio.run(coro)
-    return uvloop.run(coro)
+    return runtime.run(go())
 
 
 class _Progress:
@@ -389,14 +358,7 @@ class _Progress:
 
     def __init__(self, console: Console, *, enabled: bool) -> None:
         self.enabled = enabled
-        self.bar = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[detail]}"),
-            TimeElapsedColumn(),
-            console=console,
-        )
+        self.bar = runtime.progress_bar(console, detail=True)
         self.tasks: dict[str, Any] = {}
 
     def __enter__(self) -> _Progress:

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable
 
 from extender.cache.store import KINDS, Store
+from testbed import runtime
 from testbed.kube import watching
 from testbed.kube.client import Kube
 
@@ -58,16 +59,6 @@ def start(
             watch_kind(kube, store, kind, on_restart=on_restart, stop=stop),
             name=f"watch-{kind}",
         )
-        task.add_done_callback(_report_exit)
+        task.add_done_callback(runtime.log_exit(log))
         tasks.append(task)
     return tasks
-
-
-def _report_exit(task: asyncio.Task[None]) -> None:
-    if task.cancelled():
-        return
-    exc = task.exception()
-    if exc is not None:
-        log.error("task %s died: %r", task.get_name(), exc, exc_info=exc)
-    else:
-        log.info("task %s ended", task.get_name())

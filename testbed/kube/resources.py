@@ -104,6 +104,14 @@ def labels_of(obj: dict[str, Any]) -> dict[str, str]:
     return dict(obj.get("metadata", {}).get("labels") or {})
 
 
+def node_ready(node: dict[str, Any]) -> bool:
+    """The node's Ready condition is True (kwok's stages set it as a kubelet would)."""
+    for cond in (node.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return bool(cond.get("status") == "True")
+    return False
+
+
 def label_selector(labels: dict[str, str]) -> str:
     """An equality-based label selector string from a dict."""
     return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))

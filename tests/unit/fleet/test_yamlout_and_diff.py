@@ -10,8 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fleet import render, yamlout
-from fleet.reconcile import covers, is_ready, node_matches, slice_matches
+from fleet.reconcile import covers, node_matches, slice_matches
 from fleet.spec import for_profile
+from testbed.kube import resources
 
 _scalars = st.one_of(
     st.none(),
@@ -66,7 +67,7 @@ def test_a_node_as_the_server_returns_it_matches_its_render() -> None:
     node = render.render_profile("dgx-h100", 1).nodes[0]
     actual = _server_side(node)
     assert node_matches(node, actual)
-    assert is_ready(actual)
+    assert resources.node_ready(actual)
 
 
 def test_a_changed_label_taint_or_capacity_does_not_match() -> None:
