@@ -32,7 +32,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the shared strategies
-from tests.unit import fuzz_documents as fd
+from tests.support import fuzz_documents as fd
 from tests.unit.fleet.test_fuzz_spec import parse as parse_spec
 from tests.unit.loadgen.test_fuzz_scenario import parse as parse_scenario
 

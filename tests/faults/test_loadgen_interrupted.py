@@ -25,8 +25,8 @@ from loadgen.report import document
 from testbed import vocab
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from tests.integration.loadgen.conftest import Fleet, make_fleet, namespace_gone, remove_fleet
-from tests.waiting import wait_for
+from tests.support.private_fleet import Fleet, make_fleet, namespace_gone, remove_fleet
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
 

@@ -12,7 +12,7 @@ from loadgen.tracker import PodRecord
 from testbed import vocab
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from tests.integration.loadgen.conftest import Fleet, namespace_gone
+from tests.support.private_fleet import Fleet, namespace_gone
 
 pytestmark = pytest.mark.cluster
 

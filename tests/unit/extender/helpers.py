@@ -9,7 +9,7 @@ from extender.cache.index import Index, Outcome
 from extender.cache.store import KINDS, Store
 from extender.config import Settings
 from extender.core import Core
-from tests.unit.extender import objects
+from tests.support import extender_objects as objects
 
 
 def store_of(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from extender import classes
-from tests.unit.extender import objects
+from tests.support import extender_objects as objects
 
 
 def test_driver_equality_is_understood() -> None:

@@ -19,7 +19,7 @@ from hypothesis import assume, given, settings
 
 from fleet import render, spec
 from fleet.profiles import ProfileError
-from tests.unit import fuzz_documents as fd
+from tests.support import fuzz_documents as fd
 
 PLAN_UP_TO = 2000  # nodes: planning a 100,000-node pool per example would be slow, not wrong
 

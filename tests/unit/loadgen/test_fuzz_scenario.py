@@ -20,7 +20,7 @@ from hypothesis import assume, given, settings
 
 from loadgen import plan, scenarios
 from loadgen.scenarios import model
-from tests.unit import fuzz_documents as fd
+from tests.support import fuzz_documents as fd
 
 
 def parse(path: Path) -> str | None:

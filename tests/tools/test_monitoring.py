@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.unit.deploy import support as s
+from tests.support import deploy as s
 
 pytestmark = pytest.mark.timeout(120)
 

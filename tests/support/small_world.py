@@ -8,7 +8,7 @@ from typing import Any
 from testbed import vocab
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from tests.waiting import condition, wait_for
+from tests.support.waiting import condition, wait_for
 
 
 class Env:

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from extender.cache.store import KINDS
-from tests.unit.deploy import support as s
+from tests.support import deploy as s
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = REPO / "manifests"
 DOCKERFILE = REPO / "Dockerfile"
 # Kustomizations rendered offline; kwok/ references kwok's remote base (see test_kwok_overlay).

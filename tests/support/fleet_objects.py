@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from testbed import vocab
-from tests.waiting import condition
+from tests.support.waiting import condition
 
 
 def fleet_object(name: str, count: int) -> dict[str, Any]:
