@@ -2,7 +2,7 @@
 right (wrong types, huge or negative numbers, odd Unicode at any field) and sometimes plainly
 wrong (malformed text, bytes that are not UTF-8, nesting past recursion limits, alias bombs,
 Python tags). Shared by tests/unit/fleet/test_fuzz_spec.py, tests/unit/loadgen/
-test_fuzz_scenario.py and bench/fuzz_parsers.py.
+test_fuzz_scenario.py and tests/fuzz/parsers.py.
 """
 
 from __future__ import annotations

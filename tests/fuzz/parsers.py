@@ -1,15 +1,15 @@
 """The fleet spec and loadgen scenario parsers under a fuzzer: N generated files each.
 
-Documents come from tests/unit/fuzz_documents.py (almost-right specs and scenarios with wrong
+Documents come from tests/support/fuzz_documents.py (almost-right specs and scenarios with wrong
 types, huge or negative numbers and odd Unicode at any field; malformed YAML/JSON, bytes that
 are not UTF-8, nesting past recursion limits, alias bombs, Python tags). Each is written to a
-file and parsed the way the CLIs do (the `parse` of tests/unit/fleet/test_fuzz_spec.py and
-tests/unit/loadgen/test_fuzz_scenario.py): the outcome must be a valid object or the
+file and parsed the way the CLIs do (tests/support/fuzz_oracles.py, which the fuzz tests use
+too): the outcome must be a valid object or the
 project's one-line error (SpecError/ProfileError, ScenarioError), never another exception.
 Then `--cli` of the bad files per parser go through `fleet render -f` and `loadgen run FILE`
 as subprocesses: exit 2, one line on stderr, no traceback.
 
-    .venv/bin/python bench/fuzz_parsers.py --documents 50000 [--cli 20] [--seed 1]
+    .venv/bin/python -m tests.fuzz.parsers --documents 50000 [--cli 20] [--seed 1]
 
 Prints per parser: documents, valid / one-line errors / other exceptions / messages that are
 not one line, the slowest document, and this process's RSS every 10,000 documents.
@@ -31,10 +31,8 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the shared strategies
 from tests.support import fuzz_documents as fd
-from tests.unit.fleet.test_fuzz_spec import parse as parse_spec
-from tests.unit.loadgen.test_fuzz_scenario import parse as parse_scenario
+from tests.support import fuzz_oracles as oracles
 
 CHUNK = 2_000
 
@@ -50,14 +48,14 @@ PARSERS: dict[str, tuple[Any, str, Callable[[Path], str | None], str, list[str]]
     "fleet spec": (
         fd.fleet_values,
         "pools",
-        parse_spec,
+        oracles.parse_fleet_spec,
         "fleet: error: ",
         [sys.executable, "-c", "from fleet.cli import main; main()", "render", "-f", "{}"],
     ),
     "loadgen scenario": (
         fd.scenario_values,
         "phases",
-        parse_scenario,
+        oracles.parse_scenario,
         "loadgen: error: ",
         [sys.executable, "-m", "loadgen", "run", "{}", "--kubeconfig", "/nonexistent"],
     ),

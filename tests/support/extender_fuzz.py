@@ -1,6 +1,6 @@
 """Hypothesis strategies for bad (and some good) extender HTTP calls, and the checks every
 reply must pass. Shared by tests/unit/extender/test_fuzz_extender.py (a CI-sized run) and
-bench/fuzz_extender.py (100,000 bodies against a served fleet).
+tests/fuzz/extender.py (100,000 bodies against a served fleet).
 
 A call is a `Call(method, path, body, content_type, names)`; `names` are the candidate
 node names when the body is valid ExtenderArgs (None otherwise), so a 200 reply can be

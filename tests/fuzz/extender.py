@@ -1,7 +1,7 @@
 """The extender under a fuzzer: N hypothesis-generated HTTP calls against `extender serve`.
 
 Serves a rendered dgx-h100 fleet (plus a claim holding devices, a GPU+NIC pair template and
-job siblings: tests/unit/extender/fuzz_strategies.py) with `extender serve --from-files` as
+job siblings: tests/support/extender_fuzz.py) with `extender serve --from-files` as
 its own process, then sends `--bodies` generated calls over one keep-alive HTTP connection:
 mostly POST /filter and /prioritize with malformed JSON, wrong types at every level of
 ExtenderArgs, huge name lists, unknown node names, odd Unicode (lone surrogates, NUL, RTL,
@@ -15,7 +15,7 @@ knows (objects per kind, every node's free devices) must equal what it knew at t
 Prints the status histogram, 5xx and crash counts, the server's RSS at the start, every
 10,000 calls and at the end.
 
-    .venv/bin/python bench/fuzz_extender.py --bodies 100000 [--nodes 50] [--workers 3]
+    .venv/bin/python -m tests.fuzz.extender --bodies 100000 [--nodes 50] [--workers 3]
 
 Generation (hypothesis) is the costly side, so `--workers` processes generate and send in
 parallel, each in fresh hypothesis runs of 2,000 examples with their own seeds.
@@ -41,8 +41,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the shared strategies
-from tests.unit.extender import fuzz_strategies as fz
+from tests.support import extender_fuzz as fz
 
 LIMIT = 256 * 1024
 
