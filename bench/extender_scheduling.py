@@ -35,6 +35,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -44,7 +45,7 @@ import aiohttp
 from loadgen import templates
 from loadgen.scenarios.model import Claim, Phase
 from testbed import vocab
-from testbed.cluster import local
+from testbed.cluster import local, processes
 from testbed.kube import errors, watching
 from testbed.kube import resources as r
 from testbed.kube.client import ClientSettings, Kube
@@ -188,22 +189,13 @@ async def extender(
     args = ["serve", "--port", str(port), "--log-level", "warning"]
     if kubeconfig:
         args += ["--kubeconfig", kubeconfig]
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", "from extender.cli import main; main()", *args
-    )
-    try:
-        async with aiohttp.ClientSession() as s, asyncio.timeout(120):
-            while True:
-                with contextlib.suppress(aiohttp.ClientConnectionError):
-                    async with s.get(f"{base}/readyz") as resp:
-                        if resp.status == 200:
-                            break
-                await asyncio.sleep(0.2)
+    argv = [sys.executable, "-c", "from extender.cli import main; main()", *args]
+    with tempfile.TemporaryDirectory() as tmp, processes.running(
+        "the extender", argv, log=Path(tmp) / "extender.log", health_url=f"{base}/readyz",
+        timeout=120,
+    ) as proc:  # fmt: skip
         cpu_before = _cpu_seconds(proc.pid)
         yield scrape
-    finally:
-        proc.terminate()
-        await proc.wait()
 
 
 async def main() -> int:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # rich loads only where a bar is drawn, not in every service'
     from rich.progress import Progress
 
 T = TypeVar("T")
+N = TypeVar("N", int, float)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -125,31 +126,29 @@ def progress_bar(
 # -- flag number types (argparse `type=`): a bad value is a one-line usage error ---------------
 
 
-def non_negative_int(text: str) -> int:
+def _number(text: str, kind: Callable[[str], N], what: str) -> N:
     try:
-        value = int(text)
+        return kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+
+
+def non_negative_int(text: str) -> int:
+    value = _number(text, int, "a whole number")
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value} is negative; must be 0 or more")
     return value
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    value = _number(text, int, "a whole number")
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
 
 
 def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = _number(text, float, "a number")
     if not value > 0:  # also refuses nan
         raise argparse.ArgumentTypeError(f"must be > 0, got {value:g}")
     return value

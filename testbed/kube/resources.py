@@ -1,4 +1,5 @@
-"""Resource kinds and their REST paths: pure request building, no I/O."""
+"""Resource kinds and their REST paths, and views over objects as plain dicts (name, labels,
+node readiness): pure, no I/O."""
 
 from __future__ import annotations
 
