@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 from rich.console import Console
 
-from experiment import plan, report, summary
+from experiment import plan, report, summary, validity
 from testbed import vocab
 from testbed.cluster import local, processes, second_scheduler
 from testbed.kube import resources, watching
@@ -133,6 +133,7 @@ def _run_arm(
     plain: second_scheduler.SecondScheduler,
     scheduler_metrics: str,
     extender_metrics: str,
+    arrival: str = "fixed",
 ) -> dict[str, Any]:
     arm_dir = out_dir / arm.name
     arm_dir.mkdir(parents=True, exist_ok=True)
@@ -151,6 +152,10 @@ def _run_arm(
         str(arm_dir),
         "--qps",
         str(qps),
+        "--arrival",
+        arrival,
+        "--seed",
+        str(arm.repeat),
     ]
     cmd += ["--scrape", "apiserver=kube:/metrics", "--scrape", f"extender={extender_metrics}"]
     if arm.scheduler == plan.PLAIN:
@@ -173,6 +178,29 @@ def _apply_fleet(nodes: int, out: Path, env: dict[str, str]) -> None:
         raise DemoError(f"fleet apply of {nodes} nodes failed")
 
 
+def _latency_qps(arm: plan.Arm, by_name: dict[str, dict[str, Any]]) -> float | None:
+    """LATENCY_LOAD of the rate the arm's throughput arm sustained (None if it has none)."""
+    sustained = ((by_name.get(arm.latency_of) or {}).get("throughput") or {}).get("Average")
+    return round(plan.LATENCY_LOAD * float(sustained), 3) if sustained else None
+
+
+def _log_size(log: Path) -> int:
+    try:
+        return log.stat().st_size
+    except OSError:
+        return 0
+
+
+def _skipped_since(log: Path, offset: int) -> int:
+    """Times kube-scheduler's log says it skipped the extender after byte `offset`."""
+    try:
+        with log.open("rb") as f:
+            f.seek(offset)
+            return validity.skipped_in_log(f.read().decode(errors="replace"))
+    except OSError:
+        return 0
+
+
 def _settle(kubeconfig: Path, doc: dict[str, Any], console: Console) -> None:
     namespace = doc.get("namespace")
     if namespace and not asyncio.run(_wait_namespace_gone(kubeconfig, namespace, 300)):
@@ -180,7 +208,7 @@ def _settle(kubeconfig: Path, doc: dict[str, Any], console: Console) -> None:
 
 
 def run(config: DemoConfig, console: Console) -> int:
-    """Run the demo; 0 when every arm accounted for every pod, 1 otherwise."""
+    """Run the demo; 0 when every arm accounted for every pod and ran as labelled, else 1."""
     started = time.monotonic()
     out = config.output_dir
     out.mkdir(parents=True, exist_ok=True)
@@ -194,8 +222,10 @@ def run(config: DemoConfig, console: Console) -> int:
     scheduler_port = cluster.component_flag("kube-scheduler", "secure-port")
     scheduler_metrics = f"https://127.0.0.1:{scheduler_port}/metrics"
     extender_metrics = f"http://127.0.0.1:{config.cluster.extender_port}/metrics"
+    scheduler_log = config.cluster.cluster_dir / "logs" / "kube-scheduler.log"
     fleet_applied = False
     results: list[tuple[plan.Arm, dict[str, Any]]] = []
+    valid: dict[str, validity.Validity] = {}
     timings: dict[str, dict[str, float | str]] = {}
     by_name: dict[str, dict[str, Any]] = {}
     try:
@@ -226,15 +256,37 @@ def run(config: DemoConfig, console: Console) -> int:
                     # Link, so the report and every reader find the arm's own directory.
                     (out / arm.name).symlink_to(arm.same_as, target_is_directory=True)
                     results.append((arm, by_name[arm.same_as]))
+                    valid[arm.name] = valid[arm.same_as]
                     timings[arm.name] = {"seconds": 0.0, "same_as": arm.same_as}
                     console.print(f"same workload as {arm.same_as}: its result is reused")
                     continue
+                qps, arrival = config.qps, "fixed"
+                if arm.latency_of:
+                    latency_qps = _latency_qps(arm, by_name)
+                    if latency_qps is None:
+                        valid[arm.name] = validity.Validity(
+                            False, f"{arm.latency_of} sustained no rate to run below"
+                        )
+                        console.print(f"[yellow]arm {arm.name}: {valid[arm.name].reason}")
+                        continue
+                    qps, arrival = latency_qps, "poisson"
+                    console.print(f"unsaturated: Poisson arrivals at {qps:g} pods/s")
                 arm_started = time.monotonic()
+                log_offset = _log_size(scheduler_log)
                 doc = _run_arm(
-                    arm, out, env, config.qps, plain, scheduler_metrics, extender_metrics
+                    arm, out, env, qps, plain, scheduler_metrics, extender_metrics, arrival
                 )
                 by_name[arm.name] = doc
                 results.append((arm, doc))
+                valid[arm.name] = (
+                    validity.extender_arm(
+                        doc, scheduler_skipped=_skipped_since(scheduler_log, log_offset)
+                    )
+                    if arm.scheduler == plan.EXTENDER
+                    else validity.VALID
+                )
+                if not valid[arm.name].valid:
+                    console.print(f"[red]arm {arm.name} is invalid: {valid[arm.name].reason}")
                 ran = time.monotonic() - arm_started
                 _settle(kubeconfig, doc, console)
                 settled = time.monotonic() - arm_started - ran
@@ -246,14 +298,15 @@ def run(config: DemoConfig, console: Console) -> int:
                 _run([_tool("fleet"), "delete", "--name", plan.FLEET_NAME], env)
             if created:
                 cluster.down()
-    rows = summary.rows(results)
+    # Invalid arms are shown (below and in demo.json), never averaged in.
+    rows = summary.rows([(arm, doc) for arm, doc in results if valid[arm.name].valid])
     goals = summary.targets(rows)
+    guide = summary.guide_matrix(rows)
     report.console_table(rows, console)
     report.console_targets(goals, console)
+    report.console_guide(guide, console)
     accounting = {
-        arm.name: summary.accounted(
-            doc, probe_phase="whole" if arm.comparison == "fragmentation" else None
-        )
+        arm.name: summary.accounted(doc, probe_phases=plan.PROBE_PHASES.get(arm.comparison, ()))
         for arm, doc in results
     }
     elapsed = time.monotonic() - started
@@ -264,14 +317,24 @@ def run(config: DemoConfig, console: Console) -> int:
         "scale_nodes": config.workload.scale_nodes,
         "elapsed_seconds": round(elapsed, 1),
         "arms": {
-            name: {"accounted": ok, "detail": why, **timings.get(name, {})}
+            name: {
+                "accounted": ok,
+                "detail": why,
+                "valid": valid[name].valid,
+                "validity": valid[name].reason,
+                **timings.get(name, {}),
+            }
             for name, (ok, why) in accounting.items()
         },
+        "invalid_arms": {n: v.reason for n, v in valid.items() if not v.valid},
     }
-    index = report.write(out, rows, meta, [arm.name for arm, _ in results], goals)
+    index = report.write(out, rows, meta, [arm.name for arm, _ in results], goals, guide)
     bad = {n: why for n, (ok, why) in accounting.items() if not ok}
     for name, why in bad.items():
         console.print(f"[red]arm {name}: not every pod accounted for: {why}")
+    for name, v in valid.items():
+        if not v.valid:
+            console.print(f"[red]arm {name} invalid, left out of every figure: {v.reason}")
     console.print(f"report: {index}")
     if elapsed > BUDGET_SECONDS:
         console.print(
@@ -280,4 +343,4 @@ def run(config: DemoConfig, console: Console) -> int:
         )
     else:
         console.print(f"done in {elapsed / 60:.1f} min")
-    return 1 if bad else 0
+    return 1 if bad or not all(v.valid for v in valid.values()) else 0

@@ -71,17 +71,34 @@ class Arm:
     same_as: str = ""
     """An earlier arm of the same repeat that runs exactly this (e.g. extender off = DRA
     claims on the plain scheduler): its result is reused rather than measured twice."""
+    latency_of: str = ""
+    """Set on a latency arm: the throughput arm just before it, whose sustained rate sets this
+    arm's Poisson arrival rate (LATENCY_LOAD of it), so pod startup is service time, not
+    queueing."""
 
     @property
     def name(self) -> str:
-        return f"{self.comparison}-{self.variant}-{self.repeat}"
+        suffix = "-latency" if self.latency_of else ""
+        return f"{self.comparison}-{self.variant}-{self.repeat}{suffix}"
+
+    @property
+    def measure(self) -> str:
+        return "latency" if self.latency_of else "throughput"
 
     @property
     def run_key(self) -> tuple[object, ...]:
         """What the arm runs, where and how: equal keys measure the same thing."""
         doc = json.dumps(self.scenario_doc, sort_keys=True)
         params = tuple(sorted(self.params.items()))
-        return (self.repeat, self.scenario, params, self.scheduler, doc, self.fleet_nodes)
+        return (
+            self.repeat,
+            self.scenario,
+            params,
+            self.scheduler,
+            doc,
+            self.fleet_nodes,
+            self.measure,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,12 +107,18 @@ class Workload:
     """Pods per arm of the throughput and DRA-vs-device-plugin comparisons."""
     repeat: int = 1
     """How many times each comparison's pair of arms runs (order alternates)."""
-    comparisons: tuple[str, ...] = ("extender", "placement", "fragmentation", "dra")
+    comparisons: tuple[str, ...] = ("extender", "placement", "fragmentation", "alignment", "dra")
     scale_nodes: int = 0
     """Fleet size of the `scale` comparison's large arm (the CLI's default: 5x --nodes)."""
 
 
 DEFAULT_COMPARISONS = Workload().comparisons
+# Comparisons at saturation; each of their arms is followed by an unsaturated latency arm.
+THROUGHPUT_COMPARISONS = ("extender", "dra", "scale")
+LATENCY_LOAD = 0.5
+"""A latency arm's Poisson rate as a share of the rate its throughput arm sustained."""
+LATENCY_PODS = 300
+"""Pods per latency arm at the most (enough for a p99 by nearest rank)."""
 # Opt-in: it grows the fleet, and 10,000 pods per arm take longer than the demo's budget.
 ALL_COMPARISONS = (*DEFAULT_COMPARISONS, "scale")
 
@@ -134,6 +157,51 @@ def fragmentation_scenario(shape: FleetShape) -> dict[str, Any]:
     }
 
 
+def alignment_scenario(shape: FleetShape) -> dict[str, Any]:
+    """Fragment the PCIe roots of the aligned 8-GPU nodes, then ask for aligned pairs.
+
+    The fill (a quarter of those nodes' GPUs) mixes 1-GPU, 1 GPU + 1 NIC aligned, 1 GPU + 1
+    NIC with no alignment constraint, and 2-GPU claims: each takes a GPU or NIC from a root
+    and leaves its partner stranded. Then aligned 8 GPU + 8 NIC pods, then aligned 4 + 4
+    pods, as many as perfect packing of the fill leaves room for, each left until placed or
+    refused. Nothing forces alignment onto the fill, so where the fill lands decides how
+    many aligned probes fit: this comparison can fail."""
+    fill_gpus = shape.aligned_eight_nodes * 8 // 4
+    kinds: list[tuple[str, dict[str, Any]]] = [
+        ("fill-gpu", {"gpus": 1}),
+        ("fill-pair", {"gpus": 1, "nics": 1, "align": True}),
+        ("fill-loose", {"gpus": 1, "nics": 1, "align": False}),
+        ("fill-gpu2", {"gpus": 2}),
+    ]
+    per_kind = max(1, fill_gpus // sum(c["gpus"] for _, c in kinds))
+    packed_nodes = -(-per_kind * sum(c["gpus"] for _, c in kinds) // 8)
+    whole = max(2, shape.aligned_eight_nodes - packed_nodes)
+    eights = whole // 2
+    phases: list[dict[str, Any]] = [
+        {"name": name, "kind": "pods", "count": per_kind, "claim": claim} for name, claim in kinds
+    ]
+    for name, count, size in (("aligned8", eights, 8), ("aligned4", 2 * (whole - eights), 4)):
+        phases.append(
+            {
+                "name": name,
+                "kind": "pods",
+                "count": count,
+                "claim": {"gpus": size, "nics": size, "align": True},
+                "wait": "settled",
+                "timeout": "300s",
+            }
+        )
+    return {
+        "name": "alignment",
+        "description": "PCIe roots fragmented by a mixed fill, then aligned 8+8 and 4+4 pods",
+        "phases": phases,
+    }
+
+
+PROBE_PHASES = {"fragmentation": ("whole",), "alignment": ("aligned8", "aligned4")}
+"""Phases whose pods may be refused by design: how many fit is the measurement."""
+
+
 def arms(shape: FleetShape, workload: Workload) -> list[Arm]:
     """Every arm in run order: each comparison's pair, alternating order per repeat."""
     throughput = [c for c in workload.comparisons if c != "scale"]
@@ -161,6 +229,16 @@ def arms(shape: FleetShape, workload: Workload) -> list[Arm]:
                 scenario_doc=fragmentation_scenario(shape),
             ),
         ),
+        "alignment": (
+            Arm("alignment", "on", "file", scenario_doc=alignment_scenario(shape)),
+            Arm(
+                "alignment",
+                "off",
+                "file",
+                scheduler=PLAIN,
+                scenario_doc=alignment_scenario(shape),
+            ),
+        ),
         # DRA's own cost: both arms on the plain scheduler, so the extender is not in it.
         "dra": (
             Arm("dra", "claims", "pods", {"pods": str(workload.pods), "gpus": "1"}, PLAIN),
@@ -185,8 +263,16 @@ def arms(shape: FleetShape, workload: Workload) -> list[Arm]:
         for name in workload.comparisons:
             a, b = pairs[name]
             first, second = (a, b) if rep % 2 == 0 else (b, a)
-            out += [_with_repeat(first, rep), _with_repeat(second, rep)]
+            for arm in (_with_repeat(first, rep), _with_repeat(second, rep)):
+                out.append(arm)
+                if name in THROUGHPUT_COMPARISONS:
+                    out.append(_latency_arm(arm, workload))
     return _reuse_duplicates(out)
+
+
+def _latency_arm(arm: Arm, workload: Workload) -> Arm:
+    pods = str(min(workload.pods, LATENCY_PODS))
+    return dataclasses.replace(arm, params={**arm.params, "pods": pods}, latency_of=arm.name)
 
 
 def _reuse_duplicates(arms: list[Arm]) -> list[Arm]:

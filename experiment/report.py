@@ -12,8 +12,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from experiment import bandwidth_model
-from experiment.summary import SCHEMA_VERSION, Row, Target
+from experiment import bandwidth_model, intervals
+from experiment.summary import SCHEMA_VERSION, GuideRow, Row, Target
 
 _ALIGNED, _UNALIGNED = bandwidth_model.PUBLISHED_BUS_BANDWIDTH["all_gather"]
 MODEL_NOTE = (
@@ -39,21 +39,48 @@ def _cell(row_values: list[float], median: float, unit: str) -> str:
     return _fmt(median, unit)
 
 
+def _ratio(r: Row) -> str:
+    return f"{r.ratio:.2f}" if r.ratio is not None else "-"
+
+
+def _interval(r: Row) -> str:
+    return intervals.describe(r.interval, "{:.2f}".format)
+
+
+COLUMNS = ("comparison", "metric", "A", "B", "A/B", "A/B 95 % interval")
+
+
+def _cells(r: Row) -> tuple[str, ...]:
+    return (
+        r.comparison,
+        f"{r.metric} [{r.unit}]",
+        f"{r.a_name}: {_cell(r.a.values, r.a.median, r.unit)}",
+        f"{r.b_name}: {_cell(r.b.values, r.b.median, r.unit)}",
+        _ratio(r),
+        _interval(r),
+    )
+
+
 def console_table(rows: list[Row], console: Console) -> None:
-    table = Table(title="dra-testbed demo: side by side (median, min–max over repeats)")
-    for col in ("comparison", "metric", "A", "B", "A/B"):
-        table.add_column(col, justify="right" if col in ("A", "B", "A/B") else "left")
+    table = Table(
+        title="dra-testbed demo: side by side (median, min–max over repeats; bootstrap "
+        "95 % interval of each ratio)"
+    )
+    for col in COLUMNS:
+        table.add_column(col, justify="left" if col in ("comparison", "metric") else "right")
     for r in rows:
-        ratio = f"{r.ratio:.2f}" if r.ratio is not None else "-"
-        table.add_row(
-            r.comparison,
-            f"{r.metric} [{r.unit}]",
-            f"{r.a_name}: {_cell(r.a.values, r.a.median, r.unit)}",
-            f"{r.b_name}: {_cell(r.b.values, r.b.median, r.unit)}",
-            ratio,
-        )
+        table.add_row(*_cells(r))
     console.print(table)
     console.print(MODEL_NOTE, style="dim")
+
+
+def console_guide(guide: list[GuideRow], console: Console) -> None:
+    table = Table(title="the DRA guide's matrix vs measured (DRA claims vs device plugin)")
+    for col in ("aspect", "guide's target", "guide's example", "ours", "verdict"):
+        table.add_column(col)
+    for g in guide:
+        table.add_row(g.aspect, g.target, g.guide, g.measured, g.verdict)
+    console.print(table)
 
 
 def console_targets(targets: list[Target], console: Console) -> None:
@@ -61,12 +88,26 @@ def console_targets(targets: list[Target], console: Console) -> None:
     for col in ("goal", "measured", "verdict"):
         table.add_column(col)
     for t in targets:
-        style = "green" if t.met else "yellow" if t.verdict.startswith("not ") else "red"
+        style = (
+            "green"
+            if t.met
+            else "yellow"
+            if t.verdict.startswith(("not ", "inconclusive"))
+            else "red"
+        )
         table.add_row(t.goal, t.measured, f"[{style}]{t.verdict}")
     console.print(table)
 
 
-def to_json(rows: list[Row], meta: dict[str, Any], targets: list[Target]) -> dict[str, Any]:
+def _interval_json(interval: intervals.Interval | None) -> dict[str, Any] | None:
+    if interval is None:
+        return None
+    return {"low": interval.low, "high": interval.high, "runs": interval.runs}
+
+
+def to_json(
+    rows: list[Row], meta: dict[str, Any], targets: list[Target], guide: list[GuideRow]
+) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "DemoResult",
@@ -84,8 +125,19 @@ def to_json(rows: list[Row], meta: dict[str, Any], targets: list[Target]) -> dic
                 "a": {"variant": r.a_name, "values": r.a.values, "median": _num(r.a.median)},
                 "b": {"variant": r.b_name, "values": r.b.values, "median": _num(r.b.median)},
                 "ratio": r.ratio,
+                "ratio_interval_95": _interval_json(r.interval),
             }
             for r in rows
+        ],
+        "guide_matrix": [
+            {
+                "aspect": g.aspect,
+                "target": g.target,
+                "guide": g.guide,
+                "measured": g.measured,
+                "verdict": g.verdict,
+            }
+            for g in guide
         ],
     }
 
@@ -100,8 +152,9 @@ def write(
     meta: dict[str, Any],
     arm_dirs: list[str],
     targets: list[Target],
+    guide: list[GuideRow],
 ) -> Path:
-    doc = to_json(rows, meta, targets)
+    doc = to_json(rows, meta, targets, guide)
     (out_dir / "demo.json").write_text(json.dumps(doc, indent=2) + "\n")
     body = [
         "<!doctype html><html><head><meta charset='utf-8'><title>dra-testbed demo</title>",
@@ -110,30 +163,31 @@ def write(
         "td:first-child,td:nth-child(2){text-align:left}</style></head><body>",
         "<h1>dra-testbed demo</h1>",
         f"<p>{html.escape(json.dumps(meta))}</p>",
-        "<table><tr><th>comparison</th><th>metric</th><th>A</th><th>B</th><th>A/B</th></tr>",
+        "<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS) + "</tr>",
     ]
     for r in rows:
-        ratio = f"{r.ratio:.2f}" if r.ratio is not None else "-"
-        body.append(
-            "<tr>"
-            + "".join(
-                f"<td>{html.escape(c)}</td>"
-                for c in (
-                    r.comparison,
-                    f"{r.metric} [{r.unit}]",
-                    f"{r.a_name}: {_cell(r.a.values, r.a.median, r.unit)}",
-                    f"{r.b_name}: {_cell(r.b.values, r.b.median, r.unit)}",
-                    ratio,
-                )
-            )
-            + "</tr>"
-        )
+        body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in _cells(r)) + "</tr>")
     body.append("</table>")
     body.append(f"<p><em>{html.escape(MODEL_NOTE)}</em></p>")
     body.append("<h2>Targets</h2><table><tr><th>goal</th><th>measured</th><th>verdict</th></tr>")
     for t in targets:
         cells = "".join(f"<td>{html.escape(c)}</td>" for c in (t.goal, t.measured, t.verdict))
         body.append(f"<tr>{cells}</tr>")
+    body.append(
+        "</table><h2>The DRA guide's matrix vs measured</h2><table><tr><th>aspect</th>"
+        "<th>guide's target</th><th>guide's example</th><th>ours</th><th>verdict</th></tr>"
+    )
+    for g in guide:
+        cells = "".join(
+            f"<td>{html.escape(c)}</td>"
+            for c in (g.aspect, g.target, g.guide, g.measured, g.verdict)
+        )
+        body.append(f"<tr>{cells}</tr>")
+    invalid = meta.get("invalid_arms") or {}
+    if invalid:
+        body.append("</table><h2>Invalid arms (left out of every figure)</h2><ul>")
+        body += [f"<li>{html.escape(n)}: {html.escape(why)}</li>" for n, why in invalid.items()]
+        body.append("</ul><table>")
     body.append("</table><h2>Each arm's report</h2><ul>")
     for d in arm_dirs:
         body.append(f"<li><a href='{html.escape(d)}/report.html'>{html.escape(d)}</a></li>")

@@ -40,7 +40,7 @@ def _args(**overrides: object) -> argparse.Namespace:
 def test_the_default_flags_make_the_default_workload() -> None:
     w = experiment_cli.workload(_args())
     assert (w.pods, w.repeat, w.scale_nodes) == (1000, 1, 5000)
-    assert w.comparisons == ("extender", "placement", "fragmentation", "dra")
+    assert w.comparisons == ("extender", "placement", "fragmentation", "alignment", "dra")
 
 
 @pytest.mark.parametrize(
