@@ -219,26 +219,8 @@ def arms(shape: FleetShape, workload: Workload) -> list[Arm]:
             Arm("placement", "on", "gang", {"gangs": str(gangs), "size": "4"}),
             Arm("placement", "off", "gang", {"gangs": str(gangs), "size": "4"}, PLAIN),
         ),
-        "fragmentation": (
-            Arm("fragmentation", "on", "file", scenario_doc=fragmentation_scenario(shape)),
-            Arm(
-                "fragmentation",
-                "off",
-                "file",
-                scheduler=PLAIN,
-                scenario_doc=fragmentation_scenario(shape),
-            ),
-        ),
-        "alignment": (
-            Arm("alignment", "on", "file", scenario_doc=alignment_scenario(shape)),
-            Arm(
-                "alignment",
-                "off",
-                "file",
-                scheduler=PLAIN,
-                scenario_doc=alignment_scenario(shape),
-            ),
-        ),
+        "fragmentation": _scenario_pair("fragmentation", fragmentation_scenario(shape)),
+        "alignment": _scenario_pair("alignment", alignment_scenario(shape)),
         # DRA's own cost: both arms on the plain scheduler, so the extender is not in it.
         "dra": (
             Arm("dra", "claims", "pods", {"pods": str(workload.pods), "gpus": "1"}, PLAIN),
@@ -273,6 +255,14 @@ def arms(shape: FleetShape, workload: Workload) -> list[Arm]:
 def _latency_arm(arm: Arm, workload: Workload) -> Arm:
     pods = str(min(workload.pods, LATENCY_PODS))
     return dataclasses.replace(arm, params={**arm.params, "pods": pods}, latency_of=arm.name)
+
+
+def _scenario_pair(comparison: str, doc: dict[str, Any]) -> tuple[Arm, Arm]:
+    """A scenario file's two arms: extender on (the cluster's scheduler) vs the plain one."""
+    return (
+        Arm(comparison, "on", "file", scenario_doc=doc),
+        Arm(comparison, "off", "file", scheduler=PLAIN, scenario_doc=doc),
+    )
 
 
 def _reuse_duplicates(arms: list[Arm]) -> list[Arm]:

@@ -54,7 +54,7 @@ def _terminate_mid_arm(cmd: list[str], arm_dir: Path) -> tuple[int, str]:
     seen = []
     for line in demo.stdout:  # bounded by the test's timeout
         seen.append(line)
-        if "arm 1/2" in line:
+        if "arm 1/" in line:
             break
     # Into the arm: loadgen is creating pods (60 at 2/s take 30 s).
     deadline = time.monotonic() + 120
