@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from loadgen import compare, report, runner, scenarios, slo, templates
+from loadgen import compare, outcome, report, runner, scenarios, slo, templates
 from loadgen.report import console as console_report
 from loadgen.report import document
 from loadgen.scenarios.model import parse_duration
@@ -258,7 +258,7 @@ def _scenario(opts: dict[str, Any]) -> scenarios.Scenario:
         raise UsageError(str(e)) from None
 
 
-def _settings(opts: dict[str, Any]) -> tuple[runner.Settings, list[slo.Slo], Path]:
+def _settings(opts: dict[str, Any]) -> tuple[outcome.Settings, list[slo.Slo], Path]:
     try:
         slos = [slo.parse(s) for s in opts.get("slo", [])]
     except ValueError as e:
@@ -273,7 +273,7 @@ def _settings(opts: dict[str, Any]) -> tuple[runner.Settings, list[slo.Slo], Pat
     kw["node_selector"] = dict(opts.get("node_selector", []))
     kw["scrape"] = dict(opts.get("scrape", []))
     try:
-        settings = runner.Settings(**kw)
+        settings = outcome.Settings(**kw)
     except TypeError as e:  # pragma: no cover - options and Settings are kept in step
         raise UsageError(str(e)) from None
     if not _RUN_ID.match(settings.run_id):
@@ -289,7 +289,7 @@ def _run(opts: dict[str, Any], err: Console) -> int:
     written: dict[str, document.ResultDoc] = {}
     signals: list[int] = []
 
-    def write_reports(result: runner.RunResult) -> None:
+    def write_reports(result: outcome.RunResult) -> None:
         written["doc"] = report.write_all(result, out_dir, slos)
 
     result = _run_async(opts, scenario, settings, write_reports, err, signals)
@@ -324,14 +324,14 @@ def _check_writable(out_dir: Path) -> None:
 def _run_async(
     opts: dict[str, Any],
     scenario: scenarios.Scenario,
-    settings: runner.Settings,
+    settings: outcome.Settings,
     on_measured: runner.Measured,
     err: Console,
     signals: list[int],
-) -> runner.RunResult:
+) -> outcome.RunResult:
     """Run on an event loop; SIGINT and SIGTERM received are appended to `signals`."""
 
-    async def go() -> runner.RunResult:
+    async def go() -> outcome.RunResult:
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
 
@@ -375,7 +375,7 @@ def _run_async(
     return _event_loop_run(go())
 
 
-def _event_loop_run(coro: Coroutine[Any, Any, runner.RunResult]) -> runner.RunResult:
+def _event_loop_run(coro: Coroutine[Any, Any, outcome.RunResult]) -> outcome.RunResult:
     """Run on uvloop when it is installed."""
     try:
         import uvloop

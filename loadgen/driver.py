@@ -14,10 +14,10 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from loadgen import plan
+from loadgen import outcome, plan
 from testbed.kube import errors, resources
 from testbed.kube.client import Kube
 
@@ -44,17 +44,6 @@ class Pacing:
     """Extra attempts, after the client's own retries, before an object counts as failed."""
 
 
-@dataclass
-class DriverStats:
-    requested: int = 0
-    created: int = 0
-    already_existed: int = 0
-    failed: int = 0
-    retries: int = 0
-    request_seconds: list[float] = field(default_factory=list)
-    first_error: str | None = None
-
-
 async def create_objects(
     kube: Kube,
     res: resources.Resource,
@@ -62,7 +51,7 @@ async def create_objects(
     indices: range,
     pacing: Pacing,
     *,
-    stats: DriverStats,
+    stats: outcome.CreateStats,
     stop: asyncio.Event,
     gate: Gate | None = None,
     on_created: Callable[[int], None] | None = None,
@@ -119,7 +108,7 @@ async def _create_one(
     res: resources.Resource,
     body: dict[str, Any],
     pacing: Pacing,
-    stats: DriverStats,
+    stats: outcome.CreateStats,
     stop: asyncio.Event,
 ) -> None:
     for attempt in range(pacing.give_up_after + 1):

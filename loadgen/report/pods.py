@@ -7,9 +7,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from loadgen import placement
-from loadgen.runner import RunResult
-from loadgen.tracker import ClaimRecord
+from loadgen import outcome, placement, records
 
 COLUMNS = (
     "pod",
@@ -31,11 +29,11 @@ COLUMNS = (
 )
 
 
-def write(result: RunResult, out_dir: Path) -> Path:
+def write(result: outcome.RunResult, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "pods.csv"
-    claims: dict[str, ClaimRecord] = {
-        c.pod: c for c in result.tracker.claims.values() if c.pod is not None
+    claims: dict[str, records.ClaimRecord] = {
+        c.pod: c for c in result.records.claims.values() if c.pod is not None
     }
 
     def wall(t: float | None) -> str:
@@ -47,7 +45,7 @@ def write(result: RunResult, out_dir: Path) -> Path:
     with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(COLUMNS)
-        for name, r in sorted(result.tracker.pods.items()):
+        for name, r in sorted(result.records.pods.items()):
             c = claims.get(name)
             pairs = min(len(c.gpu_pcie), len(c.nic_pcie)) if c else 0
             w.writerow(

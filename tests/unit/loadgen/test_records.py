@@ -1,18 +1,16 @@
-"""tracker: event handling on plain dicts (the watches themselves run in integration tests)."""
+"""records: the per-pod and per-claim state machine on plain dicts (the watches that feed
+it run in integration tests)."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
-from loadgen import templates
-from loadgen.tracker import Tracker
+from loadgen import records, templates
 from testbed import vocab
 
 
-def _tracker() -> Tracker:
-    t = Tracker(cast(Any, None), run_id="r1", node_selector={"pool": "a"}, clock=lambda: 0.0)
-    t.wall_offset = 1000.0  # epoch = monotonic + 1000
-    return t
+def _records() -> records.Records:
+    return records.new("loadgen-r1", {"pool": "a"}, wall_offset=1000.0)  # epoch = mono + 1000
 
 
 def _pod(name: str, *, node: str = "", phase: str = "Pending") -> dict[str, Any]:
@@ -29,45 +27,48 @@ def _pod(name: str, *, node: str = "", phase: str = "Pending") -> dict[str, Any]
 
 
 def test_a_pod_records_first_seen_scheduled_and_running_once() -> None:
-    t = _tracker()
-    t._on_pod("ADDED", _pod("a"), 0.5)
-    t._on_pod("MODIFIED", _pod("a", node="n1"), 0.7)
-    t._on_pod("MODIFIED", _pod("a", node="n1", phase="Running"), 0.9)
-    t._on_pod("MODIFIED", _pod("a", node="n1", phase="Running"), 1.5)
+    t = _records()
+    records.on_pod(t, "ADDED", _pod("a"), 0.5)
+    records.on_pod(t, "MODIFIED", _pod("a", node="n1"), 0.7)
+    records.on_pod(t, "MODIFIED", _pod("a", node="n1", phase="Running"), 0.9)
+    records.on_pod(t, "MODIFIED", _pod("a", node="n1", phase="Running"), 1.5)
     rec = t.pods["a"]
     assert (rec.seen, rec.scheduled, rec.running, rec.node) == (0.5, 0.7, 0.9, "n1")
-    counts = t.phase("p")
+    counts = records.phase_counts(t, "p")
     assert (counts.seen, counts.scheduled, counts.running) == (1, 1, 1)
 
 
 def test_a_pod_found_unschedulable_counts_until_it_is_scheduled() -> None:
-    t = _tracker()
+    t = _records()
     stuck = _pod("a")
     stuck["status"]["conditions"] = [
         {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
     ]
-    t._on_pod("ADDED", _pod("a"), 0.1)
-    t._on_pod("ADDED", _pod("b"), 0.1)
-    assert t.phase("p").unschedulable == 0  # pending alone is not a verdict
-    t._on_pod("MODIFIED", stuck, 0.2)
-    t._on_pod("MODIFIED", stuck, 0.3)  # the scheduler's retry: still one pod
-    assert (t.phase("p").unschedulable, t.total.unschedulable) == (1, 1)
-    t._on_pod("MODIFIED", _pod("a", node="n1"), 0.4)  # it fit after all
-    assert (t.phase("p").unschedulable, t.phase("p").scheduled) == (0, 1)
+    records.on_pod(t, "ADDED", _pod("a"), 0.1)
+    records.on_pod(t, "ADDED", _pod("b"), 0.1)
+    assert records.phase_counts(t, "p").unschedulable == 0  # pending alone is not a verdict
+    records.on_pod(t, "MODIFIED", stuck, 0.2)
+    records.on_pod(t, "MODIFIED", stuck, 0.3)  # the scheduler's retry: still one pod
+    assert (records.phase_counts(t, "p").unschedulable, t.total.unschedulable) == (1, 1)
+    records.on_pod(t, "MODIFIED", _pod("a", node="n1"), 0.4)  # it fit after all
+    assert (records.phase_counts(t, "p").unschedulable, records.phase_counts(t, "p").scheduled) == (
+        0,
+        1,
+    )
 
 
 def test_create_is_the_earliest_evidence_of_the_pod() -> None:
-    t = _tracker()
-    t._on_pod("ADDED", _pod("late-watch"), 3.0)  # server: created within [0, 1) monotonic
+    t = _records()
+    records.on_pod(t, "ADDED", _pod("late-watch"), 3.0)  # server: created within [0, 1) monotonic
     assert t.pods["late-watch"].created == 1.0
-    t._on_pod("ADDED", _pod("prompt"), 0.2)
+    records.on_pod(t, "ADDED", _pod("prompt"), 0.2)
     assert t.pods["prompt"].created == 0.2
 
 
 def test_a_pod_first_seen_finished_counts_as_run_and_done() -> None:
-    t = _tracker()
-    t._on_pod("ADDED", _pod("a", node="n1", phase="Succeeded"), 2.0)
-    c = t.phase("p")
+    t = _records()
+    records.on_pod(t, "ADDED", _pod("a", node="n1", phase="Succeeded"), 2.0)
+    c = records.phase_counts(t, "p")
     assert (c.scheduled, c.running, c.succeeded) == (1, 1, 1)
 
 
@@ -117,56 +118,60 @@ def _claim(name: str, ns: str, results: list[tuple[str, str, str]]) -> dict[str,
 
 
 def test_claims_learn_device_topology_and_fleet_gpu_allocation() -> None:
-    t = _tracker()
-    t._on_node("ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
-    t._on_node("ADDED", {"metadata": {"name": "other", "labels": {"pool": "b"}}}, 0)
-    t._on_slice("ADDED", _slice("n1", vocab.GPU_DRIVER, [("g0", "r0", 0), ("g1", "r1", 1)]), 0)
-    t._on_slice("ADDED", _slice("n1", vocab.NIC_DRIVER, [("k0", "r0", 0), ("k1", "r9", 0)]), 0)
-    t._on_slice("ADDED", _slice("other", vocab.GPU_DRIVER, [("g0", "x", 0)]), 0)
-    assert t.fleet_nodes() == ["n1"] and t.fleet_gpus() == 2
+    t = _records()
+    records.on_node(t, "ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
+    records.on_node(t, "ADDED", {"metadata": {"name": "other", "labels": {"pool": "b"}}}, 0)
+    records.on_slice(
+        t, "ADDED", _slice("n1", vocab.GPU_DRIVER, [("g0", "r0", 0), ("g1", "r1", 1)]), 0
+    )
+    records.on_slice(
+        t, "ADDED", _slice("n1", vocab.NIC_DRIVER, [("k0", "r0", 0), ("k1", "r9", 0)]), 0
+    )
+    records.on_slice(t, "ADDED", _slice("other", vocab.GPU_DRIVER, [("g0", "x", 0)]), 0)
+    assert records.fleet_nodes(t) == ["n1"] and records.fleet_gpus(t) == 2
 
-    t._on_claim("ADDED", _claim("c1", "loadgen-r1", []), 1.0)
+    records.on_claim(t, "ADDED", _claim("c1", "loadgen-r1", []), 1.0)
     both = [
         (vocab.GPU_DRIVER, "n1", "g0"),
         (vocab.NIC_DRIVER, "n1", "k0"),
         (vocab.GPU_DRIVER, "n1", "g1"),
         (vocab.NIC_DRIVER, "n1", "k1"),
     ]
-    t._on_claim("MODIFIED", _claim("c1", "loadgen-r1", both), 1.25)
+    records.on_claim(t, "MODIFIED", _claim("c1", "loadgen-r1", both), 1.25)
     rec = t.claims["c1"]
     assert (rec.pod, rec.seen, rec.allocated) == ("pod-c1", 1.0, 1.25)
     assert rec.gpu_pcie == ["r0", "r1"] and rec.nic_pcie == ["r0", "r9"]
     assert rec.gpu_numa == ["0", "1"] and rec.nic_numa == ["0", "0"]
-    assert t.gpus_allocated == 2
+    assert t.fleet.gpus_allocated == 2
     # Someone else's claim on a node outside the fleet does not count.
-    t._on_claim("ADDED", _claim("x", "elsewhere", [(vocab.GPU_DRIVER, "other", "g0")]), 2.0)
-    assert t.gpus_allocated == 2 and "x" not in t.claims
-    t._on_claim("MODIFIED", _claim("c1", "loadgen-r1", []), 3.0)  # deallocated
-    assert t.gpus_allocated == 0
+    records.on_claim(t, "ADDED", _claim("x", "elsewhere", [(vocab.GPU_DRIVER, "other", "g0")]), 2.0)
+    assert t.fleet.gpus_allocated == 2 and "x" not in t.claims
+    records.on_claim(t, "MODIFIED", _claim("c1", "loadgen-r1", []), 3.0)  # deallocated
+    assert t.fleet.gpus_allocated == 0
 
 
 def test_gang_spans_count_distinct_topology_levels() -> None:
-    t = _tracker()
+    t = _records()
     for i, (rack, block) in enumerate([("r1", "b1"), ("r2", "b1")]):
         node = f"n{i}"
         labels = {vocab.LABEL_RACK: rack, vocab.LABEL_BLOCK: block}
-        t._on_node("ADDED", {"metadata": {"name": node, "labels": labels}}, 0)
-        t._on_pod("ADDED", _pod(f"p{i}", node=node), 0)
-    assert t.gang_spans()["g"] == {"pods": 2, "nodes": 2, "racks": 2, "blocks": 1}
+        records.on_node(t, "ADDED", {"metadata": {"name": node, "labels": labels}}, 0)
+        records.on_pod(t, "ADDED", _pod(f"p{i}", node=node), 0)
+    assert records.gang_spans(t)["g"] == {"pods": 2, "nodes": 2, "racks": 2, "blocks": 1}
 
 
 def test_stranded_gpus_are_the_free_ones_on_partly_used_nodes() -> None:
-    t = _tracker()
+    t = _records()
     for node in ("n1", "n2", "n3"):
-        t._on_node("ADDED", {"metadata": {"name": node, "labels": {"pool": "a"}}}, 0)
+        records.on_node(t, "ADDED", {"metadata": {"name": node, "labels": {"pool": "a"}}}, 0)
         gpus = [(f"g{i}", f"r{i}", 0) for i in range(4)]
-        t._on_slice("ADDED", _slice(node, vocab.GPU_DRIVER, gpus), 0)
-    assert t.gpus_stranded() == 0
+        records.on_slice(t, "ADDED", _slice(node, vocab.GPU_DRIVER, gpus), 0)
+    assert records.gpus_stranded(t) == 0
     # n1: 1 of 4 used (3 stranded); n2: all 4 used (none); n3: untouched (whole, not stranded).
-    t._on_claim("ADDED", _claim("a", "loadgen-r1", [(vocab.GPU_DRIVER, "n1", "g0")]), 1.0)
+    records.on_claim(t, "ADDED", _claim("a", "loadgen-r1", [(vocab.GPU_DRIVER, "n1", "g0")]), 1.0)
     whole = [(vocab.GPU_DRIVER, "n2", f"g{i}") for i in range(4)]
-    t._on_claim("ADDED", _claim("b", "loadgen-r1", whole), 1.0)
-    assert (t.gpus_allocated, t.gpus_stranded()) == (5, 3)
-    t._on_claim("DELETED", _claim("a", "loadgen-r1", []), 2.0)
-    assert (t.gpus_allocated, t.gpus_stranded()) == (4, 0)
-    assert t.peak_gpus_allocated == 5  # exact, whether or not a sample caught it
+    records.on_claim(t, "ADDED", _claim("b", "loadgen-r1", whole), 1.0)
+    assert (t.fleet.gpus_allocated, records.gpus_stranded(t)) == (5, 3)
+    records.on_claim(t, "DELETED", _claim("a", "loadgen-r1", []), 2.0)
+    assert (t.fleet.gpus_allocated, records.gpus_stranded(t)) == (4, 0)
+    assert t.fleet.peak_gpus_allocated == 5  # exact, whether or not a sample caught it
