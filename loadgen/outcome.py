@@ -10,7 +10,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from loadgen import plan
+from loadgen import plan, runs
 from loadgen.records import Records
 from loadgen.scenarios import Phase, Scenario
 
@@ -41,6 +41,10 @@ class Settings:
     """Seed of Poisson arrivals."""
     scrape: dict[str, str] = field(default_factory=dict)
     """Component name -> Prometheus /metrics URL, scraped before and after for deltas."""
+    allow_unschedulable: bool = False
+    """Run even when the pre-flight check finds the demand cannot fit the free GPUs."""
+    heartbeat_interval: float = runs.DEFAULT_INTERVAL
+    """Seconds between refreshes of the run's heartbeat on its namespace."""
 
 
 @dataclass
@@ -86,6 +90,8 @@ class RunResult:
     cleaned_up: bool = False
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)
     """Per scraped component: series -> change over the run (gauges: value after)."""
+    held_by_others_at_start: dict[str, int] = field(default_factory=dict)
+    """Per other namespace, the fleet GPUs its claims held when the run started."""
 
     def wall(self, mono: float) -> float:
         """Epoch seconds of a monotonic timestamp of this run."""

@@ -45,6 +45,8 @@ class PodRecord:
     claim: str | None = None
     unschedulable: bool = False
     """The scheduler reported it does not fit (PodScheduled False, reason Unschedulable)."""
+    pending_reason: str | None = None
+    """While unscheduled: the scheduler's latest word on why (PodScheduled's message)."""
 
 
 @dataclass(slots=True)
@@ -112,10 +114,13 @@ class Fleet:
     """(driver, pool, device) -> (PCIe root, NUMA node)."""
     pool_node: dict[tuple[str, str], str] = field(default_factory=dict)
     gpus_by_claim: dict[str, tuple[str, int]] = field(default_factory=dict)
-    """namespace/claim -> (node, GPUs of the fleet it holds)."""
+    """namespace/claim -> (node, GPUs of the fleet it holds), the run's and everyone else's."""
     gpus_allocated: int = 0
+    """GPUs of the fleet the run's own claims hold."""
     peak_gpus_allocated: int = 0
     """Exact, updated on every claim change (samples, once a second, can miss a peak)."""
+    gpus_held_by_others: int = 0
+    """GPUs of the fleet that claims of other namespaces (other runs) hold."""
 
 
 @dataclass(slots=True)
@@ -193,6 +198,16 @@ def is_unschedulable(status: dict[str, Any]) -> bool:
     )
 
 
+def scheduling_verdict(status: dict[str, Any]) -> str | None:
+    """The scheduler's message on an unscheduled pod (PodScheduled False), without the
+    preemption post-script: pods refused for the same reason share the same text."""
+    for c in status.get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            message = str(c.get("message") or c.get("reason") or "unschedulable")
+            return message.split(" preemption:", 1)[0].strip()
+    return None
+
+
 def device_attribute(attrs: dict[str, Any], driver: str, name: str) -> str | None:
     """A device attribute by qualified name; the driver's own domain may be left off."""
     raw = attrs.get(name)
@@ -251,10 +266,14 @@ def on_pod(rec: Records, kind: str, pod: dict[str, Any], now: float) -> None:
         if r.unschedulable:
             counts.unschedulable -= 1
             total.unschedulable -= 1
-    elif r.scheduled is None and not r.unschedulable and is_unschedulable(status):
-        r.unschedulable = True
-        counts.unschedulable += 1
-        total.unschedulable += 1
+    elif r.scheduled is None:
+        verdict = scheduling_verdict(status)
+        if verdict is not None:
+            r.pending_reason = verdict
+            if not r.unschedulable and is_unschedulable(status):
+                r.unschedulable = True
+                counts.unschedulable += 1
+                total.unschedulable += 1
     phase = status.get("phase")
     if r.running is None and phase in ("Running", "Succeeded", "Failed"):
         # A pod seen first as Succeeded ran too; we only learn it now.
@@ -292,15 +311,20 @@ def on_claim(rec: Records, kind: str, claim: dict[str, Any], now: float) -> None
             if r.get("driver") == vocab.GPU_DRIVER
             and fleet.pool_node.get((vocab.GPU_DRIVER, r.get("pool", ""))) in fleet.nodes
         )
-    fleet.gpus_allocated += gpus - fleet.gpus_by_claim.get(key, ("", 0))[1]
-    fleet.peak_gpus_allocated = max(fleet.peak_gpus_allocated, fleet.gpus_allocated)
+    own = meta.get("namespace") == rec.namespace
+    change = gpus - fleet.gpus_by_claim.get(key, ("", 0))[1]
+    if own:
+        fleet.gpus_allocated += change
+        fleet.peak_gpus_allocated = max(fleet.peak_gpus_allocated, fleet.gpus_allocated)
+    else:
+        fleet.gpus_held_by_others += change
     if gpus:
         first = next(r for r in results if r.get("driver") == vocab.GPU_DRIVER)
         node = fleet.pool_node.get((vocab.GPU_DRIVER, first.get("pool", "")), "")
         fleet.gpus_by_claim[key] = (node, gpus)
     else:
         fleet.gpus_by_claim.pop(key, None)
-    if meta.get("namespace") != rec.namespace or kind == "DELETED":
+    if not own or kind == "DELETED":
         return
     c = rec.claims.get(meta["name"])
     if c is None:
@@ -377,6 +401,7 @@ def relisting(rec: Records, plural: str) -> None:
     elif plural == "resourceclaims":
         fleet.gpus_by_claim.clear()
         fleet.gpus_allocated = 0
+        fleet.gpus_held_by_others = 0
 
 
 def watch_broke(rec: Records, plural: str, reason: str, now: float) -> None:
@@ -436,6 +461,26 @@ def gpus_by_node(rec: Records) -> dict[str, int]:
         if node in fleet.nodes and generation == newest[pool]:
             out[node] = out.get(node, 0) + devices
     return out
+
+
+def gpus_held_by_others(rec: Records) -> dict[str, int]:
+    """Per other namespace, the fleet GPUs its claims hold now."""
+    out: dict[str, int] = {}
+    for key, (_, gpus) in rec.fleet.gpus_by_claim.items():
+        ns = key.split("/", 1)[0]
+        if ns != rec.namespace:
+            out[ns] = out.get(ns, 0) + gpus
+    return out
+
+
+def pending(rec: Records) -> dict[str, int]:
+    """Pods never scheduled, counted per the scheduler's reason (its latest word on each)."""
+    out: dict[str, int] = {}
+    for r in rec.pods.values():
+        if r.scheduled is None:
+            reason = r.pending_reason or "no verdict from the scheduler yet"
+            out[reason] = out.get(reason, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 def fleet_gpus(rec: Records) -> int:

@@ -17,7 +17,19 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from loadgen import driver, outcome, plan, records, scrape, series, templates, tracker
+from loadgen import (
+    driver,
+    inventory,
+    outcome,
+    plan,
+    preflight,
+    records,
+    runs,
+    scrape,
+    series,
+    templates,
+    tracker,
+)
 from loadgen.scenarios import Phase, Scenario, resolve
 from testbed.kube import errors, resources
 from testbed.kube.client import Kube
@@ -29,6 +41,10 @@ DEFAULT_QPS = 100.0
 
 class RunError(Exception):
     """The run cannot start or cannot go on: one line for the user (exit 1)."""
+
+
+class Unfit(RunError):
+    """The scenario's demand cannot fit the fleet's free devices (exit 2, nothing created)."""
 
 
 @dataclass
@@ -53,13 +69,18 @@ async def run(
     stop: asyncio.Event | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     on_measured: Measured | None = None,
+    on_notice: Callable[[str], None] | None = None,
 ) -> outcome.RunResult:
     """Run `scenario`; `stop` (Ctrl-C) ends creation early. Raises RunError/KubeError only
-    before anything was created; later failures land in `result.error`."""
+    before anything was created (Unfit: the demand cannot fit the fleet); later failures
+    land in `result.error`. `on_notice` gets one-line warnings meant for the user."""
     stop = stop or asyncio.Event()
-    # Fail fast and create nothing when there is no cluster or a DeviceClass is missing.
+    notice = on_notice or (lambda text: log.warning("%s", text))
+    # Fail fast and create nothing when there is no cluster, a DeviceClass is missing or
+    # the run id is taken (then the other run's namespace is not ours to watch or touch).
     await kube.request("GET", "/version", retry=False)
     await _check_device_classes(kube, scenario)
+    await _check_run_id_free(kube, settings.run_id)
     watcher = tracker.Tracker(
         kube,
         namespace=templates.namespace_name(settings.run_id),
@@ -76,21 +97,22 @@ async def run(
         started_wall=time.time(),
         started_mono=watcher.clock(),
     )
+    token = runs.new_token()
     try:
-        result.fleet_nodes = len(records.fleet_nodes(watcher.records))
-        result.fleet_gpus = records.fleet_gpus(watcher.records)
-        if scenario.needs_fleet_size:
-            try:
-                result.scenario = scenario = resolve(scenario, result.fleet_gpus)
-            except ValueError as e:
-                raise RunError(str(e)) from e
+        result.scenario = scenario = _size_and_check(result, scenario, settings, notice)
+        await _claim_namespace(kube, settings, token)
     except BaseException:
         await watcher.stop()
         raise
+    beating = asyncio.Event()
+    heart = asyncio.create_task(
+        inventory.keep_alive(kube, settings.run_id, settings.heartbeat_interval, beating),
+        name="heartbeat",
+    )
     scraped_before = await scrape.fetch(settings.scrape, kube=kube)
     reporter = asyncio.create_task(_report_progress(result, on_progress), name="progress")
     try:
-        await _create_run_objects(kube, scenario, settings)
+        await _create_templates(kube, scenario, settings)
         for phase in scenario.phases:
             if stop.is_set():
                 break
@@ -125,28 +147,80 @@ async def run(
                 if done is not None:
                     await done
         finally:
-            if not settings.keep:
-                result.cleaned_up = await cleanup(kube, settings.run_id)
+            beating.set()
+            await heart
+            result.cleaned_up = await _finish(kube, settings, token)
     return result
 
 
-async def cleanup(kube: Kube, run_id: str, *, wait: float = 0.0) -> bool:
-    """Delete the run's namespace (everything it created lives there); optionally wait
-    up to `wait` seconds for it to be gone. True when deleted (or already gone)."""
-    name = templates.namespace_name(run_id)
-    try:
-        await kube.delete(resources.NAMESPACES, name, propagation="Background")
-    except errors.KubeError as e:
-        log.error("could not delete namespace %s: %s", name, e)
-        return False
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
+def _size_and_check(
+    result: outcome.RunResult,
+    scenario: Scenario,
+    settings: outcome.Settings,
+    notice: Callable[[str], None],
+) -> Scenario:
+    """Fleet figures into `result`, fill/free phases sized from the free GPUs, and the
+    pre-flight check (raises Unfit). Other runs' holdings are reported, never counted."""
+    rec = result.records
+    result.fleet_nodes = len(records.fleet_nodes(rec))
+    result.fleet_gpus = records.fleet_gpus(rec)
+    result.held_by_others_at_start = records.gpus_held_by_others(rec)
+    held = sum(result.held_by_others_at_start.values())
+    if held:
+        who = ", ".join(f"{ns} {n}" for ns, n in sorted(result.held_by_others_at_start.items()))
+        notice(
+            f"{held} of the fleet's {result.fleet_gpus} GPUs are held by other namespaces "
+            f"({who}); they are left out of this run's figures (`loadgen runs` lists runs)"
+        )
+    capacity = preflight.Capacity(
+        gpus=result.fleet_gpus,
+        held_by_others=held,
+        largest_node=max(records.gpus_by_node(rec).values(), default=0),
+    )
+    if scenario.needs_fleet_size:
         try:
-            await kube.get(resources.NAMESPACES, name)
-        except errors.NotFound:
-            return True
-        await asyncio.sleep(0.5)
-    return True
+            scenario = resolve(scenario, capacity.free)
+        except ValueError as e:
+            raise Unfit(str(e)) from e
+    found = preflight.problems(scenario, capacity)
+    if found and not (settings.allow_unschedulable or preflight.probes_saturation(scenario)):
+        raise Unfit("; ".join(found) + " (nothing created; --allow-unschedulable runs it anyway)")
+    for problem in found:
+        notice(f"{problem}: some pods will stay Pending")
+    return scenario
+
+
+async def _check_run_id_free(kube: Kube, run_id: str) -> None:
+    try:
+        await kube.get(resources.NAMESPACES, templates.namespace_name(run_id))
+    except errors.NotFound:
+        return
+    raise RunError(f"run id {run_id} is taken: its namespace exists (see `loadgen runs`)")
+
+
+async def _claim_namespace(kube: Kube, settings: outcome.Settings, token: str) -> None:
+    """Create the run's namespace, recording who owns it; a run id taken in the meantime
+    fails here, before anything else is created or watched as ours."""
+    annotations = runs.ownership(token, time.time(), settings.heartbeat_interval)
+    try:
+        await kube.create(resources.NAMESPACES, templates.namespace(settings.run_id, annotations))
+    except errors.AlreadyExists:
+        raise RunError(f"run id {settings.run_id} is taken: its namespace exists") from None
+
+
+async def _finish(kube: Kube, settings: outcome.Settings, token: str) -> bool:
+    """Remove the run's namespace if it is still the one this run made (or mark it kept).
+    True when removed."""
+    if settings.keep:
+        await inventory.mark_kept(kube, settings.run_id)
+        return False
+    try:
+        return await inventory.remove(kube, settings.run_id, token=token)
+    except inventory.NotOwned as e:
+        log.error("%s", e)
+    except errors.KubeError as e:
+        log.error("could not delete namespace of run %s: %s", settings.run_id, e)
+    return False
 
 
 async def _check_device_classes(kube: Kube, scenario: Scenario) -> None:
@@ -163,11 +237,7 @@ async def _check_device_classes(kube: Kube, scenario: Scenario) -> None:
             raise RunError(f"DeviceClass {name} does not exist (is a fleet installed?)") from None
 
 
-async def _create_run_objects(kube: Kube, scenario: Scenario, settings: outcome.Settings) -> None:
-    try:
-        await kube.create(resources.NAMESPACES, templates.namespace(settings.run_id))
-    except errors.AlreadyExists:
-        raise RunError(f"run id {settings.run_id} is taken: its namespace exists") from None
+async def _create_templates(kube: Kube, scenario: Scenario, settings: outcome.Settings) -> None:
     for claim in scenario.claims:
         await kube.create(
             resources.RESOURCE_CLAIM_TEMPLATES, templates.claim_template(claim, settings.run_id)

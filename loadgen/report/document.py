@@ -96,6 +96,18 @@ class Fleet(_Doc):
     peak_allocation_ratio: float
     gpus_stranded_at_peak: int = 0
     """Free GPUs on partly used nodes at the sample with the highest allocation."""
+    held_by_others_at_start: dict[str, int] = {}
+    """Per other namespace, fleet GPUs its claims held when the run started: not this
+    run's, so left out of its allocation figures."""
+
+
+class PendingGroup(_Doc):
+    """Pods never scheduled, grouped by the scheduler's reason."""
+
+    reason: str
+    """PodScheduled's message, e.g. "0/4 nodes are available: 4 cannot allocate all
+    claims." """
+    pods: int
 
 
 class Timeline(_Doc):
@@ -182,6 +194,7 @@ class ResultDoc(_Doc):
     watch_restarts: int
     metrics: dict[str, ComponentMetrics] = {}
     watch_gaps: list[WatchGap] = []
+    pending: list[PendingGroup] = []
 
 
 def _rfc3339(epoch: float) -> str:
@@ -309,6 +322,7 @@ def _fleet(result: outcome.RunResult) -> Fleet:
         peak_gpus_allocated=peak,
         peak_allocation_ratio=round(peak / gpus, 4) if gpus else 0.0,
         gpus_stranded_at_peak=peak_sample.gpus_stranded if peak_sample else 0,
+        held_by_others_at_start=dict(result.held_by_others_at_start),
     )
 
 
@@ -405,6 +419,7 @@ def build(result: outcome.RunResult, slos: list[slo.Slo] | None = None) -> Resul
         slos=_slos(slos or [], latency),
         watch_restarts=rec.watch_restarts,
         watch_gaps=_watch_gaps(result),
+        pending=[PendingGroup(reason=k, pods=n) for k, n in records.pending(rec).items()],
         metrics={
             name: ComponentMetrics(summary=series.summary(d), deltas=d)
             for name, d in result.metrics.items()

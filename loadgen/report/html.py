@@ -119,6 +119,30 @@ def _counts(doc: ResultDoc) -> list[str]:
     return [f"<h2>Counts</h2><table>{rows}</table>"]
 
 
+def _pending(doc: ResultDoc) -> list[str]:
+    if not doc.pending and not doc.fleet.held_by_others_at_start:
+        return []
+    out = []
+    if doc.pending:
+        rows = "".join(
+            f"<tr><td>{escape(g.reason)}</td><td>{g.pods}</td></tr>" for g in doc.pending
+        )
+        out.append(
+            "<h2>Pods never scheduled</h2><table><tr><th>scheduler's reason</th>"
+            f"<th>pods</th></tr>{rows}</table>"
+        )
+    if doc.fleet.held_by_others_at_start:
+        rows = "".join(
+            f"<tr><td>{escape(ns)}</td><td>{n}</td></tr>"
+            for ns, n in sorted(doc.fleet.held_by_others_at_start.items())
+        )
+        out.append(
+            "<h2>GPUs held by other namespaces at start</h2><p>Not this run's: left out of "
+            f"its allocation figures.</p><table>{rows}</table>"
+        )
+    return out
+
+
 def _watch_gaps(doc: ResultDoc) -> list[str]:
     # Shown before the latencies: readers must know which of them include an outage.
     if not doc.watch_gaps:
@@ -231,6 +255,7 @@ def _gangs(doc: ResultDoc) -> list[str]:
 _SECTIONS = (
     _header,
     _counts,
+    _pending,
     _watch_gaps,
     _latency,
     _slos,

@@ -175,3 +175,39 @@ def test_stranded_gpus_are_the_free_ones_on_partly_used_nodes() -> None:
     records.on_claim(t, "DELETED", _claim("a", "loadgen-r1", []), 2.0)
     assert (t.fleet.gpus_allocated, records.gpus_stranded(t)) == (4, 0)
     assert t.fleet.peak_gpus_allocated == 5  # exact, whether or not a sample caught it
+
+
+def test_other_namespaces_gpus_are_held_apart_from_the_runs_own() -> None:
+    t = _records()
+    records.on_node(t, "ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
+    gpus = [(f"g{i}", f"r{i}", 0) for i in range(4)]
+    records.on_slice(t, "ADDED", _slice("n1", vocab.GPU_DRIVER, gpus), 0)
+    theirs = [(vocab.GPU_DRIVER, "n1", "g0"), (vocab.GPU_DRIVER, "n1", "g1")]
+    records.on_claim(t, "ADDED", _claim("x", "loadgen-other", theirs), 1.0)
+    records.on_claim(t, "ADDED", _claim("c", "loadgen-r1", [(vocab.GPU_DRIVER, "n1", "g2")]), 1.0)
+    assert (t.fleet.gpus_allocated, t.fleet.peak_gpus_allocated) == (1, 1)
+    assert t.fleet.gpus_held_by_others == 2
+    assert records.gpus_held_by_others(t) == {"loadgen-other": 2}
+    assert records.gpus_stranded(t) == 1  # free is free, whoever holds the rest
+    records.on_claim(t, "DELETED", _claim("x", "loadgen-other", []), 2.0)
+    assert t.fleet.gpus_held_by_others == 0 and records.gpus_held_by_others(t) == {}
+
+
+def test_pods_never_scheduled_are_grouped_by_the_schedulers_reason() -> None:
+    t = _records()
+    full = "0/4 nodes are available: 4 cannot allocate all claims."
+    for name, message in (("a", full), ("b", full), ("c", None)):
+        pod = _pod(name)
+        if message:
+            pod["status"]["conditions"] = [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": message + " preemption: 0/4 nodes are available: 4 No victims.",
+                }
+            ]
+        records.on_pod(t, "ADDED", pod, 0.1)
+    records.on_pod(t, "ADDED", _pod("d", node="n1"), 0.1)
+    assert records.pending(t) == {full: 2, "no verdict from the scheduler yet": 1}
+    assert t.pods["a"].unschedulable and t.total.unschedulable == 2
