@@ -54,7 +54,6 @@ async def create_objects(
     stats: outcome.CreateStats,
     stop: asyncio.Event,
     gate: Gate | None = None,
-    on_created: Callable[[int], None] | None = None,
 ) -> None:
     """Create `build(i)` for each i in `indices`, paced; returns when all answered or stopped.
 
@@ -71,8 +70,6 @@ async def create_objects(
     async def one(i: int) -> None:
         try:
             await _create_one(kube, res, build(i), pacing, stats, stop)
-            if on_created:
-                on_created(i)
         except DriverError as e:
             fatal.append(e)
         finally:

@@ -26,17 +26,19 @@ class PodRecord:
     phase: str
     job: str | None
     gang: str | None
-    seen: float
-    """Client receive time of the first watch event."""
     created: float
-    """The "create" of CL2's phases: the earliest client-side evidence that the pod exists —
-    its first watch event, the answer to our own POST (bare pods), or the end of the second
-    its creationTimestamp names. A lagging watch alone would make every phase that starts
-    at "create" shorter than the API server's own timestamps allow."""
+    """CL2's "create": the receive time of the first watch event of the pod (ClusterLoader2's
+    pod_startup_latency.go sets createPhase on the first event it sees, whatever it says)."""
     created_server: float | None
-    """creationTimestamp, epoch seconds (1 s resolution)."""
+    """creationTimestamp, epoch seconds (1 s resolution): only for the server check."""
     scheduled: float | None = None
+    """CL2's "schedule": receive time of the first event with spec.nodeName set."""
     running: float | None = None
+    """CL2's "run" (and "watch"): receive time of the first event with status.phase Running.
+    A pod never seen Running (first seen Succeeded) has none, as in CL2."""
+    ran: bool = False
+    """Seen Running, Succeeded or Failed: it ran, whether or not a Running event came (what
+    the run's progress and wait conditions count)."""
     running_server: float | None = None
     """When the API server says the pod started (Ready transition / container start)."""
     finished: float | None = None
@@ -97,6 +99,11 @@ class Sample:
     gpus_allocated: int
     gpus_stranded: int = 0
     """Free GPUs on partly used fleet nodes: too few together for a whole-node pod."""
+    phase_scheduled: dict[str, int] = field(default_factory=dict)
+    """Pods scheduled so far per scenario phase (throughput per phase)."""
+    tick: bool = True
+    """Taken on the 1 s ticker (scheduler_perf's throughput samples only those); False for
+    the sample of the end state when the watches stop."""
 
 
 @dataclass(slots=True)
@@ -140,8 +147,6 @@ class Records:
     watch_gaps: list[WatchGap] = field(default_factory=list)
     broken: dict[str, WatchGap] = field(default_factory=dict)
     """Watches broken now, by resource plural."""
-    posted: dict[str, float] = field(default_factory=dict)
-    """Bare pods whose POST was answered before any watch event of theirs arrived."""
 
 
 def new(
@@ -221,15 +226,6 @@ def device_attribute(attrs: dict[str, Any], driver: str, name: str) -> str | Non
 # -- events --------------------------------------------------------------------------------
 
 
-def pod_posted(rec: Records, pod: str, now: float) -> None:
-    """Our POST of bare pod `pod` was answered at `now`: it exists from then at the latest."""
-    r = rec.pods.get(pod)
-    if r is None:
-        rec.posted[pod] = now
-    elif now < r.created:
-        r.created = now
-
-
 def on_pod(rec: Records, kind: str, pod: dict[str, Any], now: float) -> None:
     """One watch event of a pod of the run."""
     meta = pod["metadata"]
@@ -239,17 +235,12 @@ def on_pod(rec: Records, kind: str, pod: dict[str, Any], now: float) -> None:
         if kind == "DELETED":
             return
         labels = meta.get("labels") or {}
-        created_server = parse_time(meta.get("creationTimestamp"))
-        created = min(now, rec.posted.pop(name, now))
-        if created_server is not None:
-            created = min(created, created_server + 1.0 - rec.wall_offset)
         r = PodRecord(
             phase=labels.get(templates.LABEL_PHASE, ""),
             job=labels.get(vocab.LABEL_JOB_NAME),
             gang=labels.get(vocab.LABEL_GANG),
-            seen=now,
-            created=created,
-            created_server=created_server,
+            created=now,
+            created_server=parse_time(meta.get("creationTimestamp")),
         )
         rec.pods[name] = r
         phase_counts(rec, r.phase).seen += 1
@@ -275,10 +266,12 @@ def on_pod(rec: Records, kind: str, pod: dict[str, Any], now: float) -> None:
                 counts.unschedulable += 1
                 total.unschedulable += 1
     phase = status.get("phase")
-    if r.running is None and phase in ("Running", "Succeeded", "Failed"):
-        # A pod seen first as Succeeded ran too; we only learn it now.
+    if r.running is None and phase == "Running":
         r.running = now
         r.running_server = server_running_time(pod)
+    if not r.ran and phase in ("Running", "Succeeded", "Failed"):
+        # A pod seen first as Succeeded ran too; we only learn it now.
+        r.ran = True
         counts.running += 1
         total.running += 1
     if r.finished is None and phase in ("Succeeded", "Failed"):
@@ -426,8 +419,8 @@ def watch_resumed(rec: Records, plural: str, now: float | None) -> None:
         rec.watch_gaps.append(gap)
 
 
-def take_sample(rec: Records, now: float) -> Sample:
-    """Append the timeline's sample of this moment."""
+def take_sample(rec: Records, now: float, *, tick: bool = True) -> Sample:
+    """Append the timeline's sample of this moment (`tick`: one of the 1 s ticker's)."""
     t = rec.total
     sample = Sample(
         now,
@@ -437,6 +430,8 @@ def take_sample(rec: Records, now: float) -> Sample:
         t.succeeded + t.failed,
         rec.fleet.gpus_allocated,
         gpus_stranded(rec),
+        {name: c.scheduled for name, c in rec.counts.items()},
+        tick,
     )
     rec.timeline.append(sample)
     return sample

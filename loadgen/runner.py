@@ -281,17 +281,13 @@ async def _run_phase(
                 None,
             )
 
-    def posted(i: int) -> None:
-        if phase.kind == "pods":
-            watcher.posted(templates.object_name(phase, i))
-
     def build(i: int) -> dict[str, object]:
         return templates.build(phase, i, settings.run_id, spec)
 
     for wave in _wave_ranges(phase):
         pr.waves += 1
         await driver.create_objects(
-            kube, res, build, wave, pacing, stats=stats, stop=stop, gate=gate, on_created=posted
+            kube, res, build, wave, pacing, stats=stats, stop=stop, gate=gate
         )
         if stop.is_set():
             return

@@ -91,8 +91,8 @@ class Tracker:
         self._tasks.append(asyncio.create_task(self._sample(), name="timeline"))
 
     async def stop(self) -> None:
-        if not self._stop.is_set():
-            records.take_sample(self.records, self.clock())  # the end state, however short
+        if not self._stop.is_set():  # the end state, however short the run
+            records.take_sample(self.records, self.clock(), tick=False)
         self._stop.set()
         for task in self._tasks:
             task.cancel()
@@ -146,10 +146,21 @@ class Tracker:
             handler(self.records, "ADDED", obj, now)
 
     async def _sample(self) -> None:
+        """A ticker like Go's time.Ticker (scheduler_perf samples on one): ticks at fixed
+        times from the start; a tick missed because the loop was busy is dropped, not
+        bunched, and the sample carries the time it was really taken."""
+        start = self.clock()
+        n = 0
         while not self._stop.is_set():
-            records.take_sample(self.records, self.clock())
+            n += 1
+            behind = self.clock() - (start + n * self.sample_interval)
+            if behind > 0:
+                n += int(behind // self.sample_interval) + 1
+            delay = start + n * self.sample_interval - self.clock()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), self.sample_interval)
+                await asyncio.wait_for(self._stop.wait(), max(0.0, delay))
+            if not self._stop.is_set():
+                records.take_sample(self.records, self.clock())
 
     # -- waiting ---------------------------------------------------------------------------
 
@@ -173,10 +184,6 @@ class Tracker:
         for predicate, fut in self._waiters:
             if not fut.done() and predicate():
                 fut.set_result(None)
-
-    def posted(self, pod: str) -> None:
-        """Our POST of bare pod `pod` was answered now."""
-        records.pod_posted(self.records, pod, self.clock())
 
 
 def run_pod_selector(run_id: str) -> dict[str, str]:

@@ -84,3 +84,5 @@ def render(doc: ResultDoc, console: Console) -> None:
     for r in doc.slos:
         mark = "[green]ok[/]" if r.ok else "[red]VIOLATED[/]"
         console.print(f"SLO {r.slo}: {r.value_ms:.0f}ms {mark}")
+    for name, text in doc.definitions.items():
+        console.print(f"[dim]{name}: {text}[/]", highlight=False)

@@ -195,6 +195,8 @@ class ResultDoc(_Doc):
     metrics: dict[str, ComponentMetrics] = {}
     watch_gaps: list[WatchGap] = []
     pending: list[PendingGroup] = []
+    definitions: dict[str, str] = {}
+    """What each figure means, with the reference it follows (pod_startup, throughput, ...)."""
 
 
 def _rfc3339(epoch: float) -> str:
@@ -209,8 +211,8 @@ def _summary(values: list[float]) -> Summary:
 
 
 def _pod_events(rec: records.Records, phase: str | None) -> list[dict[str, float | None]]:
-    # CL2 watch-receive semantics: run and watch are both the first Running observation;
-    # create is the earliest client-side evidence of the pod (see PodRecord.created).
+    # CL2 watch-receive semantics: create is the first event, run and watch are both the
+    # first Running observation (see stats.DEFINITIONS).
     return [
         {"create": r.created, "schedule": r.scheduled, "run": r.running, "watch": r.running}
         for r in rec.pods.values()
@@ -226,12 +228,12 @@ def _latency(
 
 
 def _throughput(rec: records.Records, phase: str | None) -> Throughput:
-    scheduled = [
-        r.scheduled
-        for r in rec.pods.values()
-        if r.scheduled is not None and (phase is None or r.phase == phase)
+    ticks = [
+        (s.t, s.scheduled if phase is None else s.phase_scheduled.get(phase, 0))
+        for s in rec.timeline
+        if s.tick
     ]
-    return Throughput(**stats.throughput(scheduled))
+    return Throughput(**stats.throughput(ticks))
 
 
 def _counts(result: outcome.RunResult, phase: str | None) -> Counts:
@@ -419,6 +421,7 @@ def build(result: outcome.RunResult, slos: list[slo.Slo] | None = None) -> Resul
         slos=_slos(slos or [], latency),
         watch_restarts=rec.watch_restarts,
         watch_gaps=_watch_gaps(result),
+        definitions=dict(stats.DEFINITIONS),
         pending=[PendingGroup(reason=k, pods=n) for k, n in records.pending(rec).items()],
         metrics={
             name: ComponentMetrics(summary=series.summary(d), deltas=d)

@@ -251,6 +251,13 @@ def _gangs(doc: ResultDoc) -> list[str]:
     return ["<h3>Gangs</h3><table>", head, *rows, "</table>"]
 
 
+def _definitions(doc: ResultDoc) -> list[str]:
+    if not doc.definitions:
+        return []
+    items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in doc.definitions.items())
+    return [f"<h2>Definitions</h2><dl>{items}</dl>"]
+
+
 # The report's sections, in page order; each renders one part of the document.
 _SECTIONS = (
     _header,
@@ -264,6 +271,7 @@ _SECTIONS = (
     _phases,
     _claims,
     _gangs,
+    _definitions,
 )
 
 

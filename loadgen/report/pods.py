@@ -1,6 +1,7 @@
-"""`pods.csv`: one row per pod with every timestamp (epoch seconds) and its claim's
-allocation and GPU-NIC alignment, for offline analysis and for checking loadgen against an
-independent watcher."""
+"""`pods.csv`: one row per pod with every timestamp (epoch seconds: `created`, `scheduled`
+and `running` are CL2's watch-receive times, the `_server` ones the API server's) and its
+claim's allocation and GPU-NIC alignment, for offline analysis and for checking loadgen
+against an independent watcher."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ COLUMNS = (
     "node",
     "created_server",
     "created",
-    "seen",
     "scheduled",
     "running",
     "running_server",
@@ -56,7 +56,6 @@ def write(result: outcome.RunResult, out_dir: Path) -> Path:
                     r.node,
                     server(r.created_server),
                     wall(r.created),
-                    wall(r.seen),
                     wall(r.scheduled),
                     wall(r.running),
                     server(r.running_server),

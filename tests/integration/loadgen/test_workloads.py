@@ -18,7 +18,7 @@ pytestmark = pytest.mark.cluster
 
 def _ordered(rec: records.PodRecord) -> bool:
     assert rec.scheduled is not None and rec.running is not None
-    return rec.seen <= rec.scheduled <= rec.running
+    return rec.created <= rec.scheduled <= rec.running
 
 
 async def test_pods_each_get_a_claim_run_and_are_cleaned_up(
@@ -81,7 +81,7 @@ async def test_waves_start_only_after_the_previous_wave_runs(kube: Kube, fleet: 
         previous = [recs[f"waves-{i:06d}"] for i in range((wave - 1) * 4, wave * 4)]
         current = [recs[f"waves-{i:06d}"] for i in range(wave * 4, wave * 4 + 4)]
         last_running = max(p.running for p in previous)  # type: ignore[type-var]
-        assert min(p.seen for p in current) >= last_running
+        assert min(p.created for p in current) >= last_running
 
 
 async def test_gangs_get_aligned_gpu_nic_pairs_and_report_their_span(

@@ -17,7 +17,6 @@ def run_result(startup_ms: float = 1000.0, pods: int = 10) -> outcome.RunResult:
             phase="pods",
             job=None,
             gang=None,
-            seen=t0 + 0.01,
             created=t0,
             created_server=5000.0,
             scheduled=t0 + startup_ms / 2000,

@@ -33,7 +33,7 @@ def test_a_pod_records_first_seen_scheduled_and_running_once() -> None:
     records.on_pod(t, "MODIFIED", _pod("a", node="n1", phase="Running"), 0.9)
     records.on_pod(t, "MODIFIED", _pod("a", node="n1", phase="Running"), 1.5)
     rec = t.pods["a"]
-    assert (rec.seen, rec.scheduled, rec.running, rec.node) == (0.5, 0.7, 0.9, "n1")
+    assert (rec.created, rec.scheduled, rec.running, rec.node) == (0.5, 0.7, 0.9, "n1")
     counts = records.phase_counts(t, "p")
     assert (counts.seen, counts.scheduled, counts.running) == (1, 1, 1)
 
@@ -57,19 +57,26 @@ def test_a_pod_found_unschedulable_counts_until_it_is_scheduled() -> None:
     )
 
 
-def test_create_is_the_earliest_evidence_of_the_pod() -> None:
+def test_create_is_the_first_event_received_as_in_cl2() -> None:
     t = _records()
-    records.on_pod(t, "ADDED", _pod("late-watch"), 3.0)  # server: created within [0, 1) monotonic
-    assert t.pods["late-watch"].created == 1.0
-    records.on_pod(t, "ADDED", _pod("prompt"), 0.2)
-    assert t.pods["prompt"].created == 0.2
+    # The server says it was created at epoch 1000 (monotonic 0); the watch saw it at 3.0:
+    # CL2 takes the receive time, and so do we (the server time only feeds the check).
+    records.on_pod(t, "ADDED", _pod("late-watch"), 3.0)
+    rec = t.pods["late-watch"]
+    assert (rec.created, rec.created_server) == (3.0, 1000.0)
+    # Even a first event that already says Running is the create: every phase is 0.
+    records.on_pod(t, "ADDED", _pod("at-once", node="n1", phase="Running"), 4.0)
+    rec = t.pods["at-once"]
+    assert rec.created == rec.scheduled == rec.running == 4.0
 
 
-def test_a_pod_first_seen_finished_counts_as_run_and_done() -> None:
+def test_a_pod_first_seen_finished_counts_as_run_and_done_but_has_no_cl2_run() -> None:
     t = _records()
     records.on_pod(t, "ADDED", _pod("a", node="n1", phase="Succeeded"), 2.0)
     c = records.phase_counts(t, "p")
     assert (c.scheduled, c.running, c.succeeded) == (1, 1, 1)
+    # CL2 sets "run" only from an event with phase Running: this pod has no startup latency.
+    assert t.pods["a"].ran and t.pods["a"].running is None
 
 
 def _slice(node: str, driver: str, devices: list[tuple[str, str, int]]) -> dict[str, Any]:

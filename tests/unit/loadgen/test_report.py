@@ -129,3 +129,16 @@ def test_pods_csv_has_a_row_per_pod_with_its_claim(tmp_path: Path) -> None:
     assert float(rows[0]["running"]) - float(rows[0]["created"]) == pytest.approx(1.0)
     assert [r["pcie_aligned_pairs"] for r in rows] == ["2", "1", "2", "1"]
     assert all(r["gpu_nic_pairs"] == "2" and r["claim_allocated"] for r in rows)
+
+
+def test_every_report_states_the_definitions_it_used(tmp_path: Path) -> None:
+    doc = document.build(synthetic.run_result())
+    assert doc.definitions.keys() >= {"pod_startup", "throughput"}
+    loaded = document.load(document.write(doc, tmp_path))
+    assert "first event seen" in loaded.definitions["pod_startup"]
+    page = html.render(doc)
+    assert "<h2>Definitions</h2>" in page and "throughputCollector" in page
+    con = Console(record=True, width=300)
+    console.render(doc, con)
+    text = con.export_text()
+    assert "pod_startup_latency.go" in text and "1 s ticker" in text
