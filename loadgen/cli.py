@@ -4,6 +4,7 @@
     loadgen run cl2-dra fill=0.9              # a named scenario with parameters
     loadgen run my-scenario.yaml              # a scenario file of phases
     loadgen compare before.json after.json    # the release-notes table
+    loadgen observe -n team-a --count 500     # measure pods something else creates
     loadgen runs                              # runs in the cluster, alive or abandoned
     loadgen cleanup --abandoned               # remove killed runs, releasing their claims
 
@@ -32,7 +33,18 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from loadgen import compare, inventory, outcome, report, runner, runs, scenarios, slo, templates
+from loadgen import (
+    compare,
+    inventory,
+    observe,
+    outcome,
+    report,
+    runner,
+    runs,
+    scenarios,
+    slo,
+    templates,
+)
 from loadgen.report import console as console_report
 from loadgen.report import document
 from loadgen.scenarios.model import parse_duration
@@ -102,6 +114,14 @@ def _cluster_options() -> argparse.ArgumentParser:
     g.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
     g.add_argument("--context", help="kubeconfig context to use")
     return p
+
+
+def _label_selector(text: str) -> dict[str, str]:
+    out = {}
+    for part in text.split(","):
+        key, value = _key_value(part)
+        out[key] = value
+    return out
 
 
 def _run_options() -> argparse.ArgumentParser:
@@ -211,7 +231,7 @@ def parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="default scenario: GPUs per pod (default 1)",
     )
-    sub = root.add_subparsers(dest="command", metavar="{run,compare,runs,cleanup}")
+    sub = root.add_subparsers(dest="command", metavar="{run,observe,compare,runs,cleanup}")
     run = sub.add_parser(
         "run",
         parents=[common],
@@ -235,6 +255,44 @@ def parser() -> argparse.ArgumentParser:
     cmp_.add_argument("previous", type=Path, help="result.json of the earlier run")
     cmp_.add_argument("current", type=Path, help="result.json of the run to compare with it")
     cluster = _cluster_options()
+    obs = sub.add_parser(
+        "observe",
+        parents=[cluster],
+        argument_default=argparse.SUPPRESS,
+        help="measure pods that something else creates",
+        description="Watch the pods of a namespace (optionally matching a label selector) "
+        "that another tool creates,\nand write the same reports as a run: CL2 pod startup "
+        "phases, scheduling throughput,\nclaim allocation and placement. Nothing is created "
+        "or deleted. Start it before the pods\nare created (a pod's first event seen is its "
+        "create, as in ClusterLoader2); it ends on\nCtrl-C (exit 0 after the report), after "
+        "--count pods ran, or after --timeout.",
+        epilog="examples:\n  loadgen observe -n team-a\n  loadgen observe -n test-1 -l "
+        "app=trainer --count 800 --slo pod_startup.p99=5s",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    obs.add_argument("-n", "--namespace", required=True, help="namespace of the pods to measure")
+    obs.add_argument(
+        "-l",
+        "--selector",
+        type=_label_selector,
+        metavar="KEY=VALUE[,KEY=VALUE]",
+        help="only pods with these labels",
+    )
+    obs.add_argument("--count", type=_positive_int, help="stop once this many pods ran")
+    obs.add_argument("--timeout", type=_duration, help="stop after this long at the latest")
+    obs.add_argument(
+        "--node-selector",
+        type=_key_value,
+        action="append",
+        metavar="KEY=VALUE",
+        help="the fleet whose GPU allocation is reported (default: all nodes)",
+    )
+    obs.add_argument(
+        "--output-dir", type=Path, help="where reports go (default ./results/observe-<time>/)"
+    )
+    obs.add_argument("--slo", action="append", metavar="PHASE.STAT=DURATION", help="as for run")
+    obs.add_argument("--scrape", type=_key_value, action="append", metavar="NAME=URL")
+    obs.add_argument("-q", "--quiet", action="store_true", help="no live progress display")
     sub.add_parser(
         "runs",
         parents=[cluster],
@@ -284,6 +342,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
         command = opts.get("command")
         if command == "compare":
             code = _compare(opts["previous"], opts["current"], Console())
+        elif command == "observe":
+            code = _observe(opts, err)
         elif command == "runs":
             code = _event_loop_run(_with_kube(opts, lambda kube: _list_runs(kube, Console())))
         elif command == "cleanup":
@@ -630,3 +690,52 @@ def _cleanup(opts: dict[str, Any], err: Console) -> int:
         return code
 
     return _event_loop_run(_with_kube(opts, go))
+
+
+def _observe(opts: dict[str, Any], err: Console) -> int:
+    try:
+        slos = [slo.parse(s) for s in opts.get("slo", [])]
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    target = observe.Target(
+        namespace=opts["namespace"],
+        selector=opts.get("selector", {}),
+        count=opts.get("count"),
+        timeout=opts.get("timeout"),
+        node_selector=dict(opts.get("node_selector", [])),
+        scrape=dict(opts.get("scrape", [])),
+    )
+    out_dir = opts.get("output_dir") or Path("results") / target.run_id
+    _check_writable(out_dir)
+
+    async def go(kube: Kube) -> outcome.RunResult:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        progress = _Progress(err, enabled=not opts.get("quiet") and err.is_terminal)
+        expected = target.count or 0
+
+        def update(seen: int, scheduled: int, ran: int) -> None:
+            progress.update(
+                runner.Progress(observe.PHASE, expected or seen, seen, seen, scheduled, ran, 0)
+            )
+
+        with progress:
+            return await observe.observe(
+                kube,
+                target,
+                stop=stop,
+                on_progress=update,
+                on_watching=lambda: print(
+                    f"loadgen: observing pods in {target.namespace} (Ctrl-C ends and reports)",
+                    file=sys.stderr,
+                    flush=True,
+                ),
+            )
+
+    result = _event_loop_run(_with_kube(opts, go))
+    doc = report.write_all(result, out_dir, slos)
+    console_report.render(doc, Console())
+    err.print(f"reports in {out_dir}/", highlight=False)
+    return EXIT_RUNTIME if any(not s.ok for s in doc.slos) else EXIT_OK
