@@ -29,12 +29,12 @@ def run_labels(run_id: str) -> dict[str, str]:
     return {vocab.LABEL_RUN: run_id, vocab.LABEL_MANAGED_BY: MANAGED_BY}
 
 
-def namespace(run_id: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {"name": namespace_name(run_id), "labels": run_labels(run_id)},
-    }
+def namespace(run_id: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    """The run's namespace; `annotations` carry its ownership and heartbeat (`loadgen.runs`)."""
+    meta: dict[str, Any] = {"name": namespace_name(run_id), "labels": run_labels(run_id)}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
 
 
 def claim_template(claim: Claim, run_id: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loadgen import runner, templates
+from loadgen import outcome, templates
 from testbed import vocab
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
@@ -37,8 +37,8 @@ class Fleet:
     def selector(self) -> dict[str, str]:
         return {FLEET_LABEL: self.suffix}
 
-    def settings(self, **kw: Any) -> runner.Settings:
-        s = runner.Settings(node_selector=self.selector, **kw)
+    def settings(self, **kw: Any) -> outcome.Settings:
+        s = outcome.Settings(node_selector=self.selector, **kw)
         self.run_ids.append(s.run_id)
         return s
 
