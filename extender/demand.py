@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from extender import classes
+from extender import selectors
 from extender.config import Settings
 from testbed import vocab
 
@@ -62,7 +62,7 @@ class Demand:
         return self.gpus == 0 and self.nics == 0 and self.job is None and not self.require_locality
 
 
-def role_of(matcher: classes.Matcher | None, settings: Settings) -> Role | None:
+def role_of(matcher: selectors.Matcher | None, settings: Settings) -> Role | None:
     if matcher is None or matcher.driver is None:
         return None
     if matcher.driver in settings.gpu_drivers:
@@ -86,7 +86,7 @@ def of_pod(
     *,
     claim: ClaimLookup,
     template: ClaimLookup,
-    matchers: Mapping[str, classes.Matcher | None],
+    matchers: Mapping[str, selectors.Matcher | None],
     settings: Settings,
 ) -> Demand:
     """The demand of `pod`; `matchers` maps DeviceClass names to their parsed selector."""
@@ -166,7 +166,7 @@ def _claim_spec(
 
 def _add_claim(
     spec: dict[str, Any],
-    matchers: Mapping[str, classes.Matcher | None],
+    matchers: Mapping[str, selectors.Matcher | None],
     settings: Settings,
     counts: dict[tuple[Role, str], int],
     groups: list[tuple[int, int]],

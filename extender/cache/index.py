@@ -11,98 +11,21 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from extender import classes, demand
+from extender import demand, selectors, topology
 from extender.config import Settings
-from testbed import vocab
+from extender.topology import ClassSummary, Device, DeviceKey, NodeView, Outcome, Summary
 from testbed.kube import resources
 
 log = logging.getLogger(__name__)
 
-DeviceKey = tuple[str, str, str]
-"""(driver, pool, device): how an allocation result names a device."""
-
-Outcome = Literal["aligned", "numa", "unaligned"]
 PlacementObserver = Callable[[Outcome, int], None]
 
 _Apply = Callable[[dict[str, Any]], None]
 _INTERN_LIMIT = 16384
 _NODE_MEMO_LIMIT = 32
 _DONE_PHASES = frozenset({"Succeeded", "Failed"})
-
-
-@dataclass(slots=True)
-class Device:
-    driver: str
-    attributes: dict[str, classes.AttrValue]
-
-    @property
-    def root(self) -> str | None:
-        value = self.attributes.get(vocab.ATTR_PCIE_ROOT)
-        return value if isinstance(value, str) else None
-
-    def own_numa(self) -> int | None:
-        for key in (vocab.GPU_ATTR_NUMA, vocab.NIC_ATTR_NUMA):
-            value = self.attributes.get(key)
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value
-        return None
-
-
-@dataclass(frozen=True, slots=True)
-class ClassSummary:
-    """One DeviceClass on one node."""
-
-    total: int
-    free: int
-    root_free: dict[str, int]
-    """Free devices per PCIe root (devices without a root are not counted here)."""
-    numa_free: dict[int, int]
-    """Free devices per NUMA node (devices with unknown NUMA are not counted here)."""
-
-
-@dataclass(slots=True, eq=False)
-class Summary:
-    """Free-device figures of one node, per DeviceClass; pair capacities memoised."""
-
-    classes: dict[str, ClassSummary]
-    _pairs: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
-    memo: dict[object, Any] = field(default_factory=dict)
-    """Per-demand-shape results of the policies (see policies.scoring); valid as long as the
-    summary, which is immutable once built."""
-
-    def pairs(self, gpu_class: str, nic_class: str) -> tuple[int, int]:
-        """(root_pairs, numa_pairs): how many free GPUs of `gpu_class` can each get a free
-        NIC of `nic_class` on the same PCIe root, and on the same NUMA node (at least)."""
-        key = (gpu_class, nic_class)
-        hit = self._pairs.get(key)
-        if hit is not None:
-            return hit
-        g = self.classes.get(gpu_class)
-        n = self.classes.get(nic_class)
-        if g is None or n is None:
-            out = (0, 0)
-        else:
-            root = sum(min(c, n.root_free.get(r, 0)) for r, c in g.root_free.items())
-            numa = sum(min(c, n.numa_free.get(k, 0)) for k, c in g.numa_free.items())
-            out = (root, max(root, numa))
-        self._pairs[key] = out
-        return out
-
-
-@dataclass(slots=True)
-class NodeView:
-    name: str
-    known: bool = False
-    """A Node object exists (slices alone do not make a node schedulable)."""
-    block: str | None = None
-    rack: str | None = None
-    host: str | None = None
-    devices: dict[DeviceKey, Device] = field(default_factory=dict)
-    summary: Summary | None = None
-    """None when stale; `Index.summary()` recomputes it."""
 
 
 class Index:
@@ -112,7 +35,7 @@ class Index:
         self.settings = settings
         self.on_placement = on_placement
         self.nodes: dict[str, NodeView] = {}
-        self.matchers: dict[str, classes.Matcher | None] = {}
+        self.matchers: dict[str, selectors.Matcher | None] = {}
         self.claims: dict[str, dict[str, Any]] = {}
         self.templates: dict[str, dict[str, Any]] = {}
         self._slices: dict[str, tuple[str, list[DeviceKey]]] = {}
@@ -253,7 +176,7 @@ class Index:
             if not isinstance(dev, dict) or not dev.get("name"):
                 continue
             key: DeviceKey = (driver, str(pool), str(dev["name"]))
-            view.devices[key] = Device(driver, classes.device_attributes(driver, dev))
+            view.devices[key] = Device(driver, topology.device_attributes(driver, dev))
             self._device_node[key] = node
             keys.append(key)
         self._slices[name] = (node, keys)
@@ -321,7 +244,7 @@ class Index:
 
     def _upsert_class(self, obj: dict[str, Any]) -> None:
         name = resources.name_of(obj)
-        matcher = classes.parse_device_class(obj)
+        matcher = selectors.parse_device_class(obj)
         if name in self.matchers and self.matchers[name] == matcher:
             return
         if matcher is None:
@@ -381,7 +304,7 @@ class Index:
     # -- derived -------------------------------------------------------------------------
 
     def _summarise(self, node: NodeView) -> Summary:
-        numa = _resolved_numa(node.devices)
+        numa = topology.resolved_numa(node.devices)
         out: dict[str, ClassSummary] = {}
         for cls, matcher in self.matchers.items():
             if matcher is None:
@@ -431,7 +354,7 @@ class Index:
         node = self.nodes.get(self._device_node.get(keys[0], ""))
         if node is None:
             return
-        numa = _resolved_numa(node.devices)
+        numa = topology.resolved_numa(node.devices)
         gpus = [k for k in keys if k[0] in self.settings.gpu_drivers and k in node.devices]
         nics = [k for k in keys if k[0] in self.settings.nic_drivers and k in node.devices]
         if not gpus or not nics:
@@ -460,23 +383,3 @@ class Index:
         for outcome, count in tally.items():
             if count:
                 self.on_placement(outcome, count)
-
-
-def _resolved_numa(devices: dict[DeviceKey, Device]) -> dict[DeviceKey, int]:
-    """Each device's NUMA node: its own attribute, else that of a device on the same PCIe
-    root (real GPU drivers publish no NUMA; DRANet's NICs do), else unknown (absent)."""
-    own: dict[DeviceKey, int] = {}
-    by_root: dict[str, int] = {}
-    for key, dev in devices.items():
-        n = dev.own_numa()
-        if n is not None:
-            own[key] = n
-            root = dev.root
-            if root is not None:
-                by_root.setdefault(root, n)
-    for key, dev in devices.items():
-        if key not in own:
-            root = dev.root
-            if root is not None and root in by_root:
-                own[key] = by_root[root]
-    return own

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from extender import classes, demand
+from extender import demand, selectors
 from extender.config import Settings
 from testbed import vocab
 from tests.unit.extender import objects
 
 NS = "ns"
-MATCHERS = {c["metadata"]["name"]: classes.parse_device_class(c) for c in objects.classes()}
+MATCHERS = {c["metadata"]["name"]: selectors.parse_device_class(c) for c in objects.classes()}
 
 
 def of(pod: dict[str, Any], *objs: dict[str, Any]) -> demand.Demand:

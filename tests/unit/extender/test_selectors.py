@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from extender import classes
+from extender import selectors, topology
 from tests.unit.extender import objects
 
 
 def test_driver_equality_is_understood() -> None:
-    m = classes.parse_expression("device.driver == 'gpu.nvidia.com'")
-    assert m == classes.Matcher(driver="gpu.nvidia.com")
+    m = selectors.parse_expression("device.driver == 'gpu.nvidia.com'")
+    assert m == selectors.Matcher(driver="gpu.nvidia.com")
 
 
 def test_rdma_class_is_understood() -> None:
-    m = classes.parse_expression(objects.RDMA_EXPR)
-    assert m == classes.Matcher(driver="dra.net", attributes=(("dra.net/rdma", True),))
+    m = selectors.parse_expression(objects.RDMA_EXPR)
+    assert m == selectors.Matcher(driver="dra.net", attributes=(("dra.net/rdma", True),))
     assert m.matches("dra.net", {"dra.net/rdma": True})
     assert not m.matches("dra.net", {"dra.net/rdma": False})
     assert not m.matches("dra.net", {})
@@ -30,7 +30,7 @@ def test_rdma_class_is_understood() -> None:
     ],
 )
 def test_attribute_terms(expr: str, attr: tuple[str, object]) -> None:
-    m = classes.parse_expression(f"device.driver == 'x' && {expr}")
+    m = selectors.parse_expression(f"device.driver == 'x' && {expr}")
     assert m is not None and m.attributes == (attr,)
 
 
@@ -47,17 +47,17 @@ def test_attribute_terms(expr: str, attr: tuple[str, object]) -> None:
     ],
 )
 def test_anything_else_is_not_judged(expr: str) -> None:
-    assert classes.parse_expression(expr) is None
+    assert selectors.parse_expression(expr) is None
 
 
 def test_class_without_driver_is_not_judged() -> None:
     obj = objects.device_class("any-rdma", "device.attributes['dra.net'].rdma == true")
-    assert classes.parse_device_class(obj) is None
+    assert selectors.parse_device_class(obj) is None
 
 
 def test_unqualified_attributes_live_in_the_drivers_domain() -> None:
     dev = {"attributes": {"type": {"string": "gpu"}, "dra.net/x": {"int": 3}, "bad": "raw"}}
-    assert classes.device_attributes("gpu.nvidia.com", dev) == {
+    assert topology.device_attributes("gpu.nvidia.com", dev) == {
         "gpu.nvidia.com/type": "gpu",
         "dra.net/x": 3,
     }

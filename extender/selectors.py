@@ -1,4 +1,4 @@
-"""DeviceClass selectors: the small, common subset of CEL the extender understands.
+"""Device selectors of DeviceClasses: the small, common subset of CEL the extender reads.
 
 A DeviceClass selects devices with CEL. We recognise conjunctions (`&&`) of
     device.driver == 'gpu.nvidia.com'
@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-AttrValue = int | bool | str
+from extender.topology import AttrValue
 
 _STR = r"'([^'\\]*)'|\"([^\"\\]*)\""
 _DRIVER = re.compile(rf"^device\.driver\s*==\s*(?:{_STR})$")
@@ -96,24 +96,3 @@ def parse_selectors(selectors: list[dict[str, Any]] | None) -> Matcher | None:
 
 def parse_device_class(obj: dict[str, Any]) -> Matcher | None:
     return parse_selectors((obj.get("spec") or {}).get("selectors"))
-
-
-def device_attributes(driver: str, device: dict[str, Any]) -> dict[str, AttrValue]:
-    """A ResourceSlice device's attributes with fully qualified names and plain values.
-
-    Unqualified names live in the driver's domain (`type` of gpu.nvidia.com is
-    `gpu.nvidia.com/type`), which is also how CEL's `device.attributes['gpu.nvidia.com']`
-    sees them.
-    """
-    out: dict[str, AttrValue] = {}
-    for name, typed in (device.get("attributes") or {}).items():
-        if not isinstance(typed, dict):
-            continue
-        qualified = name if "/" in name else f"{driver}/{name}"
-        for kind in ("bool", "int", "string", "version"):
-            if kind in typed:
-                value = typed[kind]
-                if isinstance(value, bool | int | str):
-                    out[qualified] = value
-                break
-    return out
