@@ -23,6 +23,7 @@ from extender.config import Settings
 from extender.core import Core
 from extender.metrics import CacheCollector, Metrics
 from testbed.kube.client import Kube
+from testbed.kube.watching import Liveness
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,9 @@ def build(
     app.router.add_get("/debug/decisions", handlers.decisions)
     app.router.add_get("/debug/nodes/{node}/free", handlers.free_devices)
     if kube is not None:
-        app.cleanup_ctx.append(_watching(kube, store, metrics))
+        liveness = Liveness(kube, on_change=metrics.liveness)
+        app[handlers.LIVENESS] = liveness
+        app.cleanup_ctx.append(_watching(kube, store, metrics, liveness))
     app.cleanup_ctx.append(_freeze_after_sync(store))
     return app
 
@@ -119,10 +122,10 @@ def _freeze_after_sync(store: Store) -> Callable[[web.Application], AsyncIterato
 
 
 def _watching(
-    kube: Kube, store: Store, metrics: Metrics
+    kube: Kube, store: Store, metrics: Metrics, liveness: Liveness
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
-        tasks = sync.start(kube, store, on_restart=metrics.restart)
+        tasks = sync.start(kube, store, on_restart=metrics.restart, liveness=liveness)
         try:
             yield
         finally:

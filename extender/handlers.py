@@ -16,10 +16,13 @@ from pydantic import ValidationError
 from extender.core import Core
 from extender.metrics import Metrics
 from testbed import validation
+from testbed.kube.watching import Liveness
 from testbed.wire import MAX_PRIORITY, ExtenderArgs, ExtenderFilterResult
 
 CORE: Final = web.AppKey("core", Core)
 METRICS: Final = web.AppKey("metrics", Metrics)
+LIVENESS: Final = web.AppKey("liveness", Liveness)
+"""Present when the app watches a cluster (not offline)."""
 
 _JSON = "application/json"
 # A HostPriority as two pre-encoded halves: `{"Host":"<name>","Score":` (per node name, kept
@@ -134,9 +137,13 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    if request.app[CORE].ready():
-        return web.Response(text="ok")
-    return web.Response(status=503, text="cache not synced yet")
+    if not request.app[CORE].ready():
+        return web.Response(status=503, text="cache not synced yet")
+    liveness = request.app.get(LIVENESS)
+    if liveness is not None and not liveness.up:
+        down_for = liveness.clock() - liveness.since
+        return web.Response(status=503, text=f"{liveness.reason} (for {down_for:.0f}s)")
+    return web.Response(text="ok")
 
 
 async def decisions(request: web.Request) -> web.Response:
