@@ -73,7 +73,7 @@ def build(
     metrics = Metrics(registry)
     index = Index(settings, on_placement=metrics.placement)
     store = Store(index, on_event=metrics.event)
-    core = Core(index, settings, ready=store.ready.is_set)
+    core = Core(index, settings, ready=store.ready.is_set, on_unjudged=metrics.not_judged)
     registry.register(CacheCollector(index, store.ready.is_set))
     # process_cpu_seconds_total and RSS, as Go components expose them: loadgen and the demo
     # report the extender's CPU per pod beside the scheduler's.
@@ -91,6 +91,7 @@ def build(
     app.router.add_get("/metrics", metrics_endpoint)
     app.router.add_get("/debug/decisions", handlers.decisions)
     app.router.add_get("/debug/nodes/{node}/free", handlers.free_devices)
+    app.router.add_post("/debug/judge", handlers.judge)
     if kube is not None:
         liveness = Liveness(kube, on_change=metrics.liveness)
         app[handlers.LIVENESS] = liveness

@@ -155,6 +155,22 @@ async def decisions(request: web.Request) -> web.Response:
     return web.json_response(items)
 
 
+async def judge(request: web.Request) -> web.Response:
+    """Per candidate node, whether the pod's unallocated claims fit its devices as allocated
+    now (DRA's request semantics): `fits` true, false, or null when not judged. Takes the
+    body of a scheduler call (ExtenderArgs); for checks against the real allocator."""
+    args = await _args(request)
+    core = request.app[CORE]
+    names = args.candidate_names()
+    d = core.demand(args.Pod)
+    verdicts = core.verdicts(d, names)
+    nodes = {
+        name: {"fits": v.fits, "reason": v.reason, "unjudged": v.unjudged}
+        for name, v in verdicts.items()
+    }
+    return web.json_response({"nodes": nodes, "notes": list(d.notes)})
+
+
 async def free_devices(request: web.Request) -> web.Response:
     """The devices the extender believes free on one node (for checks and debugging)."""
     node = request.match_info["node"]

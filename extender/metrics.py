@@ -68,6 +68,13 @@ class Metrics:
             "/readyz turned 503 and every kind was relisted once it answered again.",
             registry=registry,
         )
+        self.unjudged = Counter(
+            "extender_unjudged_requests_total",
+            "Requests (or whole pods) the extender could not judge and left to DRA, by reason "
+            "(unknown_class, unsupported_function, does_not_compile, too_complex...).",
+            ["reason"],
+            registry=registry,
+        )
         self.placements = Counter(
             "extender_observed_placements_total",
             "GPUs in fresh claim allocations that also got NICs, by pairing: aligned (same "
@@ -78,6 +85,9 @@ class Metrics:
 
     def placement(self, outcome: Outcome, count: int) -> None:
         self.placements.labels(outcome).inc(count)
+
+    def not_judged(self, reason: str) -> None:
+        self.unjudged.labels(reason).inc()
 
     def liveness(self, up: bool, reason: str) -> None:
         if not up:

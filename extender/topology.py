@@ -22,11 +22,23 @@ Outcome = Literal["aligned", "numa", "unaligned"]
 """How a fresh allocation paired its GPUs with NICs."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Device:
     driver: str
     attributes: dict[str, AttrValue]
     """Fully qualified attribute names (`<domain>/<name>`) to plain values."""
+    capacity: dict[str, str] = field(default_factory=dict)
+    """Fully qualified capacity names to quantity strings."""
+    versions: frozenset[str] = frozenset()
+    """The attributes that are versions (semver in CEL), not plain strings."""
+    multi: bool = False
+    """allowMultipleAllocations: several claims may share it (consumable capacity)."""
+    consumes: tuple[tuple[str, str, str], ...] = ()
+    """(counter set, counter, quantity) this device consumes of its slice's shared counters
+    (a partition of a partitionable device)."""
+    classes: dict[str, Any] | None = None
+    """Memo of selector verdicts on this device, by key (DeviceClass name...); a device is
+    rebuilt when its slice changes, which drops the memo with it."""
 
     @property
     def root(self) -> str | None:
@@ -93,6 +105,37 @@ class NodeView:
     devices: dict[DeviceKey, Device] = field(default_factory=dict)
     summary: Summary | None = None
     """None when stale; the index recomputes it when it is next read."""
+
+
+def device_of(driver: str, device: Mapping[str, Any]) -> Device:
+    """A ResourceSlice device (resource.k8s.io/v1 fields) as the index keeps it."""
+    raw = device.get("attributes") or {}
+    versions = frozenset(
+        (n if "/" in n else f"{driver}/{n}")
+        for n, t in (raw.items() if isinstance(raw, dict) else ())
+        if isinstance(t, dict) and "version" in t
+    )
+    capacity: dict[str, str] = {}
+    for name, cap in (device.get("capacity") or {}).items():
+        value = cap.get("value") if isinstance(cap, dict) else None
+        if isinstance(value, str | int) and not isinstance(value, bool):
+            capacity[name if "/" in name else f"{driver}/{name}"] = str(value)
+    consumes: list[tuple[str, str, str]] = []
+    for use in device.get("consumesCounters") or []:
+        if not isinstance(use, dict):
+            continue
+        for counter, amount in (use.get("counters") or {}).items():
+            value = amount.get("value") if isinstance(amount, dict) else None
+            if value is not None:
+                consumes.append((str(use.get("counterSet")), str(counter), str(value)))
+    return Device(
+        driver,
+        device_attributes(driver, device),
+        capacity=capacity,
+        versions=versions,
+        multi=device.get("allowMultipleAllocations") is True,
+        consumes=tuple(consumes),
+    )
 
 
 def device_attributes(driver: str, device: Mapping[str, Any]) -> dict[str, AttrValue]:

@@ -1,58 +1,46 @@
-"""The CEL subset: what we read, and what we refuse to judge."""
+"""DeviceClass selectors over the CEL evaluator: judged, not judged, and per-device verdicts."""
 
 from __future__ import annotations
 
-import pytest
-
 from extender import selectors, topology
+from extender.expressions import Outcome
 from tests.unit.extender import objects
 
 
-def test_driver_equality_is_understood() -> None:
-    m = selectors.parse_expression("device.driver == 'gpu.nvidia.com'")
-    assert m == selectors.Matcher(driver="gpu.nvidia.com")
+def _device(driver: str, **attrs: dict[str, object]) -> topology.Device:
+    return topology.device_of(driver, {"name": "d", "attributes": attrs})
 
 
-def test_rdma_class_is_understood() -> None:
-    m = selectors.parse_expression(objects.RDMA_EXPR)
-    assert m == selectors.Matcher(driver="dra.net", attributes=(("dra.net/rdma", True),))
-    assert m.matches("dra.net", {"dra.net/rdma": True})
-    assert not m.matches("dra.net", {"dra.net/rdma": False})
-    assert not m.matches("dra.net", {})
+def test_the_standard_classes_are_judged_and_name_their_driver() -> None:
+    parsed = {c["metadata"]["name"]: selectors.parse_device_class(c) for c in objects.classes()}
+    assert all(p.not_judged is None for p in parsed.values())
+    assert {p.driver for p in parsed.values()} == {"gpu.nvidia.com", "dra.net"}
 
 
-@pytest.mark.parametrize(
-    ("expr", "attr"),
-    [
-        ('device.attributes["gpu.nvidia.com"].type == "gpu"', ("gpu.nvidia.com/type", "gpu")),
-        ("device.attributes['dra.net'].rdma", ("dra.net/rdma", True)),
-        ("device.attributes['dra.net'].mtu == 9000", ("dra.net/mtu", 9000)),
-    ],
-)
-def test_attribute_terms(expr: str, attr: tuple[str, object]) -> None:
-    m = selectors.parse_expression(f"device.driver == 'x' && {expr}")
-    assert m is not None and m.attributes == (attr,)
+def test_rdma_class_matches_rdma_nics_only() -> None:
+    klass = selectors.parse_device_class(objects.device_class("rdma", objects.RDMA_EXPR))
+    assert klass.matches(_device("dra.net", rdma={"bool": True})) is Outcome.MATCH
+    assert klass.matches(_device("dra.net", rdma={"bool": False})) is Outcome.NO_MATCH
+    assert klass.matches(_device("gpu.nvidia.com")) is Outcome.NO_MATCH
+    # kube-scheduler: a NIC without the attribute is a runtime error ("no such key").
+    assert klass.matches(_device("dra.net")) is Outcome.ERROR
 
 
-@pytest.mark.parametrize(
-    "expr",
-    [
-        "device.driver == 'a' || device.driver == 'b'",
-        "!device.attributes['dra.net'].virtual",
-        "device.driver != 'a'",
-        "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0",
-        "device.driver.startsWith('gpu')",
-        "device.driver == 'a' && device.driver == 'b'",
-        "",
-    ],
-)
-def test_anything_else_is_not_judged(expr: str) -> None:
-    assert selectors.parse_expression(expr) is None
+def test_a_class_with_a_function_outside_the_environment_is_not_judged() -> None:
+    obj = objects.device_class("x", "device.driver.lowerAscii() == 'dra.net'")
+    assert selectors.parse_device_class(obj).not_judged == "unsupported_function"
 
 
-def test_class_without_driver_is_not_judged() -> None:
+def test_a_class_that_does_not_compile_is_marked_so() -> None:
+    obj = objects.device_class("x", "device.driver ==")
+    assert selectors.parse_device_class(obj).not_judged == "does_not_compile"
+
+
+def test_a_class_without_a_driver_literal_is_judged_but_has_no_role() -> None:
     obj = objects.device_class("any-rdma", "device.attributes['dra.net'].rdma == true")
-    assert selectors.parse_device_class(obj) is None
+    klass = selectors.parse_device_class(obj)
+    assert klass.not_judged is None and klass.driver is None
+    assert klass.matches(_device("gpu.nvidia.com")) is Outcome.ERROR  # an empty domain map
 
 
 def test_unqualified_attributes_live_in_the_drivers_domain() -> None:
