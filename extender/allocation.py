@@ -170,6 +170,8 @@ class _State:
     bound: dict[int, Any] = field(default_factory=dict)
     """Constraint index -> the value a matchAttribute fixed, or the set a distinct took."""
     steps: int = 0
+    capacity: dict[tuple[DeviceKey, str], Fraction] = field(default_factory=dict)
+    """Capacity of shared (allowMultipleAllocations) devices this pod takes."""
 
 
 class _OverBudget(Exception):
@@ -297,8 +299,8 @@ class _Search:
         else:
             if (st.used.get(key, 0) or self.in_use(key)) and not dev.multi:
                 return None
-            if alt.capacity and not _capacity_fits(dev, alt):
-                return None
+            if alt.capacity and not dev.multi and _shares(key, dev, alt, _State()) is None:
+                return None  # asks more than the device has
         taken = []
         for j, con in enumerate(self.pod.constraints):
             if con.claim != req.claim or not _covers(con, req.name, alt.name):
@@ -332,7 +334,15 @@ class _Search:
                 if held + amount > total:
                     return None
                 consumed.append((ck, amount))
+        shares: list[tuple[tuple[DeviceKey, str], Fraction]] = []
+        if dev.multi and not alt.admin:
+            taken_share = _shares(key, dev, alt, st)
+            if taken_share is None:
+                return None
+            shares = taken_share
         # Commit.
+        for ck2, amount in shares:
+            st.capacity[ck2] = st.capacity.get(ck2, Fraction(0)) + amount
         st.used[key] = st.used.get(key, 0) + 1
         for j, value in taken:
             if self.pod.constraints[j].distinct:
@@ -353,6 +363,8 @@ class _Search:
                     del st.bound[j]
             for ck, amount in consumed:
                 st.consumed[ck] -= amount
+            for ck2, amount in shares:
+                st.capacity[ck2] -= amount
 
         return undo
 
@@ -365,14 +377,21 @@ def _qualified(name: str, driver: str) -> str:
     return name if "/" in name else f"{driver}/{name}"
 
 
-def _capacity_fits(dev: Device, alt: Alternative) -> bool:
-    for name, want in alt.capacity:
-        have = dev.capacity.get(_qualified(name, dev.driver))
-        if have is None:
-            return False
+def _shares(
+    key: DeviceKey, dev: Device, alt: Alternative, st: _State
+) -> list[tuple[tuple[DeviceKey, str], Fraction]] | None:
+    """What `alt` takes of a shared device's capacities, or None if it does not fit next to
+    what this pod already took. A capacity the request does not name is taken whole (no
+    request policy is modelled). Other pods' shares are not known here (see README)."""
+    wanted = {_qualified(n, dev.driver): q for n, q in alt.capacity}
+    out = []
+    for name, text in dev.capacity.items():
         try:
-            if expressions.parse_quantity(have) < want:
-                return False
+            total = expressions.parse_quantity(text)
         except expressions.CelError:
-            return False
-    return True
+            return None
+        want = wanted.pop(name, total)
+        if st.capacity.get((key, name), Fraction(0)) + want > total:
+            return None
+        out.append(((key, name), want))
+    return None if wanted else out  # a capacity the device does not have

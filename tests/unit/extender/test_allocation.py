@@ -141,6 +141,9 @@ def test_shared_devices_take_several_requests_within_their_capacity() -> None:
     want = {"requests": {"bandwidth": "10G"}}
     assert judge([exactly("a", capacity=want), exactly("b", capacity=want)], devices).fits
     assert not judge([exactly("a", capacity={"requests": {"bandwidth": "200G"}})], devices).fits
+    half = {"requests": {"bandwidth": "60G"}}
+    assert not judge([exactly("a", capacity=half), exactly("b", capacity=half)], devices).fits
+    assert not judge([exactly("a"), exactly("b", capacity=want)], devices).fits  # a takes all
 
 
 def test_unknown_classes_and_runtime_errors() -> None:
