@@ -19,6 +19,7 @@ from extender.core import Core
 from extender.metrics import CacheCollector, Metrics
 from testbed import runtime
 from testbed.kube.client import Kube
+from testbed.kube.watching import Liveness
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ def build(
     metrics = Metrics(registry)
     index = Index(settings, on_placement=metrics.placement)
     store = Store(index, on_event=metrics.event)
-    core = Core(index, settings, ready=store.ready.is_set)
+    core = Core(index, settings, ready=store.ready.is_set, on_unjudged=metrics.not_judged)
     registry.register(CacheCollector(index, store.ready.is_set))
     # process_cpu_seconds_total and RSS, as Go components expose them: loadgen and the demo
     # report the extender's CPU per pod beside the scheduler's.
@@ -79,13 +80,15 @@ def build(
     runtime.add_probe_routes(
         app,
         registry=registry,
-        ready=lambda app: app[handlers.CORE].ready(),
-        not_ready="cache not synced yet",
+        not_ready=handlers.not_ready,
     )
     app.router.add_get("/debug/decisions", handlers.decisions)
     app.router.add_get("/debug/nodes/{node}/free", handlers.free_devices)
+    app.router.add_post("/debug/judge", handlers.judge)
     if kube is not None:
-        app.cleanup_ctx.append(_watching(kube, store, metrics))
+        liveness = Liveness(kube, on_change=metrics.liveness)
+        app[handlers.LIVENESS] = liveness
+        app.cleanup_ctx.append(_watching(kube, store, metrics, liveness))
     app.cleanup_ctx.append(_freeze_after_sync(store))
     return app
 
@@ -113,10 +116,10 @@ def _freeze_after_sync(store: Store) -> Callable[[web.Application], AsyncIterato
 
 
 def _watching(
-    kube: Kube, store: Store, metrics: Metrics
+    kube: Kube, store: Store, metrics: Metrics, liveness: Liveness
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
-        tasks = sync.start(kube, store, on_restart=metrics.restart)
+        tasks = sync.start(kube, store, on_restart=metrics.restart, liveness=liveness)
         try:
             yield
         finally:

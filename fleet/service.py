@@ -32,7 +32,7 @@ from testbed import runtime, vocab
 from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
 from testbed.kube.resources import CRDS
-from testbed.kube.watching import Change, Snapshot, informer
+from testbed.kube.watching import Change, Liveness, Snapshot, informer
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,9 @@ class FleetController:
     reconciler: Reconciler
     metrics: FleetMetrics
     settings: ControllerSettings = field(default_factory=ControllerSettings)
+    liveness: Liveness | None = None
+    """Probes the API server: while it does not answer, /readyz says so and the watch waits
+    (then relists); its outages count as watch restarts with reason `hung`."""
     synced: asyncio.Event = field(default_factory=asyncio.Event)
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     _tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
@@ -70,12 +73,17 @@ class FleetController:
     async def run(self) -> None:
         """Watch Fleets until `stop`; each (re)list re-examines every Fleet."""
         resync = asyncio.create_task(self._resync_loop(), name="fleet-resync")
+        probe = asyncio.create_task(
+            self.liveness.run(self.stop) if self.liveness else asyncio.sleep(0),
+            name="apiserver-liveness",
+        )
         try:
             async for ev in informer(
                 self.kube,
                 crd.FLEETS,
                 on_restart=lambda reason: self.metrics.watch_restarts.labels(reason).inc(),
                 stop=self.stop,
+                liveness=self.liveness,
             ):
                 if isinstance(ev, Snapshot):
                     for obj in ev.items:
@@ -85,9 +93,10 @@ class FleetController:
                     self._consider(ev.object)
         finally:
             resync.cancel()
+            probe.cancel()
             for task in self._tasks.values():
                 task.cancel()
-            await asyncio.gather(resync, *self._tasks.values(), return_exceptions=True)
+            await asyncio.gather(resync, probe, *self._tasks.values(), return_exceptions=True)
 
     def _consider(self, obj: Obj, *, force: bool = False) -> None:
         meta = obj["metadata"]
@@ -322,6 +331,16 @@ CONTROLLER = web.AppKey("controller", FleetController)
 REGISTRY = web.AppKey("registry", CollectorRegistry)
 
 
+def _not_ready(app: web.Application) -> str | None:
+    """Why /readyz answers 503: the API server stopped answering, or no Fleet list yet."""
+    liveness = app[CONTROLLER].liveness
+    if liveness is not None and not liveness.up:
+        return liveness.reason
+    if not app[CONTROLLER].synced.is_set():
+        return "waiting for the first list of Fleets"
+    return None
+
+
 def make_app(controller: FleetController, registry: CollectorRegistry) -> web.Application:
     app = web.Application()
     app[CONTROLLER] = controller
@@ -329,8 +348,7 @@ def make_app(controller: FleetController, registry: CollectorRegistry) -> web.Ap
     runtime.add_probe_routes(
         app,
         registry=registry,
-        ready=lambda app: app[CONTROLLER].synced.is_set(),
-        not_ready="waiting for the first list of Fleets",
+        not_ready=_not_ready,
     )
 
     async def run_controller(app: web.Application) -> AsyncIterator[None]:
@@ -384,7 +402,11 @@ async def serve(
             kube, settings=ReconcileSettings(concurrency=concurrency), metrics=metrics
         )
         controller = FleetController(
-            kube, reconciler, metrics, ControllerSettings(ready_timeout=ready_timeout)
+            kube,
+            reconciler,
+            metrics,
+            ControllerSettings(ready_timeout=ready_timeout),
+            liveness=Liveness(kube),
         )
         runner = web.AppRunner(make_app(controller, registry))
         await runner.setup()

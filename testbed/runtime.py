@@ -74,19 +74,19 @@ def add_probe_routes(
     app: web.Application,
     *,
     registry: CollectorRegistry,
-    ready: Callable[[web.Application], bool],
-    not_ready: str,
+    not_ready: Callable[[web.Application], str | None],
 ) -> None:
-    """`GET /healthz` (the process answers), `/readyz` (200 once `ready(app)`, else 503 saying
-    `not_ready`) and `/metrics` (`registry` in Prometheus' text format)."""
+    """`GET /healthz` (the process answers), `/readyz` (200 while `not_ready(app)` is None, else
+    503 with the reason it returns) and `/metrics` (`registry` in Prometheus' text format)."""
 
     async def healthz(_request: web.Request) -> web.Response:
         return web.Response(text="ok")
 
     async def readyz(request: web.Request) -> web.Response:
-        if ready(request.app):
+        reason = not_ready(request.app)
+        if reason is None:
             return web.Response(text="ok")
-        return web.Response(status=503, text=not_ready)
+        return web.Response(status=503, text=reason)
 
     async def metrics(_request: web.Request) -> web.Response:
         return web.Response(

@@ -76,7 +76,7 @@ async def test_probe_routes_answer_health_readiness_and_metrics() -> None:
     ready = asyncio.Event()
     app = web.Application()
     runtime.add_probe_routes(
-        app, registry=registry, ready=lambda _app: ready.is_set(), not_ready="still syncing"
+        app, registry=registry, not_ready=lambda _app: None if ready.is_set() else "still syncing"
     )
     srv = TestServer(app, host="127.0.0.1")
     await srv.start_server()
