@@ -24,9 +24,9 @@ from rich.table import Table
 
 from fleet import profiles as profiles_mod
 from fleet import render, yamlout
-from fleet.profiles import Profile, ProfileError
+from fleet.profiles import ProfileError
 from fleet.reconcile import ReconcileError, Reconciler, ReconcileSettings
-from fleet.spec import DEFAULT_NAME, Fleet, SpecError, for_profile, load
+from fleet.spec import DEFAULT_NAME, SpecError, for_profile, load
 from testbed import vocab
 from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
@@ -202,8 +202,8 @@ def _usage(p: argparse.ArgumentParser) -> int:
     return EXIT_USAGE
 
 
-def _fleet_from_args(args: argparse.Namespace) -> tuple[Fleet, dict[str, Profile]]:
-    """The validated fleet and its profile catalogue, or a UsageError/SpecError."""
+def _fleet_from_args(args: argparse.Namespace) -> render.DesiredFleet:
+    """The fleet checked against every API limit, or a UsageError/SpecError (nothing written)."""
     extra = profiles_mod.load_paths(args.profiles)
     if args.filename and args.profile:
         raise UsageError("give either -f SPEC or --profile/--nodes, not both")
@@ -223,18 +223,14 @@ def _fleet_from_args(args: argparse.Namespace) -> tuple[Fleet, dict[str, Profile
         )
     else:
         raise UsageError("give a fleet spec: -f SPEC, or --profile P --nodes N")
-    known = render.resolve_profiles(fleet, extra)
-    plans = render.plan(fleet, known)  # unknown profile, names too long: SpecError
-    render.check_limits(fleet, plans)
-    return fleet, known
+    return render.validate(fleet, render.resolve_profiles(fleet, extra))
 
 
 # -- commands ----------------------------------------------------------------------------------
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
-    fleet, known = _fleet_from_args(args)
-    out = render.render(fleet, known)
+    out = render.render(_fleet_from_args(args))
     fmt = _format_json if args.format == "json" else yamlout.dump_all
     with render.gc_paused():
         return _write_rendered(args, out, fmt)
@@ -282,11 +278,12 @@ def _cmd_profiles(args: argparse.Namespace) -> int:
 
 
 def _cmd_apply(args: argparse.Namespace) -> int:
-    fleet, known = _fleet_from_args(args)  # all validation before any connection
-    return _run(_apply(args, fleet, known))
+    desired = _fleet_from_args(args)  # all validation before any connection
+    return _run(_apply(args, desired))
 
 
-async def _apply(args: argparse.Namespace, fleet: Fleet, known: dict[str, Profile]) -> int:
+async def _apply(args: argparse.Namespace, desired: render.DesiredFleet) -> int:
+    fleet = desired.fleet
     async with await _connect(args) as kube:
         rec = Reconciler(kube, settings=ReconcileSettings(concurrency=args.concurrency))
         total = fleet.spec.total_nodes
@@ -297,10 +294,10 @@ async def _apply(args: argparse.Namespace, fleet: Fleet, known: dict[str, Profil
             waiter = None
             if not args.no_wait and total:
                 waiter = asyncio.create_task(
-                    rec.wait_ready(fleet, known, within=args.timeout, progress=bar.track())
+                    rec.wait_ready(desired, within=args.timeout, progress=bar.track())
                 )
             try:
-                counts = await rec.apply(fleet, known, progress=bar.track())
+                counts = await rec.apply(desired, progress=bar.track())
                 err_console.print(
                     f"fleet {fleet.name}: {total} nodes; created {counts.created}, updated "
                     f"{counts.updated}, deleted {counts.deleted}, unchanged {counts.unchanged} "

@@ -31,7 +31,7 @@ GCE_ATTR_HOST = "gce.dra.net/host"
 
 
 @dataclass(frozen=True, slots=True)
-class NodePlan:
+class DesiredNode:
     """One node the fleet wants: where it sits and what it is."""
 
     name: str
@@ -42,6 +42,20 @@ class NodePlan:
     block: str
     rack: str
     shard: int
+
+
+@dataclass(frozen=True, slots=True)
+class DesiredFleet:
+    """A fleet checked against every API limit, with the profiles it uses and its nodes in a
+    stable order: computed once by `validate`, then rendered, applied and waited on."""
+
+    fleet: Fleet
+    profiles: Mapping[str, Profile]
+    nodes: list[DesiredNode]
+
+    @property
+    def name(self) -> str:
+        return self.fleet.name
 
 
 @dataclass(slots=True)
@@ -68,7 +82,7 @@ def slice_name(node: str, driver: str) -> str:
     return f"{node}-{driver}"
 
 
-def slice_names(node: NodePlan) -> list[str]:
+def slice_names(node: DesiredNode) -> list[str]:
     """Names of the slices `slice_objects` makes for `node`, without building them."""
     drivers = (
         (vocab.GPU_DRIVER, node.profile.gpu_count),
@@ -84,12 +98,12 @@ def resolve_profiles(
     return profiles_mod.catalogue(extra, fleet.spec.profiles)
 
 
-def plan(fleet: Fleet, profiles: Mapping[str, Profile] | None = None) -> list[NodePlan]:
+def desired_nodes(fleet: Fleet, profiles: Mapping[str, Profile] | None = None) -> list[DesiredNode]:
     """Every node of the fleet, in a stable order; raises SpecError on bad input."""
     known = dict(profiles) if profiles is not None else resolve_profiles(fleet)
     spec = fleet.spec
     topo = spec.topology
-    out: list[NodePlan] = []
+    out: list[DesiredNode] = []
     for pi, pool in enumerate(spec.pools):
         profile = known.get(pool.profile)
         if profile is None:
@@ -114,7 +128,7 @@ def plan(fleet: Fleet, profiles: Mapping[str, Profile] | None = None) -> list[No
             block_no = rack_no // topo.racks_per_block
             block = f"{prefix}-b{block_no}"
             out.append(
-                NodePlan(
+                DesiredNode(
                     name=f"{prefix}-{i}",
                     pool=pool.name,
                     pool_index=pi,
@@ -128,7 +142,7 @@ def plan(fleet: Fleet, profiles: Mapping[str, Profile] | None = None) -> list[No
     return out
 
 
-def node_object(fleet: Fleet, node: NodePlan) -> Obj:
+def node_object(fleet: Fleet, node: DesiredNode) -> Obj:
     spec = fleet.spec
     pool = spec.pools[node.pool_index]
     profile = node.profile
@@ -179,7 +193,7 @@ def node_object(fleet: Fleet, node: NodePlan) -> Obj:
     return obj
 
 
-def slice_objects(fleet: Fleet, node: NodePlan, owner_uid: str | None = None) -> list[Obj]:
+def slice_objects(fleet: Fleet, node: DesiredNode, owner_uid: str | None = None) -> list[Obj]:
     """The node's slices: gpu.nvidia.com if it has GPUs, dra.net if it has NICs."""
     out: list[Obj] = []
     gpus = list(_gpu_devices(fleet, node))
@@ -202,22 +216,31 @@ def device_classes() -> list[Obj]:
     ]
 
 
+def validate(fleet: Fleet, profiles: Mapping[str, Profile] | None = None) -> DesiredFleet:
+    """The fleet's nodes, checked against the API's limits before anything is written;
+    raises SpecError naming the field that breaks one."""
+    known = dict(profiles) if profiles is not None else resolve_profiles(fleet)
+    nodes = desired_nodes(fleet, known)
+    check_limits(fleet, nodes)
+    return DesiredFleet(fleet=fleet, profiles=known, nodes=nodes)
+
+
 def render(
-    fleet: Fleet,
+    fleet: Fleet | DesiredFleet,
     profiles: Mapping[str, Profile] | None = None,
     *,
     owner_uids: Mapping[str, str] | None = None,
 ) -> Rendered:
-    """All objects of the fleet. Slices get ownerReferences only for nodes in `owner_uids`
-    (a Node's uid exists only once the API server made it)."""
-    plans = plan(fleet, profiles)
-    check_limits(fleet, plans)
+    """All objects of the fleet (validated first unless it already is). Slices get
+    ownerReferences only for nodes in `owner_uids` (a Node's uid exists only once the API
+    server made it)."""
+    desired = fleet if isinstance(fleet, DesiredFleet) else validate(fleet, profiles)
     out = Rendered(device_classes=device_classes())
     uids = owner_uids or {}
     with gc_paused():
-        for node in plans:
-            out.nodes.append(node_object(fleet, node))
-            out.slices.extend(slice_objects(fleet, node, uids.get(node.name)))
+        for node in desired.nodes:
+            out.nodes.append(node_object(desired.fleet, node))
+            out.slices.extend(slice_objects(desired.fleet, node, uids.get(node.name)))
     return out
 
 
@@ -239,11 +262,11 @@ def render_profile(profile: str, nodes: int, *, name: str = "fleet", seed: int =
     return render(for_profile(profile, nodes, name=name, seed=seed))
 
 
-def check_limits(fleet: Fleet, plans: list[NodePlan]) -> None:
+def check_limits(fleet: Fleet, nodes: list[DesiredNode]) -> None:
     """Render the first node of each pool and check it against the ResourceSlice limits, so a
     spec that the API server would reject fails here, naming the spec field responsible."""
     seen: set[int] = set()
-    for node in plans:
+    for node in nodes:
         if node.pool_index in seen:
             continue
         seen.add(node.pool_index)
@@ -291,7 +314,7 @@ def _i(value: int) -> Obj:
     return {"int": value}
 
 
-def _gpu_devices(fleet: Fleet, node: NodePlan) -> Iterator[Obj]:
+def _gpu_devices(fleet: Fleet, node: DesiredNode) -> Iterator[Obj]:
     gpu = node.profile.gpu
     if gpu is None:
         return
@@ -323,7 +346,7 @@ def _gpu_devices(fleet: Fleet, node: NodePlan) -> Iterator[Obj]:
             index += 1
 
 
-def _nic_devices(fleet: Fleet, node: NodePlan) -> Iterator[Obj]:
+def _nic_devices(fleet: Fleet, node: DesiredNode) -> Iterator[Obj]:
     per_model: dict[str, int] = {}  # templates count NICs per model: gpu0rdma0.., eth0..
     entropy = _entropy(fleet.spec.seed, node.name, "nic", 8 * node.profile.nic_count)
     index = 0
@@ -345,7 +368,7 @@ def _nic_devices(fleet: Fleet, node: NodePlan) -> Iterator[Obj]:
 
 
 def _nic_attributes(
-    node: NodePlan, nic: NicModel, root_bus: int, numa: int, bus: int, k: int, raw: bytes
+    node: DesiredNode, nic: NicModel, root_bus: int, numa: int, bus: int, k: int, raw: bytes
 ) -> Obj:
     fmt = {"index": k, "bus": f"{bus:02x}", "busdec": bus}
     attrs: Obj = {
@@ -376,7 +399,7 @@ def _nic_attributes(
 
 
 def _slice(
-    fleet: Fleet, node: NodePlan, driver: str, devices: list[Obj], owner_uid: str | None
+    fleet: Fleet, node: DesiredNode, driver: str, devices: list[Obj], owner_uid: str | None
 ) -> Obj:
     meta: Obj = {
         "name": slice_name(node.name, driver),

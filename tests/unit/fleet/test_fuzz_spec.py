@@ -21,7 +21,7 @@ from fleet import render, spec
 from fleet.profiles import ProfileError
 from tests.unit import fuzz_documents as fd
 
-PLAN_UP_TO = 2000  # nodes: planning a 100,000-node pool per example would be slow, not wrong
+VALIDATE_UP_TO = 2000  # nodes: laying out a 100,000-node pool per example would be slow, not wrong
 
 
 def parse(path: Path) -> str | None:
@@ -30,8 +30,8 @@ def parse(path: Path) -> str | None:
     try:
         fleet = spec.load(path)
         known = render.resolve_profiles(fleet)
-        if fleet.spec.total_nodes <= PLAN_UP_TO:
-            render.check_limits(fleet, render.plan(fleet, known))
+        if fleet.spec.total_nodes <= VALIDATE_UP_TO:
+            render.validate(fleet, known)
     except (spec.SpecError, ProfileError) as e:
         return str(e)
     return None
