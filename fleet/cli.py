@@ -223,7 +223,10 @@ def _fleet_from_args(args: argparse.Namespace) -> render.DesiredFleet:
         )
     else:
         raise UsageError("give a fleet spec: -f SPEC, or --profile P --nodes N")
-    return render.validate(fleet, render.resolve_profiles(fleet, extra))
+    try:
+        return render.validate(fleet, render.resolve_profiles(fleet, extra))
+    except SpecError as e:
+        raise SpecError(f"{args.filename or '--profile/--nodes'}: {e}") from None
 
 
 # -- commands ----------------------------------------------------------------------------------
@@ -329,6 +332,8 @@ async def _status(args: argparse.Namespace) -> int:
             {
                 "name": r.name,
                 "recorded": r.recorded,
+                "complete": r.complete,
+                "problems": r.problems,
                 "desired": r.desired,
                 "nodes": r.nodes,
                 "ready": r.ready,
@@ -338,16 +343,29 @@ async def _status(args: argparse.Namespace) -> int:
         ]
         print(json.dumps(doc if args.all else doc[0], indent=2))
         return 0
-    table = Table("FLEET", "POOL", "PROFILE", "DESIRED", "NODES", "READY", "SLICES", box=None)
+    table = Table(
+        "FLEET", "STATE", "POOL", "PROFILE", "DESIRED", "NODES", "READY", "SLICES", box=None
+    )
     for r in results:
+        state = "complete" if r.complete else "INCOMPLETE"
         if not r.pools:
-            table.add_row(r.name, "-", "-", "-", "0", "0", "0")
+            table.add_row(r.name, state, "-", "-", "-", "0", "0", "0")
         for p in r.pools:
             desired = "?" if p.desired is None else str(p.desired)
+            slices = str(p.slices)
+            if p.desired_slices is not None and p.desired_slices != p.slices:
+                slices += f"/{p.desired_slices}"
             table.add_row(
-                r.name, p.pool, p.profile, desired, str(p.nodes), str(p.ready), str(p.slices)
+                r.name, state, p.pool, p.profile, desired, str(p.nodes), str(p.ready), slices
             )
     Console().print(table)
+    for r in results:
+        if not r.complete:
+            err_console.print(
+                f"fleet {r.name} is incomplete: {'; '.join(r.problems)}. To converge, apply "
+                f"its spec again (`fleet apply -f SPEC --name {r.name}`, or the same --profile/"
+                f"--nodes); `fleet delete --name {r.name}` removes it instead."
+            )
     return 0
 
 

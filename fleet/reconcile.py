@@ -17,11 +17,13 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from fleet import diff, render
+from fleet import audit, diff, render
 from fleet.metrics import FleetMetrics
-from fleet.spec import Fleet, from_data
+from fleet.profiles import ProfileError
+from fleet.spec import Fleet, SpecError, from_data
 from testbed import vocab
 from testbed.kube import errors
 from testbed.kube.client import Kube
@@ -115,6 +117,7 @@ class PoolStatus:
     nodes: int = 0
     ready: int = 0
     slices: int = 0
+    desired_slices: int | None = None
 
 
 @dataclass(slots=True)
@@ -122,6 +125,12 @@ class FleetStatus:
     name: str
     recorded: bool
     pools: list[PoolStatus] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    """Why the cluster does not hold exactly the recorded fleet (empty when it does)."""
+
+    @property
+    def complete(self) -> bool:
+        return not self.problems
 
     @property
     def desired(self) -> int | None:
@@ -139,6 +148,44 @@ class FleetStatus:
 
 def record_name(fleet_name: str) -> str:
     return f"dra-testbed-fleet-{fleet_name}"
+
+
+def record_object(desired: render.DesiredFleet, namespace: str) -> Obj:
+    """The ConfigMap that records an apply finished: written last, after every object."""
+    name = desired.fleet.name
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": record_name(name),
+            "namespace": namespace,
+            "labels": render.fleet_labels(name),
+        },
+        "data": {RECORD_KEY: desired.record},
+    }
+
+
+def status_problems(
+    record: Obj | None,
+    nodes: list[Obj],
+    slices: list[Obj],
+    expected: render.DesiredFleet | None,
+    expected_error: str = "",
+) -> list[str]:
+    """Why the listed objects are not exactly the recorded fleet, one phrase per reason."""
+    if record is None:
+        return ["no record of a finished apply (one was cut short)"] if nodes or slices else []
+    problems: list[str] = []
+    started = (record["metadata"].get("annotations") or {}).get(vocab.ANNOTATION_FLEET_APPLYING)
+    if started:
+        problems.append(f"an apply of a changed spec started {started} and did not finish")
+    if expected is None:
+        problems.append(f"the record cannot be checked ({expected_error})")
+        return problems
+    found = audit.audit(expected.nodes, nodes, slices)
+    if not found.converged:
+        problems.append(found.summary())
+    return problems
 
 
 class Reconciler:
@@ -223,7 +270,7 @@ class Reconciler:
         """One list-diff-write pass; raises the first API-server-level failure."""
         fleet, wanted_nodes = desired.fleet, desired.nodes
         await self._ensure_device_classes(counts)
-        await self._record(fleet, counts)
+        await self._mark_applying(desired)
         selector = render.fleet_selector(fleet.name)
         nodes_l, slices_l = await asyncio.gather(
             self.kube.list(NODES, label_selector=selector),
@@ -248,6 +295,8 @@ class Reconciler:
         ]
         work += self._removals(slices, extra_nodes, extra_slices, counts, progress)
         await self._all(work, counts)
+        if not counts.failed:
+            await self._record(desired)
 
     async def _all(self, work: list[Awaitable[None]], counts: Counts) -> None:
         """Run `work` with bounded concurrency; if one item raises, cancel the rest (no
@@ -408,23 +457,35 @@ class Reconciler:
                 await self.kube.replace(DEVICE_CLASSES, diff.with_version(desired, actual))
                 self._wrote(counts, "DeviceClass", "updated")
 
-    async def _record(self, fleet: Fleet, counts: Counts) -> None:
-        """Keep the applied spec in a ConfigMap so `fleet status` knows the desired counts."""
-        text = json.dumps(fleet.to_object(), sort_keys=True)
-        name = record_name(fleet.name)
-        ns = self.settings.record_namespace
-        body: Obj = {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": ns, "labels": render.fleet_labels(fleet.name)},
-            "data": {RECORD_KEY: text},
-        }
+    async def _mark_applying(self, desired: render.DesiredFleet) -> None:
+        """Before the first object write, mark an existing record whose spec differs: until
+        `_record` rewrites it, `fleet status` reports the fleet as incomplete, even if this
+        process is killed. (A fleet with no record yet needs no mark: objects without a
+        record are incomplete already.)"""
+        name, ns = record_name(desired.name), self.settings.record_namespace
+        try:
+            actual = await self.kube.get(CONFIG_MAPS, name, ns)
+        except errors.NotFound:
+            return
+        marked = vocab.ANNOTATION_FLEET_APPLYING in (actual["metadata"].get("annotations") or {})
+        if marked or (actual.get("data") or {}).get(RECORD_KEY) == desired.record:
+            return
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        patch = {"metadata": {"annotations": {vocab.ANNOTATION_FLEET_APPLYING: now}}}
+        await self.kube.patch(CONFIG_MAPS, name, patch, namespace=ns)
+
+    async def _record(self, desired: render.DesiredFleet) -> None:
+        """Record the applied spec, last, once every object is written: `fleet status` reads
+        the desired counts from it, and its absence (or mark) flags an unfinished apply."""
+        body = record_object(desired, self.settings.record_namespace)
+        name, ns = body["metadata"]["name"], body["metadata"]["namespace"]
         try:
             actual = await self.kube.get(CONFIG_MAPS, name, ns)
         except errors.NotFound:
             await self.kube.create(CONFIG_MAPS, body)
             return
-        if (actual.get("data") or {}).get(RECORD_KEY) != text:
+        marked = vocab.ANNOTATION_FLEET_APPLYING in (actual["metadata"].get("annotations") or {})
+        if marked or (actual.get("data") or {}).get(RECORD_KEY) != desired.record:
             await self.kube.replace(CONFIG_MAPS, diff.with_version(body, actual))
 
     # -- wait ----------------------------------------------------------------------------
@@ -482,26 +543,42 @@ class Reconciler:
     # -- status --------------------------------------------------------------------------
 
     async def read_record(self, name: str) -> Fleet | None:
+        """The spec of the fleet's last finished apply, if any."""
+        cm = await self._record_object(name)
+        return _record_fleet(name, cm) if cm else None
+
+    async def _record_object(self, name: str) -> Obj | None:
         try:
-            cm = await self.kube.get(CONFIG_MAPS, record_name(name), self.settings.record_namespace)
+            return await self.kube.get(
+                CONFIG_MAPS, record_name(name), self.settings.record_namespace
+            )
         except errors.NotFound:
             return None
-        text = (cm.get("data") or {}).get(RECORD_KEY)
-        return (
-            from_data(json.loads(text), source=f"ConfigMap {record_name(name)}") if text else None
-        )
 
     async def status(self, name: str) -> FleetStatus:
+        """Desired, present and Ready nodes per pool, and whether the cluster holds exactly
+        the recorded fleet."""
         selector = render.fleet_selector(name)
-        record, nodes_l, slices_l = await asyncio.gather(
-            self.read_record(name),
+        cm, nodes_l, slices_l = await asyncio.gather(
+            self._record_object(name),
             self.kube.list(NODES, label_selector=selector),
             self.kube.list(RESOURCE_SLICES, label_selector=selector),
         )
+        expected: render.DesiredFleet | None = None
+        why = ""
+        if cm is not None:
+            try:
+                record = _record_fleet(name, cm)
+                expected = render.validate(record) if record else None
+            except (SpecError, ProfileError, ValueError) as e:
+                why = str(e).splitlines()[0][:200]
         pools: dict[str, PoolStatus] = {}
-        if record is not None:
-            for pool in record.spec.pools:
-                pools[pool.name] = PoolStatus(pool.name, pool.profile, pool.count)
+        if expected is not None:
+            for pool in expected.fleet.spec.pools:
+                pools[pool.name] = PoolStatus(pool.name, pool.profile, pool.count, desired_slices=0)
+            for node in expected.nodes:
+                ps = pools[node.pool]
+                ps.desired_slices = (ps.desired_slices or 0) + len(render.slice_names(node))
         for n in nodes_l.items:
             labels = n["metadata"].get("labels") or {}
             pool_name = labels.get(vocab.LABEL_POOL, "?")
@@ -513,7 +590,10 @@ class Reconciler:
         for s in slices_l.items:
             pool_name = (s["metadata"].get("labels") or {}).get(vocab.LABEL_POOL, "?")
             pools.setdefault(pool_name, PoolStatus(pool_name, "?", None)).slices += 1
-        return FleetStatus(name=name, recorded=record is not None, pools=list(pools.values()))
+        problems = status_problems(cm, nodes_l.items, slices_l.items, expected, why)
+        return FleetStatus(
+            name=name, recorded=cm is not None, pools=list(pools.values()), problems=problems
+        )
 
     async def list_fleets(self) -> list[str]:
         """Names of every fleet with objects or a record in the cluster."""
@@ -568,3 +648,8 @@ class Reconciler:
                 )
         await self.kube.delete(CONFIG_MAPS, record_name(name), self.settings.record_namespace)
         return counts
+
+
+def _record_fleet(name: str, cm: Obj) -> Fleet | None:
+    text = (cm.get("data") or {}).get(RECORD_KEY)
+    return from_data(json.loads(text), source=f"ConfigMap {record_name(name)}") if text else None

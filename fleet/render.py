@@ -11,19 +11,20 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fleet import limits
 from fleet import profiles as profiles_mod
-from fleet.profiles import MAX_STRING_ATTRIBUTE, NicModel, Profile
+from fleet.profiles import NicModel, Profile
 from fleet.spec import Fleet, SpecError, Taint, for_profile
 from testbed import validation, vocab
 
 Obj = dict[str, Any]
 
-MAX_ATTRIBUTES_PER_DEVICE = 32
-MAX_NAME = 63  # node names are hostnames and label values
+MAX_NAME = limits.MAX_DNS_LABEL  # node names are hostnames and label values
 
 GCE_ATTR_BLOCK = "gce.dra.net/block"
 GCE_ATTR_SUBBLOCK = "gce.dra.net/subblock"
@@ -52,6 +53,9 @@ class DesiredFleet:
     fleet: Fleet
     profiles: Mapping[str, Profile]
     nodes: list[DesiredNode]
+    record: str
+    """The spec as the fleet's record keeps it (JSON, with every non-built-in profile it uses
+    inlined, so `fleet status` can check the cluster against it without profile files)."""
 
     @property
     def name(self) -> str:
@@ -220,9 +224,29 @@ def validate(fleet: Fleet, profiles: Mapping[str, Profile] | None = None) -> Des
     """The fleet's nodes, checked against the API's limits before anything is written;
     raises SpecError naming the field that breaks one."""
     known = dict(profiles) if profiles is not None else resolve_profiles(fleet)
+    record = record_text(fleet, known)
     nodes = desired_nodes(fleet, known)
     check_limits(fleet, nodes)
-    return DesiredFleet(fleet=fleet, profiles=known, nodes=nodes)
+    return DesiredFleet(fleet=fleet, profiles=known, nodes=nodes, record=record)
+
+
+def record_text(fleet: Fleet, profiles: Mapping[str, Profile]) -> str:
+    """The record's JSON; a SpecError naming the largest spec field if it cannot fit the
+    ConfigMap that keeps it."""
+    builtin = profiles_mod.builtin()
+    used = {pool.profile for pool in fleet.spec.pools}
+    inline = [p for name, p in sorted(profiles.items()) if name in used and builtin.get(name) != p]
+    doc = fleet.to_object(inline=inline)
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    if len(text) > limits.MAX_CONFIGMAP_BYTES:
+        sizes = {k: limits.json_bytes(v) for k, v in doc["spec"].items()}
+        field = max(sizes, key=lambda k: sizes[k])
+        raise SpecError(
+            f"spec.{field}: {limits.human(sizes[field])}; the fleet's record (a ConfigMap, "
+            f"{limits.human(limits.MAX_CONFIGMAP_BYTES)} at most) would be "
+            f"{limits.human(len(text))}"
+        )
+    return text
 
 
 def render(
@@ -263,29 +287,23 @@ def render_profile(profile: str, nodes: int, *, name: str = "fleet", seed: int =
 
 
 def check_limits(fleet: Fleet, nodes: list[DesiredNode]) -> None:
-    """Render the first node of each pool and check it against the ResourceSlice limits, so a
-    spec that the API server would reject fails here, naming the spec field responsible."""
+    """Render the first node of each pool and check its Node and slices against the API's
+    limits, so a spec the API server would refuse fails here, naming the field responsible."""
     seen: set[int] = set()
     for node in nodes:
         if node.pool_index in seen:
             continue
         seen.add(node.pool_index)
-        where = f"pools[{node.pool_index}].profile ({node.profile.name})"
+        pool = f"pools[{node.pool_index}]"
+        try:
+            limits.check_object(node_object(fleet, node))
+        except limits.LimitError as e:
+            raise SpecError(f"{pool} (labels, annotations, taints, capacity): {e}") from None
         for s in slice_objects(fleet, node, None):
-            for dev in s["spec"]["devices"]:
-                n = len(dev.get("attributes", {})) + len(dev.get("capacity", {}))
-                if n > MAX_ATTRIBUTES_PER_DEVICE:
-                    raise SpecError(
-                        f"{where}: device {dev['name']} has {n} attributes and capacities; "
-                        f"the API allows {MAX_ATTRIBUTES_PER_DEVICE}"
-                    )
-                for key, value in dev.get("attributes", {}).items():
-                    text = value.get("string")
-                    if text is not None and len(text) > MAX_STRING_ATTRIBUTE:
-                        raise SpecError(
-                            f"{where}: attribute {key} of {dev['name']} is {len(text)} "
-                            f"characters ({text[:20]}...); the API allows {MAX_STRING_ATTRIBUTE}"
-                        )
+            try:
+                limits.check_slice(s)
+            except limits.LimitError as e:
+                raise SpecError(f"{pool}.profile ({node.profile.name}): {e}") from None
 
 
 # -- devices ---------------------------------------------------------------------------------
