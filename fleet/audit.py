@@ -54,12 +54,13 @@ class Audit:
         return "; ".join(parts)
 
 
-def audit(plans: Iterable[render.NodePlan], nodes: list[Obj], slices: list[Obj]) -> Audit:
-    """Compare the fleet's plan with the Nodes and ResourceSlices listed by its labels."""
+def audit(desired: Iterable[render.DesiredNode], nodes: list[Obj], slices: list[Obj]) -> Audit:
+    """Compare the fleet's desired nodes with the Nodes and ResourceSlices listed by its
+    labels."""
     wanted: dict[str, set[str]] = {}
-    for p in plans:
+    for d in desired:
         # slice_name() is `<node>-<driver>`: the drivers this node's slices are for.
-        wanted[p.name] = {n.removeprefix(f"{p.name}-") for n in render.slice_names(p)}
+        wanted[d.name] = {n.removeprefix(f"{d.name}-") for n in render.slice_names(d)}
     uids = {n["metadata"]["name"]: n["metadata"].get("uid") for n in nodes}
     seen: set[tuple[str, str]] = set()
     duplicates, orphans = [], []

@@ -24,7 +24,7 @@ from rich.table import Table
 
 from fleet import profiles as profiles_mod
 from fleet import render, yamlout
-from fleet.profiles import Profile, ProfileError
+from fleet.profiles import ProfileError
 from fleet.reconcile import ReconcileError, Reconciler, ReconcileSettings
 from fleet.spec import DEFAULT_NAME, Fleet, SpecError, for_profile, load
 from testbed import runtime, vocab
@@ -193,8 +193,8 @@ def _usage(p: argparse.ArgumentParser) -> int:
     return EXIT_USAGE
 
 
-def _fleet_from_args(args: argparse.Namespace) -> tuple[Fleet, dict[str, Profile]]:
-    """The validated fleet and its profile catalogue, or a UsageError/SpecError."""
+def _fleet_from_args(args: argparse.Namespace) -> render.DesiredFleet:
+    """The fleet checked against every API limit, or a UsageError/SpecError (nothing written)."""
     extra = profiles_mod.load_paths(args.profiles)
     if args.filename and args.profile:
         raise UsageError("give either -f SPEC or --profile/--nodes, not both")
@@ -214,18 +214,17 @@ def _fleet_from_args(args: argparse.Namespace) -> tuple[Fleet, dict[str, Profile
         )
     else:
         raise UsageError("give a fleet spec: -f SPEC, or --profile P --nodes N")
-    known = render.resolve_profiles(fleet, extra)
-    plans = render.plan(fleet, known)  # unknown profile, names too long: SpecError
-    render.check_limits(fleet, plans)
-    return fleet, known
+    try:
+        return render.validate(fleet, render.resolve_profiles(fleet, extra))
+    except SpecError as e:
+        raise SpecError(f"{args.filename or '--profile/--nodes'}: {e}") from None
 
 
 # -- commands ----------------------------------------------------------------------------------
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
-    fleet, known = _fleet_from_args(args)
-    out = render.render(fleet, known)
+    out = render.render(_fleet_from_args(args))
     fmt = _format_json if args.format == "json" else yamlout.dump_all
     with render.gc_paused():
         return _write_rendered(args, out, fmt)
@@ -273,11 +272,12 @@ def _cmd_profiles(args: argparse.Namespace) -> int:
 
 
 def _cmd_apply(args: argparse.Namespace) -> int:
-    fleet, known = _fleet_from_args(args)  # all validation before any connection
-    return runtime.run(_apply(args, fleet, known))
+    desired = _fleet_from_args(args)  # all validation before any connection
+    return _run(_apply(args, desired))
 
 
-async def _apply(args: argparse.Namespace, fleet: Fleet, known: dict[str, Profile]) -> int:
+async def _apply(args: argparse.Namespace, desired: render.DesiredFleet) -> int:
+    fleet = desired.fleet
     async with await _connect(args) as kube:
         rec = Reconciler(kube, settings=ReconcileSettings(concurrency=args.concurrency))
         total = fleet.spec.total_nodes
@@ -288,10 +288,10 @@ async def _apply(args: argparse.Namespace, fleet: Fleet, known: dict[str, Profil
             waiter = None
             if not args.no_wait and total:
                 waiter = asyncio.create_task(
-                    rec.wait_ready(fleet, known, within=args.timeout, progress=bar.track())
+                    rec.wait_ready(desired, within=args.timeout, progress=bar.track())
                 )
             try:
-                counts = await rec.apply(fleet, known, progress=bar.track())
+                counts = await rec.apply(desired, progress=bar.track())
                 err_console.print(
                     f"fleet {fleet.name}: {total} nodes; created {counts.created}, updated "
                     f"{counts.updated}, deleted {counts.deleted}, unchanged {counts.unchanged} "
@@ -323,6 +323,8 @@ async def _status(args: argparse.Namespace) -> int:
             {
                 "name": r.name,
                 "recorded": r.recorded,
+                "complete": r.complete,
+                "problems": r.problems,
                 "desired": r.desired,
                 "nodes": r.nodes,
                 "ready": r.ready,
@@ -332,16 +334,29 @@ async def _status(args: argparse.Namespace) -> int:
         ]
         print(json.dumps(doc if args.all else doc[0], indent=2))
         return 0
-    table = Table("FLEET", "POOL", "PROFILE", "DESIRED", "NODES", "READY", "SLICES", box=None)
+    table = Table(
+        "FLEET", "STATE", "POOL", "PROFILE", "DESIRED", "NODES", "READY", "SLICES", box=None
+    )
     for r in results:
+        state = "complete" if r.complete else "INCOMPLETE"
         if not r.pools:
-            table.add_row(r.name, "-", "-", "-", "0", "0", "0")
+            table.add_row(r.name, state, "-", "-", "-", "0", "0", "0")
         for p in r.pools:
             desired = "?" if p.desired is None else str(p.desired)
+            slices = str(p.slices)
+            if p.desired_slices is not None and p.desired_slices != p.slices:
+                slices += f"/{p.desired_slices}"
             table.add_row(
-                r.name, p.pool, p.profile, desired, str(p.nodes), str(p.ready), str(p.slices)
+                r.name, state, p.pool, p.profile, desired, str(p.nodes), str(p.ready), slices
             )
     Console().print(table)
+    for r in results:
+        if not r.complete:
+            err_console.print(
+                f"fleet {r.name} is incomplete: {'; '.join(r.problems)}. To converge, apply "
+                f"its spec again (`fleet apply -f SPEC --name {r.name}`, or the same --profile/"
+                f"--nodes); `fleet delete --name {r.name}` removes it instead."
+            )
     return 0
 
 

@@ -19,11 +19,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
+from fleet import limits
 from testbed import validation
 
-# API limits on what the profile feeds into a ResourceSlice (resource.k8s.io/v1 validation).
-MAX_DEVICES_PER_SLICE = 128
-MAX_STRING_ATTRIBUTE = 64
+MAX_DEVICES_PER_SLICE = limits.MAX_DEVICES_PER_SLICE
+MAX_STRING_ATTRIBUTE = limits.MAX_STRING_ATTRIBUTE
 _VERSION = re.compile(r"^\d+\.\d+\.\d+\Z")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 

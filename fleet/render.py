@@ -11,19 +11,20 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fleet import limits
 from fleet import profiles as profiles_mod
-from fleet.profiles import MAX_STRING_ATTRIBUTE, NicModel, Profile
+from fleet.profiles import NicModel, Profile
 from fleet.spec import Fleet, SpecError, Taint, for_profile
 from testbed import validation, vocab
 
 Obj = dict[str, Any]
 
-MAX_ATTRIBUTES_PER_DEVICE = 32
-MAX_NAME = 63  # node names are hostnames and label values
+MAX_NAME = limits.MAX_DNS_LABEL  # node names are hostnames and label values
 
 GCE_ATTR_BLOCK = "gce.dra.net/block"
 GCE_ATTR_SUBBLOCK = "gce.dra.net/subblock"
@@ -31,7 +32,7 @@ GCE_ATTR_HOST = "gce.dra.net/host"
 
 
 @dataclass(frozen=True, slots=True)
-class NodePlan:
+class DesiredNode:
     """One node the fleet wants: where it sits and what it is."""
 
     name: str
@@ -42,6 +43,23 @@ class NodePlan:
     block: str
     rack: str
     shard: int
+
+
+@dataclass(frozen=True, slots=True)
+class DesiredFleet:
+    """A fleet checked against every API limit, with the profiles it uses and its nodes in a
+    stable order: computed once by `validate`, then rendered, applied and waited on."""
+
+    fleet: Fleet
+    profiles: Mapping[str, Profile]
+    nodes: list[DesiredNode]
+    record: str
+    """The spec as the fleet's record keeps it (JSON, with every non-built-in profile it uses
+    inlined, so `fleet status` can check the cluster against it without profile files)."""
+
+    @property
+    def name(self) -> str:
+        return self.fleet.name
 
 
 @dataclass(slots=True)
@@ -68,7 +86,7 @@ def slice_name(node: str, driver: str) -> str:
     return f"{node}-{driver}"
 
 
-def slice_names(node: NodePlan) -> list[str]:
+def slice_names(node: DesiredNode) -> list[str]:
     """Names of the slices `slice_objects` makes for `node`, without building them."""
     drivers = (
         (vocab.GPU_DRIVER, node.profile.gpu_count),
@@ -84,12 +102,12 @@ def resolve_profiles(
     return profiles_mod.catalogue(extra, fleet.spec.profiles)
 
 
-def plan(fleet: Fleet, profiles: Mapping[str, Profile] | None = None) -> list[NodePlan]:
+def desired_nodes(fleet: Fleet, profiles: Mapping[str, Profile] | None = None) -> list[DesiredNode]:
     """Every node of the fleet, in a stable order; raises SpecError on bad input."""
     known = dict(profiles) if profiles is not None else resolve_profiles(fleet)
     spec = fleet.spec
     topo = spec.topology
-    out: list[NodePlan] = []
+    out: list[DesiredNode] = []
     for pi, pool in enumerate(spec.pools):
         profile = known.get(pool.profile)
         if profile is None:
@@ -114,7 +132,7 @@ def plan(fleet: Fleet, profiles: Mapping[str, Profile] | None = None) -> list[No
             block_no = rack_no // topo.racks_per_block
             block = f"{prefix}-b{block_no}"
             out.append(
-                NodePlan(
+                DesiredNode(
                     name=f"{prefix}-{i}",
                     pool=pool.name,
                     pool_index=pi,
@@ -128,7 +146,7 @@ def plan(fleet: Fleet, profiles: Mapping[str, Profile] | None = None) -> list[No
     return out
 
 
-def node_object(fleet: Fleet, node: NodePlan) -> Obj:
+def node_object(fleet: Fleet, node: DesiredNode) -> Obj:
     spec = fleet.spec
     pool = spec.pools[node.pool_index]
     profile = node.profile
@@ -179,7 +197,7 @@ def node_object(fleet: Fleet, node: NodePlan) -> Obj:
     return obj
 
 
-def slice_objects(fleet: Fleet, node: NodePlan, owner_uid: str | None = None) -> list[Obj]:
+def slice_objects(fleet: Fleet, node: DesiredNode, owner_uid: str | None = None) -> list[Obj]:
     """The node's slices: gpu.nvidia.com if it has GPUs, dra.net if it has NICs."""
     out: list[Obj] = []
     gpus = list(_gpu_devices(fleet, node))
@@ -202,22 +220,51 @@ def device_classes() -> list[Obj]:
     ]
 
 
+def validate(fleet: Fleet, profiles: Mapping[str, Profile] | None = None) -> DesiredFleet:
+    """The fleet's nodes, checked against the API's limits before anything is written;
+    raises SpecError naming the field that breaks one."""
+    known = dict(profiles) if profiles is not None else resolve_profiles(fleet)
+    record = record_text(fleet, known)
+    nodes = desired_nodes(fleet, known)
+    check_limits(fleet, nodes)
+    return DesiredFleet(fleet=fleet, profiles=known, nodes=nodes, record=record)
+
+
+def record_text(fleet: Fleet, profiles: Mapping[str, Profile]) -> str:
+    """The record's JSON; a SpecError naming the largest spec field if it cannot fit the
+    ConfigMap that keeps it."""
+    builtin = profiles_mod.builtin()
+    used = {pool.profile for pool in fleet.spec.pools}
+    inline = [p for name, p in sorted(profiles.items()) if name in used and builtin.get(name) != p]
+    doc = fleet.to_object(inline=inline)
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    if len(text) > limits.MAX_CONFIGMAP_BYTES:
+        sizes = {k: limits.json_bytes(v) for k, v in doc["spec"].items()}
+        field = max(sizes, key=lambda k: sizes[k])
+        raise SpecError(
+            f"spec.{field}: {limits.human(sizes[field])}; the fleet's record (a ConfigMap, "
+            f"{limits.human(limits.MAX_CONFIGMAP_BYTES)} at most) would be "
+            f"{limits.human(len(text))}"
+        )
+    return text
+
+
 def render(
-    fleet: Fleet,
+    fleet: Fleet | DesiredFleet,
     profiles: Mapping[str, Profile] | None = None,
     *,
     owner_uids: Mapping[str, str] | None = None,
 ) -> Rendered:
-    """All objects of the fleet. Slices get ownerReferences only for nodes in `owner_uids`
-    (a Node's uid exists only once the API server made it)."""
-    plans = plan(fleet, profiles)
-    check_limits(fleet, plans)
+    """All objects of the fleet (validated first unless it already is). Slices get
+    ownerReferences only for nodes in `owner_uids` (a Node's uid exists only once the API
+    server made it)."""
+    desired = fleet if isinstance(fleet, DesiredFleet) else validate(fleet, profiles)
     out = Rendered(device_classes=device_classes())
     uids = owner_uids or {}
     with gc_paused():
-        for node in plans:
-            out.nodes.append(node_object(fleet, node))
-            out.slices.extend(slice_objects(fleet, node, uids.get(node.name)))
+        for node in desired.nodes:
+            out.nodes.append(node_object(desired.fleet, node))
+            out.slices.extend(slice_objects(desired.fleet, node, uids.get(node.name)))
     return out
 
 
@@ -239,30 +286,24 @@ def render_profile(profile: str, nodes: int, *, name: str = "fleet", seed: int =
     return render(for_profile(profile, nodes, name=name, seed=seed))
 
 
-def check_limits(fleet: Fleet, plans: list[NodePlan]) -> None:
-    """Render the first node of each pool and check it against the ResourceSlice limits, so a
-    spec that the API server would reject fails here, naming the spec field responsible."""
+def check_limits(fleet: Fleet, nodes: list[DesiredNode]) -> None:
+    """Render the first node of each pool and check its Node and slices against the API's
+    limits, so a spec the API server would refuse fails here, naming the field responsible."""
     seen: set[int] = set()
-    for node in plans:
+    for node in nodes:
         if node.pool_index in seen:
             continue
         seen.add(node.pool_index)
-        where = f"pools[{node.pool_index}].profile ({node.profile.name})"
+        pool = f"pools[{node.pool_index}]"
+        try:
+            limits.check_object(node_object(fleet, node))
+        except limits.LimitError as e:
+            raise SpecError(f"{pool} (labels, annotations, taints, capacity): {e}") from None
         for s in slice_objects(fleet, node, None):
-            for dev in s["spec"]["devices"]:
-                n = len(dev.get("attributes", {})) + len(dev.get("capacity", {}))
-                if n > MAX_ATTRIBUTES_PER_DEVICE:
-                    raise SpecError(
-                        f"{where}: device {dev['name']} has {n} attributes and capacities; "
-                        f"the API allows {MAX_ATTRIBUTES_PER_DEVICE}"
-                    )
-                for key, value in dev.get("attributes", {}).items():
-                    text = value.get("string")
-                    if text is not None and len(text) > MAX_STRING_ATTRIBUTE:
-                        raise SpecError(
-                            f"{where}: attribute {key} of {dev['name']} is {len(text)} "
-                            f"characters ({text[:20]}...); the API allows {MAX_STRING_ATTRIBUTE}"
-                        )
+            try:
+                limits.check_slice(s)
+            except limits.LimitError as e:
+                raise SpecError(f"{pool}.profile ({node.profile.name}): {e}") from None
 
 
 # -- devices ---------------------------------------------------------------------------------
@@ -291,7 +332,7 @@ def _i(value: int) -> Obj:
     return {"int": value}
 
 
-def _gpu_devices(fleet: Fleet, node: NodePlan) -> Iterator[Obj]:
+def _gpu_devices(fleet: Fleet, node: DesiredNode) -> Iterator[Obj]:
     gpu = node.profile.gpu
     if gpu is None:
         return
@@ -323,7 +364,7 @@ def _gpu_devices(fleet: Fleet, node: NodePlan) -> Iterator[Obj]:
             index += 1
 
 
-def _nic_devices(fleet: Fleet, node: NodePlan) -> Iterator[Obj]:
+def _nic_devices(fleet: Fleet, node: DesiredNode) -> Iterator[Obj]:
     per_model: dict[str, int] = {}  # templates count NICs per model: gpu0rdma0.., eth0..
     entropy = _entropy(fleet.spec.seed, node.name, "nic", 8 * node.profile.nic_count)
     index = 0
@@ -345,7 +386,7 @@ def _nic_devices(fleet: Fleet, node: NodePlan) -> Iterator[Obj]:
 
 
 def _nic_attributes(
-    node: NodePlan, nic: NicModel, root_bus: int, numa: int, bus: int, k: int, raw: bytes
+    node: DesiredNode, nic: NicModel, root_bus: int, numa: int, bus: int, k: int, raw: bytes
 ) -> Obj:
     fmt = {"index": k, "bus": f"{bus:02x}", "busdec": bus}
     attrs: Obj = {
@@ -376,7 +417,7 @@ def _nic_attributes(
 
 
 def _slice(
-    fleet: Fleet, node: NodePlan, driver: str, devices: list[Obj], owner_uid: str | None
+    fleet: Fleet, node: DesiredNode, driver: str, devices: list[Obj], owner_uid: str | None
 ) -> Obj:
     meta: Obj = {
         "name": slice_name(node.name, driver),

@@ -166,7 +166,7 @@ class FleetController:
                 await self._set_finalizer(name, present=False)
             return
         fleet = from_data(obj, source=f"Fleet {name}")
-        render.check_limits(fleet, render.plan(fleet))  # bad spec: fail before any write
+        wanted = render.validate(fleet)  # bad spec: fail before any write
         if vocab.FLEET_FINALIZER not in (meta.get("finalizers") or []):
             await self._set_finalizer(name, present=True)
         desired = fleet.spec.total_nodes
@@ -180,7 +180,7 @@ class FleetController:
             desired=desired,
         )
         started = time.perf_counter()
-        counts = await self.reconciler.apply(fleet)
+        counts = await self.reconciler.apply(wanted)
         took = time.perf_counter() - started
         last = _last(counts, took)
         last_update = 0.0
@@ -209,7 +209,7 @@ class FleetController:
 
         ready = (
             await self.reconciler.wait_ready(
-                fleet, within=self.settings.ready_timeout, on_change=on_change
+                wanted, within=self.settings.ready_timeout, on_change=on_change
             )
             if desired
             else 0

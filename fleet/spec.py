@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from fleet import limits
 from fleet.profiles import Profile, ProfileError
 from testbed import validation, vocab
 
@@ -158,10 +160,23 @@ class FleetSpec(_Model):
     def _labels(cls, v: dict[str, str]) -> dict[str, str]:
         return _check_labels(v)
 
+    @field_validator("annotations")
+    @classmethod
+    def _annotations(cls, v: dict[str, str]) -> dict[str, str]:
+        for key in v:
+            check_label_key(key)  # annotation keys follow the label-key rules
+        size = limits.annotations_bytes(v)
+        if size > limits.MAX_ANNOTATIONS_BYTES:
+            raise ValueError(
+                f"{limits.human(size)} of annotations on every node; the API allows "
+                f"{limits.human(limits.MAX_ANNOTATIONS_BYTES)} per object"
+            )
+        return v
+
     @model_validator(mode="after")
     def _unique_pools(self) -> FleetSpec:
-        names = [p.name for p in self.pools]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        counts = Counter(p.name for p in self.pools)  # not list.count: quadratic in pools
+        dupes = sorted(n for n, k in counts.items() if k > 1)
         if dupes:
             raise ValueError(f"pools: duplicate pool name {validation.shown(dupes[0])}")
         return self
@@ -184,13 +199,19 @@ class Fleet(_Model):
             raise ValueError(f"{validation.shown(v)} is not a DNS label of at most 40 characters")
         return v
 
-    def to_object(self) -> dict[str, Any]:
-        """As a Fleet custom resource (what `kubectl apply -f` takes)."""
+    def to_object(self, *, inline: Sequence[Profile] = ()) -> dict[str, Any]:
+        """As a Fleet custom resource (what `kubectl apply -f` takes); `inline` profiles join
+        (and override) the spec's own, so the object stands alone without profile files."""
+        spec = self.spec
+        if inline:
+            names = {p.name for p in inline}
+            own = [p for p in spec.profiles if p.name not in names]
+            spec = spec.model_copy(update={"profiles": [*own, *inline]})
         return {
             "apiVersion": API_VERSION,
             "kind": vocab.FLEET_KIND,
             "metadata": {"name": self.name},
-            "spec": self.spec.model_dump(mode="json", by_alias=True, exclude_defaults=True),
+            "spec": spec.model_dump(mode="json", by_alias=True, exclude_defaults=True),
         }
 
 
@@ -226,6 +247,7 @@ def load(path: str | Path, *, name: str | None = None) -> Fleet:
     except UnicodeDecodeError as e:
         raise SpecError(f"{path}: not valid UTF-8 text ({e.reason} at byte {e.start})") from None
     try:
+        # Not libyaml's CSafeLoader: it is faster, but crashes the process on deep nesting.
         data = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -104,3 +104,7 @@ FLEET_KIND: Final = "Fleet"
 FLEET_PLURAL: Final = "fleets"
 FLEET_FINALIZER: Final = "testbed.dra.io/fleet-cleanup"
 LABEL_KWOK_SHARD: Final = "testbed.dra.io/kwok-shard"
+
+# fleet: set on a fleet's record ConfigMap while an apply of a changed spec is under way (the
+# value is when it started); `fleet status` reports the fleet incomplete until it is cleared.
+ANNOTATION_FLEET_APPLYING: Final = "testbed.dra.io/applying"

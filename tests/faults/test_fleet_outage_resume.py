@@ -44,7 +44,7 @@ async def test_apply_resumes_with_a_fresh_pass_after_an_outage(
     selector = render.fleet_selector(fleet.name)
     rec = Reconciler(own, metrics=metrics)
     try:
-        apply = asyncio.create_task(rec.apply(fleet))
+        apply = asyncio.create_task(rec.apply(render.validate(fleet)))
         while len((await kube.list(r.NODES, label_selector=selector)).items) < NODES // 5:
             assert not apply.done(), "apply finished before the outage"
             await asyncio.sleep(0.1)
@@ -59,7 +59,7 @@ async def test_apply_resumes_with_a_fresh_pass_after_an_outage(
             kube.list(r.NODES, label_selector=selector),
             kube.list(r.RESOURCE_SLICES, label_selector=selector),
         )
-        result = audit.audit(render.plan(fleet), nodes.items, slices.items)
+        result = audit.audit(render.desired_nodes(fleet), nodes.items, slices.items)
         assert result.converged, result.summary()
         assert (result.nodes, result.slices) == (NODES, 2 * NODES)
         # Every object written once, or found already there by the resumed pass.

@@ -11,7 +11,7 @@ from fleet.profiles import ProfileError
 from loadgen import plan, scenarios
 from loadgen.scenarios import model
 
-PLAN_UP_TO = 2000  # nodes: planning a 100,000-node pool per example would be slow, not wrong
+VALIDATE_UP_TO = 2000  # nodes: laying out a 100,000-node pool per example would be slow, not wrong
 
 
 def parse_fleet_spec(path: Path) -> str | None:
@@ -20,8 +20,8 @@ def parse_fleet_spec(path: Path) -> str | None:
     try:
         fleet = spec.load(path)
         known = render.resolve_profiles(fleet)
-        if fleet.spec.total_nodes <= PLAN_UP_TO:
-            render.check_limits(fleet, render.plan(fleet, known))
+        if fleet.spec.total_nodes <= VALIDATE_UP_TO:
+            render.validate(fleet, known)
     except (spec.SpecError, ProfileError) as e:
         return str(e)
     return None

@@ -18,7 +18,7 @@ from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
 from tests.integration.loadgen.conftest import FLEET_LABEL, Fleet, namespace_gone
-from tests.waiting import wait_for
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.cluster
 

@@ -270,7 +270,7 @@ def test_every_builtin_profile_renders_within_device_limits() -> None:
 
 def test_slice_names_matches_slice_objects() -> None:
     f = for_profile("l4-4gpu", 2)
-    for p in render.plan(f):
+    for p in render.desired_nodes(f):
         assert render.slice_names(p) == [s["metadata"]["name"] for s in render.slice_objects(f, p)]
 
 

@@ -1,49 +1,16 @@
-"""The fast YAML writer round-trips; the reconciler's comparisons ignore what others add."""
+"""The reconciler's comparisons: what others add to our objects is ignored, what changes
+scheduling is not."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
-import yaml
-from hypothesis import given
-from hypothesis import strategies as st
-
-from fleet import render, yamlout
-from fleet.reconcile import covers, node_matches, slice_matches
+from fleet import diff, render
+from fleet.diff import covers, node_matches, slice_matches
 from fleet.spec import for_profile
+from testbed import vocab
 from testbed.kube import resources
-
-_scalars = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**53), max_value=2**53),
-    st.text(max_size=20),
-)
-_values = st.recursive(
-    _scalars,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=4),
-        st.dictionaries(st.text(min_size=1, max_size=10), inner, max_size=4),
-    ),
-    max_leaves=20,
-)
-
-
-@given(st.dictionaries(st.text(min_size=1, max_size=10), _values, min_size=1, max_size=5))
-def test_yamlout_round_trips_through_yaml_safe_load(obj: dict[str, Any]) -> None:
-    assert yaml.safe_load(yamlout.dump(obj)) == obj
-
-
-def test_yamlout_round_trips_every_rendered_object() -> None:
-    for profile in ("dgx-h100", "a4-highgpu-8g", "l4-4gpu"):
-        objs = render.render_profile(profile, 2).objects()
-        assert [d for d in yaml.safe_load_all(yamlout.dump_all(objs))] == objs
-
-
-def test_reserved_words_and_numbers_stay_strings() -> None:
-    obj = {"a": "true", "b": "no", "c": "110", "d": "0000:16:00.0", "e": "~", "f": ""}
-    assert yaml.safe_load(yamlout.dump(obj)) == obj
 
 
 def test_covers_allows_extra_keys_but_not_extra_list_items() -> None:
@@ -89,7 +56,7 @@ def test_a_changed_label_taint_or_capacity_does_not_match() -> None:
 
 def test_slice_match_ignores_generation_but_not_devices_or_owner() -> None:
     f = for_profile("dgx-h100", 1)
-    (p,) = render.plan(f)
+    (p,) = render.desired_nodes(f)
     desired = render.slice_objects(f, p, "uid-1")[0]
     actual = copy.deepcopy(desired)
     actual["spec"]["pool"]["generation"] = 5
@@ -101,3 +68,28 @@ def test_slice_match_ignores_generation_but_not_devices_or_owner() -> None:
     reowned = copy.deepcopy(actual)
     reowned["metadata"]["ownerReferences"][0]["uid"] = "uid-2"
     assert not slice_matches(desired, reowned)
+
+
+def test_the_status_patch_sets_capacity_and_drops_an_unwanted_device_plugin_count() -> None:
+    node = render.render_profile("dgx-h100", 1).nodes[0]
+    actual = _server_side(node)
+    actual["status"]["capacity"][vocab.EXTENDED_RESOURCE_GPU] = "8"
+    assert not diff.capacity_matches(node, actual)
+    patch = diff.node_status_patch(node, actual)
+    assert patch["status"]["capacity"][vocab.EXTENDED_RESOURCE_GPU] is None
+    assert patch["status"]["allocatable"]["cpu"] == node["status"]["allocatable"]["cpu"]
+
+
+def test_the_apply_body_owns_labels_annotations_and_taints_only() -> None:
+    node = render.render_profile("dgx-h100", 1).nodes[0]
+    body = diff.node_apply_body(node)
+    assert "status" not in body
+    assert body["spec"]["taints"] == node["spec"]["taints"]
+    assert body["metadata"]["labels"] == node["metadata"]["labels"]
+
+
+def test_with_version_copies_the_resource_version_without_touching_desired() -> None:
+    desired = {"metadata": {"name": "a"}, "spec": {}}
+    body = diff.with_version(desired, {"metadata": {"resourceVersion": "42"}})
+    assert body["metadata"]["resourceVersion"] == "42"
+    assert "resourceVersion" not in desired["metadata"]
