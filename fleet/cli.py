@@ -26,7 +26,7 @@ from fleet import profiles as profiles_mod
 from fleet import render, yamlout
 from fleet.profiles import ProfileError
 from fleet.reconcile import ReconcileError, Reconciler, ReconcileSettings
-from fleet.spec import DEFAULT_NAME, Fleet, SpecError, for_profile, load
+from fleet.spec import DEFAULT_NAME, SpecError, for_profile, load
 from testbed import runtime, vocab
 from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
@@ -273,7 +273,7 @@ def _cmd_profiles(args: argparse.Namespace) -> int:
 
 def _cmd_apply(args: argparse.Namespace) -> int:
     desired = _fleet_from_args(args)  # all validation before any connection
-    return _run(_apply(args, desired))
+    return runtime.run(_apply(args, desired))
 
 
 async def _apply(args: argparse.Namespace, desired: render.DesiredFleet) -> int:

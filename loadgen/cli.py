@@ -47,7 +47,7 @@ from loadgen import (
 from loadgen.report import console as console_report
 from loadgen.report import document
 from loadgen.scenarios.model import parse_duration
-from testbed import runtime, vocab
+from testbed import runtime
 from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
 
@@ -258,7 +258,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE[,KEY=VALUE]",
         help="only pods with these labels",
     )
-    obs.add_argument("--count", type=_positive_int, help="stop once this many pods ran")
+    obs.add_argument("--count", type=runtime.positive_int, help="stop once this many pods ran")
     obs.add_argument("--timeout", type=_duration, help="stop after this long at the latest")
     obs.add_argument(
         "--node-selector",
@@ -548,6 +548,9 @@ def _compare(prev_path: Path, cur_path: Path, out: Console) -> int:
         table.add_row(metric, f"{a:.1f}", f"{b:.1f}", diff)
     out.print(table)
     return EXIT_OK
+
+
+_T = TypeVar("_T")
 
 
 async def _with_kube(opts: dict[str, Any], use: Callable[[Kube], Awaitable[_T]]) -> _T:

@@ -67,6 +67,6 @@ def start(
         tasks.append(task)
     if liveness is not None:
         probe = asyncio.create_task(liveness.run(stop), name="apiserver-liveness")
-        probe.add_done_callback(_report_exit)
+        probe.add_done_callback(runtime.log_exit(log))
         tasks.append(probe)
     return tasks

@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator
 import pytest
 
 from fleet import render
-from testbed.kube.resources import node_ready as is_ready
 from fleet.reconcile import Reconciler, record_name
 from fleet.spec import for_profile, from_data
 from testbed import vocab
