@@ -8,7 +8,7 @@ DRA verdict is enforced) and /debug/judge are sent for a pod asking for that cla
 Counts replies by status; any 5xx, or an exception in the server (the error middleware
 counts those as `error`), is a failure. Prints compiled/not-judged/erroring tallies.
 
-    .venv/bin/python bench/fuzz_cel.py --expressions 20000 [--nodes 8]
+    .venv/bin/python -m tests.fuzz.cel --expressions 20000 [--nodes 8]
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from extender.cache import files
 from extender.config import Settings
 from fleet.render import render_profile
 from testbed.kube.watching import Change
-from tests.unit.extender.cel_strategies import expressions_any
+from tests.support.cel_strategies import expressions_any
 
 NS = "fz"
 

@@ -1,6 +1,6 @@
 """Hypothesis strategies for CEL device selectors: DRA-shaped expressions, mutations of
 them, and plain garbage. Shared by tests/unit/extender/test_fuzz_cel.py (a CI-sized run)
-and bench/fuzz_cel.py (>= 20,000 expressions through the served app)."""
+and tests/fuzz/cel.py (>= 20,000 expressions through the served app)."""
 
 from __future__ import annotations
 
