@@ -167,11 +167,11 @@ def main(argv: list[str] | None = None) -> None:
 def _up(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
     if args.scheduler_config and not args.scheduler_config.is_file():
         _fail(EXIT_USAGE, f"--scheduler-config {args.scheduler_config} does not exist")
-    status, changed = cluster.up(build=not args.no_build)
+    status, changed = cluster.up(build=not args.no_build, notify=_note)
     if not changed:
         print(f"cluster {cluster.config.name!r} is already running at {status.server}")
     else:
-        print(f"cluster {cluster.config.name!r} is up at {status.server}")
+        print(f"cluster {cluster.config.name!r} is up at {status.server}, every component healthy")
     _print_usage(status)
     return EXIT_OK
 
@@ -189,14 +189,21 @@ def _status(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
     if not status.exists:
         print(f"cluster {cluster.config.name!r} does not exist (run: testbed up)")
         return EXIT_RUNTIME
-    state = "running" if status.ready else "not ready"
+    state = "running" if status.healthy else "not ready" if not status.ready else "degraded"
     print(f"cluster {cluster.config.name!r}: {state} at {status.server}")
     print(f"kubeconfig: {status.kubeconfig}")
     for c in status.components:
         rss = f"{c.rss_bytes / 2**20:.0f} MiB" if c.rss_bytes is not None else "-"
         pid = str(c.pid) if c.pid else "not running"
-        print(f"  {c.name:<24} pid {pid:<12} rss {rss}")
-    return EXIT_OK if status.ready else EXIT_RUNTIME
+        health = "healthy" if c.healthy else (c.problem or "") if c.pid else ""
+        print(f"  {c.name:<24} pid {pid:<12} rss {rss:<9} {health}")
+    if not status.healthy:
+        name = cluster.config.name
+        print(
+            f"to repair: testbed --name {name} up (starts what is not running); "
+            f"if that fails: testbed --name {name} down, then up again"
+        )
+    return EXIT_OK if status.healthy else EXIT_RUNTIME
 
 
 def _demo(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
@@ -241,6 +248,10 @@ def _print_usage(status: local.Status) -> None:
     print("use it with:")
     print(f"  export KUBECONFIG={status.kubeconfig}")
     print("  kubectl get nodes   # or: fleet apply --profile dgx-h100 --nodes 100")
+
+
+def _note(message: str) -> None:
+    print(f"testbed: {message}", file=sys.stderr, flush=True)
 
 
 def _fail(code: int, message: str) -> None:
