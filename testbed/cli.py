@@ -10,6 +10,7 @@ from pathlib import Path
 
 from testbed import vocab
 from testbed.cluster import binaries as bins
+from testbed.cluster import feature_gates as fg
 from testbed.cluster import local
 
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = 0, 1, 2
@@ -63,6 +64,20 @@ def _parser() -> argparse.ArgumentParser:
         help="run N kwok controllers, each managing the nodes labelled "
         f"{vocab.LABEL_KWOK_SHARD}=<i> (a fleet's spec.kwokShards; unlabelled nodes go to the "
         "first); fixed when the cluster is created (default 1)",
+    )
+    up.add_argument(
+        "--kubernetes",
+        metavar="RELEASE",
+        help="Kubernetes release to run, one with a pinned module in tools/k8s (e.g. 1.35; "
+        f"default {bins.DEFAULT_RELEASE}); built once into the cache on first use; fixed "
+        "when the cluster is created",
+    )
+    up.add_argument(
+        "--feature-gates",
+        metavar="A=true,B=false",
+        help="feature gates for kube-apiserver, kube-controller-manager and kube-scheduler, "
+        "on top of the DRA gates that are always on (e.g. DRADeviceTaintRules=true); fixed "
+        "when the cluster is created",
     )
     up.add_argument(
         "--no-build",
@@ -133,7 +148,17 @@ def main(argv: list[str] | None = None) -> None:
     shards = getattr(args, "kwok_shards", None)
     if shards is not None and not 1 <= shards <= local.MAX_KWOK_SHARDS:
         _fail(EXIT_USAGE, f"--kwok-shards {shards}: must be 1..{local.MAX_KWOK_SHARDS}")
+    release = getattr(args, "kubernetes", None)
+    try:
+        if release is not None:
+            release = bins.check_release(release)
+        gates = fg.parse(getattr(args, "feature_gates", None) or "")
+    except (bins.UnknownRelease, fg.GateError) as e:
+        flag = "--kubernetes" if isinstance(e, bins.UnknownRelease) else "--feature-gates"
+        _fail(EXIT_USAGE, f"{flag}: {e}")
     config = local.ClusterConfig(
+        kubernetes=release,
+        feature_gates=gates,
         name=args.name,
         apiserver_port=getattr(args, "apiserver_port", 0),
         extender=not getattr(args, "no_extender", False),

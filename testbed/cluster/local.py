@@ -14,7 +14,7 @@ import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +22,7 @@ import yaml
 
 from testbed import vocab
 from testbed.cluster import binaries as bins
+from testbed.cluster import feature_gates as fg
 from testbed.cluster import health, kwok_shards, locks, paths
 
 DEFAULT_NAME = "dra-testbed"
@@ -60,6 +61,12 @@ class ClusterConfig:
     kwok_shards: int | None = None
     """kwok controllers sharing the nodes by their `testbed.dra.io/kwok-shard` label (see
     `kwok_shards`); None: 1 for a new cluster, what it was created with for an existing one."""
+    kubernetes: str | None = None
+    """Kubernetes release (`1.NN`, one with a pinned module); None: the default release for
+    a new cluster, the one it runs for an existing one."""
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    """Gates set on every component on top of `feature_gates.NEEDED` (which are always on);
+    fixed when the cluster is created."""
 
     @property
     def workdir(self) -> Path:
@@ -135,6 +142,12 @@ def create_command(config: ClusterConfig, b: bins.Binaries, scheduler_config: Pa
     ]
     if config.apiserver_port:
         cmd += ["--kube-apiserver-port", str(config.apiserver_port)]
+    # kwokctl passes these to kube-apiserver, kube-controller-manager and kube-scheduler.
+    gates = fg.gates(config.feature_gates)
+    cmd += ["--kube-feature-gates", fg.flag_value(gates)]
+    release = config.kubernetes or bins.DEFAULT_RELEASE
+    if apis := fg.runtime_config(release, gates):
+        cmd += ["--kube-runtime-config", ",".join(apis)]
     extra = [
         # No TTL controller: it patches every node once, and all of them again each time the
         # node count crosses 100, 500, 1000 and 2000 (thousands of writes while a fleet grows);
@@ -235,8 +248,41 @@ class LocalCluster:
     def _binaries(self, *, build: bool = False) -> bins.Binaries:
         """The binaries, looked up (or built) once: readiness polls ask twice a second."""
         if self._found is None:
-            self._found = bins.ensure(build=build)
+            self._found = bins.ensure(build=build, release=self.release())
         return self._found
+
+    def release(self) -> str:
+        """The Kubernetes release this cluster runs (or will run)."""
+        return self.config.kubernetes or self._created_release() or bins.DEFAULT_RELEASE
+
+    def _created_release(self) -> str | None:
+        """The release an existing cluster was created with: kwokctl links each component's
+        binary from our versioned cache into the cluster's bin/."""
+        try:
+            target = os.readlink(self.config.cluster_dir / "bin" / "kube-apiserver")
+        except OSError:
+            return None
+        return bins.release_of(target)
+
+    def _check_unchanged(self) -> None:
+        """An existing cluster keeps the release and gates it was created with: asking for
+        others is an error that says how to get them."""
+        cfg = self.config
+        have = self._created_release()
+        if cfg.kubernetes and have and bins.check_release(cfg.kubernetes) != have:
+            raise ClusterError(
+                f"cluster {cfg.name!r} runs Kubernetes {have}; `testbed --name {cfg.name} "
+                f"down` it first to recreate it with {cfg.kubernetes}"
+            )
+        flag = self.component_flag("kube-apiserver", "feature-gates")
+        if cfg.feature_gates and flag is not None:
+            running = fg.parse(flag)
+            differ = {k: v for k, v in cfg.feature_gates.items() if running.get(k) != v}
+            if differ:
+                raise ClusterError(
+                    f"cluster {cfg.name!r} runs without {fg.flag_value(differ)}; "
+                    f"`testbed --name {cfg.name} down` it first to recreate it with them"
+                )
 
     def status(self) -> Status:
         cfg = self.config
@@ -261,6 +307,8 @@ class LocalCluster:
             raise ClusterError(f"kwok shards must be 1..{MAX_KWOK_SHARDS}, not {cfg.kwok_shards}")
         with self._cluster_lock(notify):
             current = self.status()
+            if current.exists:
+                self._check_unchanged()
             if current.exists and cfg.kwok_shards is not None:
                 have = self.kwok_shards()
                 if have != cfg.kwok_shards:

@@ -149,7 +149,7 @@ clock() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 # build has run, how much is left by the estimate. On a terminal the line is rewritten in
 # place every 5 s; otherwise a new line every 60 s.
 heartbeat() {
-  local name="$1" n="$2" total="$3" every=60 t=0 left
+  local name="$1" n="$2" total="$3" every=60 t=0 left fetched
   [[ -t 2 ]] && every=5
   while sleep 1; do
     kill -0 $$ 2>/dev/null || exit 0 # the build was killed
@@ -159,7 +159,8 @@ heartbeat() {
     ((left < 10)) && left=10
     local line
     line="   building $name ($n/$total): $(clock "$SECONDS") elapsed, about $(clock "$left") left"
-    line+=" ($(grep -c '^go: downloading' "$log" || true) modules downloaded)"
+    fetched="$(grep -c '^go: downloading' "$log" || true)"
+    ((fetched > 0)) && line+=" ($fetched modules downloaded)"
     if [[ -t 2 ]]; then printf '\r%s ' "$line" >&2; else echo "$line" >&2; fi
   done
 }
