@@ -17,6 +17,7 @@ from pathlib import Path
 
 from testbed import vocab
 from testbed.cluster import binaries as bins
+from testbed.cluster import feature_gates as fg
 from testbed.cluster import local
 
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = 0, 1, 2
@@ -101,6 +102,20 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
         "first); fixed when the cluster is created (default 1)",
     )
     up.add_argument(
+        "--kubernetes",
+        metavar="RELEASE",
+        help="Kubernetes release to run, one with a pinned module in tools/k8s (e.g. 1.35; "
+        f"default {bins.DEFAULT_RELEASE}); built once into the cache on first use; fixed "
+        "when the cluster is created",
+    )
+    up.add_argument(
+        "--feature-gates",
+        metavar="A=true,B=false",
+        help="feature gates for kube-apiserver, kube-controller-manager and kube-scheduler, "
+        "on top of the DRA gates that are always on (e.g. DRADeviceTaintRules=true); fixed "
+        "when the cluster is created",
+    )
+    up.add_argument(
         "--no-build",
         action="store_true",
         help="fail instead of building missing binaries",
@@ -121,7 +136,17 @@ def main(argv: list[str] | None = None) -> None:
     shards = getattr(args, "kwok_shards", None)
     if shards is not None and not 1 <= shards <= local.MAX_KWOK_SHARDS:
         _fail(EXIT_USAGE, f"--kwok-shards {shards}: must be 1..{local.MAX_KWOK_SHARDS}")
+    release = getattr(args, "kubernetes", None)
+    try:
+        if release is not None:
+            release = bins.check_release(release)
+        gates = fg.parse(getattr(args, "feature_gates", None) or "")
+    except (bins.UnknownRelease, fg.GateError) as e:
+        flag = "--kubernetes" if isinstance(e, bins.UnknownRelease) else "--feature-gates"
+        _fail(EXIT_USAGE, f"{flag}: {e}")
     config = local.ClusterConfig(
+        kubernetes=release,
+        feature_gates=gates,
         name=args.name,
         apiserver_port=getattr(args, "apiserver_port", 0),
         extender=not getattr(args, "no_extender", False),
@@ -156,11 +181,11 @@ def main(argv: list[str] | None = None) -> None:
 def _up(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
     if args.scheduler_config and not args.scheduler_config.is_file():
         _fail(EXIT_USAGE, f"--scheduler-config {args.scheduler_config} does not exist")
-    status, changed = cluster.up(build=not args.no_build)
+    status, changed = cluster.up(build=not args.no_build, notify=_note)
     if not changed:
         print(f"cluster {cluster.config.name!r} is already running at {status.server}")
     else:
-        print(f"cluster {cluster.config.name!r} is up at {status.server}")
+        print(f"cluster {cluster.config.name!r} is up at {status.server}, every component healthy")
     _print_usage(status)
     return EXIT_OK
 
@@ -178,14 +203,21 @@ def _status(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
     if not status.exists:
         print(f"cluster {cluster.config.name!r} does not exist (run: testbed up)")
         return EXIT_RUNTIME
-    state = "running" if status.ready else "not ready"
+    state = "running" if status.healthy else "not ready" if not status.ready else "degraded"
     print(f"cluster {cluster.config.name!r}: {state} at {status.server}")
     print(f"kubeconfig: {status.kubeconfig}")
     for c in status.components:
         rss = f"{c.rss_bytes / 2**20:.0f} MiB" if c.rss_bytes is not None else "-"
         pid = str(c.pid) if c.pid else "not running"
-        print(f"  {c.name:<24} pid {pid:<12} rss {rss}")
-    return EXIT_OK if status.ready else EXIT_RUNTIME
+        health = "healthy" if c.healthy else (c.problem or "") if c.pid else ""
+        print(f"  {c.name:<24} pid {pid:<12} rss {rss:<9} {health}")
+    if not status.healthy:
+        name = cluster.config.name
+        print(
+            f"to repair: testbed --name {name} up (starts what is not running); "
+            f"if that fails: testbed --name {name} down, then up again"
+        )
+    return EXIT_OK if status.healthy else EXIT_RUNTIME
 
 
 def _print_usage(status: local.Status) -> None:
@@ -193,6 +225,10 @@ def _print_usage(status: local.Status) -> None:
     print("use it with:")
     print(f"  export KUBECONFIG={status.kubeconfig}")
     print("  kubectl get nodes   # or: fleet apply --profile dgx-h100 --nodes 100")
+
+
+def _note(message: str) -> None:
+    print(f"testbed: {message}", file=sys.stderr, flush=True)
 
 
 def _fail(code: int, message: str) -> None:
