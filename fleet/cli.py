@@ -26,7 +26,7 @@ from fleet import profiles as profiles_mod
 from fleet import render, yamlout
 from fleet.profiles import ProfileError
 from fleet.reconcile import ReconcileError, Reconciler, ReconcileSettings
-from fleet.spec import DEFAULT_NAME, SpecError, for_profile, load
+from fleet.spec import DEFAULT_NAME, SpecError, for_profile, from_data, load
 from testbed import runtime, vocab
 from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
@@ -163,6 +163,28 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--timeout", type=float, default=300.0, help="seconds to wait until gone")
     d.set_defaults(func=_cmd_delete)
 
+    t = sub.add_parser(
+        "taint",
+        parents=[cluster],
+        help="taint a share of a fleet's GPUs (simulated failures), or clear such taints",
+        description="Add (or with --clear remove) a device taint on a share of the fleet's "
+        "physical GPUs: every device of a chosen GPU (whole, MIG partitions, shared) carries "
+        "it. NoSchedule keeps new claims off those devices; NoExecute also evicts pods whose "
+        "claims use them. This edits the fleet's recorded spec (spec.deviceTaints) and "
+        "applies it, rewriting only the affected slices; the same spec and seed always pick "
+        "the same GPUs. Re-applying the original spec file removes the taint again.",
+    )
+    t.add_argument("--name", help=f"fleet name (default {DEFAULT_NAME!r})")
+    t.add_argument("--share", type=runtime.share, help="fraction of the GPUs in scope, e.g. 0.05")
+    t.add_argument("--effect", choices=["NoSchedule", "NoExecute", "None"], default="NoSchedule")
+    t.add_argument("--key", default=vocab.DEVICE_TAINT_KEY, help="taint key (%(default)s)")
+    t.add_argument("--value", default="", help="taint value (none)")
+    t.add_argument(
+        "--pool", action="append", default=[], help="only GPUs of this pool (repeatable)"
+    )
+    t.add_argument("--clear", action="store_true", help="remove the taints with --key")
+    t.set_defaults(func=_cmd_taint)
+
     pr = sub.add_parser("profiles", parents=[spec], help="list the known hardware profiles")
     pr.set_defaults(func=_cmd_profiles)
 
@@ -261,11 +283,20 @@ def _format_json(objs: list[dict[str, Any]]) -> str:
 
 def _cmd_profiles(args: argparse.Namespace) -> int:
     known = profiles_mod.catalogue(profiles_mod.load_paths(args.profiles))
-    table = Table("PROFILE", "GPUS", "NICS", "RDMA", "NUMA", "DESCRIPTION", box=None)
+    table = Table("PROFILE", "GPUS", "GPU MODE", "NICS", "RDMA", "NUMA", "DESCRIPTION", box=None)
     for p in known.values():
         rdma = sum(r.nics for r in p.roots if r.nics and p.nics[p.nic_model_name(r)].rdma)
+        mode = (
+            "-" if p.gpu is None else "mig" if p.gpu.mig else "shared" if p.gpu.shared else "whole"
+        )
         table.add_row(
-            p.name, str(p.gpu_count), str(p.nic_count), str(rdma), str(p.numa_nodes), p.description
+            p.name,
+            str(p.gpu_count),
+            mode,
+            str(p.nic_count),
+            str(rdma),
+            str(p.numa_nodes),
+            p.description,
         )
     Console().print(table)
     return 0
@@ -357,6 +388,43 @@ async def _status(args: argparse.Namespace) -> int:
                 f"its spec again (`fleet apply -f SPEC --name {r.name}`, or the same --profile/"
                 f"--nodes); `fleet delete --name {r.name}` removes it instead."
             )
+    return 0
+
+
+def _cmd_taint(args: argparse.Namespace) -> int:
+    if args.clear == (args.share is not None):
+        raise UsageError("give --share S to taint, or --clear to remove (one of them)")
+    return _run(_taint(args))
+
+
+async def _taint(args: argparse.Namespace) -> int:
+    name = args.name or DEFAULT_NAME
+    async with await _connect(args) as kube:
+        rec = Reconciler(kube, settings=ReconcileSettings(concurrency=args.concurrency))
+        recorded = await rec.read_record(name)
+        if recorded is None:
+            raise ReconcileError(f"fleet {name} has no record; apply it first")
+        doc = recorded.to_object()
+        spec = doc["spec"]
+        kept = [t for t in spec.get("deviceTaints", []) if t.get("key") != args.key]
+        if not args.clear:
+            entry = {"key": args.key, "effect": args.effect, "share": args.share}
+            entry.update({"value": args.value} if args.value else {})
+            entry.update({"pools": args.pool} if args.pool else {})
+            kept.append(entry)
+        spec["deviceTaints"] = kept
+        desired = render.validate(from_data(doc, source=f"fleet {name}"))
+        counts = await rec.apply(desired)
+    tainted = sum(
+        1
+        for n in desired.nodes
+        for taints in n.gpu_taints.values()
+        if any(t.key == args.key for t in taints)
+    )
+    gpus = sum(n.profile.gpu_count for n in desired.nodes)
+    err_console.print(
+        f"fleet {name}: {tainted} of {gpus} GPUs carry {args.key}; updated {counts.updated} slices"
+    )
     return 0
 
 

@@ -289,8 +289,12 @@ class Reconciler:
         progress.phase(
             f"fleet {fleet.name}: nodes and slices", len(wanted_nodes) + len(extra_nodes)
         )
+        pools: dict[tuple[str, str], list[Obj]] = {}
+        for obj in slices.values():
+            spec = obj.get("spec") or {}
+            pools.setdefault((spec.get("nodeName", ""), spec.get("driver", "")), []).append(obj)
         work: list[Awaitable[None]] = [
-            self._sync_host(fleet, n, nodes.get(n.name), slices, counts, progress)
+            self._sync_host(fleet, n, nodes.get(n.name), slices, pools, counts, progress)
             for n in wanted_nodes
         ]
         work += self._removals(slices, extra_nodes, extra_slices, counts, progress)
@@ -333,18 +337,70 @@ class Reconciler:
         node: render.DesiredNode,
         actual: Obj | None,
         slices: Mapping[str, Obj],
+        pools: Mapping[tuple[str, str], list[Obj]],
         counts: Counts,
         progress: Progress,
     ) -> None:
-        """One node and its slices: the Node first (its uid owns them), then both slices."""
+        """One node and its slices: the Node first (its uid owns them), then each driver's
+        pool of slices."""
         uid = await self._sync_node(fleet, node, actual, counts)
+        by_driver: dict[str, list[Obj]] = {}
+        for s in render.slice_objects(fleet, node, uid):
+            by_driver.setdefault(s["spec"]["driver"], []).append(s)
         await asyncio.gather(
             *(
-                self._sync_slice(s, slices.get(s["metadata"]["name"]), counts)
-                for s in render.slice_objects(fleet, node, uid)
+                self._sync_slice(group[0], slices.get(group[0]["metadata"]["name"]), counts)
+                if len(group) == 1
+                else self._sync_pool(group, slices, pools.get((node.name, driver), []), counts)
+                for driver, group in by_driver.items()
             )
         )
         progress.advance()
+
+    async def _sync_pool(
+        self, desired: list[Obj], slices: Mapping[str, Obj], present: list[Obj], counts: Counts
+    ) -> None:
+        """A pool of several slices (partitionable GPUs): if any slice differs, all are
+        rewritten at one new generation, as a driver republishes a pool; the scheduler only
+        uses a pool whose slices all carry its highest generation."""
+        actual = [slices.get(d["metadata"]["name"]) for d in desired]
+        generations = {diff.pool_generation([a]) for a in actual if a is not None}
+        if len(generations) == 1 and all(
+            a is not None and diff.slice_matches(d, a) for d, a in zip(desired, actual, strict=True)
+        ):
+            for d in desired:
+                counts.same("ResourceSlice", d["metadata"]["name"])
+            return
+        # Above every generation of this node's pool, leftovers of another layout included.
+        generation = diff.pool_generation([*actual, *present]) + 1
+        await asyncio.gather(
+            *(
+                self._write_slice(d, a, generation, counts)
+                for d, a in zip(desired, actual, strict=True)
+            )
+        )
+
+    async def _write_slice(
+        self, desired: Obj, actual: Obj | None, generation: int, counts: Counts
+    ) -> None:
+        name = desired["metadata"]["name"]
+        pool = {**desired["spec"]["pool"], "generation": generation}
+        body = {**desired, "spec": {**desired["spec"], "pool": pool}}
+        if actual is None:
+            try:
+                await self.kube.create(RESOURCE_SLICES, body)
+                self._wrote(counts, "ResourceSlice", "created", name)
+                return
+            except errors.AlreadyExists:
+                actual = await self.kube.get(RESOURCE_SLICES, name)
+        for _ in range(self.settings.conflict_retries):
+            try:
+                await self.kube.replace(RESOURCE_SLICES, diff.with_version(body, actual))
+                self._wrote(counts, "ResourceSlice", "updated", name)
+                return
+            except errors.Conflict:
+                actual = await self.kube.get(RESOURCE_SLICES, name)
+        raise errors.Conflict(f"resourceslice {name}: still conflicting after retries")
 
     async def _sync_node(
         self, fleet: Fleet, node: render.DesiredNode, actual: Obj | None, counts: Counts
@@ -441,7 +497,7 @@ class Reconciler:
             self.metrics.object_written(kind, action)
 
     async def _ensure_device_classes(self, counts: Counts) -> None:
-        """Install the three DeviceClasses if missing or different; shared by all fleets."""
+        """Install the DeviceClasses if missing or different; shared by all fleets."""
         for desired in render.device_classes():
             name = desired["metadata"]["name"]
             try:

@@ -88,6 +88,34 @@ class Taint(_Model):
         return out
 
 
+class DeviceTaint(_Model):
+    """A taint on a chosen share of the fleet's physical GPUs (all devices of a chosen GPU:
+    the whole GPU, its MIG partitions, its shared device), as a driver marks failing hardware.
+    NoSchedule keeps new claims off; NoExecute also evicts pods whose claims use them."""
+
+    key: str = vocab.DEVICE_TAINT_KEY
+    value: str = ""
+    effect: Literal["NoSchedule", "NoExecute", "None"] = "NoSchedule"
+    share: float = Field(gt=0, le=1, description="fraction of the GPUs in scope, chosen by seed")
+    pools: list[str] = Field(default_factory=list, description="only these pools (default all)")
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, v: str) -> str:
+        return check_label_key(v)
+
+    @field_validator("value")
+    @classmethod
+    def _value(cls, v: str) -> str:
+        return check_label_value(v)
+
+    def to_api(self) -> dict[str, str]:
+        out = {"key": self.key, "effect": self.effect}
+        if self.value:
+            out["value"] = self.value
+        return out
+
+
 KWOK_TAINT = Taint(key=vocab.KWOK_TAINT_KEY, value=vocab.KWOK_TAINT_VALUE, effect="NoSchedule")
 
 
@@ -154,6 +182,11 @@ class FleetSpec(_Model):
     profiles: list[Profile] = Field(
         default_factory=list, description="inline hardware profiles, besides the built-in ones"
     )
+    device_taints: list[DeviceTaint] = Field(
+        default_factory=list,
+        max_length=limits.MAX_TAINTS_PER_DEVICE,
+        description="taint a share of the GPUs (simulated failures); `fleet taint` edits these",
+    )
 
     @field_validator("labels")
     @classmethod
@@ -179,6 +212,15 @@ class FleetSpec(_Model):
         dupes = sorted(n for n, k in counts.items() if k > 1)
         if dupes:
             raise ValueError(f"pools: duplicate pool name {validation.shown(dupes[0])}")
+        for i, taint in enumerate(self.device_taints):
+            for name in taint.pools:
+                if name not in counts:
+                    raise ValueError(
+                        f"deviceTaints[{i}].pools: no pool named {validation.shown(name)}"
+                    )
+        keys = [(t.key, t.value, t.effect) for t in self.device_taints]
+        if len(set(keys)) != len(keys):
+            raise ValueError("deviceTaints: two entries with the same key, value and effect")
         return self
 
     @property
@@ -274,6 +316,7 @@ def for_profile(
 
 __all__ = [
     "DEFAULT_NAME",
+    "DeviceTaint",
     "Fleet",
     "FleetSpec",
     "Pool",

@@ -152,3 +152,11 @@ def positive_float(text: str) -> float:
     if not value > 0:  # also refuses nan
         raise argparse.ArgumentTypeError(f"must be > 0, got {value:g}")
     return value
+
+
+def share(text: str) -> float:
+    """A fraction of a whole, in (0, 1]: e.g. the share of GPUs a command acts on."""
+    value = _number(text, float, "a number")
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a share in (0, 1]")
+    return value

@@ -33,7 +33,7 @@ def test_the_fleet_as_rendered_is_converged() -> None:
     assert result.summary() == "3 nodes, 6 slices"
 
 
-def test_a_second_slice_for_one_node_and_driver_is_a_duplicate() -> None:
+def test_a_slice_of_a_wanted_node_that_the_render_does_not_make_is_a_duplicate() -> None:
     wanted, nodes, slices = _cluster()
     extra = copy.deepcopy(next(s for s in slices if s["spec"]["driver"] == vocab.GPU_DRIVER))
     extra["metadata"]["name"] += "-x"
@@ -53,7 +53,7 @@ def test_slices_of_a_missing_node_or_a_stale_uid_are_orphans() -> None:
     # node 0 exists but its only slices are orphans: both its drivers count as missing
     name = nodes[0]["metadata"]["name"]
     assert sorted(result.missing_slices) == sorted(
-        f"{name}/{d}" for d in (vocab.GPU_DRIVER, vocab.NIC_DRIVER)
+        f"{name}-{d}" for d in (vocab.GPU_DRIVER, vocab.NIC_DRIVER)
     )
     assert "1 missing nodes" in result.summary() and "4 orphan slices" in result.summary()
 
