@@ -4,8 +4,8 @@ Checked before anything is created, so a run that cannot succeed says why at onc
 of waiting out its timeout with pods Pending. Demand is counted per phase as the GPUs held
 at once while it runs: its own concurrent pods plus those of earlier phases that keep
 theirs (every phase but `wait: complete` ones). Free GPUs are what the fleet publishes less
-what other namespaces' claims hold. Device selectors (`min_memory`) and NICs are left to
-the scheduler: this check only refuses what no placement could satisfy.
+what other namespaces' claims hold. Device selectors (`min_memory`), NICs and capacity
+shares are left to the scheduler: this check only refuses what no placement could satisfy.
 """
 
 from __future__ import annotations
@@ -40,11 +40,12 @@ def problems(scenario: Scenario, cap: Capacity) -> list[str]:
     kept = 0
     for p in scenario.phases:
         claim = p.claim
-        if not (claim.uses_dra and claim.gpus):
-            continue
-        if claim.gpus > cap.largest_node:
+        if not (claim.uses_dra and claim.gpus) or claim.memory is not None:
+            continue  # no DRA GPUs, or shares of GPUs only the scheduler can count
+        smallest = min((a.gpus for a in claim.first_available), default=claim.gpus)
+        if smallest > cap.largest_node and not claim.all_gpus:
             out.append(
-                f"phase {p.name}: each pod asks {claim.gpus} GPUs, no fleet node has more "
+                f"phase {p.name}: each pod asks {smallest} GPUs, no fleet node has more "
                 f"than {cap.largest_node}"
             )
         need = kept + p.gpus_held

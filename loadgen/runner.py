@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -100,7 +101,7 @@ async def run(
     token = runs.new_token()
     try:
         result.scenario = scenario = _size_and_check(result, scenario, settings, notice)
-        await _claim_namespace(kube, settings, token)
+        await _claim_namespace(kube, settings, token, scenario)
     except BaseException:
         await watcher.stop()
         raise
@@ -198,12 +199,16 @@ async def _check_run_id_free(kube: Kube, run_id: str) -> None:
     raise RunError(f"run id {run_id} is taken: its namespace exists (see `loadgen runs`)")
 
 
-async def _claim_namespace(kube: Kube, settings: outcome.Settings, token: str) -> None:
+async def _claim_namespace(
+    kube: Kube, settings: outcome.Settings, token: str, scenario: Scenario
+) -> None:
     """Create the run's namespace, recording who owns it; a run id taken in the meantime
     fails here, before anything else is created or watched as ours."""
     annotations = runs.ownership(token, time.time(), settings.heartbeat_interval)
     try:
-        await kube.create(resources.NAMESPACES, templates.namespace(settings.run_id, annotations))
+        admin = any(c.admin_access for c in scenario.claims)
+        ns = templates.namespace(settings.run_id, annotations, admin_access=admin)
+        await kube.create(resources.NAMESPACES, ns)
     except errors.AlreadyExists:
         raise RunError(f"run id {settings.run_id} is taken: its namespace exists") from None
 
@@ -239,9 +244,26 @@ async def _check_device_classes(kube: Kube, scenario: Scenario) -> None:
 
 async def _create_templates(kube: Kube, scenario: Scenario, settings: outcome.Settings) -> None:
     for claim in scenario.claims:
-        await kube.create(
-            resources.RESOURCE_CLAIM_TEMPLATES, templates.claim_template(claim, settings.run_id)
-        )
+        if claim.shared_by == 1:  # shared claims are ResourceClaims, made per phase
+            await kube.create(
+                resources.RESOURCE_CLAIM_TEMPLATES, templates.claim_template(claim, settings.run_id)
+            )
+
+
+async def _create_shared_claims(
+    kube: Kube, phase: Phase, settings: outcome.Settings, stop: asyncio.Event
+) -> None:
+    """The ResourceClaims a phase's pods share, before its first pod (as fast as allowed)."""
+    groups = math.ceil(phase.count / phase.claim.shared_by)
+    await driver.create_objects(
+        kube,
+        resources.RESOURCE_CLAIMS,
+        lambda g: templates.shared_claim(phase, g, settings.run_id),
+        range(groups),
+        driver.Pacing(qps=0, max_in_flight=settings.max_in_flight),
+        stats=outcome.CreateStats(),
+        stop=stop,
+    )
 
 
 async def _run_phase(
@@ -283,6 +305,9 @@ async def _run_phase(
 
     def build(i: int) -> dict[str, object]:
         return templates.build(phase, i, settings.run_id, spec)
+
+    if phase.claim.shared_by > 1 and phase.claim.uses_dra:
+        await _create_shared_claims(kube, phase, settings, stop)
 
     for wave in _wave_ranges(phase):
         pr.waves += 1

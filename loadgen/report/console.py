@@ -76,7 +76,8 @@ def render(doc: ResultDoc, console: Console) -> None:
     if doc.server_check.violations:
         console.print(
             f"[yellow]{doc.server_check.violations} pods measured faster than the API "
-            f"server's timestamps allow[/]"
+            "server's timestamps allow (their first watch event arrived late; CL2's create is "
+            "its receive time)[/]"
         )
     for name, m in doc.metrics.items():
         figures = ", ".join(f"{k} {v:.6g}" for k, v in m.summary.items() if v)

@@ -122,7 +122,8 @@ class Timeline(_Doc):
 class ServerCheck(_Doc):
     checked: int
     violations: int
-    """Pods whose client create->Running was shorter than the server's timestamps allow."""
+    """Pods whose client create->Running was shorter than the server's timestamps allow:
+    their first watch event arrived late, and CL2's create is its receive time."""
 
 
 class SloResult(_Doc):
