@@ -394,7 +394,7 @@ async def _status(args: argparse.Namespace) -> int:
 def _cmd_taint(args: argparse.Namespace) -> int:
     if args.clear == (args.share is not None):
         raise UsageError("give --share S to taint, or --clear to remove (one of them)")
-    return _run(_taint(args))
+    return runtime.run(_taint(args))
 
 
 async def _taint(args: argparse.Namespace) -> int:
