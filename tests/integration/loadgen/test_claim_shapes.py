@@ -10,7 +10,7 @@ from loadgen import runner, scenarios, templates
 from testbed import vocab
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from tests.integration.loadgen.conftest import Fleet
+from tests.support.private_fleet import Fleet
 
 pytestmark = pytest.mark.cluster
 

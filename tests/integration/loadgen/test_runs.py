@@ -17,7 +17,7 @@ from loadgen.report import document
 from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from tests.integration.loadgen.conftest import FLEET_LABEL, Fleet, namespace_gone
+from tests.support.private_fleet import FLEET_LABEL, Fleet, namespace_gone
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.cluster
