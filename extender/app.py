@@ -8,12 +8,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from aiohttp import web
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    ProcessCollector,
-    generate_latest,
-)
+from prometheus_client import CollectorRegistry, ProcessCollector
 
 from extender import handlers
 from extender.cache import sync
@@ -22,6 +17,7 @@ from extender.cache.store import Store
 from extender.config import Settings
 from extender.core import Core
 from extender.metrics import CacheCollector, Metrics
+from testbed import runtime
 from testbed.kube.client import Kube
 from testbed.kube.watching import Liveness
 
@@ -56,11 +52,6 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return web.json_response({"error": "internal error; see the extender log"}, status=500)
 
 
-async def metrics_endpoint(request: web.Request) -> web.Response:
-    body = generate_latest(request.app[REGISTRY])
-    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-
 def build(
     settings: Settings,
     *,
@@ -86,9 +77,11 @@ def build(
     app[STORE] = store
     app.router.add_post("/filter", handlers.filter_nodes)
     app.router.add_post("/prioritize", handlers.prioritize_nodes)
-    app.router.add_get("/healthz", handlers.healthz)
-    app.router.add_get("/readyz", handlers.readyz)
-    app.router.add_get("/metrics", metrics_endpoint)
+    runtime.add_probe_routes(
+        app,
+        registry=registry,
+        not_ready=handlers.not_ready,
+    )
     app.router.add_get("/debug/decisions", handlers.decisions)
     app.router.add_get("/debug/nodes/{node}/free", handlers.free_devices)
     app.router.add_post("/debug/judge", handlers.judge)

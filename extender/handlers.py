@@ -132,18 +132,14 @@ async def prioritize_nodes(request: web.Request) -> web.Response:
     return web.Response(text=body, content_type=_JSON)
 
 
-async def healthz(request: web.Request) -> web.Response:
-    return web.Response(text="ok")
-
-
-async def readyz(request: web.Request) -> web.Response:
-    if not request.app[CORE].ready():
-        return web.Response(status=503, text="cache not synced yet")
-    liveness = request.app.get(LIVENESS)
+def not_ready(app: web.Application) -> str | None:
+    """Why /readyz answers 503: the cache has not synced, or the API server stopped answering."""
+    if not app[CORE].ready():
+        return "cache not synced yet"
+    liveness = app.get(LIVENESS)
     if liveness is not None and not liveness.up:
-        down_for = liveness.clock() - liveness.since
-        return web.Response(status=503, text=f"{liveness.reason} (for {down_for:.0f}s)")
-    return web.Response(text="ok")
+        return f"{liveness.reason} (for {liveness.clock() - liveness.since:.0f}s)"
+    return None
 
 
 async def decisions(request: web.Request) -> web.Response:

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import logging
 import random
-import signal
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -22,14 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 
 from fleet import crd, render
 from fleet.metrics import FleetMetrics
 from fleet.profiles import ProfileError
 from fleet.reconcile import Counts, ReconcileError, Reconciler, ReconcileSettings
 from fleet.spec import SpecError, from_data
-from testbed import vocab
+from testbed import runtime, vocab
 from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
 from testbed.kube.resources import CRDS
@@ -167,7 +166,7 @@ class FleetController:
                 await self._set_finalizer(name, present=False)
             return
         fleet = from_data(obj, source=f"Fleet {name}")
-        render.check_limits(fleet, render.plan(fleet))  # bad spec: fail before any write
+        wanted = render.validate(fleet)  # bad spec: fail before any write
         if vocab.FLEET_FINALIZER not in (meta.get("finalizers") or []):
             await self._set_finalizer(name, present=True)
         desired = fleet.spec.total_nodes
@@ -181,7 +180,7 @@ class FleetController:
             desired=desired,
         )
         started = time.perf_counter()
-        counts = await self.reconciler.apply(fleet)
+        counts = await self.reconciler.apply(wanted)
         took = time.perf_counter() - started
         last = _last(counts, took)
         last_update = 0.0
@@ -210,7 +209,7 @@ class FleetController:
 
         ready = (
             await self.reconciler.wait_ready(
-                fleet, within=self.settings.ready_timeout, on_change=on_change
+                wanted, within=self.settings.ready_timeout, on_change=on_change
             )
             if desired
             else 0
@@ -332,35 +331,29 @@ CONTROLLER = web.AppKey("controller", FleetController)
 REGISTRY = web.AppKey("registry", CollectorRegistry)
 
 
-async def _healthz(_request: web.Request) -> web.Response:
-    return web.Response(text="ok\n")
-
-
-async def _readyz(request: web.Request) -> web.Response:
-    liveness = request.app[CONTROLLER].liveness
+def _not_ready(app: web.Application) -> str | None:
+    """Why /readyz answers 503: the API server stopped answering, or no Fleet list yet."""
+    liveness = app[CONTROLLER].liveness
     if liveness is not None and not liveness.up:
-        return web.Response(status=503, text=f"{liveness.reason}\n")
-    if request.app[CONTROLLER].synced.is_set():
-        return web.Response(text="ok\n")
-    return web.Response(status=503, text="waiting for the first list of Fleets\n")
-
-
-async def _metrics(request: web.Request) -> web.Response:
-    body = generate_latest(request.app[REGISTRY])
-    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return liveness.reason
+    if not app[CONTROLLER].synced.is_set():
+        return "waiting for the first list of Fleets"
+    return None
 
 
 def make_app(controller: FleetController, registry: CollectorRegistry) -> web.Application:
     app = web.Application()
     app[CONTROLLER] = controller
     app[REGISTRY] = registry
-    app.router.add_get("/healthz", _healthz)
-    app.router.add_get("/readyz", _readyz)
-    app.router.add_get("/metrics", _metrics)
+    runtime.add_probe_routes(
+        app,
+        registry=registry,
+        not_ready=_not_ready,
+    )
 
     async def run_controller(app: web.Application) -> AsyncIterator[None]:
         task = asyncio.create_task(app[CONTROLLER].run(), name="fleet-controller")
-        task.add_done_callback(_log_exit)
+        task.add_done_callback(runtime.log_exit(log))
         yield
         app[CONTROLLER].stop.set()
         task.cancel()
@@ -369,11 +362,6 @@ def make_app(controller: FleetController, registry: CollectorRegistry) -> web.Ap
 
     app.cleanup_ctx.append(run_controller)
     return app
-
-
-def _log_exit(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("fleet controller exited: %s", task.exception())
 
 
 async def install_crd(kube: Kube, *, within: float = 60.0) -> None:
@@ -425,13 +413,8 @@ async def serve(
         site = web.TCPSite(runner, host, port)
         await site.start()
         log.warning("fleet service on http://%s:%d (watching %s)", host, port, crd.CRD_NAME)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stop.set)
         try:
-            await stop.wait()
+            await runtime.until_signal()
             log.warning("fleet service stopping")
         finally:
             await runner.cleanup()

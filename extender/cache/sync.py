@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable
 
 from extender.cache.store import KINDS, Store
+from testbed import runtime
 from testbed.kube import watching
 from testbed.kube.client import Kube
 
@@ -62,20 +63,10 @@ def start(
             watch_kind(kube, store, kind, on_restart=on_restart, stop=stop, liveness=liveness),
             name=f"watch-{kind}",
         )
-        task.add_done_callback(_report_exit)
+        task.add_done_callback(runtime.log_exit(log))
         tasks.append(task)
     if liveness is not None:
         probe = asyncio.create_task(liveness.run(stop), name="apiserver-liveness")
-        probe.add_done_callback(_report_exit)
+        probe.add_done_callback(runtime.log_exit(log))
         tasks.append(probe)
     return tasks
-
-
-def _report_exit(task: asyncio.Task[None]) -> None:
-    if task.cancelled():
-        return
-    exc = task.exception()
-    if exc is not None:
-        log.error("task %s died: %r", task.get_name(), exc, exc_info=exc)
-    else:
-        log.info("task %s ended", task.get_name())

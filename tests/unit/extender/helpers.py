@@ -10,7 +10,7 @@ from extender.cache.store import KINDS, Store
 from extender.config import Settings
 from extender.core import Core
 from extender.topology import Outcome
-from tests.unit.extender import objects
+from tests.support import extender_objects as objects
 
 
 def store_of(

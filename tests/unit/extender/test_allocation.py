@@ -8,7 +8,7 @@ from typing import Any
 
 from extender import allocation, selectors, topology
 from extender.topology import DeviceKey
-from tests.unit.extender import objects
+from tests.support import extender_objects as objects
 
 CLASSES = {
     c["metadata"]["name"]: selectors.parse_device_class(c)

@@ -11,7 +11,7 @@ from extender import config
 from extender.cache import files
 from extender.cache.index import Index
 from extender.cache.store import Store
-from tests.unit.extender import objects
+from tests.support import extender_objects as objects
 
 
 def test_file_then_flags(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 from extender import demand, selectors
 from extender.config import Settings
 from testbed import vocab
-from tests.unit.extender import objects
+from tests.support import extender_objects as objects
 
 NS = "ns"
 CLASSES = {c["metadata"]["name"]: selectors.parse_device_class(c) for c in objects.classes()}

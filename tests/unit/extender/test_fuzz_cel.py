@@ -1,6 +1,6 @@
 """Generated CEL in DeviceClasses and claims: nothing raises, every verdict is a verdict.
 
-A CI-sized run; bench/fuzz_cel.py sends >= 20,000 expressions through the served app."""
+A CI-sized run; tests/fuzz/cel.py sends >= 20,000 expressions through the served app."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 
 from extender import expressions
 from extender.core import Core
-from tests.unit.extender import objects
-from tests.unit.extender.cel_strategies import expressions_any
+from tests.support import extender_objects as objects
+from tests.support.cel_strategies import expressions_any
 from tests.unit.extender.helpers import core_of
 
 NS = "fz"

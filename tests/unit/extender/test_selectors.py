@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from extender import selectors, topology
 from extender.expressions import Outcome
-from tests.unit.extender import objects
+from tests.support import extender_objects as objects
 
 
 def _device(driver: str, **attrs: dict[str, object]) -> topology.Device:
