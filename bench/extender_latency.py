@@ -38,6 +38,7 @@ import aiohttp
 
 from fleet.render import render_profile
 from testbed import vocab
+from testbed.cluster import processes
 
 NS = "bench"
 
@@ -214,25 +215,15 @@ async def serving(objs: list[dict[str, Any]]) -> AsyncIterator[tuple[str, int]]:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "cluster.json"
         path.write_text(json.dumps({"kind": "List", "items": objs}))
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-c",
-            "from extender.cli import main; main()",
-            *("serve", "--from-files", str(path), "--port", str(port), "--log-level", "warning"),
-        )
+        argv = [sys.executable, "-c", "from extender.cli import main; main()"]
+        argv += ["serve", "--from-files", str(path), "--port", str(port), "--log-level", "warning"]
         base = f"http://127.0.0.1:{port}"
-        try:
-            async with aiohttp.ClientSession() as session, asyncio.timeout(300):
-                while True:
-                    with contextlib.suppress(aiohttp.ClientConnectionError):
-                        async with session.get(f"{base}/readyz") as r:
-                            if r.status == 200:
-                                break
-                    await asyncio.sleep(0.2)
+        # Waits (blocking: nothing else runs yet) until the extender has synced the files.
+        with processes.running(
+            "the extender", argv, log=Path(tmp) / "extender.log", health_url=f"{base}/readyz",
+            timeout=300,
+        ) as proc:  # fmt: skip
             yield base, proc.pid
-        finally:
-            proc.terminate()
-            await proc.wait()
 
 
 async def main() -> int:

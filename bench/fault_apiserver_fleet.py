@@ -101,7 +101,7 @@ async def _apply(
         kube.list(resources.NODES, label_selector=selector),
         kube.list(resources.RESOURCE_SLICES, label_selector=selector),
     )
-    result = audit.audit(render.plan(fleet), listed_nodes.items, listed_slices.items)
+    result = audit.audit(render.desired_nodes(fleet), listed_nodes.items, listed_slices.items)
     out["converged"] = result.converged
     out["audit"] = result.summary()
     return out

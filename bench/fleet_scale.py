@@ -9,7 +9,10 @@ For each N it measures, in this order and each time from an empty start:
 2. `kwokctl scale node --replicas N` (bare nodes, no slices): wall time until N of its nodes
    are Ready, seen on a watch. Then `--replicas 0` removes them again.
 3. `fleet delete`.
-And once: `fleet render --profile dgx-h100 --nodes 5000 -o DIR` wall time (no cluster).
+And once: `fleet render --profile dgx-h100 --nodes 5000 -o DIR` wall time (no cluster); with
+`--render-profile` repeated, several profiles side by side (e.g. dgx-h100 against dgx-h100-mig,
+whose nodes publish 10 slices and 120 GPU devices each instead of 2 and 8), and with
+`--render-format json` the JSON-lines output too.
 
 Beside each figure: CPU seconds each control-plane process used meanwhile (from /proc; kwok
 sums every kwok controller, shards included), the machine's busy fraction over the step and
@@ -22,6 +25,9 @@ repeat, to compare values in one run on one cluster.
     testbed --name shards2 up --kwok-shards 2 --no-extender
     .venv/bin/python bench/fleet_scale.py --cluster shards2 --nodes 2000 --no-kwokctl \\
         --render-nodes 0 --kwok-shards 1 --kwok-shards 2
+    .venv/bin/python bench/fleet_scale.py --cluster h --profile dgx-h100-mig --nodes 200 \\
+        --no-kwokctl --render-nodes 1000 --render-profile dgx-h100 \\
+        --render-profile dgx-h100-mig --render-format yaml --render-format json
 
 Bounded: one fleet at a time, deleted afterwards (also on Ctrl-C); `--no-kwokctl` skips step 2.
 """
@@ -135,16 +141,12 @@ async def count_ready(kube: Kube, selector: str, expected: int, within: float) -
     started = time.perf_counter()
     ready: set[str] = set()
 
-    def is_ready(n: dict[str, Any]) -> bool:
-        conds = (n.get("status") or {}).get("conditions") or []
-        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
-
     async def watch() -> None:
         async for ev in watching.informer(kube, resources.NODES, label_selector=selector):
             if isinstance(ev, watching.Snapshot):
                 ready.clear()
-                ready.update(n["metadata"]["name"] for n in ev.items if is_ready(n))
-            elif ev.type != "DELETED" and is_ready(ev.object):
+                ready.update(n["metadata"]["name"] for n in ev.items if resources.node_ready(n))
+            elif ev.type != "DELETED" and resources.node_ready(ev.object):
                 ready.add(ev.object["metadata"]["name"])
             if len(ready) >= expected:
                 return
@@ -245,16 +247,20 @@ async def bench_kwokctl(
         await wait_gone(kube, sel, args.timeout)
 
 
-def bench_render(n: int, profile: str) -> dict[str, Any]:
+def bench_render(n: int, profile: str, fmt: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [str(BIN / "fleet"), "render", "--profile", profile, "--nodes", str(n), "-o", tmp]
-        r = run_measured(cmd)
+        r = run_measured([*cmd, "--format", fmt])
         size = sum(p.stat().st_size for p in Path(tmp).iterdir())
     return {
+        "profile": profile,
+        "format": fmt,
         "nodes": n,
         "wall_s": round(r["wall_s"], 2),
+        "cpu_s": round(r["cpu_s"], 2),
         "peak_rss_mib": round(r["peak_rss_mib"], 1),
         "bytes": size,
+        "load_avg": round(os.getloadavg()[0], 2),
     }
 
 
@@ -283,6 +289,17 @@ async def main() -> None:
     )
     p.add_argument("--no-kwokctl", action="store_true", help="skip the kwokctl comparison")
     p.add_argument("--render-nodes", type=int, default=5000, help="0 skips the render step")
+    p.add_argument(
+        "--render-profile",
+        action="append",
+        help="profiles to render side by side, e.g. dgx-h100 and dgx-h100-mig (default --profile)",
+    )
+    p.add_argument(
+        "--render-format",
+        action="append",
+        choices=["yaml", "json"],
+        help="render output formats to time (default yaml); repeatable",
+    )
     p.add_argument("--json", type=Path, help="write the results here too")
     args = p.parse_args()
     kubeconfig = args.kubeconfig or str(local.ClusterConfig(name=args.cluster).kubeconfig)
@@ -295,8 +312,12 @@ async def main() -> None:
         "kwokctl": [],
     }
     if args.render_nodes:
-        results["render"] = bench_render(args.render_nodes, args.profile)
-        print(json.dumps({"render": results["render"]}), flush=True)
+        results["render"] = []
+        for fmt in args.render_format or ["yaml"]:
+            for profile in args.render_profile or [args.profile]:
+                r = bench_render(args.render_nodes, profile, fmt)
+                results["render"].append(r)
+                print(json.dumps({"render": r}), flush=True)
     kube = await Kube.connect(kubeconfig=kubeconfig, settings=ClientSettings(qps=0))
     try:
         for n in [m for m in args.nodes or [1000] for _ in range(args.repeat)]:

@@ -6,6 +6,7 @@ the store is ready nothing is judged: the filter passes every candidate and ever
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import deque
@@ -14,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from itertools import chain, islice
 from typing import Any
 
+from extender import allocation
 from extender import demand as demand_mod
 from extender.cache.index import Index
 from extender.config import Settings
@@ -41,21 +43,52 @@ class Core:
         *,
         ready: Callable[[], bool],
         clock: Callable[[], float] = time.time,
+        on_unjudged: Callable[[str], None] | None = None,
     ) -> None:
         self.index = index
         self.settings = settings
         self.ready = ready
         self.clock = clock
+        self.on_unjudged = on_unjudged
+        """Called with a reason label for each request or pod the extender could not judge."""
         self.decisions: deque[dict[str, Any]] = deque(maxlen=settings.explain_pods)
 
     def demand(self, pod: dict[str, Any]) -> demand_mod.Demand:
-        return demand_mod.of_pod(
+        d = demand_mod.of_pod(
             pod,
             claim=self.index.claim,
             template=self.index.template,
-            matchers=self.index.matchers,
+            classes=self.index.classes,
             settings=self.settings,
         )
+        if self.on_unjudged is not None:
+            for reason in d.unjudged:
+                self.on_unjudged(reason)
+        return d
+
+    def verdicts(self, d: demand_mod.Demand, names: list[str]) -> dict[str, allocation.Verdict]:
+        """Whether each named node can satisfy the pod's unallocated claims (DRA's request
+        semantics over its devices as allocated now); nodes the index does not know, or a
+        pod without claims, are left out. Remembered per node until the node changes."""
+        if not d.specs:
+            return {}
+        pod = allocation.parse_claims(d.specs, self.index.classes)
+        if pod.unjudged is not None:
+            if self.on_unjudged is not None:
+                self.on_unjudged(pod.unjudged)
+            return {}
+        memo = self.index.node_memo("judge|" + json.dumps(d.specs, sort_keys=True, default=str))
+        out: dict[str, allocation.Verdict] = {}
+        nodes = self.index.nodes
+        for name in names:
+            verdict = memo.get(name)
+            if verdict is None:
+                view = nodes.get(name)
+                if view is None or not view.known:
+                    continue
+                verdict = memo[name] = self.index.judge(view, pod)
+            out[name] = verdict
+        return out
 
     def siblings(self, job: str | None) -> locality.Siblings:
         if job is None:
@@ -84,6 +117,18 @@ class Core:
         passed, failed, unresolvable = scoring.filter_nodes(
             d, names, self.index.nodes, self.index.summary, sib
         )
+        # A pod that requires a placement also gets DRA's own verdict enforced here, so
+        # the nodes it keeps can hold its claims (constraints included).
+        verdicts = self.verdicts(d, passed)
+        if verdicts:
+            kept = []
+            for name in passed:
+                v = verdicts.get(name)
+                if v is not None and v.fits is False:
+                    failed[name] = f"claims do not fit: {v.reason}"
+                else:
+                    kept.append(name)
+            passed = kept
         shown = dict(islice(chain(unresolvable.items(), failed.items()), _FAILED_SHOWN))
         rejected = len(failed) + len(unresolvable)
         self._record("filter", pod, d, sib, len(names), rejected, shown, [])
@@ -103,6 +148,12 @@ class Core:
         scores = scoring.score_nodes(
             d, names, nodes, self.index.summary, sib, w, self.index.node_memo
         )
+        verdicts = self.verdicts(d, names)
+        if verdicts:
+            for i, name in enumerate(names):
+                v = verdicts.get(name)
+                if v is not None and v.fits is False:
+                    scores[i] = MIN_PRIORITY  # DRA cannot place the pod's claims there
         if self.settings.explain_pods or log.isEnabledFor(logging.DEBUG):
             top = []
             for i in _best(scores, _TOP):

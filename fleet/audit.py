@@ -23,9 +23,9 @@ class Audit:
     missing_nodes: list[str] = field(default_factory=list)
     extra_nodes: list[str] = field(default_factory=list)
     missing_slices: list[str] = field(default_factory=list)
-    """`node/driver` pairs the spec wants and no slice covers."""
+    """Names of slices the spec wants that are not there (or only as orphans)."""
     duplicate_slices: list[str] = field(default_factory=list)
-    """Slices beyond the first for one node and driver."""
+    """Slices of a wanted node that the spec does not make (a second copy, a leftover)."""
     orphan_slices: list[str] = field(default_factory=list)
     """Slices whose node is missing, or whose owner is not that node (a stale uid)."""
 
@@ -54,19 +54,16 @@ class Audit:
         return "; ".join(parts)
 
 
-def audit(plans: Iterable[render.NodePlan], nodes: list[Obj], slices: list[Obj]) -> Audit:
-    """Compare the fleet's plan with the Nodes and ResourceSlices listed by its labels."""
-    wanted: dict[str, set[str]] = {}
-    for p in plans:
-        # slice_name() is `<node>-<driver>`: the drivers this node's slices are for.
-        wanted[p.name] = {n.removeprefix(f"{p.name}-") for n in render.slice_names(p)}
+def audit(desired: Iterable[render.DesiredNode], nodes: list[Obj], slices: list[Obj]) -> Audit:
+    """Compare the fleet's desired nodes with the Nodes and ResourceSlices listed by its
+    labels."""
+    wanted = {d.name: set(render.slice_names(d)) for d in desired}
     uids = {n["metadata"]["name"]: n["metadata"].get("uid") for n in nodes}
-    seen: set[tuple[str, str]] = set()
+    seen: set[str] = set()
     duplicates, orphans = [], []
-    for s in sorted(slices, key=lambda o: str(o["metadata"].get("creationTimestamp", ""))):
+    for s in slices:
         name = s["metadata"]["name"]
-        spec = s.get("spec") or {}
-        node, driver = spec.get("nodeName", ""), spec.get("driver", "")
+        node = (s.get("spec") or {}).get("nodeName", "")
         owners = [
             o.get("uid")
             for o in s["metadata"].get("ownerReferences") or []
@@ -74,16 +71,16 @@ def audit(plans: Iterable[render.NodePlan], nodes: list[Obj], slices: list[Obj])
         ]
         if node not in uids or owners != [uids[node]]:
             orphans.append(name)
-        elif (node, driver) in seen:
+        elif name in wanted.get(node, ()):
+            seen.add(name)
+        else:  # a slice of a wanted node the render does not make: a second copy, a leftover
             duplicates.append(name)
-        else:
-            seen.add((node, driver))
     missing_slices = [
-        f"{node}/{driver}"
-        for node, drivers in sorted(wanted.items())
+        slice_name
+        for node, names in sorted(wanted.items())
         if node in uids
-        for driver in sorted(drivers)
-        if (node, driver) not in seen
+        for slice_name in sorted(names)
+        if slice_name not in seen
     ]
     return Audit(
         nodes=len(nodes),

@@ -13,21 +13,21 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichBar
+from rich.progress import TaskID
 from rich.table import Table
 
 from fleet import profiles as profiles_mod
 from fleet import render, yamlout
-from fleet.profiles import Profile, ProfileError
+from fleet.profiles import ProfileError
 from fleet.reconcile import ReconcileError, Reconciler, ReconcileSettings
-from fleet.spec import DEFAULT_NAME, Fleet, SpecError, for_profile, load
-from testbed import vocab
+from fleet.spec import DEFAULT_NAME, SpecError, for_profile, from_data, load
+from testbed import runtime, vocab
 from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
 
@@ -69,26 +69,6 @@ def _kube_message(e: Exception) -> str:
     return first
 
 
-# -- flags -------------------------------------------------------------------------------------
-
-
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is negative; a node count is 0 or more")
-    return value
-
-
-def _positive(text: str) -> int:
-    value = _non_negative(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="fleet",
@@ -104,8 +84,12 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
     g.add_argument("--context", help="kubeconfig context (default: current)")
     g.add_argument("--qps", type=float, default=500.0, help="client-side QPS limit (500)")
-    g.add_argument("--burst", type=_positive, default=1000, help="client-side burst (1000)")
-    g.add_argument("--concurrency", type=_positive, default=64, help="nodes written at once (64)")
+    g.add_argument(
+        "--burst", type=runtime.positive_int, default=1000, help="client-side burst (1000)"
+    )
+    g.add_argument(
+        "--concurrency", type=runtime.positive_int, default=64, help="nodes written at once (64)"
+    )
 
     spec = argparse.ArgumentParser(add_help=False)
     s = spec.add_argument_group("fleet spec (a file, or one pool from flags)")
@@ -113,11 +97,15 @@ def _parser() -> argparse.ArgumentParser:
         "-f", "--filename", metavar="SPEC", help="fleet spec file (YAML/JSON, - = stdin)"
     )
     s.add_argument("--profile", help="hardware profile of a one-pool fleet (see `fleet profiles`)")
-    s.add_argument("--nodes", type=_non_negative, help="node count of the one-pool fleet")
-    s.add_argument("--seed", type=_non_negative, default=None, help="seed of the one-pool fleet")
+    s.add_argument(
+        "--nodes", type=runtime.non_negative_int, help="node count of the one-pool fleet"
+    )
+    s.add_argument(
+        "--seed", type=runtime.non_negative_int, default=None, help="seed of the one-pool fleet"
+    )
     s.add_argument(
         "--kwok-shards",
-        type=_positive,
+        type=runtime.positive_int,
         default=None,
         metavar="N",
         help="label the one-pool fleet's nodes for N kwok controllers (spec.kwokShards)",
@@ -175,6 +163,28 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--timeout", type=float, default=300.0, help="seconds to wait until gone")
     d.set_defaults(func=_cmd_delete)
 
+    t = sub.add_parser(
+        "taint",
+        parents=[cluster],
+        help="taint a share of a fleet's GPUs (simulated failures), or clear such taints",
+        description="Add (or with --clear remove) a device taint on a share of the fleet's "
+        "physical GPUs: every device of a chosen GPU (whole, MIG partitions, shared) carries "
+        "it. NoSchedule keeps new claims off those devices; NoExecute also evicts pods whose "
+        "claims use them. This edits the fleet's recorded spec (spec.deviceTaints) and "
+        "applies it, rewriting only the affected slices; the same spec and seed always pick "
+        "the same GPUs. Re-applying the original spec file removes the taint again.",
+    )
+    t.add_argument("--name", help=f"fleet name (default {DEFAULT_NAME!r})")
+    t.add_argument("--share", type=runtime.share, help="fraction of the GPUs in scope, e.g. 0.05")
+    t.add_argument("--effect", choices=["NoSchedule", "NoExecute", "None"], default="NoSchedule")
+    t.add_argument("--key", default=vocab.DEVICE_TAINT_KEY, help="taint key (%(default)s)")
+    t.add_argument("--value", default="", help="taint value (none)")
+    t.add_argument(
+        "--pool", action="append", default=[], help="only GPUs of this pool (repeatable)"
+    )
+    t.add_argument("--clear", action="store_true", help="remove the taints with --key")
+    t.set_defaults(func=_cmd_taint)
+
     pr = sub.add_parser("profiles", parents=[spec], help="list the known hardware profiles")
     pr.set_defaults(func=_cmd_profiles)
 
@@ -187,7 +197,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     sv.add_argument("--host", default="127.0.0.1", help="listen address (127.0.0.1)")
     sv.add_argument(
-        "--port", type=_non_negative, default=vocab.FLEET_SERVICE_DEFAULT_PORT, help="listen port"
+        "--port",
+        type=runtime.non_negative_int,
+        default=vocab.FLEET_SERVICE_DEFAULT_PORT,
+        help="listen port",
     )
     sv.add_argument("--install-crd", action="store_true", help="create the Fleet CRD if missing")
     sv.add_argument(
@@ -202,8 +215,8 @@ def _usage(p: argparse.ArgumentParser) -> int:
     return EXIT_USAGE
 
 
-def _fleet_from_args(args: argparse.Namespace) -> tuple[Fleet, dict[str, Profile]]:
-    """The validated fleet and its profile catalogue, or a UsageError/SpecError."""
+def _fleet_from_args(args: argparse.Namespace) -> render.DesiredFleet:
+    """The fleet checked against every API limit, or a UsageError/SpecError (nothing written)."""
     extra = profiles_mod.load_paths(args.profiles)
     if args.filename and args.profile:
         raise UsageError("give either -f SPEC or --profile/--nodes, not both")
@@ -223,18 +236,17 @@ def _fleet_from_args(args: argparse.Namespace) -> tuple[Fleet, dict[str, Profile
         )
     else:
         raise UsageError("give a fleet spec: -f SPEC, or --profile P --nodes N")
-    known = render.resolve_profiles(fleet, extra)
-    plans = render.plan(fleet, known)  # unknown profile, names too long: SpecError
-    render.check_limits(fleet, plans)
-    return fleet, known
+    try:
+        return render.validate(fleet, render.resolve_profiles(fleet, extra))
+    except SpecError as e:
+        raise SpecError(f"{args.filename or '--profile/--nodes'}: {e}") from None
 
 
 # -- commands ----------------------------------------------------------------------------------
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
-    fleet, known = _fleet_from_args(args)
-    out = render.render(fleet, known)
+    out = render.render(_fleet_from_args(args))
     fmt = _format_json if args.format == "json" else yamlout.dump_all
     with render.gc_paused():
         return _write_rendered(args, out, fmt)
@@ -271,22 +283,32 @@ def _format_json(objs: list[dict[str, Any]]) -> str:
 
 def _cmd_profiles(args: argparse.Namespace) -> int:
     known = profiles_mod.catalogue(profiles_mod.load_paths(args.profiles))
-    table = Table("PROFILE", "GPUS", "NICS", "RDMA", "NUMA", "DESCRIPTION", box=None)
+    table = Table("PROFILE", "GPUS", "GPU MODE", "NICS", "RDMA", "NUMA", "DESCRIPTION", box=None)
     for p in known.values():
         rdma = sum(r.nics for r in p.roots if r.nics and p.nics[p.nic_model_name(r)].rdma)
+        mode = (
+            "-" if p.gpu is None else "mig" if p.gpu.mig else "shared" if p.gpu.shared else "whole"
+        )
         table.add_row(
-            p.name, str(p.gpu_count), str(p.nic_count), str(rdma), str(p.numa_nodes), p.description
+            p.name,
+            str(p.gpu_count),
+            mode,
+            str(p.nic_count),
+            str(rdma),
+            str(p.numa_nodes),
+            p.description,
         )
     Console().print(table)
     return 0
 
 
 def _cmd_apply(args: argparse.Namespace) -> int:
-    fleet, known = _fleet_from_args(args)  # all validation before any connection
-    return _run(_apply(args, fleet, known))
+    desired = _fleet_from_args(args)  # all validation before any connection
+    return runtime.run(_apply(args, desired))
 
 
-async def _apply(args: argparse.Namespace, fleet: Fleet, known: dict[str, Profile]) -> int:
+async def _apply(args: argparse.Namespace, desired: render.DesiredFleet) -> int:
+    fleet = desired.fleet
     async with await _connect(args) as kube:
         rec = Reconciler(kube, settings=ReconcileSettings(concurrency=args.concurrency))
         total = fleet.spec.total_nodes
@@ -297,10 +319,10 @@ async def _apply(args: argparse.Namespace, fleet: Fleet, known: dict[str, Profil
             waiter = None
             if not args.no_wait and total:
                 waiter = asyncio.create_task(
-                    rec.wait_ready(fleet, known, within=args.timeout, progress=bar.track())
+                    rec.wait_ready(desired, within=args.timeout, progress=bar.track())
                 )
             try:
-                counts = await rec.apply(fleet, known, progress=bar.track())
+                counts = await rec.apply(desired, progress=bar.track())
                 err_console.print(
                     f"fleet {fleet.name}: {total} nodes; created {counts.created}, updated "
                     f"{counts.updated}, deleted {counts.deleted}, unchanged {counts.unchanged} "
@@ -319,7 +341,7 @@ async def _apply(args: argparse.Namespace, fleet: Fleet, known: dict[str, Profil
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    return _run(_status(args))
+    return runtime.run(_status(args))
 
 
 async def _status(args: argparse.Namespace) -> int:
@@ -332,6 +354,8 @@ async def _status(args: argparse.Namespace) -> int:
             {
                 "name": r.name,
                 "recorded": r.recorded,
+                "complete": r.complete,
+                "problems": r.problems,
                 "desired": r.desired,
                 "nodes": r.nodes,
                 "ready": r.ready,
@@ -341,21 +365,71 @@ async def _status(args: argparse.Namespace) -> int:
         ]
         print(json.dumps(doc if args.all else doc[0], indent=2))
         return 0
-    table = Table("FLEET", "POOL", "PROFILE", "DESIRED", "NODES", "READY", "SLICES", box=None)
+    table = Table(
+        "FLEET", "STATE", "POOL", "PROFILE", "DESIRED", "NODES", "READY", "SLICES", box=None
+    )
     for r in results:
+        state = "complete" if r.complete else "INCOMPLETE"
         if not r.pools:
-            table.add_row(r.name, "-", "-", "-", "0", "0", "0")
+            table.add_row(r.name, state, "-", "-", "-", "0", "0", "0")
         for p in r.pools:
             desired = "?" if p.desired is None else str(p.desired)
+            slices = str(p.slices)
+            if p.desired_slices is not None and p.desired_slices != p.slices:
+                slices += f"/{p.desired_slices}"
             table.add_row(
-                r.name, p.pool, p.profile, desired, str(p.nodes), str(p.ready), str(p.slices)
+                r.name, state, p.pool, p.profile, desired, str(p.nodes), str(p.ready), slices
             )
     Console().print(table)
+    for r in results:
+        if not r.complete:
+            err_console.print(
+                f"fleet {r.name} is incomplete: {'; '.join(r.problems)}. To converge, apply "
+                f"its spec again (`fleet apply -f SPEC --name {r.name}`, or the same --profile/"
+                f"--nodes); `fleet delete --name {r.name}` removes it instead."
+            )
+    return 0
+
+
+def _cmd_taint(args: argparse.Namespace) -> int:
+    if args.clear == (args.share is not None):
+        raise UsageError("give --share S to taint, or --clear to remove (one of them)")
+    return runtime.run(_taint(args))
+
+
+async def _taint(args: argparse.Namespace) -> int:
+    name = args.name or DEFAULT_NAME
+    async with await _connect(args) as kube:
+        rec = Reconciler(kube, settings=ReconcileSettings(concurrency=args.concurrency))
+        recorded = await rec.read_record(name)
+        if recorded is None:
+            raise ReconcileError(f"fleet {name} has no record; apply it first")
+        doc = recorded.to_object()
+        spec = doc["spec"]
+        kept = [t for t in spec.get("deviceTaints", []) if t.get("key") != args.key]
+        if not args.clear:
+            entry = {"key": args.key, "effect": args.effect, "share": args.share}
+            entry.update({"value": args.value} if args.value else {})
+            entry.update({"pools": args.pool} if args.pool else {})
+            kept.append(entry)
+        spec["deviceTaints"] = kept
+        desired = render.validate(from_data(doc, source=f"fleet {name}"))
+        counts = await rec.apply(desired)
+    tainted = sum(
+        1
+        for n in desired.nodes
+        for taints in n.gpu_taints.values()
+        if any(t.key == args.key for t in taints)
+    )
+    gpus = sum(n.profile.gpu_count for n in desired.nodes)
+    err_console.print(
+        f"fleet {name}: {tainted} of {gpus} GPUs carry {args.key}; updated {counts.updated} slices"
+    )
     return 0
 
 
 def _cmd_delete(args: argparse.Namespace) -> int:
-    return _run(_delete(args))
+    return runtime.run(_delete(args))
 
 
 async def _delete(args: argparse.Namespace) -> int:
@@ -374,7 +448,7 @@ async def _delete(args: argparse.Namespace) -> int:
 def _cmd_serve(args: argparse.Namespace) -> int:
     from fleet import service
 
-    return _run(
+    return runtime.run(
         service.serve(
             kubeconfig=args.kubeconfig,
             context=args.context,
@@ -413,27 +487,11 @@ async def _connect(args: argparse.Namespace) -> Kube:
     return kube
 
 
-def _run(coro: Coroutine[Any, Any, int]) -> int:
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency off Windows
-        return asyncio.run(coro)
-    result: int = uvloop.run(coro)
-    return result
-
-
 class _Bar:
     """Rich progress bars on stderr; `track()` gives one bar as the reconciler's Progress."""
 
     def __init__(self) -> None:
-        self.bar = RichBar(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err_console,
-            transient=True,
-        )
+        self.bar = runtime.progress_bar(err_console, transient=True)
         self._single: _Track | None = None
 
     def __enter__(self) -> _Bar:

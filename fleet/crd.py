@@ -69,6 +69,26 @@ SPEC_SCHEMA: dict[str, Any] = {
         "taints": _TAINTS,
         "extendedResources": {"type": "boolean"},
         "kwokShards": {"type": "integer", "minimum": 1, "maximum": 64},
+        "deviceTaints": {
+            "type": "array",
+            "maxItems": 16,
+            "items": {
+                "type": "object",
+                "required": ["share"],
+                "properties": {
+                    "key": _STR,
+                    "value": _STR,
+                    "effect": {"type": "string", "enum": ["NoSchedule", "NoExecute", "None"]},
+                    "share": {
+                        "type": "number",
+                        "exclusiveMinimum": True,
+                        "minimum": 0,
+                        "maximum": 1,
+                    },
+                    "pools": {"type": "array", "items": _STR},
+                },
+            },
+        },
         "profiles": {
             "type": "array",
             "description": "Inline hardware profiles (same shape as fleet/profiles/*.yaml).",

@@ -19,11 +19,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
+from fleet import limits
 from testbed import validation
 
-# API limits on what the profile feeds into a ResourceSlice (resource.k8s.io/v1 validation).
-MAX_DEVICES_PER_SLICE = 128
-MAX_STRING_ATTRIBUTE = 64
+MAX_DEVICES_PER_SLICE = limits.MAX_DEVICES_PER_SLICE
+MAX_STRING_ATTRIBUTE = limits.MAX_STRING_ATTRIBUTE
 _VERSION = re.compile(r"^\d+\.\d+\.\d+\Z")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 
@@ -41,8 +41,71 @@ class _Model(BaseModel):
     )
 
 
+_QUANTITY = re.compile(r"^(\d+)(Ki|Mi|Gi|Ti|k|M|G|T)?\Z")
+_SUFFIX = {None: 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6}
+_SUFFIX.update({"G": 10**9, "T": 10**12})
+
+
+def quantity_bytes(text: str) -> int:
+    """A whole-number Quantity (`81559Mi`, `10Gi`, `1000`) as an integer; ValueError if not."""
+    m = _QUANTITY.match(text)
+    if not m:
+        raise ValueError(f"{validation.shown(text)} is not a whole quantity like 10Gi or 81559Mi")
+    return int(m.group(1)) * _SUFFIX[m.group(2)]
+
+
+Quantity = Annotated[str, Field(min_length=1, max_length=32)]
+
+
+class MigEngines(_Model):
+    """What one MIG partition (or the whole GPU) has besides memory: NVIDIA publishes each as a
+    capacity of the device and, under partitionable devices, as a counter it consumes."""
+
+    multiprocessors: int = Field(ge=0)
+    copy_engines: int = Field(ge=0)
+    decoders: int = Field(ge=0)
+    encoders: int = Field(default=0, ge=0)
+    jpeg_engines: int = Field(default=0, ge=0)
+    ofa_engines: int = Field(default=0, ge=0)
+
+
+class MigProfile(MigEngines):
+    """One MIG profile (`nvidia-smi mig -lgip`): its resources, how many of the GPU's memory
+    slices one instance takes, and where an instance may start (placement start indexes)."""
+
+    name: str = Field(min_length=1, max_length=20, description="e.g. 1g.10gb")
+    id: int = Field(ge=0, le=99, description="GPU instance profile id, e.g. 19 for 1g.10gb")
+    memory: Quantity
+    memory_slices: int = Field(ge=1)
+    placements: list[int] = Field(min_length=1)
+
+
+class MigModel(MigEngines):
+    """The GPU as MIG sees it: its engines and memory slices in total, and the profiles it can
+    be cut into. Partitions and the full GPU consume these as shared counters, so the
+    scheduler never over-commits a GPU (KEP-4815, the NVIDIA driver's dynamic MIG)."""
+
+    memory_slices: int = Field(ge=1, le=16)
+    profiles: list[MigProfile] = Field(min_length=1)
+
+
+class SharedModel(_Model):
+    """Consumable capacity (KEP-5075): each GPU is one device that many claims may share
+    (`allowMultipleAllocations`), each taking some of its `memory` by the request policy."""
+
+    memory_default: Quantity = Field(
+        default="1Gi", description="memory a claim takes when it asks for none"
+    )
+    memory_min: Quantity = "1Gi"
+    memory_step: Quantity = Field(default="1Gi", description="requests round up to a multiple")
+
+
 class GpuModel(_Model):
-    """One GPU model, published as the NVIDIA GPU DRA driver does (driver `gpu.nvidia.com`)."""
+    """One GPU model, published as the NVIDIA GPU DRA driver does (driver `gpu.nvidia.com`).
+
+    By default each GPU is one whole device. With `mig`, each GPU is partitionable: a full-GPU
+    device plus one device per MIG profile placement, all consuming the GPU's counters. With
+    `shared`, each GPU is one device with consumable memory capacity."""
 
     product_name: AttrString
     brand: AttrString = "Nvidia"
@@ -52,6 +115,8 @@ class GpuModel(_Model):
     driver_version: str
     cuda_driver_version: str
     memory: str = Field(description="capacity `memory` as a canonical Quantity, e.g. 81559Mi")
+    mig: MigModel | None = None
+    shared: SharedModel | None = None
 
     @model_validator(mode="after")
     def _versions(self) -> GpuModel:
@@ -61,7 +126,68 @@ class GpuModel(_Model):
                 raise ValueError(
                     f"{to_camel(field)}: {validation.shown(value)} is not a semantic version x.y.z"
                 )
+        memory = _bytes("memory", self.memory)
+        if self.mig and self.shared:
+            raise ValueError("shared: a GPU is either MIG-partitioned or shared, not both")
+        if self.mig:
+            _check_mig(self.mig, memory)
+        if self.shared:
+            _check_shared(self.shared, memory)
         return self
+
+
+def _bytes(field: str, text: str) -> int:
+    try:
+        return quantity_bytes(text)
+    except ValueError as e:
+        raise ValueError(f"{field}: {e}") from None
+
+
+_ENGINES = tuple(to_camel(f) for f in MigEngines.model_fields)
+
+
+def _check_mig(mig: MigModel, memory: int) -> None:
+    """Every profile must fit its GPU: a partition that could never exist would be refused by
+    nothing until a claim for it stayed Pending."""
+    names = [p.name for p in mig.profiles]
+    if len(set(names)) != len(names):
+        raise ValueError("mig.profiles: two profiles share a name")
+    for i, prof in enumerate(mig.profiles):
+        where = f"mig.profiles[{i}]"
+        if _bytes(f"{where}.memory", prof.memory) > memory:
+            raise ValueError(f"{where}.memory: {prof.memory} is more than the GPU has")
+        for field in MigEngines.model_fields:
+            if getattr(prof, field) > getattr(mig, field):
+                raise ValueError(
+                    f"{where}.{to_camel(field)}: {getattr(prof, field)} is more than the GPU's "
+                    f"{getattr(mig, field)}"
+                )
+        for start in prof.placements:
+            if start < 0 or start + prof.memory_slices > mig.memory_slices:
+                raise ValueError(
+                    f"{where}.placements: an instance at {start} taking {prof.memory_slices} "
+                    f"memory slices runs past the GPU's {mig.memory_slices}"
+                )
+        if not _DNS_LABEL.match(mig_device_suffix(prof.name)):
+            raise ValueError(f"{where}.name: {validation.shown(prof.name)} cannot name a device")
+
+
+def _check_shared(shared: SharedModel, memory: int) -> None:
+    step = _bytes("shared.memoryStep", shared.memory_step)
+    low = _bytes("shared.memoryMin", shared.memory_min)
+    default = _bytes("shared.memoryDefault", shared.memory_default)
+    if step <= 0 or low + step > memory:
+        raise ValueError("shared.memoryStep: memoryMin + memoryStep must fit the GPU's memory")
+    if not low <= default <= memory or default % step:
+        raise ValueError(
+            "shared.memoryDefault: must lie between memoryMin and the GPU's memory and be a "
+            "multiple of memoryStep"
+        )
+
+
+def mig_device_suffix(profile: str) -> str:
+    """`1g.10gb` -> `1g10gb`, as the NVIDIA driver names MIG devices (no dots in a DNS label)."""
+    return re.sub(r"[^a-z0-9-]", "-", profile.lower().replace(".", "")).strip("-")
 
 
 class NicModel(_Model):

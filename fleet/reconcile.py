@@ -17,14 +17,15 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from fleet import render
+from fleet import audit, diff, render
 from fleet.metrics import FleetMetrics
-from fleet.profiles import Profile
-from fleet.spec import Fleet, from_data
+from fleet.profiles import ProfileError
+from fleet.spec import Fleet, SpecError, from_data
 from testbed import vocab
-from testbed.kube import errors
+from testbed.kube import errors, resources
 from testbed.kube.client import Kube
 from testbed.kube.resources import (
     CONFIG_MAPS,
@@ -116,6 +117,7 @@ class PoolStatus:
     nodes: int = 0
     ready: int = 0
     slices: int = 0
+    desired_slices: int | None = None
 
 
 @dataclass(slots=True)
@@ -123,6 +125,12 @@ class FleetStatus:
     name: str
     recorded: bool
     pools: list[PoolStatus] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    """Why the cluster does not hold exactly the recorded fleet (empty when it does)."""
+
+    @property
+    def complete(self) -> bool:
+        return not self.problems
 
     @property
     def desired(self) -> int | None:
@@ -142,70 +150,42 @@ def record_name(fleet_name: str) -> str:
     return f"dra-testbed-fleet-{fleet_name}"
 
 
-def is_ready(node: Obj) -> bool:
-    for cond in (node.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Ready":
-            return bool(cond.get("status") == "True")
-    return False
+def record_object(desired: render.DesiredFleet, namespace: str) -> Obj:
+    """The ConfigMap that records an apply finished: written last, after every object."""
+    name = desired.fleet.name
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": record_name(name),
+            "namespace": namespace,
+            "labels": render.fleet_labels(name),
+        },
+        "data": {RECORD_KEY: desired.record},
+    }
 
 
-def covers(actual: Any, desired: Any) -> bool:
-    """True when `actual` holds everything in `desired` (maps may hold more; lists match 1:1)."""
-    if isinstance(desired, dict):
-        return isinstance(actual, dict) and all(
-            k in actual and covers(actual[k], v) for k, v in desired.items()
-        )
-    if isinstance(desired, list):
-        return (
-            isinstance(actual, list)
-            and len(actual) == len(desired)
-            and all(covers(a, d) for a, d in zip(actual, desired, strict=True))
-        )
-    return bool(actual == desired)
-
-
-def node_matches(desired: Obj, actual: Obj) -> bool:
-    dm, am = desired["metadata"], actual.get("metadata") or {}
-    return (
-        covers(am.get("labels") or {}, dm.get("labels") or {})
-        and covers(am.get("annotations") or {}, dm.get("annotations") or {})
-        and _taints_cover(actual, desired)
-        and _capacity_matches(desired, actual)
-    )
-
-
-def _taints_cover(actual: Obj, desired: Obj) -> bool:
-    # Controllers add their own taints (not-ready, unreachable): only ours must be present.
-    have = {(t.get("key"), t.get("value", ""), t.get("effect")) for t in _taints(actual)}
-    return all((t["key"], t.get("value", ""), t["effect"]) in have for t in _taints(desired))
-
-
-def _taints(node: Obj) -> list[Obj]:
-    return list((node.get("spec") or {}).get("taints") or [])
-
-
-def _capacity_matches(desired: Obj, actual: Obj) -> bool:
-    status = actual.get("status") or {}
-    for key in ("capacity", "allocatable"):
-        want, have = desired["status"][key], status.get(key) or {}
-        if not covers(have, want):
-            return False
-        if vocab.EXTENDED_RESOURCE_GPU in have and vocab.EXTENDED_RESOURCE_GPU not in want:
-            return False
-    return True
-
-
-def slice_matches(desired: Obj, actual: Obj) -> bool:
-    want = dict(desired["spec"])
-    want["pool"] = {k: v for k, v in want["pool"].items() if k != "generation"}
-    dm, am = desired["metadata"], actual.get("metadata") or {}
-    owners = [(o.get("uid"), o.get("kind")) for o in am.get("ownerReferences") or []]
-    want_owners = [(o["uid"], o["kind"]) for o in dm.get("ownerReferences") or []]
-    return (
-        covers(actual.get("spec") or {}, want)
-        and covers(am.get("labels") or {}, dm.get("labels") or {})
-        and owners == want_owners
-    )
+def status_problems(
+    record: Obj | None,
+    nodes: list[Obj],
+    slices: list[Obj],
+    expected: render.DesiredFleet | None,
+    expected_error: str = "",
+) -> list[str]:
+    """Why the listed objects are not exactly the recorded fleet, one phrase per reason."""
+    if record is None:
+        return ["no record of a finished apply (one was cut short)"] if nodes or slices else []
+    problems: list[str] = []
+    started = (record["metadata"].get("annotations") or {}).get(vocab.ANNOTATION_FLEET_APPLYING)
+    if started:
+        problems.append(f"an apply of a changed spec started {started} and did not finish")
+    if expected is None:
+        problems.append(f"the record cannot be checked ({expected_error})")
+        return problems
+    found = audit.audit(expected.nodes, nodes, slices)
+    if not found.converged:
+        problems.append(found.summary())
+    return problems
 
 
 class Reconciler:
@@ -226,13 +206,9 @@ class Reconciler:
     # -- apply ---------------------------------------------------------------------------
 
     async def apply(
-        self,
-        fleet: Fleet,
-        profiles: Mapping[str, Profile] | None = None,
-        *,
-        progress: Progress | None = None,
+        self, desired: render.DesiredFleet, *, progress: Progress | None = None
     ) -> Counts:
-        """Create, update and delete until the cluster holds exactly `fleet`'s objects.
+        """Create, update and delete until the cluster holds exactly the desired objects.
 
         An API server outage mid-way (retries of single requests exhausted) cancels the pass;
         once the server answers again a fresh pass lists and diffs anew, for up to
@@ -240,15 +216,14 @@ class Reconciler:
         """
         progress = progress or NoProgress()
         started = time.perf_counter()
-        plans = render.plan(fleet, profiles)
-        render.check_limits(fleet, plans)
+        fleet = desired.fleet
         counts = Counts()
         outages = 0
         try:
             while True:
                 counts.failed, counts.first_error = 0, ""
                 try:
-                    await self._apply_pass(fleet, plans, counts, progress)
+                    await self._apply_pass(desired, counts, progress)
                     break
                 except errors.KubeError as e:
                     outages += 1
@@ -290,11 +265,12 @@ class Reconciler:
         return False
 
     async def _apply_pass(
-        self, fleet: Fleet, plans: list[render.NodePlan], counts: Counts, progress: Progress
+        self, desired: render.DesiredFleet, counts: Counts, progress: Progress
     ) -> None:
         """One list-diff-write pass; raises the first API-server-level failure."""
+        fleet, wanted_nodes = desired.fleet, desired.nodes
         await self._ensure_device_classes(counts)
-        await self._record(fleet, counts)
+        await self._mark_applying(desired)
         selector = render.fleet_selector(fleet.name)
         nodes_l, slices_l = await asyncio.gather(
             self.kube.list(NODES, label_selector=selector),
@@ -302,20 +278,29 @@ class Reconciler:
         )
         nodes = {n["metadata"]["name"]: n for n in nodes_l.items}
         slices = {s["metadata"]["name"]: s for s in slices_l.items}
-        wanted = {p.name for p in plans}
-        wanted_slices = {name for p in plans for name in render.slice_names(p)}
+        wanted = {n.name for n in wanted_nodes}
+        wanted_slices = {name for n in wanted_nodes for name in render.slice_names(n)}
         extra_nodes = sorted(set(nodes) - wanted)
         extra_slices = sorted(set(slices) - wanted_slices)
         # Each node, then at once its slices (a slice's ownerReference needs its Node's uid;
         # on a real node kubelet registers before drivers publish); nodes are pipelined, so
         # slices of the first nodes are written while later nodes are created, and kwok
         # readies nodes meanwhile.
-        progress.phase(f"fleet {fleet.name}: nodes and slices", len(plans) + len(extra_nodes))
+        progress.phase(
+            f"fleet {fleet.name}: nodes and slices", len(wanted_nodes) + len(extra_nodes)
+        )
+        pools: dict[tuple[str, str], list[Obj]] = {}
+        for obj in slices.values():
+            spec = obj.get("spec") or {}
+            pools.setdefault((spec.get("nodeName", ""), spec.get("driver", "")), []).append(obj)
         work: list[Awaitable[None]] = [
-            self._sync_host(fleet, p, nodes.get(p.name), slices, counts, progress) for p in plans
+            self._sync_host(fleet, n, nodes.get(n.name), slices, pools, counts, progress)
+            for n in wanted_nodes
         ]
         work += self._removals(slices, extra_nodes, extra_slices, counts, progress)
         await self._all(work, counts)
+        if not counts.failed:
+            await self._record(desired)
 
     async def _all(self, work: list[Awaitable[None]], counts: Counts) -> None:
         """Run `work` with bounded concurrency; if one item raises, cancel the rest (no
@@ -349,65 +334,102 @@ class Reconciler:
     async def _sync_host(
         self,
         fleet: Fleet,
-        plan: render.NodePlan,
+        node: render.DesiredNode,
         actual: Obj | None,
         slices: Mapping[str, Obj],
+        pools: Mapping[tuple[str, str], list[Obj]],
         counts: Counts,
         progress: Progress,
     ) -> None:
-        """One node and its slices: the Node first (its uid owns them), then both slices."""
-        uid = await self._sync_node(fleet, plan, actual, counts)
+        """One node and its slices: the Node first (its uid owns them), then each driver's
+        pool of slices."""
+        uid = await self._sync_node(fleet, node, actual, counts)
+        by_driver: dict[str, list[Obj]] = {}
+        for s in render.slice_objects(fleet, node, uid):
+            by_driver.setdefault(s["spec"]["driver"], []).append(s)
         await asyncio.gather(
             *(
-                self._sync_slice(s, slices.get(s["metadata"]["name"]), counts)
-                for s in render.slice_objects(fleet, plan, uid)
+                self._sync_slice(group[0], slices.get(group[0]["metadata"]["name"]), counts)
+                if len(group) == 1
+                else self._sync_pool(group, slices, pools.get((node.name, driver), []), counts)
+                for driver, group in by_driver.items()
             )
         )
         progress.advance()
 
+    async def _sync_pool(
+        self, desired: list[Obj], slices: Mapping[str, Obj], present: list[Obj], counts: Counts
+    ) -> None:
+        """A pool of several slices (partitionable GPUs): if any slice differs, all are
+        rewritten at one new generation, as a driver republishes a pool; the scheduler only
+        uses a pool whose slices all carry its highest generation."""
+        actual = [slices.get(d["metadata"]["name"]) for d in desired]
+        generations = {diff.pool_generation([a]) for a in actual if a is not None}
+        if len(generations) == 1 and all(
+            a is not None and diff.slice_matches(d, a) for d, a in zip(desired, actual, strict=True)
+        ):
+            for d in desired:
+                counts.same("ResourceSlice", d["metadata"]["name"])
+            return
+        # Above every generation of this node's pool, leftovers of another layout included.
+        generation = diff.pool_generation([*actual, *present]) + 1
+        await asyncio.gather(
+            *(
+                self._write_slice(d, a, generation, counts)
+                for d, a in zip(desired, actual, strict=True)
+            )
+        )
+
+    async def _write_slice(
+        self, desired: Obj, actual: Obj | None, generation: int, counts: Counts
+    ) -> None:
+        name = desired["metadata"]["name"]
+        pool = {**desired["spec"]["pool"], "generation": generation}
+        body = {**desired, "spec": {**desired["spec"], "pool": pool}}
+        if actual is None:
+            try:
+                await self.kube.create(RESOURCE_SLICES, body)
+                self._wrote(counts, "ResourceSlice", "created", name)
+                return
+            except errors.AlreadyExists:
+                actual = await self.kube.get(RESOURCE_SLICES, name)
+        for _ in range(self.settings.conflict_retries):
+            try:
+                await self.kube.replace(RESOURCE_SLICES, diff.with_version(body, actual))
+                self._wrote(counts, "ResourceSlice", "updated", name)
+                return
+            except errors.Conflict:
+                actual = await self.kube.get(RESOURCE_SLICES, name)
+        raise errors.Conflict(f"resourceslice {name}: still conflicting after retries")
+
     async def _sync_node(
-        self, fleet: Fleet, plan: render.NodePlan, actual: Obj | None, counts: Counts
+        self, fleet: Fleet, node: render.DesiredNode, actual: Obj | None, counts: Counts
     ) -> str:
         """Create or update one Node; returns its uid."""
-        desired = render.node_object(fleet, plan)
+        desired = render.node_object(fleet, node)
         fresh = False
         if actual is None:
             try:
                 actual = await self.kube.create(NODES, desired)
-                self._wrote(counts, "Node", "created", plan.name)
+                self._wrote(counts, "Node", "created", node.name)
                 fresh = True
             except errors.AlreadyExists:
-                actual = await self.kube.get(NODES, plan.name)
+                actual = await self.kube.get(NODES, node.name)
         if not fresh:
-            if node_matches(desired, actual):
-                counts.same("Node", plan.name)
+            if diff.node_matches(desired, actual):
+                counts.same("Node", node.name)
             else:
                 actual = await self._update_node(desired, actual)
-                self._wrote(counts, "Node", "updated", plan.name)
+                self._wrote(counts, "Node", "updated", node.name)
         return str(actual["metadata"]["uid"])
 
     async def _update_node(self, desired: Obj, actual: Obj) -> Obj:
-        name = desired["metadata"]["name"]
-        body = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": name,
-                "labels": desired["metadata"]["labels"],
-                "annotations": desired["metadata"]["annotations"],
-            },
-            "spec": {"taints": _taints(desired)},
-        }
+        body = diff.node_apply_body(desired)
         out = await self.kube.apply(NODES, body, field_manager=self.settings.field_manager)
-        if not _capacity_matches(desired, actual):
-            status: Obj = {}
-            for key in ("capacity", "allocatable"):
-                want: Obj = dict(desired["status"][key])
-                have = (actual.get("status") or {}).get(key) or {}
-                if vocab.EXTENDED_RESOURCE_GPU in have and vocab.EXTENDED_RESOURCE_GPU not in want:
-                    want[vocab.EXTENDED_RESOURCE_GPU] = None  # merge patch: remove
-                status[key] = want
-            out = await self.kube.patch(NODES, name, {"status": status}, subresource="status")
+        if not diff.capacity_matches(desired, actual):
+            name = desired["metadata"]["name"]
+            patch = diff.node_status_patch(desired, actual)
+            out = await self.kube.patch(NODES, name, patch, subresource="status")
         return out
 
     async def _sync_slice(self, desired: Obj, actual: Obj | None, counts: Counts) -> None:
@@ -420,10 +442,10 @@ class Reconciler:
             except errors.AlreadyExists:
                 actual = await self.kube.get(RESOURCE_SLICES, name)
         for _ in range(self.settings.conflict_retries):
-            if slice_matches(desired, actual):
+            if diff.slice_matches(desired, actual):
                 counts.same("ResourceSlice", name)
                 return
-            body = _with_version(desired, actual)
+            body = diff.with_version(desired, actual)
             # Drivers bump the pool generation when they republish a pool.
             old = ((actual.get("spec") or {}).get("pool") or {}).get("generation") or 0
             body["spec"]["pool"] = {**body["spec"]["pool"], "generation": int(old) + 1}
@@ -475,7 +497,7 @@ class Reconciler:
             self.metrics.object_written(kind, action)
 
     async def _ensure_device_classes(self, counts: Counts) -> None:
-        """Install the three DeviceClasses if missing or different; shared by all fleets."""
+        """Install the DeviceClasses if missing or different; shared by all fleets."""
         for desired in render.device_classes():
             name = desired["metadata"]["name"]
             try:
@@ -487,35 +509,46 @@ class Reconciler:
                 except errors.AlreadyExists:
                     pass
                 continue
-            if not covers(actual.get("spec") or {}, desired["spec"]):
-                await self.kube.replace(DEVICE_CLASSES, _with_version(desired, actual))
+            if not diff.covers(actual.get("spec") or {}, desired["spec"]):
+                await self.kube.replace(DEVICE_CLASSES, diff.with_version(desired, actual))
                 self._wrote(counts, "DeviceClass", "updated")
 
-    async def _record(self, fleet: Fleet, counts: Counts) -> None:
-        """Keep the applied spec in a ConfigMap so `fleet status` knows the desired counts."""
-        text = json.dumps(fleet.to_object(), sort_keys=True)
-        name = record_name(fleet.name)
-        ns = self.settings.record_namespace
-        body: Obj = {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": ns, "labels": render.fleet_labels(fleet.name)},
-            "data": {RECORD_KEY: text},
-        }
+    async def _mark_applying(self, desired: render.DesiredFleet) -> None:
+        """Before the first object write, mark an existing record whose spec differs: until
+        `_record` rewrites it, `fleet status` reports the fleet as incomplete, even if this
+        process is killed. (A fleet with no record yet needs no mark: objects without a
+        record are incomplete already.)"""
+        name, ns = record_name(desired.name), self.settings.record_namespace
+        try:
+            actual = await self.kube.get(CONFIG_MAPS, name, ns)
+        except errors.NotFound:
+            return
+        marked = vocab.ANNOTATION_FLEET_APPLYING in (actual["metadata"].get("annotations") or {})
+        if marked or (actual.get("data") or {}).get(RECORD_KEY) == desired.record:
+            return
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        patch = {"metadata": {"annotations": {vocab.ANNOTATION_FLEET_APPLYING: now}}}
+        await self.kube.patch(CONFIG_MAPS, name, patch, namespace=ns)
+
+    async def _record(self, desired: render.DesiredFleet) -> None:
+        """Record the applied spec, last, once every object is written: `fleet status` reads
+        the desired counts from it, and its absence (or mark) flags an unfinished apply."""
+        body = record_object(desired, self.settings.record_namespace)
+        name, ns = body["metadata"]["name"], body["metadata"]["namespace"]
         try:
             actual = await self.kube.get(CONFIG_MAPS, name, ns)
         except errors.NotFound:
             await self.kube.create(CONFIG_MAPS, body)
             return
-        if (actual.get("data") or {}).get(RECORD_KEY) != text:
-            await self.kube.replace(CONFIG_MAPS, _with_version(body, actual))
+        marked = vocab.ANNOTATION_FLEET_APPLYING in (actual["metadata"].get("annotations") or {})
+        if marked or (actual.get("data") or {}).get(RECORD_KEY) != desired.record:
+            await self.kube.replace(CONFIG_MAPS, diff.with_version(body, actual))
 
     # -- wait ----------------------------------------------------------------------------
 
     async def wait_ready(
         self,
-        fleet: Fleet,
-        profiles: Mapping[str, Profile] | None = None,
+        desired: render.DesiredFleet,
         *,
         within: float,
         progress: Progress | None = None,
@@ -523,7 +556,8 @@ class Reconciler:
     ) -> int:
         """Wait (on a watch) until kwok reports every node of the fleet Ready."""
         progress = progress or NoProgress()
-        expected = {p.name for p in render.plan(fleet, profiles)}
+        fleet = desired.fleet
+        expected = {n.name for n in desired.nodes}
         progress.phase(f"fleet {fleet.name}: waiting for Ready", len(expected))
         ready: set[str] = set()
         stop = asyncio.Event()
@@ -537,11 +571,15 @@ class Reconciler:
                     ready.update(
                         n["metadata"]["name"]
                         for n in ev.items
-                        if is_ready(n) and n["metadata"]["name"] in expected
+                        if resources.node_ready(n) and n["metadata"]["name"] in expected
                     )
                 elif isinstance(ev, Change):
                     name = ev.object["metadata"]["name"]
-                    if ev.type != "DELETED" and is_ready(ev.object) and name in expected:
+                    if (
+                        ev.type != "DELETED"
+                        and resources.node_ready(ev.object)
+                        and name in expected
+                    ):
                         ready.add(name)
                     else:
                         ready.discard(name)
@@ -565,26 +603,42 @@ class Reconciler:
     # -- status --------------------------------------------------------------------------
 
     async def read_record(self, name: str) -> Fleet | None:
+        """The spec of the fleet's last finished apply, if any."""
+        cm = await self._record_object(name)
+        return _record_fleet(name, cm) if cm else None
+
+    async def _record_object(self, name: str) -> Obj | None:
         try:
-            cm = await self.kube.get(CONFIG_MAPS, record_name(name), self.settings.record_namespace)
+            return await self.kube.get(
+                CONFIG_MAPS, record_name(name), self.settings.record_namespace
+            )
         except errors.NotFound:
             return None
-        text = (cm.get("data") or {}).get(RECORD_KEY)
-        return (
-            from_data(json.loads(text), source=f"ConfigMap {record_name(name)}") if text else None
-        )
 
     async def status(self, name: str) -> FleetStatus:
+        """Desired, present and Ready nodes per pool, and whether the cluster holds exactly
+        the recorded fleet."""
         selector = render.fleet_selector(name)
-        record, nodes_l, slices_l = await asyncio.gather(
-            self.read_record(name),
+        cm, nodes_l, slices_l = await asyncio.gather(
+            self._record_object(name),
             self.kube.list(NODES, label_selector=selector),
             self.kube.list(RESOURCE_SLICES, label_selector=selector),
         )
+        expected: render.DesiredFleet | None = None
+        why = ""
+        if cm is not None:
+            try:
+                record = _record_fleet(name, cm)
+                expected = render.validate(record) if record else None
+            except (SpecError, ProfileError, ValueError) as e:
+                why = str(e).splitlines()[0][:200]
         pools: dict[str, PoolStatus] = {}
-        if record is not None:
-            for pool in record.spec.pools:
-                pools[pool.name] = PoolStatus(pool.name, pool.profile, pool.count)
+        if expected is not None:
+            for pool in expected.fleet.spec.pools:
+                pools[pool.name] = PoolStatus(pool.name, pool.profile, pool.count, desired_slices=0)
+            for node in expected.nodes:
+                ps = pools[node.pool]
+                ps.desired_slices = (ps.desired_slices or 0) + len(render.slice_names(node))
         for n in nodes_l.items:
             labels = n["metadata"].get("labels") or {}
             pool_name = labels.get(vocab.LABEL_POOL, "?")
@@ -592,11 +646,14 @@ class Reconciler:
                 pool_name, PoolStatus(pool_name, labels.get(vocab.LABEL_PROFILE, "?"), None)
             )
             ps.nodes += 1
-            ps.ready += is_ready(n)
+            ps.ready += resources.node_ready(n)
         for s in slices_l.items:
             pool_name = (s["metadata"].get("labels") or {}).get(vocab.LABEL_POOL, "?")
             pools.setdefault(pool_name, PoolStatus(pool_name, "?", None)).slices += 1
-        return FleetStatus(name=name, recorded=record is not None, pools=list(pools.values()))
+        problems = status_problems(cm, nodes_l.items, slices_l.items, expected, why)
+        return FleetStatus(
+            name=name, recorded=cm is not None, pools=list(pools.values()), problems=problems
+        )
 
     async def list_fleets(self) -> list[str]:
         """Names of every fleet with objects or a record in the cluster."""
@@ -653,7 +710,6 @@ class Reconciler:
         return counts
 
 
-def _with_version(desired: Obj, actual: Obj) -> Obj:
-    body = {**desired, "metadata": dict(desired["metadata"])}
-    body["metadata"]["resourceVersion"] = actual["metadata"]["resourceVersion"]
-    return body
+def _record_fleet(name: str, cm: Obj) -> Fleet | None:
+    text = (cm.get("data") or {}).get(RECORD_KEY)
+    return from_data(json.loads(text), source=f"ConfigMap {record_name(name)}") if text else None

@@ -9,21 +9,24 @@ the Node when its uid is known).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import hashlib
+import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fleet import limits
 from fleet import profiles as profiles_mod
-from fleet.profiles import MAX_STRING_ATTRIBUTE, NicModel, Profile
-from fleet.spec import Fleet, SpecError, Taint, for_profile
+from fleet.profiles import GpuModel, MigEngines, MigModel, NicModel, Profile, mig_device_suffix
+from fleet.spec import DeviceTaint, Fleet, SpecError, Taint, for_profile
 from testbed import validation, vocab
 
 Obj = dict[str, Any]
 
-MAX_ATTRIBUTES_PER_DEVICE = 32
-MAX_NAME = 63  # node names are hostnames and label values
+MAX_NAME = limits.MAX_DNS_LABEL  # node names are hostnames and label values
 
 GCE_ATTR_BLOCK = "gce.dra.net/block"
 GCE_ATTR_SUBBLOCK = "gce.dra.net/subblock"
@@ -31,7 +34,7 @@ GCE_ATTR_HOST = "gce.dra.net/host"
 
 
 @dataclass(frozen=True, slots=True)
-class NodePlan:
+class DesiredNode:
     """One node the fleet wants: where it sits and what it is."""
 
     name: str
@@ -42,6 +45,25 @@ class NodePlan:
     block: str
     rack: str
     shard: int
+    gpu_taints: Mapping[int, tuple[DeviceTaint, ...]] = field(default_factory=dict)
+    """Taints on the node's GPUs by GPU index (the spec's `deviceTaints`, GPUs chosen by seed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DesiredFleet:
+    """A fleet checked against every API limit, with the profiles it uses and its nodes in a
+    stable order: computed once by `validate`, then rendered, applied and waited on."""
+
+    fleet: Fleet
+    profiles: Mapping[str, Profile]
+    nodes: list[DesiredNode]
+    record: str
+    """The spec as the fleet's record keeps it (JSON, with every non-built-in profile it uses
+    inlined, so `fleet status` can check the cluster against it without profile files)."""
+
+    @property
+    def name(self) -> str:
+        return self.fleet.name
 
 
 @dataclass(slots=True)
@@ -65,16 +87,32 @@ def fleet_selector(name: str) -> str:
 
 
 def slice_name(node: str, driver: str) -> str:
+    """A node's only slice of `driver` (pool = node name, one slice)."""
     return f"{node}-{driver}"
 
 
-def slice_names(node: NodePlan) -> list[str]:
+def gpu_slice_names(node: str, gpus: int, mig: bool) -> list[str]:
+    """The GPU driver's slices of a node. Partitionable GPUs take one slice per physical GPU
+    (its full device and partitions) plus slices of shared counters, 8 counter sets each, as
+    the NVIDIA driver publishes them since Kubernetes 1.35 (counters and devices never share a
+    slice)."""
+    if not gpus:
+        return []
+    base = slice_name(node, vocab.GPU_DRIVER)
+    if not mig:
+        return [base]
+    chunks = -(-gpus // limits.MAX_COUNTER_SETS_PER_SLICE)
+    return [f"{base}-counters-{k}" for k in range(chunks)] + [
+        f"{base}-gpu-{i}" for i in range(gpus)
+    ]
+
+
+def slice_names(node: DesiredNode) -> list[str]:
     """Names of the slices `slice_objects` makes for `node`, without building them."""
-    drivers = (
-        (vocab.GPU_DRIVER, node.profile.gpu_count),
-        (vocab.NIC_DRIVER, node.profile.nic_count),
-    )
-    return [slice_name(node.name, d) for d, n in drivers if n]
+    p = node.profile
+    mig = p.gpu is not None and p.gpu.mig is not None
+    nics = [slice_name(node.name, vocab.NIC_DRIVER)] if p.nic_count else []
+    return gpu_slice_names(node.name, p.gpu_count, mig) + nics
 
 
 def resolve_profiles(
@@ -84,12 +122,12 @@ def resolve_profiles(
     return profiles_mod.catalogue(extra, fleet.spec.profiles)
 
 
-def plan(fleet: Fleet, profiles: Mapping[str, Profile] | None = None) -> list[NodePlan]:
+def desired_nodes(fleet: Fleet, profiles: Mapping[str, Profile] | None = None) -> list[DesiredNode]:
     """Every node of the fleet, in a stable order; raises SpecError on bad input."""
     known = dict(profiles) if profiles is not None else resolve_profiles(fleet)
     spec = fleet.spec
     topo = spec.topology
-    out: list[NodePlan] = []
+    out: list[DesiredNode] = []
     for pi, pool in enumerate(spec.pools):
         profile = known.get(pool.profile)
         if profile is None:
@@ -114,7 +152,7 @@ def plan(fleet: Fleet, profiles: Mapping[str, Profile] | None = None) -> list[No
             block_no = rack_no // topo.racks_per_block
             block = f"{prefix}-b{block_no}"
             out.append(
-                NodePlan(
+                DesiredNode(
                     name=f"{prefix}-{i}",
                     pool=pool.name,
                     pool_index=pi,
@@ -125,10 +163,40 @@ def plan(fleet: Fleet, profiles: Mapping[str, Profile] | None = None) -> list[No
                     shard=(len(out)) % spec.kwok_shards,
                 )
             )
-    return out
+    return _with_device_taints(fleet, out) if spec.device_taints else out
 
 
-def node_object(fleet: Fleet, node: NodePlan) -> Obj:
+def _with_device_taints(fleet: Fleet, nodes: list[DesiredNode]) -> list[DesiredNode]:
+    """Each device taint on exactly round(share x GPUs in scope) GPUs (at least one), chosen
+    by ranking a hash of seed, taint and GPU: the same spec taints the same GPUs."""
+    chosen: dict[str, dict[int, list[DeviceTaint]]] = {}
+    for taint in fleet.spec.device_taints:
+        scope = set(taint.pools)
+        gpus = [
+            (n.name, i)
+            for n in nodes
+            if not scope or n.pool in scope
+            for i in range(n.profile.gpu_count)
+        ]
+        if not gpus:
+            continue
+        want = max(1, round(taint.share * len(gpus)))
+        tag = f"{fleet.spec.seed}\x00{taint.key}\x00{taint.value}\x00{taint.effect}"
+
+        def rank(g: tuple[str, int], tag: str = tag) -> bytes:
+            return hashlib.blake2b(f"{tag}\x00{g[0]}\x00{g[1]}".encode(), digest_size=8).digest()
+
+        for node, index in sorted(gpus, key=rank)[:want]:
+            chosen.setdefault(node, {}).setdefault(index, []).append(taint)
+    return [
+        dataclasses.replace(n, gpu_taints={i: tuple(t) for i, t in chosen[n.name].items()})
+        if n.name in chosen
+        else n
+        for n in nodes
+    ]
+
+
+def node_object(fleet: Fleet, node: DesiredNode) -> Obj:
     spec = fleet.spec
     pool = spec.pools[node.pool_index]
     profile = node.profile
@@ -179,45 +247,83 @@ def node_object(fleet: Fleet, node: NodePlan) -> Obj:
     return obj
 
 
-def slice_objects(fleet: Fleet, node: NodePlan, owner_uid: str | None = None) -> list[Obj]:
-    """The node's slices: gpu.nvidia.com if it has GPUs, dra.net if it has NICs."""
-    out: list[Obj] = []
-    gpus = list(_gpu_devices(fleet, node))
-    if gpus:
-        out.append(_slice(fleet, node, vocab.GPU_DRIVER, gpus, owner_uid))
+def slice_objects(fleet: Fleet, node: DesiredNode, owner_uid: str | None = None) -> list[Obj]:
+    """The node's slices: gpu.nvidia.com if it has GPUs (one, or a partitionable GPUs'
+    pool of several), dra.net if it has NICs."""
+    out = _gpu_slices(fleet, node, owner_uid)
     nics = list(_nic_devices(fleet, node))
     if nics:
-        out.append(_slice(fleet, node, vocab.NIC_DRIVER, nics, owner_uid))
+        name = slice_name(node.name, vocab.NIC_DRIVER)
+        out.append(_slice(fleet, node, vocab.NIC_DRIVER, name, {"devices": nics}, 1, owner_uid))
     return out
 
 
 def device_classes() -> list[Obj]:
-    """The three DeviceClasses (also in manifests/deviceclasses/, golden-tested against this)."""
+    """The DeviceClasses (also in manifests/deviceclasses/, golden-tested against this), as
+    the NVIDIA driver's chart and DRANet define them: `gpu.nvidia.com` selects whole GPUs and
+    serves pods asking `nvidia.com/gpu` on nodes that do not advertise it themselves (DRA
+    extended resources); `mig.nvidia.com` selects MIG partitions."""
+    gpu = f"device.driver == '{vocab.GPU_DRIVER}'"
+    typed = f"{gpu} && device.attributes['{vocab.GPU_DRIVER}'].{vocab.GPU_ATTR_TYPE} == "
     nic = f"device.driver == '{vocab.NIC_DRIVER}'"
     rdma = f"{nic} && device.attributes['{vocab.NIC_DRIVER}'].rdma == true"
     return [
-        _device_class(vocab.CLASS_GPU, f"device.driver == '{vocab.GPU_DRIVER}'"),
+        _device_class(
+            vocab.CLASS_GPU,
+            f"{typed}'{vocab.GPU_TYPE_GPU}'",
+            extended_resource=vocab.EXTENDED_RESOURCE_GPU,
+        ),
+        _device_class(vocab.CLASS_MIG, f"{typed}'{vocab.GPU_TYPE_MIG}'"),
         _device_class(vocab.CLASS_NIC, nic),
         _device_class(vocab.CLASS_RDMA_NIC, rdma),
     ]
 
 
+def validate(fleet: Fleet, profiles: Mapping[str, Profile] | None = None) -> DesiredFleet:
+    """The fleet's nodes, checked against the API's limits before anything is written;
+    raises SpecError naming the field that breaks one."""
+    known = dict(profiles) if profiles is not None else resolve_profiles(fleet)
+    record = record_text(fleet, known)
+    nodes = desired_nodes(fleet, known)
+    check_limits(fleet, nodes)
+    return DesiredFleet(fleet=fleet, profiles=known, nodes=nodes, record=record)
+
+
+def record_text(fleet: Fleet, profiles: Mapping[str, Profile]) -> str:
+    """The record's JSON; a SpecError naming the largest spec field if it cannot fit the
+    ConfigMap that keeps it."""
+    builtin = profiles_mod.builtin()
+    used = {pool.profile for pool in fleet.spec.pools}
+    inline = [p for name, p in sorted(profiles.items()) if name in used and builtin.get(name) != p]
+    doc = fleet.to_object(inline=inline)
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    if len(text) > limits.MAX_CONFIGMAP_BYTES:
+        sizes = {k: limits.json_bytes(v) for k, v in doc["spec"].items()}
+        field = max(sizes, key=lambda k: sizes[k])
+        raise SpecError(
+            f"spec.{field}: {limits.human(sizes[field])}; the fleet's record (a ConfigMap, "
+            f"{limits.human(limits.MAX_CONFIGMAP_BYTES)} at most) would be "
+            f"{limits.human(len(text))}"
+        )
+    return text
+
+
 def render(
-    fleet: Fleet,
+    fleet: Fleet | DesiredFleet,
     profiles: Mapping[str, Profile] | None = None,
     *,
     owner_uids: Mapping[str, str] | None = None,
 ) -> Rendered:
-    """All objects of the fleet. Slices get ownerReferences only for nodes in `owner_uids`
-    (a Node's uid exists only once the API server made it)."""
-    plans = plan(fleet, profiles)
-    check_limits(fleet, plans)
+    """All objects of the fleet (validated first unless it already is). Slices get
+    ownerReferences only for nodes in `owner_uids` (a Node's uid exists only once the API
+    server made it)."""
+    desired = fleet if isinstance(fleet, DesiredFleet) else validate(fleet, profiles)
     out = Rendered(device_classes=device_classes())
     uids = owner_uids or {}
     with gc_paused():
-        for node in plans:
-            out.nodes.append(node_object(fleet, node))
-            out.slices.extend(slice_objects(fleet, node, uids.get(node.name)))
+        for node in desired.nodes:
+            out.nodes.append(node_object(desired.fleet, node))
+            out.slices.extend(slice_objects(desired.fleet, node, uids.get(node.name)))
     return out
 
 
@@ -239,30 +345,29 @@ def render_profile(profile: str, nodes: int, *, name: str = "fleet", seed: int =
     return render(for_profile(profile, nodes, name=name, seed=seed))
 
 
-def check_limits(fleet: Fleet, plans: list[NodePlan]) -> None:
-    """Render the first node of each pool and check it against the ResourceSlice limits, so a
-    spec that the API server would reject fails here, naming the spec field responsible."""
+def check_limits(fleet: Fleet, nodes: list[DesiredNode]) -> None:
+    """Render the first node of each pool and check its Node and slices against the API's
+    limits, so a spec the API server would refuse fails here, naming the field responsible."""
     seen: set[int] = set()
-    for node in plans:
+    for node in nodes:
         if node.pool_index in seen:
             continue
         seen.add(node.pool_index)
-        where = f"pools[{node.pool_index}].profile ({node.profile.name})"
+        pool = f"pools[{node.pool_index}]"
+        try:
+            limits.check_object(node_object(fleet, node))
+        except limits.LimitError as e:
+            raise SpecError(f"{pool} (labels, annotations, taints, capacity): {e}") from None
+        # Worst case: every GPU carries every taint that may reach this pool.
+        taints = tuple(t for t in fleet.spec.device_taints if not t.pools or node.pool in t.pools)
+        if taints:
+            every = dict.fromkeys(range(node.profile.gpu_count), taints)
+            node = dataclasses.replace(node, gpu_taints=every)
         for s in slice_objects(fleet, node, None):
-            for dev in s["spec"]["devices"]:
-                n = len(dev.get("attributes", {})) + len(dev.get("capacity", {}))
-                if n > MAX_ATTRIBUTES_PER_DEVICE:
-                    raise SpecError(
-                        f"{where}: device {dev['name']} has {n} attributes and capacities; "
-                        f"the API allows {MAX_ATTRIBUTES_PER_DEVICE}"
-                    )
-                for key, value in dev.get("attributes", {}).items():
-                    text = value.get("string")
-                    if text is not None and len(text) > MAX_STRING_ATTRIBUTE:
-                        raise SpecError(
-                            f"{where}: attribute {key} of {dev['name']} is {len(text)} "
-                            f"characters ({text[:20]}...); the API allows {MAX_STRING_ATTRIBUTE}"
-                        )
+            try:
+                limits.check_slice(s)
+            except limits.LimitError as e:
+                raise SpecError(f"{pool}.profile ({node.profile.name}): {e}") from None
 
 
 # -- devices ---------------------------------------------------------------------------------
@@ -291,39 +396,208 @@ def _i(value: int) -> Obj:
     return {"int": value}
 
 
-def _gpu_devices(fleet: Fleet, node: NodePlan) -> Iterator[Obj]:
-    gpu = node.profile.gpu
-    if gpu is None:
-        return
+@dataclass(frozen=True, slots=True)
+class _Gpu:
+    """One physical GPU of a node: what its devices' attributes are made from."""
+
+    index: int
+    uuid: str
+    root_bus: int
+    bus: int
+    numa: int
+
+
+def _gpus(fleet: Fleet, node: DesiredNode) -> list[_Gpu]:
     raw = _entropy(fleet.spec.seed, node.name, "gpu", 16 * node.profile.gpu_count)
-    index = 0
+    out: list[_Gpu] = []
     for root in node.profile.roots:
         for g in range(root.gpus):
-            bus = root.bus + root.nics + 1 + g
-            yield {
-                "name": f"gpu-{index}",
-                "attributes": {
-                    vocab.GPU_ATTR_TYPE: _s("gpu"),
-                    vocab.GPU_ATTR_UUID: _s(_uuid(raw[16 * index : 16 * index + 16])),
-                    "index": _i(index),
-                    "minor": _i(index),
-                    vocab.GPU_ATTR_PRODUCT: _s(gpu.product_name),
-                    vocab.GPU_ATTR_BRAND: _s(gpu.brand),
-                    vocab.GPU_ATTR_ARCH: _s(gpu.architecture),
-                    vocab.GPU_ATTR_ADDRESSING: _s(gpu.addressing_mode),
-                    vocab.GPU_ATTR_CUDA_CC: {"version": gpu.cuda_compute_capability},
-                    vocab.GPU_ATTR_DRIVER_VERSION: {"version": gpu.driver_version},
-                    vocab.GPU_ATTR_CUDA_DRIVER_VERSION: {"version": gpu.cuda_driver_version},
-                    vocab.ATTR_PCIE_ROOT: _s(f"pci0000:{root.bus:02x}"),
-                    vocab.ATTR_PCI_BUS_ID: _s(f"0000:{bus:02x}:00.0"),
-                    vocab.GPU_ATTR_NUMA: _i(root.numa_node),
-                },
-                "capacity": {vocab.GPU_CAP_MEMORY: {"value": gpu.memory}},
+            i = len(out)
+            uuid = _uuid(raw[16 * i : 16 * i + 16])
+            out.append(_Gpu(i, uuid, root.bus, root.bus + root.nics + 1 + g, root.numa_node))
+    return out
+
+
+def _gpu_slices(fleet: Fleet, node: DesiredNode, owner_uid: str | None) -> list[Obj]:
+    model = node.profile.gpu
+    if model is None or not node.profile.gpu_count:
+        return []
+    gpus = _gpus(fleet, node)
+    names = gpu_slice_names(node.name, len(gpus), model.mig is not None)
+    if model.mig is None:
+        devices = [_whole_gpu(model, node, g) for g in gpus]
+        return [_slice(fleet, node, vocab.GPU_DRIVER, names[0], {"devices": devices}, 1, owner_uid)]
+    mig = model.mig
+    chunks = len(names) - len(gpus)
+    bodies: list[Obj] = []
+    per = limits.MAX_COUNTER_SETS_PER_SLICE
+    for k in range(chunks):
+        sets = [_counter_set(model, mig, g) for g in gpus[k * per : (k + 1) * per]]
+        bodies.append({"sharedCounters": sets})
+    for g in gpus:
+        devices = [_whole_gpu(model, node, g), *_mig_devices(model, mig, node, g)]
+        bodies.append({"devices": sorted(devices, key=lambda d: str(d["name"]))})
+    return [
+        _slice(fleet, node, vocab.GPU_DRIVER, name, body, len(names), owner_uid)
+        for name, body in zip(names, bodies, strict=True)
+    ]
+
+
+def _gpu_attributes(model: GpuModel, g: _Gpu) -> Obj:
+    """What the NVIDIA driver publishes on every device of a GPU, whole or partition."""
+    return {
+        vocab.GPU_ATTR_PRODUCT: _s(model.product_name),
+        vocab.GPU_ATTR_BRAND: _s(model.brand),
+        vocab.GPU_ATTR_ARCH: _s(model.architecture),
+        vocab.GPU_ATTR_ADDRESSING: _s(model.addressing_mode),
+        vocab.GPU_ATTR_CUDA_CC: {"version": model.cuda_compute_capability},
+        vocab.GPU_ATTR_DRIVER_VERSION: {"version": model.driver_version},
+        vocab.GPU_ATTR_CUDA_DRIVER_VERSION: {"version": model.cuda_driver_version},
+        vocab.ATTR_PCIE_ROOT: _s(f"pci0000:{g.root_bus:02x}"),
+        vocab.ATTR_PCI_BUS_ID: _s(f"0000:{g.bus:02x}:00.0"),
+        vocab.GPU_ATTR_NUMA: _i(g.numa),
+    }
+
+
+def _whole_gpu(model: GpuModel, node: DesiredNode, g: _Gpu) -> Obj:
+    attrs: Obj = {
+        vocab.GPU_ATTR_TYPE: _s(vocab.GPU_TYPE_GPU),
+        vocab.GPU_ATTR_UUID: _s(g.uuid),
+        vocab.GPU_ATTR_INDEX: _i(g.index),
+        "minor": _i(g.index),
+        **_gpu_attributes(model, g),
+    }
+    memory: Obj = {"value": model.memory}
+    dev: Obj = {"name": f"gpu-{g.index}", "attributes": attrs, "capacity": {}}
+    if model.shared is not None:
+        sh = model.shared
+        dev["allowMultipleAllocations"] = True
+        memory["requestPolicy"] = {
+            "default": sh.memory_default,
+            "validRange": {"min": sh.memory_min, "step": sh.memory_step},
+        }
+    dev["capacity"][vocab.GPU_CAP_MEMORY] = memory
+    if model.mig is not None:
+        dev["capacity"].update(_engine_capacity(model.mig))
+        dev["consumesCounters"] = [
+            {"counterSet": _counter_set_name(g.index), "counters": _gpu_counters(model, model.mig)}
+        ]
+    _taint(dev, node, g)
+    return dev
+
+
+@dataclass(frozen=True, slots=True)
+class _MigShape:
+    """What every node's MIG device of one profile placement on GPU `index` has in common
+    (shared, never mutated: a 1,000-node render reuses them instead of rebuilding 120,000)."""
+
+    name: str
+    profile: str
+    capacity: Obj
+    consumes: list[Obj]
+
+
+_MIG_SHAPES: dict[tuple[int, int], tuple[MigModel, list[_MigShape]]] = {}
+
+
+def _mig_shapes(mig: MigModel, index: int) -> list[_MigShape]:
+    key = (id(mig), index)
+    hit = _MIG_SHAPES.get(key)
+    if hit is not None and hit[0] is mig:
+        return hit[1]
+    shapes: list[_MigShape] = []
+    counter_set = _counter_set_name(index)
+    for prof in mig.profiles:
+        engines = _engine_capacity(prof)
+        counters = {_counter_name(k): v for k, v in engines.items()}
+        counters[vocab.GPU_COUNTER_MEMORY] = {"value": prof.memory}
+        capacity = {vocab.GPU_CAP_MEMORY: {"value": prof.memory}, **engines}
+        for start in prof.placements:
+            slices = {
+                f"{vocab.GPU_COUNTER_MEMORY_SLICE_PREFIX}{k}": {"value": "1"}
+                for k in range(start, start + prof.memory_slices)
             }
-            index += 1
+            shapes.append(
+                _MigShape(
+                    name=f"gpu-{index}-mig-{mig_device_suffix(prof.name)}-{prof.id}-{start}",
+                    profile=prof.name,
+                    capacity=capacity,
+                    consumes=[{"counterSet": counter_set, "counters": {**counters, **slices}}],
+                )
+            )
+    _MIG_SHAPES[key] = (mig, shapes)
+    return shapes
 
 
-def _nic_devices(fleet: Fleet, node: NodePlan) -> Iterator[Obj]:
+def _mig_devices(model: GpuModel, mig: MigModel, node: DesiredNode, g: _Gpu) -> Iterator[Obj]:
+    common = _gpu_attributes(model, g)
+    parent = _s(g.uuid)
+    by_profile: dict[str, Obj] = {}  # placements of one profile have the same attributes
+    for shape in _mig_shapes(mig, g.index):
+        attrs = by_profile.get(shape.profile)
+        if attrs is None:
+            attrs = by_profile[shape.profile] = {
+                vocab.GPU_ATTR_TYPE: _MIG_TYPE,
+                vocab.GPU_ATTR_PARENT_UUID: parent,
+                vocab.GPU_ATTR_MIG_PROFILE: _s(shape.profile),
+                **common,
+            }
+        dev: Obj = {
+            "name": shape.name,
+            "attributes": attrs,
+            "capacity": shape.capacity,
+            "consumesCounters": shape.consumes,
+        }
+        _taint(dev, node, g)
+        yield dev
+
+
+_MIG_TYPE = {"string": vocab.GPU_TYPE_MIG}
+
+
+def _taint(dev: Obj, node: DesiredNode, g: _Gpu) -> None:
+    taints = node.gpu_taints.get(g.index)
+    if taints:
+        dev["taints"] = [t.to_api() for t in taints]
+
+
+_ENGINE_CAPACITIES = (
+    ("multiprocessors", vocab.GPU_CAP_MULTIPROCESSORS),
+    ("copy_engines", vocab.GPU_CAP_COPY_ENGINES),
+    ("decoders", vocab.GPU_CAP_DECODERS),
+    ("encoders", vocab.GPU_CAP_ENCODERS),
+    ("jpeg_engines", vocab.GPU_CAP_JPEG_ENGINES),
+    ("ofa_engines", vocab.GPU_CAP_OFA_ENGINES),
+)
+
+
+def _engine_capacity(engines: MigEngines) -> Obj:
+    return {name: {"value": str(getattr(engines, field))} for field, name in _ENGINE_CAPACITIES}
+
+
+def _counter_name(capacity: str) -> str:
+    """Counters are DNS labels: copyEngines -> copy-engines (as the NVIDIA driver derives them)."""
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1-\2", capacity).lower()
+
+
+def _counter_set_name(index: int) -> str:
+    return f"gpu-{index}{vocab.GPU_COUNTER_SET_SUFFIX}"
+
+
+def _gpu_counters(model: GpuModel, mig: MigModel) -> Obj:
+    """Everything one GPU has: the counter set's totals, and what its full device consumes."""
+    counters = {_counter_name(k): v for k, v in _engine_capacity(mig).items()}
+    counters[vocab.GPU_COUNTER_MEMORY] = {"value": model.memory}
+    for k in range(mig.memory_slices):
+        counters[f"{vocab.GPU_COUNTER_MEMORY_SLICE_PREFIX}{k}"] = {"value": "1"}
+    return counters
+
+
+def _counter_set(model: GpuModel, mig: MigModel, g: _Gpu) -> Obj:
+    return {"name": _counter_set_name(g.index), "counters": _gpu_counters(model, mig)}
+
+
+def _nic_devices(fleet: Fleet, node: DesiredNode) -> Iterator[Obj]:
     per_model: dict[str, int] = {}  # templates count NICs per model: gpu0rdma0.., eth0..
     entropy = _entropy(fleet.spec.seed, node.name, "nic", 8 * node.profile.nic_count)
     index = 0
@@ -345,7 +619,7 @@ def _nic_devices(fleet: Fleet, node: NodePlan) -> Iterator[Obj]:
 
 
 def _nic_attributes(
-    node: NodePlan, nic: NicModel, root_bus: int, numa: int, bus: int, k: int, raw: bytes
+    node: DesiredNode, nic: NicModel, root_bus: int, numa: int, bus: int, k: int, raw: bytes
 ) -> Obj:
     fmt = {"index": k, "bus": f"{bus:02x}", "busdec": bus}
     attrs: Obj = {
@@ -376,10 +650,17 @@ def _nic_attributes(
 
 
 def _slice(
-    fleet: Fleet, node: NodePlan, driver: str, devices: list[Obj], owner_uid: str | None
+    fleet: Fleet,
+    node: DesiredNode,
+    driver: str,
+    name: str,
+    body: Obj,
+    count: int,
+    owner_uid: str | None,
 ) -> Obj:
+    """One slice of the node's pool of `driver` (pool name = node name; `count` slices)."""
     meta: Obj = {
-        "name": slice_name(node.name, driver),
+        "name": name,
         "labels": {
             vocab.LABEL_POOL: node.pool,
             vocab.LABEL_PROFILE: node.profile.name,
@@ -402,17 +683,20 @@ def _slice(
         "metadata": meta,
         "spec": {
             "driver": driver,
-            "pool": {"name": node.name, "generation": 1, "resourceSliceCount": 1},
+            "pool": {"name": node.name, "generation": 1, "resourceSliceCount": count},
             "nodeName": node.name,
-            "devices": devices,
+            **body,
         },
     }
 
 
-def _device_class(name: str, expression: str) -> Obj:
+def _device_class(name: str, expression: str, *, extended_resource: str = "") -> Obj:
+    spec: Obj = {"selectors": [{"cel": {"expression": expression}}]}
+    if extended_resource:
+        spec["extendedResourceName"] = extended_resource
     return {
         "apiVersion": vocab.RESOURCE_API_VERSION,
         "kind": "DeviceClass",
         "metadata": {"name": name, "labels": {vocab.LABEL_MANAGED_BY: vocab.FLEET_MANAGER}},
-        "spec": {"selectors": [{"cel": {"expression": expression}}]},
+        "spec": spec,
     }

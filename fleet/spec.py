@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from fleet import limits
 from fleet.profiles import Profile, ProfileError
 from testbed import validation, vocab
 
@@ -68,6 +70,34 @@ class Taint(_Model):
     key: str
     value: str = ""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, v: str) -> str:
+        return check_label_key(v)
+
+    @field_validator("value")
+    @classmethod
+    def _value(cls, v: str) -> str:
+        return check_label_value(v)
+
+    def to_api(self) -> dict[str, str]:
+        out = {"key": self.key, "effect": self.effect}
+        if self.value:
+            out["value"] = self.value
+        return out
+
+
+class DeviceTaint(_Model):
+    """A taint on a chosen share of the fleet's physical GPUs (all devices of a chosen GPU:
+    the whole GPU, its MIG partitions, its shared device), as a driver marks failing hardware.
+    NoSchedule keeps new claims off; NoExecute also evicts pods whose claims use them."""
+
+    key: str = vocab.DEVICE_TAINT_KEY
+    value: str = ""
+    effect: Literal["NoSchedule", "NoExecute", "None"] = "NoSchedule"
+    share: float = Field(gt=0, le=1, description="fraction of the GPUs in scope, chosen by seed")
+    pools: list[str] = Field(default_factory=list, description="only these pools (default all)")
 
     @field_validator("key")
     @classmethod
@@ -152,18 +182,45 @@ class FleetSpec(_Model):
     profiles: list[Profile] = Field(
         default_factory=list, description="inline hardware profiles, besides the built-in ones"
     )
+    device_taints: list[DeviceTaint] = Field(
+        default_factory=list,
+        max_length=limits.MAX_TAINTS_PER_DEVICE,
+        description="taint a share of the GPUs (simulated failures); `fleet taint` edits these",
+    )
 
     @field_validator("labels")
     @classmethod
     def _labels(cls, v: dict[str, str]) -> dict[str, str]:
         return _check_labels(v)
 
+    @field_validator("annotations")
+    @classmethod
+    def _annotations(cls, v: dict[str, str]) -> dict[str, str]:
+        for key in v:
+            check_label_key(key)  # annotation keys follow the label-key rules
+        size = limits.annotations_bytes(v)
+        if size > limits.MAX_ANNOTATIONS_BYTES:
+            raise ValueError(
+                f"{limits.human(size)} of annotations on every node; the API allows "
+                f"{limits.human(limits.MAX_ANNOTATIONS_BYTES)} per object"
+            )
+        return v
+
     @model_validator(mode="after")
     def _unique_pools(self) -> FleetSpec:
-        names = [p.name for p in self.pools]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        counts = Counter(p.name for p in self.pools)  # not list.count: quadratic in pools
+        dupes = sorted(n for n, k in counts.items() if k > 1)
         if dupes:
             raise ValueError(f"pools: duplicate pool name {validation.shown(dupes[0])}")
+        for i, taint in enumerate(self.device_taints):
+            for name in taint.pools:
+                if name not in counts:
+                    raise ValueError(
+                        f"deviceTaints[{i}].pools: no pool named {validation.shown(name)}"
+                    )
+        keys = [(t.key, t.value, t.effect) for t in self.device_taints]
+        if len(set(keys)) != len(keys):
+            raise ValueError("deviceTaints: two entries with the same key, value and effect")
         return self
 
     @property
@@ -184,13 +241,19 @@ class Fleet(_Model):
             raise ValueError(f"{validation.shown(v)} is not a DNS label of at most 40 characters")
         return v
 
-    def to_object(self) -> dict[str, Any]:
-        """As a Fleet custom resource (what `kubectl apply -f` takes)."""
+    def to_object(self, *, inline: Sequence[Profile] = ()) -> dict[str, Any]:
+        """As a Fleet custom resource (what `kubectl apply -f` takes); `inline` profiles join
+        (and override) the spec's own, so the object stands alone without profile files."""
+        spec = self.spec
+        if inline:
+            names = {p.name for p in inline}
+            own = [p for p in spec.profiles if p.name not in names]
+            spec = spec.model_copy(update={"profiles": [*own, *inline]})
         return {
             "apiVersion": API_VERSION,
             "kind": vocab.FLEET_KIND,
             "metadata": {"name": self.name},
-            "spec": self.spec.model_dump(mode="json", by_alias=True, exclude_defaults=True),
+            "spec": spec.model_dump(mode="json", by_alias=True, exclude_defaults=True),
         }
 
 
@@ -226,6 +289,7 @@ def load(path: str | Path, *, name: str | None = None) -> Fleet:
     except UnicodeDecodeError as e:
         raise SpecError(f"{path}: not valid UTF-8 text ({e.reason} at byte {e.start})") from None
     try:
+        # Not libyaml's CSafeLoader: it is faster, but crashes the process on deep nesting.
         data = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
@@ -252,6 +316,7 @@ def for_profile(
 
 __all__ = [
     "DEFAULT_NAME",
+    "DeviceTaint",
     "Fleet",
     "FleetSpec",
     "Pool",

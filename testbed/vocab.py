@@ -104,3 +104,30 @@ FLEET_KIND: Final = "Fleet"
 FLEET_PLURAL: Final = "fleets"
 FLEET_FINALIZER: Final = "testbed.dra.io/fleet-cleanup"
 LABEL_KWOK_SHARD: Final = "testbed.dra.io/kwok-shard"
+
+# fleet: set on a fleet's record ConfigMap while an apply of a changed spec is under way (the
+# value is when it started); `fleet status` reports the fleet incomplete until it is cleared.
+ANNOTATION_FLEET_APPLYING: Final = "testbed.dra.io/applying"
+
+# DRA device shapes beyond whole devices, as the NVIDIA GPU DRA driver publishes them: the
+# `type` attribute tells a whole GPU from a MIG partition; a partition names its parent and
+# profile; partitions and full GPUs consume a per-GPU counter set.
+GPU_TYPE_GPU: Final = "gpu"
+GPU_TYPE_MIG: Final = "mig"
+GPU_ATTR_PARENT_UUID: Final = "parentUUID"
+GPU_ATTR_MIG_PROFILE: Final = "profile"
+GPU_ATTR_INDEX: Final = "index"
+GPU_CAP_MULTIPROCESSORS: Final = "multiprocessors"
+GPU_CAP_COPY_ENGINES: Final = "copyEngines"
+GPU_CAP_DECODERS: Final = "decoders"
+GPU_CAP_ENCODERS: Final = "encoders"
+GPU_CAP_JPEG_ENGINES: Final = "jpegEngines"
+GPU_CAP_OFA_ENGINES: Final = "ofaEngines"
+GPU_COUNTER_SET_SUFFIX: Final = "-counter-set"  # counter set of GPU i: f"gpu-{i}-counter-set"
+GPU_COUNTER_MEMORY: Final = "memory"
+GPU_COUNTER_MEMORY_SLICE_PREFIX: Final = "memory-slice-"  # memory-slice-0 .. memory-slice-7
+CLASS_MIG: Final = "mig.nvidia.com"
+
+# Device taints the fleet puts on a chosen share of GPUs (simulated failures), unless the spec
+# names another key.
+DEVICE_TAINT_KEY: Final = "testbed.dra.io/unhealthy"

@@ -17,10 +17,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from extender.cache.index import NodeView, Summary
 from extender.config import Weights
 from extender.demand import Demand
 from extender.policies import alignment, locality, packing
+from extender.topology import NodeView, Summary
 from testbed.wire import MAX_PRIORITY, MIN_PRIORITY
 
 

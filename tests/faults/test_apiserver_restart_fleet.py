@@ -20,7 +20,7 @@ from fleet import audit, render
 from fleet.spec import for_profile
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from tests.faults.conftest import RestartApiServer
+from tests.support.faults import RestartApiServer
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(420)]
 
@@ -72,7 +72,7 @@ async def test_fleet_apply_rides_through_an_api_server_restart(
             kube.list(r.NODES, label_selector=selector),
             kube.list(r.RESOURCE_SLICES, label_selector=selector),
         )
-        result = audit.audit(render.plan(fleet), nodes.items, slices.items)
+        result = audit.audit(render.desired_nodes(fleet), nodes.items, slices.items)
         assert result.converged, result.summary()
         assert result.nodes == NODES and result.slices == 2 * NODES, result.summary()
         # And regardless of labels: every slice of this fleet's nodes is one of those.

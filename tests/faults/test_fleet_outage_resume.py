@@ -21,7 +21,7 @@ from fleet.reconcile import Reconciler
 from fleet.spec import for_profile
 from testbed.kube import resources as r
 from testbed.kube.client import ClientSettings, Kube
-from tests.integration.fleet.test_service import Proxy, _kubeconfig_via
+from tests.support import api_proxy
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
 
@@ -32,9 +32,9 @@ async def test_apply_resumes_with_a_fresh_pass_after_an_outage(
     kube: Kube, kubeconfig: str, tmp_path: Path
 ) -> None:
     url = urlsplit(kube.host)
-    proxy = Proxy(url.hostname or "127.0.0.1", url.port or 443)
+    proxy = api_proxy.Proxy(url.hostname or "127.0.0.1", url.port or 443)
     await proxy.start()
-    via_proxy = _kubeconfig_via(Path(kubeconfig), proxy.port, tmp_path / "kubeconfig")
+    via_proxy = api_proxy.kubeconfig_via(Path(kubeconfig), proxy.port, tmp_path / "kubeconfig")
     registry = CollectorRegistry()
     metrics = FleetMetrics(registry)
     # Few, quick retries per request: a 3 s outage outlasts them for sure.
@@ -44,7 +44,7 @@ async def test_apply_resumes_with_a_fresh_pass_after_an_outage(
     selector = render.fleet_selector(fleet.name)
     rec = Reconciler(own, metrics=metrics)
     try:
-        apply = asyncio.create_task(rec.apply(fleet))
+        apply = asyncio.create_task(rec.apply(render.validate(fleet)))
         while len((await kube.list(r.NODES, label_selector=selector)).items) < NODES // 5:
             assert not apply.done(), "apply finished before the outage"
             await asyncio.sleep(0.1)
@@ -59,7 +59,7 @@ async def test_apply_resumes_with_a_fresh_pass_after_an_outage(
             kube.list(r.NODES, label_selector=selector),
             kube.list(r.RESOURCE_SLICES, label_selector=selector),
         )
-        result = audit.audit(render.plan(fleet), nodes.items, slices.items)
+        result = audit.audit(render.desired_nodes(fleet), nodes.items, slices.items)
         assert result.converged, result.summary()
         assert (result.nodes, result.slices) == (NODES, 2 * NODES)
         # Every object written once, or found already there by the resumed pass.

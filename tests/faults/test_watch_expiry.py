@@ -32,9 +32,9 @@ from testbed import vocab
 from testbed.cluster import etcd, local, processes
 from testbed.kube import errors
 from testbed.kube.client import Kube
-from tests.faults.conftest import RestartApiServer
-from tests.integration.fleet import fleet_objects
-from tests.waiting import wait_for
+from tests.support import fleet_objects
+from tests.support.faults import RestartApiServer
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(360)]
 
@@ -134,7 +134,7 @@ async def test_extender_and_fleet_service_relist_after_410_and_carry_on(
                 crd.FLEETS, name, {"spec": fleet_objects.fleet_object(name, 3)["spec"]}
             )
             await wait_for(kube, crd.FLEETS, fleet_objects.ready_at(2, 3), name=name, timeout=120)
-            newest = render.plan(from_data(fleet_objects.fleet_object(name, 3)))[-1].name
+            newest = render.desired_nodes(from_data(fleet_objects.fleet_object(name, 3)))[-1].name
             gpus = await _eventually(
                 lambda: _free_gpus(extender_port, newest), f"node {newest} in the extender"
             )

@@ -41,7 +41,7 @@ async def test_rendered_yaml_directory_and_json_lines(tmp_path: Path) -> None:
     (tmp_path / "four.json").write_bytes(lines)
     store = Store(Index(Settings()))
     counts = files.load(store, [tmp_path / "d", tmp_path / "four.json"])
-    assert counts["Node"] == 5 and counts["ResourceSlice"] == 10 and counts["DeviceClass"] == 6
+    assert counts["Node"] == 5 and counts["ResourceSlice"] == 10 and counts["DeviceClass"] == 8
     nodes = store.index.nodes
     dgx = sorted(n for n in nodes if n.startswith("off-"))
     four = sorted(n for n in nodes if n.startswith("four-"))

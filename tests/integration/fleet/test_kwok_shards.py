@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from fleet import render
 from fleet.reconcile import Reconciler
 from fleet.spec import from_data
 from testbed import vocab
@@ -114,9 +115,11 @@ async def _check_shards(cluster: local.LocalCluster) -> None:
     try:
         rec = Reconciler(kube)
         for fleet in (two, three, plain):
-            await rec.apply(fleet)
+            await rec.apply(render.validate(fleet))
         for fleet in (two, three, plain):
-            assert await rec.wait_ready(fleet, within=120) == fleet.spec.total_nodes
+            assert (
+                await rec.wait_ready(render.validate(fleet), within=120) == fleet.spec.total_nodes
+            )
         nodes = (await kube.list(NODES)).items
         leases = await asyncio.wait_for(
             lease_holders(kube, {n["metadata"]["name"] for n in nodes}), 60

@@ -13,10 +13,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 from fleet import render
-from fleet.reconcile import Reconciler, is_ready, record_name
+from fleet.reconcile import Reconciler, record_name
 from fleet.spec import for_profile, from_data
 from testbed import vocab
-from testbed.kube import errors
+from testbed.kube import errors, resources
 from testbed.kube.client import ClientSettings, Kube
 from testbed.kube.resources import CONFIG_MAPS, NODES, RESOURCE_SLICES
 
@@ -77,11 +77,11 @@ async def test_apply_200_reapply_scale_to_150_then_delete(
 
     # Apply 200: all Ready, each with its two slices of 8 devices, owned by the node.
     fleet = for_profile("dgx-h100", 200, name=fleet_name)
-    counts = await rec.apply(fleet)
+    counts = await rec.apply(render.validate(fleet))
     assert counts.failed == 0
-    assert await rec.wait_ready(fleet, within=180) == 200
+    assert await rec.wait_ready(render.validate(fleet), within=180) == 200
     nodes, slices = await _objects(kube, fleet_name)
-    assert len(nodes) == 200 and all(is_ready(n) for n in nodes)
+    assert len(nodes) == 200 and all(resources.node_ready(n) for n in nodes)
     assert len(slices) == 400
     uids = {n["metadata"]["name"]: n["metadata"]["uid"] for n in nodes}
     for s in slices:
@@ -98,7 +98,7 @@ async def test_apply_200_reapply_scale_to_150_then_delete(
 
     # Re-apply the same spec: zero writes, counted on the wire.
     writes.calls.clear()
-    again = await rec.apply(fleet)
+    again = await rec.apply(render.validate(fleet))
     assert again.writes == 0 and again.unchanged == 600
     assert writes.total == 0, writes.calls
 
@@ -106,7 +106,7 @@ async def test_apply_200_reapply_scale_to_150_then_delete(
     # but the record of the spec.
     writes.calls.clear()
     smaller = for_profile("dgx-h100", 150, name=fleet_name)
-    counts = await rec.apply(smaller)
+    counts = await rec.apply(render.validate(smaller))
     assert (counts.created, counts.updated, counts.deleted) == (0, 0, 150)
     assert writes.by_verb("DELETE") == 150
     assert writes.calls[("PUT", "configmaps")] == 1  # the fleet's record, its only ConfigMap
@@ -131,27 +131,27 @@ async def test_changed_labels_and_capacity_update_in_place_then_settle(
 ) -> None:
     rec = Reconciler(kube)
     base = {"name": fleet_name, "pools": [{"name": "p", "profile": "h100-4nic", "count": 4}]}
-    await rec.apply(from_data(base))
+    await rec.apply(render.validate(from_data(base)))
     before = {
         n["metadata"]["name"]: n["metadata"]["uid"] for n in (await _objects(kube, fleet_name))[0]
     }
 
     changed = from_data({**base, "labels": {"example.com/team": "a"}, "extendedResources": True})
-    counts = await rec.apply(changed)
+    counts = await rec.apply(render.validate(changed))
     assert (counts.created, counts.deleted, counts.updated) == (0, 0, 4)
     nodes, _ = await _objects(kube, fleet_name)
     assert {n["metadata"]["name"]: n["metadata"]["uid"] for n in nodes} == before
     for n in nodes:
         assert n["metadata"]["labels"]["example.com/team"] == "a"
         assert n["status"]["allocatable"][vocab.EXTENDED_RESOURCE_GPU] == "8"
-    assert (await rec.apply(changed)).writes == 0
+    assert (await rec.apply(render.validate(changed))).writes == 0
 
     # Back to the base spec: the extended resource goes away again.
-    counts = await rec.apply(from_data(base))
+    counts = await rec.apply(render.validate(from_data(base)))
     assert counts.updated == 4
     nodes, _ = await _objects(kube, fleet_name)
     assert all(vocab.EXTENDED_RESOURCE_GPU not in n["status"]["allocatable"] for n in nodes)
-    assert (await rec.apply(from_data(base))).writes == 0
+    assert (await rec.apply(render.validate(from_data(base)))).writes == 0
 
 
 async def test_a_changed_slice_is_repaired_and_its_pool_generation_bumped(
@@ -159,12 +159,12 @@ async def test_a_changed_slice_is_repaired_and_its_pool_generation_bumped(
 ) -> None:
     rec = Reconciler(kube)
     fleet = for_profile("l4-4gpu", 1, name=fleet_name)
-    await rec.apply(fleet)
+    await rec.apply(render.validate(fleet))
     name = f"{fleet_name}-l4-4gpu-0-{vocab.GPU_DRIVER}"
     obj = await kube.get(RESOURCE_SLICES, name)
     obj["spec"]["devices"] = obj["spec"]["devices"][:1]
     await kube.replace(RESOURCE_SLICES, obj)
-    counts = await rec.apply(fleet)
+    counts = await rec.apply(render.validate(fleet))
     assert counts.updated == 1
     repaired = await kube.get(RESOURCE_SLICES, name)
     assert len(repaired["spec"]["devices"]) == 4
@@ -175,8 +175,8 @@ async def test_delete_removes_only_its_own_fleet(kube: Kube, fleet_name: str) ->
     other = f"{fleet_name}-x"
     rec = Reconciler(kube)
     try:
-        await rec.apply(for_profile("cpu-only", 3, name=fleet_name))
-        await rec.apply(for_profile("cpu-only", 2, name=other))
+        await rec.apply(render.validate(for_profile("cpu-only", 3, name=fleet_name)))
+        await rec.apply(render.validate(for_profile("cpu-only", 2, name=other)))
         all_before = {n["metadata"]["name"] for n in (await kube.list(NODES)).items}
         await rec.delete(fleet_name)
         all_after = {n["metadata"]["name"] for n in (await kube.list(NODES)).items}
@@ -203,8 +203,8 @@ async def test_status_reports_desired_created_and_ready_per_pool(
             ],
         }
     )
-    await rec.apply(fleet)
-    await rec.wait_ready(fleet, within=120)
+    await rec.apply(render.validate(fleet))
+    await rec.wait_ready(render.validate(fleet), within=120)
     st = await rec.status(fleet_name)
     assert st.recorded and st.desired == 5 and st.nodes == 5 and st.ready == 5
     pools = {p.pool: (p.desired, p.nodes, p.ready, p.slices) for p in st.pools}

@@ -10,7 +10,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-import yaml
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client import CollectorRegistry
 
@@ -22,8 +21,8 @@ from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
 from testbed.kube.resources import NODES, RESOURCE_SLICES
 from testbed.kube.watching import Change, Snapshot, informer
-from tests.integration.fleet import fleet_objects
-from tests.waiting import condition, wait_for
+from tests.support import api_proxy, fleet_objects
+from tests.support.waiting import condition, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -127,65 +126,14 @@ async def test_a_fleet_object_grows_shrinks_and_is_cleaned_up(
             pass
 
 
-class Proxy:
-    """A TCP relay to the API server that a test can cut and restore: an API server "restart"
-    as the service sees it, without touching the shared control plane."""
-
-    def __init__(self, target_host: str, target_port: int) -> None:
-        self.target = (target_host, target_port)
-        self.port = 0
-        self._server: asyncio.Server | None = None
-        self._conns: set[asyncio.StreamWriter] = set()
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._relay, "127.0.0.1", self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def stop(self) -> None:
-        assert self._server is not None
-        self._server.close()
-        for w in list(self._conns):
-            w.close()
-        await self._server.wait_closed()
-
-    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            up_r, up_w = await asyncio.open_connection(*self.target)
-        except OSError:
-            writer.close()
-            return
-        self._conns.update({writer, up_w})
-
-        async def pipe(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-            try:
-                while data := await r.read(65536):
-                    w.write(data)
-                    await w.drain()
-            except (ConnectionError, OSError):
-                pass
-            finally:
-                w.close()
-                self._conns.discard(w)
-
-        await asyncio.gather(pipe(reader, up_w), pipe(up_r, writer))
-
-
-def _kubeconfig_via(source: Path, port: int, target: Path) -> Path:
-    config = yaml.safe_load(source.read_text())
-    for c in config["clusters"]:
-        c["cluster"]["server"] = f"https://127.0.0.1:{port}"
-    target.write_text(yaml.safe_dump(config))
-    return target
-
-
 async def test_the_service_survives_the_api_server_going_away(
     kube: Kube, kubeconfig: str, tmp_path: Path
 ) -> None:
     await service.install_crd(kube)
     url = urlsplit(kube.host)
-    proxy = Proxy(url.hostname or "127.0.0.1", url.port or 443)
+    proxy = api_proxy.Proxy(url.hostname or "127.0.0.1", url.port or 443)
     await proxy.start()
-    via_proxy = _kubeconfig_via(Path(kubeconfig), proxy.port, tmp_path / "kubeconfig")
+    via_proxy = api_proxy.kubeconfig_via(Path(kubeconfig), proxy.port, tmp_path / "kubeconfig")
 
     registry = CollectorRegistry()
     metrics = FleetMetrics(registry)

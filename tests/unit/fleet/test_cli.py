@@ -20,7 +20,7 @@ def test_render_writes_all_objects_as_yaml_to_stdout(capsys: pytest.CaptureFixtu
     assert _run(["render", "--profile", "dgx-h100", "--nodes", "2", "--name", "r"]) == 0
     docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
     kinds = [d["kind"] for d in docs]
-    assert kinds == ["DeviceClass"] * 3 + ["Node"] * 2 + ["ResourceSlice"] * 4
+    assert kinds == ["DeviceClass"] * 4 + ["Node"] * 2 + ["ResourceSlice"] * 4
 
 
 def test_render_to_a_directory_writes_one_file_per_kind(tmp_path: Path) -> None:
@@ -46,7 +46,7 @@ def test_render_kwok_shards_labels_the_one_pool_fleet_round_robin(
 
 def test_render_json_lines(capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(["render", "--profile", "cpu-only", "--nodes", "1", "--format", "json"]) == 0
-    assert len(capsys.readouterr().out.splitlines()) == 3 + 1 + 1
+    assert len(capsys.readouterr().out.splitlines()) == 4 + 1 + 1
 
 
 @pytest.mark.parametrize(

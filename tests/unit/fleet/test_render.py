@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from fleet import crd, render, yamlout
+from fleet import crd, limits, profiles, render, yamlout
 from fleet.spec import SpecError, for_profile, from_data
 from testbed import vocab
 
@@ -261,16 +261,15 @@ def test_inline_profiles_in_the_spec_are_usable() -> None:
     assert len(out.slices[0]["spec"]["devices"]) == 2
 
 
-def test_every_builtin_profile_renders_within_device_limits() -> None:
-    for name in ("dgx-h100", "a4-highgpu-8g", "h100-4nic", "l4-4gpu", "cpu-only"):
+def test_every_builtin_profile_renders_within_every_slice_limit() -> None:
+    for name in profiles.builtin():
         for s in render.render_profile(name, 1).slices:
-            for d in s["spec"]["devices"]:
-                assert len(d["attributes"]) + len(d.get("capacity", {})) <= 32
+            limits.check_slice(s)
 
 
 def test_slice_names_matches_slice_objects() -> None:
     f = for_profile("l4-4gpu", 2)
-    for p in render.plan(f):
+    for p in render.desired_nodes(f):
         assert render.slice_names(p) == [s["metadata"]["name"] for s in render.slice_objects(f, p)]
 
 
@@ -292,7 +291,13 @@ def test_deviceclass_manifests_are_the_render() -> None:
     }
     rendered = {d["metadata"]["name"]: d for d in render.device_classes()}
     assert files == rendered
-    assert set(rendered) == {vocab.CLASS_GPU, vocab.CLASS_NIC, vocab.CLASS_RDMA_NIC}
+    assert set(rendered) == {
+        vocab.CLASS_GPU,
+        vocab.CLASS_MIG,
+        vocab.CLASS_NIC,
+        vocab.CLASS_RDMA_NIC,
+    }
+    assert rendered[vocab.CLASS_GPU]["spec"]["extendedResourceName"] == vocab.EXTENDED_RESOURCE_GPU
     assert (
         "rdma == true"
         in rendered[vocab.CLASS_RDMA_NIC]["spec"]["selectors"][0]["cel"]["expression"]
@@ -318,7 +323,16 @@ def test_crd_spec_schema_has_every_spec_field() -> None:
 
 
 @pytest.mark.parametrize(
-    "profile", ["dgx-h100", "a4-highgpu-8g", "h100-4nic", "l4-4gpu", "cpu-only"]
+    "profile",
+    [
+        "dgx-h100",
+        "dgx-h100-mig",
+        "dgx-h100-shared",
+        "a4-highgpu-8g",
+        "h100-4nic",
+        "l4-4gpu",
+        "cpu-only",
+    ],
 )
 def test_golden_render_of_one_node(profile: str) -> None:
     _golden(GOLDEN / f"{profile}.yaml", render.render_profile(profile, 1, name="golden").objects())
