@@ -357,7 +357,14 @@ def on_slice(rec: Records, kind: str, slc: dict[str, Any], now: float) -> None:
     if driver == vocab.GPU_DRIVER:
         generation = int(pool_info.get("generation", 0))
         node = spec.get("nodeName", "")
-        fleet.gpu_slices[name] = (pool, generation, node, len(devices))
+        # Physical GPUs only: a MIG partition is a device too, carved out of one of them.
+        whole = sum(
+            1
+            for d in devices
+            if device_attribute(d.get("attributes") or {}, driver, vocab.GPU_ATTR_TYPE)
+            != vocab.GPU_TYPE_MIG
+        )
+        fleet.gpu_slices[name] = (pool, generation, node, whole)
     if spec.get("nodeName"):
         fleet.pool_node[(driver, pool)] = spec["nodeName"]
     numa_attr = vocab.GPU_ATTR_NUMA if driver == vocab.GPU_DRIVER else vocab.NIC_ATTR_NUMA

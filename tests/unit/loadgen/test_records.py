@@ -218,3 +218,13 @@ def test_pods_never_scheduled_are_grouped_by_the_schedulers_reason() -> None:
     records.on_pod(t, "ADDED", _pod("d", node="n1"), 0.1)
     assert records.pending(t) == {full: 2, "no verdict from the scheduler yet": 1}
     assert t.pods["a"].unschedulable and t.total.unschedulable == 2
+
+
+def test_mig_partitions_are_not_counted_as_fleet_gpus() -> None:
+    t = _records()
+    records.on_node(t, "ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
+    slc = _slice("n1", vocab.GPU_DRIVER, [("g0", "r0", 0), ("g0-mig-1g", "r0", 0)])
+    slc["spec"]["devices"][0]["attributes"][vocab.GPU_ATTR_TYPE] = {"string": "gpu"}
+    slc["spec"]["devices"][1]["attributes"][vocab.GPU_ATTR_TYPE] = {"string": "mig"}
+    records.on_slice(t, "ADDED", slc, 0)
+    assert records.fleet_gpus(t) == 1
