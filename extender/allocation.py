@@ -3,11 +3,13 @@
 Mirrors what kube-scheduler's structured allocator decides for one node (not how it picks):
 - a request draws from devices its DeviceClass's selectors and its own selectors both match;
 - `count` devices (`ExactCount`), or every matching device on the node (`All`, which fails if
-  any of them is in use);
+  any of them is in use, or if none matches);
 - `firstAvailable`: the alternatives in order, the first with which everything fits;
 - `adminAccess`: may use devices in use, and uses none up (nor twice in one claim);
 - `matchAttribute` / `distinctAttribute` constraints over the listed requests (a device
-  without the attribute breaks either);
+  without the attribute breaks either). `distinctAttribute` as the allocator implements it
+  in this release: it remembers one value per request (the last device added), so devices
+  of one request are checked against the previous one and other requests' values only;
 - a device is used by one request unless it allows multiple allocations (consumable
   capacity: each request's capacity must fit the device's);
 - a partition consumes its slice's shared counters (MIG): what is in use plus what this
@@ -249,6 +251,9 @@ class _Search:
     def _take_all(
         self, i: int, req: Request, alt: Alternative, keys: list[DeviceKey], st: _State
     ) -> bool:
+        if not keys:
+            self.why = f"request {alt.name}: all devices, but none matches"
+            return False
         undo: list[Callable[[], None]] = []
         for key in keys:
             u = self._use(req, alt, key, st)
@@ -301,7 +306,7 @@ class _Search:
                 return None
             if alt.capacity and not dev.multi and _shares(key, dev, alt, _State()) is None:
                 return None  # asks more than the device has
-        taken = []
+        taken: list[tuple[int, Any]] = []
         for j, con in enumerate(self.pod.constraints):
             if con.claim != req.claim or not _covers(con, req.name, alt.name):
                 continue
@@ -309,10 +314,11 @@ class _Search:
             if value is None:
                 return None
             if con.distinct:
-                seen: set[Any] = st.bound.setdefault(j, set())
-                if value in seen:
+                # {request: its last value}; the first device of the set always fits.
+                seen: dict[str, Any] = st.bound.setdefault(j, {})
+                if seen and value in seen.values():
                     return None
-                taken.append((j, value))
+                taken.append((j, (req.name, value)))
             else:
                 fixed = st.bound.get(j)
                 if fixed is None:
@@ -346,7 +352,7 @@ class _Search:
         st.used[key] = st.used.get(key, 0) + 1
         for j, value in taken:
             if self.pod.constraints[j].distinct:
-                st.bound[j].add(value)
+                st.bound[j][value[0]] = value[1]
             else:
                 st.bound[j] = (value,)  # the first device fixes the value
         for ck, amount in consumed:
@@ -358,7 +364,9 @@ class _Search:
                 del st.used[key]
             for j, value in taken:
                 if self.pod.constraints[j].distinct:
-                    st.bound[j].discard(value)
+                    # The allocator forgets the request's value on removal, whatever the
+                    # request's other devices hold.
+                    st.bound[j].pop(value[0], None)
                 else:
                     del st.bound[j]
             for ck, amount in consumed:
