@@ -33,7 +33,7 @@ from extender.topology import Device, DeviceKey
 CounterKey = tuple[str, str, str]
 """(driver, pool, counter set)."""
 
-STEP_BUDGET = 20_000
+STEP_BUDGET = 2_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +212,9 @@ def judge(
                     keys.append(key)
             per_alt.append(keys)
         candidates.append(per_alt)
+    short = _not_enough(pod, devices, in_use, candidates)
+    if short is not None:
+        return Verdict(False, short)
     search = _Search(pod, devices, in_use, counters or {}, counters_in_use or {}, candidates)
     try:
         ok = search.request(0, _State())
@@ -220,6 +223,31 @@ def judge(
     if ok:
         return FITS
     return Verdict(False, search.why or "not enough matching free devices")
+
+
+def _not_enough(
+    pod: Pod,
+    devices: Mapping[DeviceKey, Device],
+    in_use: Callable[[DeviceKey], bool],
+    candidates: list[list[list[DeviceKey]]],
+) -> str | None:
+    """A counting bound before the search: requests whose devices all come from one set
+    cannot together take more than its free devices (else pods of 8 identical requests on a
+    node one device short would make the search try every permutation)."""
+    sets: list[tuple[frozenset[DeviceKey], int, str]] = []
+    for req, per_alt in zip(pod.requests, candidates, strict=True):
+        if len(req.alternatives) != 1:
+            continue
+        alt = req.alternatives[0]
+        if alt.admin or alt.all_devices or any(devices[k].multi for k in per_alt[0]):
+            continue
+        sets.append((frozenset(per_alt[0]), alt.count, alt.name))
+    for outer, _, name in sets:
+        want = sum(count for inner, count, _ in sets if inner <= outer)
+        free = sum(1 for k in outer if not in_use(k))
+        if want > free:
+            return f"request {name}: {want} devices wanted from {free} free that match"
+    return None
 
 
 @dataclass

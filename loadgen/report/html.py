@@ -171,6 +171,10 @@ def _claims(doc: ResultDoc) -> list[Section]:
         ("GPU-NIC pairs on one NUMA node", f"{cl.numa_aligned_pairs} / {cl.gpu_nic_pairs}"),
         ("peak fleet GPU allocation", units.percent(doc.fleet.peak_allocation_ratio)),
         ("GPUs stranded at the peak", units.count(doc.fleet.gpus_stranded_at_peak)),
+        (
+            "physical GPUs busy at peak (pods per busy GPU)",
+            f"{units.count(doc.fleet.peak_gpus_busy)} ({doc.fleet.pods_per_busy_gpu:g})",
+        ),
     ]
     parts: list[str] = [charts.table(("figure", "value"), rows)]
     if doc.gangs:
