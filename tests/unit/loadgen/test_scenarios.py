@@ -99,3 +99,22 @@ def test_claim_keys_name_distinct_templates() -> None:
         Claim(gpu_class="gpu.example.com").key,
     }
     assert len(keys) == 6
+
+
+def test_the_inference_mix_asks_each_footprint_in_the_chosen_shape() -> None:
+    def claims(shape: str) -> list[tuple[str, str | None, str | None]]:
+        sc = scenarios.load("inference", {"shape": shape, "footprints": "5,20,80"})
+        assert [p.wait for p in sc.phases] == ["created", "created", "complete"]
+        return [(p.name, p.claim.mig_profile, p.claim.memory) for p in sc.phases]
+
+    assert claims("mig") == [
+        ("mem5g", "1g.10gb", None),
+        ("mem20g", "2g.20gb", None),
+        ("mem80g", "7g.80gb", None),
+    ]
+    assert claims("capacity") == [
+        ("mem5g", None, "5Gi"),
+        ("mem20g", None, "20Gi"),
+        ("mem80g", None, "80Gi"),
+    ]
+    assert {c[1:] for c in claims("whole")} == {(None, None)}
