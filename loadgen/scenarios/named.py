@@ -61,17 +61,17 @@ class GangParams(_Params):
     run_time: Duration = 3600.0
 
 
-# The smallest H100 80GB MIG profile that holds a footprint of at most this many GiB.
-_MIG_FOR_GIB = ((10, "1g.10gb"), (20, "2g.20gb"), (40, "3g.40gb"), (80, "7g.80gb"))
+# The smallest H100 80GB MIG profile that holds a footprint of at most this many GB.
+_MIG_FOR_GB = ((10, "1g.10gb"), (20, "2g.20gb"), (40, "3g.40gb"), (80, "7g.80gb"))
 
 
 def _footprints(value: object) -> object:
-    """`5,10,20` -> [5, 10, 20] (GiB); lists pass through."""
+    """`5,10,20` -> [5, 10, 20] (GB); lists pass through."""
     if isinstance(value, str):
         try:
             return [int(v) for v in value.split(",")]
         except ValueError:
-            raise ValueError(f"footprints {value!r}: expected GiB like 5,10,20,40,80") from None
+            raise ValueError(f"footprints {value!r}: expected GB like 5,10,20,40,80") from None
     return value
 
 
@@ -79,7 +79,8 @@ class InferenceParams(_Params):
     jobs: int = Field(20, ge=1)
     """Jobs per footprint."""
     footprints: Annotated[list[int], BeforeValidator(_footprints)] = [5, 10, 20, 40, 80]
-    """GPU memory each pod needs, GiB; one phase per footprint."""
+    """GPU memory each pod needs, GB (decimal, as GPUs and MIG profiles are named); one
+    phase per footprint."""
     shape: Literal["whole", "mig", "capacity"] = "capacity"
     """How a pod gets its memory: a whole GPU, the smallest MIG profile that holds it, or a
     capacity request of exactly that much on a shared GPU."""
@@ -90,24 +91,24 @@ class InferenceParams(_Params):
     @model_validator(mode="after")
     def _fits(self) -> InferenceParams:
         if not self.footprints or any(not 0 < f <= 80 for f in self.footprints):
-            raise ValueError("footprints are GiB between 1 and 80 (an H100 80GB)")
+            raise ValueError("footprints are GB between 1 and 80 (an H100 80GB)")
         return self
 
 
 def _inference(p: InferenceParams) -> Scenario:
     base = p.claim()
     phases = []
-    for i, gib in enumerate(p.footprints):
+    for i, gb in enumerate(p.footprints):
         if p.shape == "mig":
-            profile = next(name for most, name in _MIG_FOR_GIB if gib <= most)
+            profile = next(name for most, name in _MIG_FOR_GB if gb <= most)
             claim = base.model_copy(update={"gpus": 1, "mig_profile": profile})
         elif p.shape == "capacity":
-            claim = base.model_copy(update={"gpus": 1, "memory": f"{gib}Gi"})
+            claim = base.model_copy(update={"gpus": 1, "memory": f"{gb}G"})
         else:
             claim = base.model_copy(update={"gpus": 1})
         phases.append(
             Phase(
-                name=f"mem{gib}g",
+                name=f"mem{gb}gb",
                 kind="jobs",
                 count=p.jobs,
                 completions=p.completions,
@@ -122,7 +123,7 @@ def _inference(p: InferenceParams) -> Scenario:
         name="inference",
         description=(
             f"inference mix: {p.jobs} Jobs x {p.completions} completions per footprint "
-            f"({', '.join(f'{g}GiB' for g in p.footprints)}), {p.shape} GPUs"
+            f"({', '.join(f'{g}GB' for g in p.footprints)}), {p.shape} GPUs"
         ),
         phases=phases,
     )

@@ -108,13 +108,13 @@ def test_the_inference_mix_asks_each_footprint_in_the_chosen_shape() -> None:
         return [(p.name, p.claim.mig_profile, p.claim.memory) for p in sc.phases]
 
     assert claims("mig") == [
-        ("mem5g", "1g.10gb", None),
-        ("mem20g", "2g.20gb", None),
-        ("mem80g", "7g.80gb", None),
+        ("mem5gb", "1g.10gb", None),
+        ("mem20gb", "2g.20gb", None),
+        ("mem80gb", "7g.80gb", None),
     ]
     assert claims("capacity") == [
-        ("mem5g", None, "5Gi"),
-        ("mem20g", None, "20Gi"),
-        ("mem80g", None, "80Gi"),
+        ("mem5gb", None, "5G"),
+        ("mem20gb", None, "20G"),
+        ("mem80gb", None, "80G"),  # 80 GB fits an H100's 81559Mi; 80Gi would not
     ]
     assert {c[1:] for c in claims("whole")} == {(None, None)}
