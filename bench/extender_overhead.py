@@ -45,10 +45,10 @@ from typing import Any
 
 import yaml
 
-from loadgen import metrics
+from experiment import plan
+from loadgen import series
 from testbed import vocab
 from testbed.cluster import local, processes, second_scheduler
-from testbed.demo import plan
 
 ARMS = ("off", "on", "on-no-pack", "prio-only")
 
@@ -118,7 +118,7 @@ def run_arm(
 def measured(arm: str, doc: dict[str, Any]) -> Measured:
     pods = doc["counts"]["expected_pods"]
     deltas = doc["metrics"]["scheduler"]["deltas"]
-    s = metrics.summary(deltas)
+    s = series.summary(deltas)
     filter_sum = sum(
         v
         for k, v in deltas.items()

@@ -1,12 +1,13 @@
 """Scheduling throughput of the real kube-scheduler with and without the extender.
 
-On the running local cluster (`testbed up`), renders a small dgx-h100 fleet of its own (unique
-name, its own nodes), then alternates rounds with `extender serve` listening on 127.0.0.1:8888
-(its own process, as deployed, synced before the round) and with nothing listening there
-(kube-scheduler's call fails at once and, the extender being `ignorable`, is skipped: same
-scheduler, same cluster, no extender work). Each round creates P pods asking one GPU + one RDMA
-NIC (a ResourceClaimTemplate), pinned to the bench's nodes, and measures pods/s up to the last
-pod seen scheduled (watch receive time). Everything it creates is deleted.
+On the running local cluster (`testbed up`), provisions a small dgx-h100 fleet of its own with
+`fleet apply` (unique name, its own nodes; `fleet delete` at the end), then alternates rounds
+with `extender serve` listening on 127.0.0.1:8888 (its own process, as deployed, synced before
+the round) and with nothing listening there (kube-scheduler's call fails at once and, the
+extender being `ignorable`, is skipped: same scheduler, same cluster, no extender work). Each
+round creates P pods asking one GPU + one RDMA NIC (loadgen's public templates: its
+ResourceClaimTemplate and pod spec), pinned to the bench's nodes, and measures pods/s up to the
+last pod seen scheduled (watch receive time). Everything it creates is deleted.
 
 Two ways to start the clock:
 - `--hold` (scheduler_perf's view: the scheduler's own rate): the cluster's kube-scheduler is
@@ -17,7 +18,7 @@ Two ways to start the clock:
 
     .venv/bin/python bench/extender_scheduling.py [--nodes 50] [--pods 200] [--rounds 3] [--hold]
 
-Target (issue 4): throughput with the extender >= 90 % of without. Other workloads on the
+Target: throughput with the extender >= 90 % of without. Other workloads on the
 shared cluster add noise; rounds alternate the order (on/off, off/on) to spread it evenly.
 """
 
@@ -32,107 +33,35 @@ import secrets
 import signal
 import socket
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 
-from fleet.render import render_profile
+from loadgen import templates
+from loadgen.scenarios.model import Claim, Phase
 from testbed import vocab
-from testbed.cluster import local
+from testbed.cluster import local, processes
 from testbed.kube import errors, watching
 from testbed.kube import resources as r
 from testbed.kube.client import ClientSettings, Kube
 
 
-async def bounded(n: int, coros: list[Any]) -> list[Any]:
-    sem = asyncio.Semaphore(n)
-
-    async def one(c: Any) -> Any:
-        async with sem:
-            return await c
-
-    return await asyncio.gather(*(one(c) for c in coros))
+def fleet_cli(kubeconfig: str | None, *args: str) -> None:
+    """`fleet ARGS` as its own process, as a user runs it (apply waits until nodes are Ready)."""
+    cmd = [sys.executable, "-c", "from fleet.cli import main; main()", *args]
+    if kubeconfig:
+        cmd += ["--kubeconfig", kubeconfig]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
 
 
-async def make_fleet(kube: Kube, name: str, nodes: int) -> list[str]:
-    rendered = render_profile("dgx-h100", nodes, name=name, seed=7)
-    for cls in rendered.device_classes:
-        with contextlib.suppress(errors.AlreadyExists):
-            await kube.create(r.DEVICE_CLASSES, cls)
-    created = await bounded(32, [kube.create(r.NODES, n) for n in rendered.nodes])
-    uids = {c["metadata"]["name"]: c["metadata"]["uid"] for c in created}
-    for s in rendered.slices:
-        node = s["spec"]["nodeName"]
-        s["metadata"]["ownerReferences"] = [
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "name": node,
-                "uid": uids[node],
-                "controller": True,
-            }
-        ]
-    await bounded(32, [kube.create(r.RESOURCE_SLICES, s) for s in rendered.slices])
-    names = sorted(uids)
-    await wait_nodes_ready(kube, name, len(names))
-    return names
-
-
-def _ready(node: dict[str, Any]) -> bool:
-    conds = {c.get("type"): c.get("status") for c in node.get("status", {}).get("conditions") or []}
-    taints = node.get("spec", {}).get("taints") or []
-    return conds.get("Ready") == "True" and all(
-        t.get("key") == vocab.KWOK_TAINT_KEY for t in taints
-    )
-
-
-async def wait_nodes_ready(kube: Kube, fleet: str, count: int) -> None:
-    ready: set[str] = set()
-    selector = f"{vocab.LABEL_FLEET}={fleet}"
-    async with asyncio.timeout(300):
-        async for ev in watching.informer(kube, r.NODES, label_selector=selector):
-            objs = ev.items if isinstance(ev, watching.Snapshot) else [ev.object]
-            for n in objs:
-                (ready.add if _ready(n) else ready.discard)(r.name_of(n))
-            if len(ready) >= count:
-                return
-
-
-def pod(namespace: str, fleet: str, i: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": f"p{i:05d}", "namespace": namespace},
-        "spec": {
-            "nodeSelector": {vocab.LABEL_FLEET: fleet},
-            "tolerations": [{"key": vocab.KWOK_TAINT_KEY, "operator": "Exists"}],
-            "containers": [
-                {
-                    "name": "c",
-                    "image": "busybox",
-                    "resources": {"requests": {"cpu": "100m"}, "claims": [{"name": "pair"}]},
-                }
-            ],
-            "resourceClaims": [{"name": "pair", "resourceClaimTemplateName": "pair"}],
-        },
-    }
-
-
-def template(namespace: str) -> dict[str, Any]:
-    requests = [
-        {"name": "gpu", "exactly": {"deviceClassName": vocab.CLASS_GPU}},
-        {"name": "nic", "exactly": {"deviceClassName": vocab.CLASS_RDMA_NIC}},
-    ]
-    return {
-        "apiVersion": vocab.RESOURCE_API_VERSION,
-        "kind": "ResourceClaimTemplate",
-        "metadata": {"name": "pair", "namespace": namespace},
-        "spec": {"spec": {"devices": {"requests": requests}}},
-    }
+def pod_phase(pods: int) -> Phase:
+    """Each pod asks one GPU and one RDMA NIC (no alignment constraint: any pair will do)."""
+    return Phase(name="pods", kind="pods", count=pods, claim=Claim(gpus=1, nics=1, align=False))
 
 
 @contextlib.contextmanager
@@ -161,12 +90,22 @@ async def all_claims_exist(kube: Kube, namespace: str, count: int) -> None:
 
 
 async def one_round(
-    kube: Kube, fleet: str, namespace: str, pods: int, scheduler_pid: int | None
+    kube: Kube, fleet: str, run_id: str, pods: int, scheduler_pid: int | None
 ) -> float:
     """pods/s up to the last pod seen with a node: from the first create, or, with the
-    scheduler held (`scheduler_pid`), from its resume once every pod and claim exists."""
-    await kube.create(r.NAMESPACES, {"metadata": {"name": namespace}})
-    await kube.create(r.RESOURCE_CLAIM_TEMPLATES, template(namespace))
+    scheduler held (`scheduler_pid`), from its resume once every pod and claim exists.
+    The objects are loadgen's (its public templates), in loadgen's namespace for `run_id`."""
+    phase = pod_phase(pods)
+    namespace = templates.namespace_name(run_id)
+    await kube.create(r.NAMESPACES, templates.namespace(run_id))
+    await kube.create(r.RESOURCE_CLAIM_TEMPLATES, templates.claim_template(phase.claim, run_id))
+    spec = templates.pod_spec(phase, {vocab.LABEL_FLEET: fleet})
+    sem = asyncio.Semaphore(50)
+
+    async def create(i: int) -> None:
+        async with sem:
+            await kube.create(r.PODS, templates.pod(phase, i, run_id, spec))
+
     done = asyncio.Event()
     last = 0.0
     bound: set[str] = set()
@@ -187,7 +126,7 @@ async def one_round(
     await asyncio.sleep(0.5)  # let the watch start before the first pod exists
     with held(scheduler_pid):
         started = time.perf_counter()
-        await bounded(50, [kube.create(r.PODS, pod(namespace, fleet, i)) for i in range(pods)])
+        await asyncio.gather(*(create(i) for i in range(pods)))
         if scheduler_pid is not None:
             await all_claims_exist(kube, namespace, pods)
             started = time.perf_counter()
@@ -250,22 +189,13 @@ async def extender(
     args = ["serve", "--port", str(port), "--log-level", "warning"]
     if kubeconfig:
         args += ["--kubeconfig", kubeconfig]
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", "from extender.cli import main; main()", *args
-    )
-    try:
-        async with aiohttp.ClientSession() as s, asyncio.timeout(120):
-            while True:
-                with contextlib.suppress(aiohttp.ClientConnectionError):
-                    async with s.get(f"{base}/readyz") as resp:
-                        if resp.status == 200:
-                            break
-                await asyncio.sleep(0.2)
+    argv = [sys.executable, "-c", "from extender.cli import main; main()", *args]
+    with tempfile.TemporaryDirectory() as tmp, processes.running(
+        "the extender", argv, log=Path(tmp) / "extender.log", health_url=f"{base}/readyz",
+        timeout=120,
+    ) as proc:  # fmt: skip
         cpu_before = _cpu_seconds(proc.pid)
         yield scrape
-    finally:
-        proc.terminate()
-        await proc.wait()
 
 
 async def main() -> int:
@@ -317,19 +247,21 @@ async def main() -> int:
     )
     results: dict[str, list[float]] = {"with": [], "without": []}
     handler_ms: dict[str, list[float]] = {"filter": [], "prioritize": [], "cpu_s": []}
-    nodes: list[str] = []
     try:
         print(f"creating {ns.nodes} dgx-h100 nodes (fleet {fleet}) ...", flush=True)
-        nodes = await make_fleet(kube, fleet, ns.nodes)
+        await asyncio.to_thread(
+            fleet_cli, ns.kubeconfig, "apply", "--profile", "dgx-h100", "--nodes", str(ns.nodes),
+            "--name", fleet, "--seed", "7",
+        )  # fmt: skip
         for i in range(ns.rounds):
             order = ("with", "without") if i % 2 == 0 else ("without", "with")
             for mode in order:
-                namespace = f"{fleet}-{mode}-{i}"
+                run_id = f"{run}-{mode}-{i}"
                 async with extender(ns.kubeconfig, port, on=mode == "with") as scrape:
                     try:
-                        rate = await one_round(kube, fleet, namespace, ns.pods, scheduler_pid)
+                        rate = await one_round(kube, fleet, run_id, ns.pods, scheduler_pid)
                     finally:
-                        await delete_namespace(kube, namespace)
+                        await delete_namespace(kube, templates.namespace_name(run_id))
                     seen = await scrape()
                     for verb, ms in seen.items():
                         handler_ms[verb].append(ms)
@@ -337,7 +269,7 @@ async def main() -> int:
                 cpu = f"  (extender CPU {seen['cpu_s']:.2f} s)" if "cpu_s" in seen else ""
                 print(f"round {i} {mode:8s} extender: {rate:7.1f} pods/s{cpu}", flush=True)
     finally:
-        await bounded(32, [kube.delete(r.NODES, n) for n in nodes])
+        await asyncio.to_thread(fleet_cli, ns.kubeconfig, "delete", "--name", fleet)
         await kube.close()
     for verb in ("filter", "prioritize"):
         if values := handler_ms[verb]:

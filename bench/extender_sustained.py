@@ -39,6 +39,8 @@ from typing import Any
 import aiohttp
 import extender_latency as lat  # the same fleet, pods and helpers (bench/ is on sys.path)
 
+from testbed import runtime
+
 BOUNDS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 
 
@@ -241,9 +243,4 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        import uvloop
-
-        sys.exit(uvloop.run(main()))
-    except ImportError:
-        sys.exit(asyncio.run(main()))
+    sys.exit(runtime.run(main()))

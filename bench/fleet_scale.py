@@ -141,16 +141,12 @@ async def count_ready(kube: Kube, selector: str, expected: int, within: float) -
     started = time.perf_counter()
     ready: set[str] = set()
 
-    def is_ready(n: dict[str, Any]) -> bool:
-        conds = (n.get("status") or {}).get("conditions") or []
-        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
-
     async def watch() -> None:
         async for ev in watching.informer(kube, resources.NODES, label_selector=selector):
             if isinstance(ev, watching.Snapshot):
                 ready.clear()
-                ready.update(n["metadata"]["name"] for n in ev.items if is_ready(n))
-            elif ev.type != "DELETED" and is_ready(ev.object):
+                ready.update(n["metadata"]["name"] for n in ev.items if resources.node_ready(n))
+            elif ev.type != "DELETED" and resources.node_ready(ev.object):
                 ready.add(ev.object["metadata"]["name"])
             if len(ready) >= expected:
                 return

@@ -162,7 +162,7 @@ def main() -> None:
             subprocess.run([BIN / "fleet", "delete", "--name", fleet], check=False)
     doc = json.loads((args.out / "result.json").read_text())
     cpu = usage.ru_utime + usage.ru_stime
-    ours = _read(args.out / "pods.csv", "seen", "running")
+    ours = _read(args.out / "pods.csv", "created", "running")
     theirs = _read(watch_csv, "seen", "running")
     common = ours.keys() & theirs.keys()
     p99_ours = stats.percentile(sorted(_startup_ms({k: ours[k] for k in common})), 99)

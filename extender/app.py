@@ -8,12 +8,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from aiohttp import web
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    ProcessCollector,
-    generate_latest,
-)
+from prometheus_client import CollectorRegistry, ProcessCollector
 
 from extender import handlers
 from extender.cache import sync
@@ -22,7 +17,9 @@ from extender.cache.store import Store
 from extender.config import Settings
 from extender.core import Core
 from extender.metrics import CacheCollector, Metrics
+from testbed import runtime
 from testbed.kube.client import Kube
+from testbed.kube.watching import Liveness
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +52,6 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return web.json_response({"error": "internal error; see the extender log"}, status=500)
 
 
-async def metrics_endpoint(request: web.Request) -> web.Response:
-    body = generate_latest(request.app[REGISTRY])
-    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-
 def build(
     settings: Settings,
     *,
@@ -72,7 +64,7 @@ def build(
     metrics = Metrics(registry)
     index = Index(settings, on_placement=metrics.placement)
     store = Store(index, on_event=metrics.event)
-    core = Core(index, settings, ready=store.ready.is_set)
+    core = Core(index, settings, ready=store.ready.is_set, on_unjudged=metrics.not_judged)
     registry.register(CacheCollector(index, store.ready.is_set))
     # process_cpu_seconds_total and RSS, as Go components expose them: loadgen and the demo
     # report the extender's CPU per pod beside the scheduler's.
@@ -85,13 +77,18 @@ def build(
     app[STORE] = store
     app.router.add_post("/filter", handlers.filter_nodes)
     app.router.add_post("/prioritize", handlers.prioritize_nodes)
-    app.router.add_get("/healthz", handlers.healthz)
-    app.router.add_get("/readyz", handlers.readyz)
-    app.router.add_get("/metrics", metrics_endpoint)
+    runtime.add_probe_routes(
+        app,
+        registry=registry,
+        not_ready=handlers.not_ready,
+    )
     app.router.add_get("/debug/decisions", handlers.decisions)
     app.router.add_get("/debug/nodes/{node}/free", handlers.free_devices)
+    app.router.add_post("/debug/judge", handlers.judge)
     if kube is not None:
-        app.cleanup_ctx.append(_watching(kube, store, metrics))
+        liveness = Liveness(kube, on_change=metrics.liveness)
+        app[handlers.LIVENESS] = liveness
+        app.cleanup_ctx.append(_watching(kube, store, metrics, liveness))
     app.cleanup_ctx.append(_freeze_after_sync(store))
     return app
 
@@ -119,10 +116,10 @@ def _freeze_after_sync(store: Store) -> Callable[[web.Application], AsyncIterato
 
 
 def _watching(
-    kube: Kube, store: Store, metrics: Metrics
+    kube: Kube, store: Store, metrics: Metrics, liveness: Liveness
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
-        tasks = sync.start(kube, store, on_restart=metrics.restart)
+        tasks = sync.start(kube, store, on_restart=metrics.restart, liveness=liveness)
         try:
             yield
         finally:

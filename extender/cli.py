@@ -6,11 +6,8 @@ Only wires flags, logging and signals; the app lives in extender.app.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import logging
 import os
-import signal
 import ssl
 import sys
 from typing import Any
@@ -20,7 +17,7 @@ from aiohttp import web
 from extender import app as app_mod
 from extender import config
 from extender.cache import files
-from testbed import vocab
+from testbed import runtime, vocab
 from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
 
@@ -156,22 +153,13 @@ async def serve(ns: argparse.Namespace, settings: config.Settings) -> None:
                 ) from e
             scheme = "https" if tls else "http"
             log.info("serving on %s://%s:%d", scheme, ns.address, ns.port)
-            await _until_signal()
+            await runtime.until_signal()
             log.info("shutting down")
         finally:
             await runner.cleanup()
     finally:
         if kube is not None:
             await kube.close()
-
-
-async def _until_signal() -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -183,13 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     try:
         settings = _settings(ns)
-        try:
-            import uvloop
-
-            runner: Any = uvloop.run
-        except ImportError:  # pragma: no cover - uvloop is a dependency off Windows
-            runner = asyncio.run
-        runner(serve(ns, settings))
+        runtime.run(serve(ns, settings))
     except (config.ConfigFileError, files.FilesError) as e:
         print(f"extender: error: {e}", file=sys.stderr)
         sys.exit(1 if isinstance(e, files.FilesError) else 2)

@@ -6,6 +6,7 @@ the store is ready nothing is judged: the filter passes every candidate and ever
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import deque
@@ -14,10 +15,12 @@ from dataclasses import asdict, dataclass, field
 from itertools import chain, islice
 from typing import Any
 
+from extender import allocation
 from extender import demand as demand_mod
 from extender.cache.index import Index
 from extender.config import Settings
 from extender.policies import locality, scoring
+from extender.topology import NodeView
 from testbed.wire import MIN_PRIORITY
 
 log = logging.getLogger(__name__)
@@ -41,21 +44,69 @@ class Core:
         *,
         ready: Callable[[], bool],
         clock: Callable[[], float] = time.time,
+        on_unjudged: Callable[[str], None] | None = None,
     ) -> None:
         self.index = index
         self.settings = settings
         self.ready = ready
         self.clock = clock
+        self.on_unjudged = on_unjudged
+        """Called with a reason label for each request or pod the extender could not judge."""
+        self._parsed: dict[str, allocation.Pod] = {}
+        self._parsed_classes: object = None
         self.decisions: deque[dict[str, Any]] = deque(maxlen=settings.explain_pods)
 
     def demand(self, pod: dict[str, Any]) -> demand_mod.Demand:
-        return demand_mod.of_pod(
+        d = demand_mod.of_pod(
             pod,
             claim=self.index.claim,
             template=self.index.template,
-            matchers=self.index.matchers,
+            classes=self.index.classes,
             settings=self.settings,
         )
+        if self.on_unjudged is not None:
+            for reason in d.unjudged:
+                self.on_unjudged(reason)
+        return d
+
+    def _claims(self, d: demand_mod.Demand) -> tuple[allocation.Pod, str] | None:
+        """The pod's claims parsed for `allocation.judge`, and a key naming them; None when
+        it has none or they cannot be judged (counted)."""
+        if not d.specs:
+            return None
+        key = "judge|" + json.dumps(d.specs, sort_keys=True, default=str)
+        pod = self._parsed.get(key)
+        if pod is None or self._parsed_classes is not self.index.classes_version:
+            if len(self._parsed) >= 256 or self._parsed_classes is not self.index.classes_version:
+                self._parsed.clear()
+                self._parsed_classes = self.index.classes_version
+            pod = self._parsed[key] = allocation.parse_claims(d.specs, self.index.classes)
+        if pod.unjudged is not None:
+            if self.on_unjudged is not None:
+                self.on_unjudged(pod.unjudged)
+            return None
+        return pod, key
+
+    def verdicts(self, d: demand_mod.Demand, names: list[str]) -> dict[str, allocation.Verdict]:
+        """Whether each named node can satisfy the pod's unallocated claims (DRA's request
+        semantics over its devices as allocated now); nodes the index does not know, or a
+        pod without claims, are left out. Remembered per node until the node changes."""
+        judged = self._claims(d)
+        if judged is None:
+            return {}
+        pod, key = judged
+        memo = self.index.node_memo(key)
+        out: dict[str, allocation.Verdict] = {}
+        nodes = self.index.nodes
+        for name in names:
+            verdict = memo.get(name)
+            if verdict is None:
+                view = nodes.get(name)
+                if view is None or not view.known:
+                    continue
+                verdict = memo[name] = self.index.judge(view, pod)
+            out[name] = verdict
+        return out
 
     def siblings(self, job: str | None) -> locality.Siblings:
         if job is None:
@@ -84,6 +135,18 @@ class Core:
         passed, failed, unresolvable = scoring.filter_nodes(
             d, names, self.index.nodes, self.index.summary, sib
         )
+        # A pod that requires a placement also gets DRA's own verdict enforced here, so
+        # the nodes it keeps can hold its claims (constraints included).
+        verdicts = self.verdicts(d, passed)
+        if verdicts:
+            kept = []
+            for name in passed:
+                v = verdicts.get(name)
+                if v is not None and v.fits is False:
+                    failed[name] = f"claims do not fit: {v.reason}"
+                else:
+                    kept.append(name)
+            passed = kept
         shown = dict(islice(chain(unresolvable.items(), failed.items()), _FAILED_SHOWN))
         rejected = len(failed) + len(unresolvable)
         self._record("filter", pod, d, sib, len(names), rejected, shown, [])
@@ -100,8 +163,25 @@ class Core:
             return [MIN_PRIORITY] * len(names)  # a job's first device-less pod: nothing to say
         nodes = self.index.nodes
         w = self.settings.weights
+        judged = self._claims(d)
+        fits = None
+        if judged is not None:
+            pod_claims, fits_key = judged
+            index = self.index
+
+            def fits(view: NodeView) -> bool | None:
+                return index.judge(view, pod_claims).fits
+
         scores = scoring.score_nodes(
-            d, names, nodes, self.index.summary, sib, w, self.index.node_memo
+            d,
+            names,
+            nodes,
+            self.index.summary,
+            sib,
+            w,
+            self.index.node_memo,
+            fits,
+            fits_key if judged is not None else "",
         )
         if self.settings.explain_pods or log.isEnabledFor(logging.DEBUG):
             top = []

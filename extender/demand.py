@@ -1,8 +1,12 @@
 """What a pod asks for: GPUs and NICs by DeviceClass, alignment constraints, its job.
 
-Pure: the caller passes lookups for claims, templates and classes. Anything we cannot read
-(an unknown class, `firstAvailable`, `allocationMode: All`, a claim not seen yet) becomes a
-note and is left out of the demand, so the policies never reject a node because of it.
+Pure: the caller passes lookups for claims, templates and classes. Two views come out: the
+GPU and NIC counts per class the scoring terms weigh (a request with its own selectors counts
+as its class there; `firstAvailable` as its first alternative; `All` and admin access not at
+all), and the claims themselves (`specs`), which `allocation` judges with DRA's full request
+semantics. Anything we cannot read (an unknown class, a claim not seen yet) becomes a note,
+and a reason in `unjudged`, and is left out, so the policies never reject a node because of
+it.
 
 Pod annotations (values are case-insensitive; anything else is ignored with a note):
   testbed.dra.io/require-alignment: pcie-root | numa
@@ -20,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from extender import classes
+from extender import selectors
 from extender.config import Settings
 from testbed import vocab
 
@@ -51,6 +55,10 @@ class Demand:
     job: str | None = None
     """`namespace/name` of the pod's gang or Job, if any."""
     notes: tuple[str, ...] = ()
+    specs: tuple[dict[str, Any], ...] = ()
+    """The specs of the pod's claims not yet allocated, for `allocation.judge`."""
+    unjudged: tuple[str, ...] = ()
+    """Reasons (metric labels) of requests left out of the scoring counts."""
 
     @property
     def pairs(self) -> int:
@@ -62,12 +70,12 @@ class Demand:
         return self.gpus == 0 and self.nics == 0 and self.job is None and not self.require_locality
 
 
-def role_of(matcher: classes.Matcher | None, settings: Settings) -> Role | None:
-    if matcher is None or matcher.driver is None:
+def role_of(klass: selectors.DeviceClassSelector | None, settings: Settings) -> Role | None:
+    if klass is None or klass.driver is None or klass.not_judged is not None:
         return None
-    if matcher.driver in settings.gpu_drivers:
+    if klass.driver in settings.gpu_drivers:
         return "gpu"
-    if matcher.driver in settings.nic_drivers:
+    if klass.driver in settings.nic_drivers:
         return "nic"
     return None
 
@@ -86,16 +94,18 @@ def of_pod(
     *,
     claim: ClaimLookup,
     template: ClaimLookup,
-    matchers: Mapping[str, classes.Matcher | None],
+    classes: Mapping[str, selectors.DeviceClassSelector],
     settings: Settings,
 ) -> Demand:
-    """The demand of `pod`; `matchers` maps DeviceClass names to their parsed selector."""
+    """The demand of `pod`; `classes` maps DeviceClass names to their compiled selectors."""
     meta = pod.get("metadata") or {}
     ns = str(meta.get("namespace") or "default")
     annotations = meta.get("annotations") or {}
     notes: list[str] = []
     counts: dict[tuple[Role, str], int] = {}
     groups: list[tuple[int, int]] = []
+    specs: list[dict[str, Any]] = []
+    unjudged: list[str] = []
 
     statuses = {
         s.get("name"): s.get("resourceClaimName")
@@ -107,7 +117,8 @@ def of_pod(
             continue
         spec = _claim_spec(ref, statuses, ns, claim, template, notes)
         if spec is not None:
-            _add_claim(spec, matchers, settings, counts, groups, notes)
+            specs.append(spec)
+            _add_claim(spec, classes, settings, counts, groups, notes, unjudged)
 
     gpu_class, gpus = _dominant(counts, "gpu", notes)
     nic_class, nics = _dominant(counts, "nic", notes)
@@ -130,6 +141,8 @@ def of_pod(
         require_locality=locality,
         job=job,
         notes=tuple(notes),
+        specs=tuple(specs),
+        unjudged=tuple(unjudged),
     )
 
 
@@ -166,11 +179,12 @@ def _claim_spec(
 
 def _add_claim(
     spec: dict[str, Any],
-    matchers: Mapping[str, classes.Matcher | None],
+    classes: Mapping[str, selectors.DeviceClassSelector],
     settings: Settings,
     counts: dict[tuple[Role, str], int],
     groups: list[tuple[int, int]],
     notes: list[str],
+    unjudged: list[str],
 ) -> None:
     devices = spec.get("devices") or {}
     per_request: dict[str, tuple[Role, int]] = {}
@@ -179,27 +193,40 @@ def _add_claim(
             continue
         rname = str(req.get("name", ""))
         exactly = req.get("exactly")
+        alternatives = req.get("firstAvailable")
         if not isinstance(exactly, dict):
-            notes.append(f"request {rname}: firstAvailable not judged")
-            continue
+            if (
+                isinstance(alternatives, list)
+                and alternatives
+                and isinstance(alternatives[0], dict)
+            ):
+                exactly = alternatives[0]  # scored as its first choice
+            else:
+                notes.append(f"request {rname}: neither exactly nor firstAvailable")
+                unjudged.append("request_shape")
+                continue
         cls = str(exactly.get("deviceClassName", ""))
-        if cls not in matchers:
+        klass = classes.get(cls)
+        if klass is None:
             notes.append(f"request {rname}: DeviceClass {cls!r} unknown")
+            unjudged.append("unknown_class")
             continue
-        role = role_of(matchers[cls], settings)
+        if klass.not_judged is not None:
+            notes.append(f"request {rname}: DeviceClass {cls!r} not judged ({klass.not_judged})")
+            unjudged.append(klass.not_judged)
+            continue
+        role = role_of(klass, settings)
         if role is None:
-            if matchers[cls] is None:
-                notes.append(f"request {rname}: selector of DeviceClass {cls!r} not understood")
             continue
+        if exactly.get("adminAccess") is True:
+            continue  # consumes nothing
         if exactly.get("allocationMode", "ExactCount") != "ExactCount":
-            notes.append(f"request {rname}: allocationMode {exactly.get('allocationMode')}")
-            continue
+            continue  # All: judged by allocation, not counted
         count = exactly.get("count", 1)
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
             notes.append(f"request {rname}: bad count {count!r}")
+            unjudged.append("bad_count")
             continue
-        if exactly.get("selectors"):
-            notes.append(f"request {rname}: own selectors not judged (counted as its class)")
         counts[(role, cls)] = counts.get((role, cls), 0) + count
         per_request[rname] = (role, count)
     for con in devices.get("constraints") or []:

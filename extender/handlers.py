@@ -16,10 +16,13 @@ from pydantic import ValidationError
 from extender.core import Core
 from extender.metrics import Metrics
 from testbed import validation
+from testbed.kube.watching import Liveness
 from testbed.wire import MAX_PRIORITY, ExtenderArgs, ExtenderFilterResult
 
 CORE: Final = web.AppKey("core", Core)
 METRICS: Final = web.AppKey("metrics", Metrics)
+LIVENESS: Final = web.AppKey("liveness", Liveness)
+"""Present when the app watches a cluster (not offline)."""
 
 _JSON = "application/json"
 # A HostPriority as two pre-encoded halves: `{"Host":"<name>","Score":` (per node name, kept
@@ -129,14 +132,14 @@ async def prioritize_nodes(request: web.Request) -> web.Response:
     return web.Response(text=body, content_type=_JSON)
 
 
-async def healthz(request: web.Request) -> web.Response:
-    return web.Response(text="ok")
-
-
-async def readyz(request: web.Request) -> web.Response:
-    if request.app[CORE].ready():
-        return web.Response(text="ok")
-    return web.Response(status=503, text="cache not synced yet")
+def not_ready(app: web.Application) -> str | None:
+    """Why /readyz answers 503: the cache has not synced, or the API server stopped answering."""
+    if not app[CORE].ready():
+        return "cache not synced yet"
+    liveness = app.get(LIVENESS)
+    if liveness is not None and not liveness.up:
+        return f"{liveness.reason} (for {liveness.clock() - liveness.since:.0f}s)"
+    return None
 
 
 async def decisions(request: web.Request) -> web.Response:
@@ -146,6 +149,22 @@ async def decisions(request: web.Request) -> web.Response:
         d for d in request.app[CORE].decisions if pod is None or d["pod"] == pod
     ]
     return web.json_response(items)
+
+
+async def judge(request: web.Request) -> web.Response:
+    """Per candidate node, whether the pod's unallocated claims fit its devices as allocated
+    now (DRA's request semantics): `fits` true, false, or null when not judged. Takes the
+    body of a scheduler call (ExtenderArgs); for checks against the real allocator."""
+    args = await _args(request)
+    core = request.app[CORE]
+    names = args.candidate_names()
+    d = core.demand(args.Pod)
+    verdicts = core.verdicts(d, names)
+    nodes = {
+        name: {"fits": v.fits, "reason": v.reason, "unjudged": v.unjudged}
+        for name, v in verdicts.items()
+    }
+    return web.json_response({"nodes": nodes, "notes": list(d.notes)})
 
 
 async def free_devices(request: web.Request) -> web.Response:

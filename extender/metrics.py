@@ -11,7 +11,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from extender.cache.index import Index, Outcome
+from extender.cache.index import Index
+from extender.topology import Outcome
 
 _LATENCY_BUCKETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 _CANDIDATE_BUCKETS = (1, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
@@ -48,7 +49,8 @@ class Metrics:
         )
         self.watch_restarts = Counter(
             "extender_watch_restarts_total",
-            "Watch restarts by kind and reason (gone = relist after 410, error, closed).",
+            "Watch restarts by kind and reason (gone = relist after 410, error, closed, hung = "
+            "relist after the API server stopped answering).",
             ["kind", "reason"],
             registry=registry,
         )
@@ -58,6 +60,19 @@ class Metrics:
             "extender seeing the watch event, by kind.",
             ["kind"],
             buckets=_LAG_BUCKETS,
+            registry=registry,
+        )
+        self.apiserver_outages = Counter(
+            "extender_apiserver_outages_total",
+            "Times the API server stopped answering the liveness probe (hung or unreachable): "
+            "/readyz turned 503 and every kind was relisted once it answered again.",
+            registry=registry,
+        )
+        self.unjudged = Counter(
+            "extender_unjudged_requests_total",
+            "Requests (or whole pods) the extender could not judge and left to DRA, by reason "
+            "(unknown_class, unsupported_function, does_not_compile, too_complex...).",
+            ["reason"],
             registry=registry,
         )
         self.placements = Counter(
@@ -70,6 +85,13 @@ class Metrics:
 
     def placement(self, outcome: Outcome, count: int) -> None:
         self.placements.labels(outcome).inc(count)
+
+    def not_judged(self, reason: str) -> None:
+        self.unjudged.labels(reason).inc()
+
+    def liveness(self, up: bool, reason: str) -> None:
+        if not up:
+            self.apiserver_outages.inc()
 
     def restart(self, kind: str, reason: str) -> None:
         self.watch_restarts.labels(kind, reason).inc()

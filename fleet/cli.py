@@ -13,13 +13,13 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichBar
+from rich.progress import TaskID
 from rich.table import Table
 
 from fleet import profiles as profiles_mod
@@ -27,7 +27,7 @@ from fleet import render, yamlout
 from fleet.profiles import ProfileError
 from fleet.reconcile import ReconcileError, Reconciler, ReconcileSettings
 from fleet.spec import DEFAULT_NAME, SpecError, for_profile, from_data, load
-from testbed import vocab
+from testbed import runtime, vocab
 from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
 
@@ -69,36 +69,6 @@ def _kube_message(e: Exception) -> str:
     return first
 
 
-# -- flags -------------------------------------------------------------------------------------
-
-
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is negative; a node count is 0 or more")
-    return value
-
-
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"{value} is not a share in (0, 1]")
-    return value
-
-
-def _positive(text: str) -> int:
-    value = _non_negative(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
 def parser() -> argparse.ArgumentParser:
     """The `fleet` command line (also checked against the manifests' commands by a test)."""
     p = argparse.ArgumentParser(
@@ -115,8 +85,12 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
     g.add_argument("--context", help="kubeconfig context (default: current)")
     g.add_argument("--qps", type=float, default=500.0, help="client-side QPS limit (500)")
-    g.add_argument("--burst", type=_positive, default=1000, help="client-side burst (1000)")
-    g.add_argument("--concurrency", type=_positive, default=64, help="nodes written at once (64)")
+    g.add_argument(
+        "--burst", type=runtime.positive_int, default=1000, help="client-side burst (1000)"
+    )
+    g.add_argument(
+        "--concurrency", type=runtime.positive_int, default=64, help="nodes written at once (64)"
+    )
 
     spec = argparse.ArgumentParser(add_help=False)
     s = spec.add_argument_group("fleet spec (a file, or one pool from flags)")
@@ -124,11 +98,15 @@ def parser() -> argparse.ArgumentParser:
         "-f", "--filename", metavar="SPEC", help="fleet spec file (YAML/JSON, - = stdin)"
     )
     s.add_argument("--profile", help="hardware profile of a one-pool fleet (see `fleet profiles`)")
-    s.add_argument("--nodes", type=_non_negative, help="node count of the one-pool fleet")
-    s.add_argument("--seed", type=_non_negative, default=None, help="seed of the one-pool fleet")
+    s.add_argument(
+        "--nodes", type=runtime.non_negative_int, help="node count of the one-pool fleet"
+    )
+    s.add_argument(
+        "--seed", type=runtime.non_negative_int, default=None, help="seed of the one-pool fleet"
+    )
     s.add_argument(
         "--kwok-shards",
-        type=_positive,
+        type=runtime.positive_int,
         default=None,
         metavar="N",
         help="label the one-pool fleet's nodes for N kwok controllers (spec.kwokShards)",
@@ -198,7 +176,7 @@ def parser() -> argparse.ArgumentParser:
         "the same GPUs. Re-applying the original spec file removes the taint again.",
     )
     t.add_argument("--name", help=f"fleet name (default {DEFAULT_NAME!r})")
-    t.add_argument("--share", type=_share, help="fraction of the GPUs in scope, e.g. 0.05")
+    t.add_argument("--share", type=runtime.share, help="fraction of the GPUs in scope, e.g. 0.05")
     t.add_argument("--effect", choices=["NoSchedule", "NoExecute", "None"], default="NoSchedule")
     t.add_argument("--key", default=vocab.DEVICE_TAINT_KEY, help="taint key (%(default)s)")
     t.add_argument("--value", default="", help="taint value (none)")
@@ -220,7 +198,10 @@ def parser() -> argparse.ArgumentParser:
     )
     sv.add_argument("--host", default="127.0.0.1", help="listen address (127.0.0.1)")
     sv.add_argument(
-        "--port", type=_non_negative, default=vocab.FLEET_SERVICE_DEFAULT_PORT, help="listen port"
+        "--port",
+        type=runtime.non_negative_int,
+        default=vocab.FLEET_SERVICE_DEFAULT_PORT,
+        help="listen port",
     )
     sv.add_argument("--install-crd", action="store_true", help="create the Fleet CRD if missing")
     sv.add_argument(
@@ -324,7 +305,7 @@ def _cmd_profiles(args: argparse.Namespace) -> int:
 
 def _cmd_apply(args: argparse.Namespace) -> int:
     desired = _fleet_from_args(args)  # all validation before any connection
-    return _run(_apply(args, desired))
+    return runtime.run(_apply(args, desired))
 
 
 async def _apply(args: argparse.Namespace, desired: render.DesiredFleet) -> int:
@@ -361,7 +342,7 @@ async def _apply(args: argparse.Namespace, desired: render.DesiredFleet) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    return _run(_status(args))
+    return runtime.run(_status(args))
 
 
 async def _status(args: argparse.Namespace) -> int:
@@ -414,7 +395,7 @@ async def _status(args: argparse.Namespace) -> int:
 def _cmd_taint(args: argparse.Namespace) -> int:
     if args.clear == (args.share is not None):
         raise UsageError("give --share S to taint, or --clear to remove (one of them)")
-    return _run(_taint(args))
+    return runtime.run(_taint(args))
 
 
 async def _taint(args: argparse.Namespace) -> int:
@@ -452,7 +433,7 @@ async def _taint(args: argparse.Namespace) -> int:
 
 
 def _cmd_delete(args: argparse.Namespace) -> int:
-    return _run(_delete(args))
+    return runtime.run(_delete(args))
 
 
 async def _delete(args: argparse.Namespace) -> int:
@@ -471,7 +452,7 @@ async def _delete(args: argparse.Namespace) -> int:
 def _cmd_serve(args: argparse.Namespace) -> int:
     from fleet import service
 
-    return _run(
+    return runtime.run(
         service.serve(
             kubeconfig=args.kubeconfig,
             context=args.context,
@@ -510,27 +491,11 @@ async def _connect(args: argparse.Namespace) -> Kube:
     return kube
 
 
-def _run(coro: Coroutine[Any, Any, int]) -> int:
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency off Windows
-        return asyncio.run(coro)
-    result: int = uvloop.run(coro)
-    return result
-
-
 class _Bar:
     """Rich progress bars on stderr; `track()` gives one bar as the reconciler's Progress."""
 
     def __init__(self) -> None:
-        self.bar = RichBar(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err_console,
-            transient=True,
-        )
+        self.bar = runtime.progress_bar(err_console, transient=True)
         self._single: _Track | None = None
 
     def __enter__(self) -> _Bar:

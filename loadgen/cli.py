@@ -4,8 +4,12 @@
     loadgen run cl2-dra fill=0.9              # a named scenario with parameters
     loadgen run my-scenario.yaml              # a scenario file of phases
     loadgen compare before.json after.json    # the release-notes table
+    loadgen observe -n team-a --count 500     # measure pods something else creates
+    loadgen runs                              # runs in the cluster, alive or abandoned
+    loadgen cleanup --abandoned               # remove killed runs, releasing their claims
 
-Exit codes: 0 ok, 1 runtime failure or an SLO violated, 2 usage, 128 + the signal when
+Exit codes: 0 ok, 1 runtime failure or an SLO violated, 2 usage (or a demand that cannot
+fit the fleet, refused before anything is created), 128 + the signal when
 interrupted: 130 by SIGINT (Ctrl-C), 143 by SIGTERM (after the partial report is written and
 the run's objects are removed). A second signal aborts at once, with the same code.
 """
@@ -19,20 +23,31 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Coroutine
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from pydantic import ValidationError
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from loadgen import compare, report, runner, scenarios, slo, templates
+from loadgen import (
+    compare,
+    inventory,
+    observe,
+    outcome,
+    report,
+    runner,
+    runs,
+    scenarios,
+    slo,
+    templates,
+)
 from loadgen.report import console as console_report
 from loadgen.report import document
 from loadgen.scenarios.model import parse_duration
-from testbed import vocab
+from testbed import runtime
 from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
 
@@ -59,26 +74,6 @@ def _exit_code(signum: int) -> int:
     return _SIGNAL_EXIT + signum
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value:g}")
-    return value
-
-
 def _duration(text: str) -> float:
     try:
         return parse_duration(text)
@@ -93,21 +88,36 @@ def _key_value(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
-def _run_options() -> argparse.ArgumentParser:
-    """Options of a run, shared by the default scenario and `run` (SUPPRESS: no clobbering)."""
+def _cluster_options() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
     g = p.add_argument_group("cluster")
     g.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
     g.add_argument("--context", help="kubeconfig context to use")
+    return p
+
+
+def _label_selector(text: str) -> dict[str, str]:
+    out = {}
+    for part in text.split(","):
+        key, value = _key_value(part)
+        out[key] = value
+    return out
+
+
+def _run_options() -> argparse.ArgumentParser:
+    """Options of a run, shared by the default scenario and `run` (SUPPRESS: no clobbering)."""
+    p = argparse.ArgumentParser(
+        add_help=False, argument_default=argparse.SUPPRESS, parents=[_cluster_options()]
+    )
     g = p.add_argument_group("rate control")
     g.add_argument(
         "--qps",
-        type=_positive_float,
+        type=runtime.positive_float,
         help="objects created per second (default: each phase's own, else 100)",
     )
     g.add_argument(
         "--max-in-flight",
-        type=_positive_int,
+        type=runtime.positive_int,
         help="open loop: create requests "
         "outstanding; closed loop: pods not yet Running (default 100)",
     )
@@ -140,6 +150,19 @@ def _run_options() -> argparse.ArgumentParser:
         help="run id (default: time + random suffix); names the namespace loadgen-<run-id>",
     )
     g.add_argument("--keep", action="store_true", help="leave the run's objects in place")
+    g.add_argument(
+        "--allow-unschedulable",
+        action="store_true",
+        help="run even when the pre-flight check finds a phase needs more GPUs than the "
+        "fleet has free (by default: exit 2, nothing created)",
+    )
+    g.add_argument(
+        "--heartbeat-interval",
+        type=_duration,
+        metavar="DURATION",
+        help="how often the run refreshes its heartbeat on its namespace (default 10s); "
+        f"`loadgen runs` calls a run abandoned after {runs.STALE_INTERVALS} missed beats",
+    )
     g = p.add_argument_group("output")
     g.add_argument("--output-dir", type=Path, help="where reports go (default ./results/<run-id>/)")
     g.add_argument(
@@ -174,7 +197,10 @@ def parser() -> argparse.ArgumentParser:
         epilog="named scenarios: "
         + ", ".join(scenarios.NAMED)
         + "\nexamples:\n  loadgen --pods 10000\n  loadgen run waves waves=10 size=80"
-        "\n  loadgen run cl2-dra --slo pod_startup.p99=5s\n  loadgen compare a.json b.json",
+        "\n  loadgen run cl2-dra --slo pod_startup.p99=5s\n  loadgen compare a.json b.json"
+        "\n  loadgen run pods pods=30 mig_profile=1g.10gb   # claim shapes: loadgen run --help"
+        "\n  loadgen observe -n team-a --count 500          # pods another tool creates"
+        "\n  loadgen runs; loadgen cleanup --abandoned       # runs left in the cluster",
     )
     root.add_argument(
         "--pods",
@@ -188,7 +214,7 @@ def parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="default scenario: GPUs per pod (default 1)",
     )
-    sub = root.add_subparsers(dest="command", metavar="{run,compare}")
+    sub = root.add_subparsers(dest="command", metavar="{run,observe,compare,runs,cleanup}")
     run = sub.add_parser(
         "run",
         parents=[common],
@@ -211,6 +237,83 @@ def parser() -> argparse.ArgumentParser:
     )
     cmp_.add_argument("previous", type=Path, help="result.json of the earlier run")
     cmp_.add_argument("current", type=Path, help="result.json of the run to compare with it")
+    cluster = _cluster_options()
+    obs = sub.add_parser(
+        "observe",
+        parents=[cluster],
+        argument_default=argparse.SUPPRESS,
+        help="measure pods that something else creates",
+        description="Watch the pods of a namespace (optionally matching a label selector) "
+        "that another tool creates,\nand write the same reports as a run: CL2 pod startup "
+        "phases, scheduling throughput,\nclaim allocation and placement. Nothing is created "
+        "or deleted. Start it before the pods\nare created (a pod's first event seen is its "
+        "create, as in ClusterLoader2); it ends on\nCtrl-C (exit 0 after the report), after "
+        "--count pods ran, or after --timeout.",
+        epilog="examples:\n  loadgen observe -n team-a\n  loadgen observe -n test-1 -l "
+        "app=trainer --count 800 --slo pod_startup.p99=5s",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    obs.add_argument("-n", "--namespace", required=True, help="namespace of the pods to measure")
+    obs.add_argument(
+        "-l",
+        "--selector",
+        type=_label_selector,
+        metavar="KEY=VALUE[,KEY=VALUE]",
+        help="only pods with these labels",
+    )
+    obs.add_argument("--count", type=runtime.positive_int, help="stop once this many pods ran")
+    obs.add_argument("--timeout", type=_duration, help="stop after this long at the latest")
+    obs.add_argument(
+        "--node-selector",
+        type=_key_value,
+        action="append",
+        metavar="KEY=VALUE",
+        help="the fleet whose GPU allocation is reported (default: all nodes)",
+    )
+    obs.add_argument(
+        "--output-dir", type=Path, help="where reports go (default ./results/observe-<time>/)"
+    )
+    obs.add_argument("--slo", action="append", metavar="PHASE.STAT=DURATION", help="as for run")
+    obs.add_argument("--scrape", type=_key_value, action="append", metavar="NAME=URL")
+    obs.add_argument("-q", "--quiet", action="store_true", help="no live progress display")
+    sub.add_parser(
+        "runs",
+        parents=[cluster],
+        help="list the loadgen runs in the cluster",
+        description="List every loadgen run whose namespace exists: id, age, state, pods, "
+        "claims (allocated/all) and the GPUs they hold.\nstate: running (its heartbeat is "
+        f"fresh), kept (ended with --keep), abandoned (no heartbeat for "
+        f"{runs.STALE_INTERVALS} intervals: the\nprocess was killed), terminating.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    clean = sub.add_parser(
+        "cleanup",
+        parents=[cluster],
+        help="remove runs left in the cluster, releasing their claims",
+        description="Delete runs' namespaces (and so their pods, Jobs and claims) and wait "
+        "until every claim is released. Name runs by id, or pick --abandoned or --all.",
+        epilog="examples:\n  loadgen cleanup --abandoned\n  loadgen cleanup 20260101-120000-"
+        "a1b2c3\n  loadgen cleanup --all",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    clean.add_argument("run_ids", nargs="*", metavar="RUN-ID", help="runs to remove")
+    which = clean.add_mutually_exclusive_group()
+    which.add_argument(
+        "--abandoned",
+        action="store_true",
+        help="every abandoned run (runs kept with --keep stay: name them, or --all)",
+    )
+    which.add_argument("--all", action="store_true", help="every run, running ones included")
+    clean.add_argument(
+        "--force", action="store_true", help="also remove a named run that is still running"
+    )
+    clean.add_argument(
+        "--wait",
+        type=_duration,
+        default=120.0,
+        metavar="DURATION",
+        help="how long to wait for the namespaces to be gone (default 2m)",
+    )
     return root
 
 
@@ -223,20 +326,30 @@ def main(argv: list[str] | None = None) -> NoReturn:
     )
     err = Console(stderr=True, soft_wrap=True)
     try:
-        if opts.get("command") == "compare":
+        command = opts.get("command")
+        if command == "compare":
             code = _compare(opts["previous"], opts["current"], Console())
+        elif command == "observe":
+            code = _observe(opts, err)
+        elif command == "runs":
+            code = runtime.run(_with_kube(opts, lambda kube: _list_runs(kube, Console())))
+        elif command == "cleanup":
+            code = _cleanup(opts, err)
         else:
             code = _run(opts, err)
     except UsageError as e:
         print(f"loadgen: error: {e}", file=sys.stderr)
+        code = EXIT_USAGE
+    except runner.Unfit as e:
+        print(f"loadgen: {e}", file=sys.stderr)
         code = EXIT_USAGE
     except (errors.KubeError, runner.RunError, OSError) as e:
         print(f"loadgen: {e}", file=sys.stderr)
         code = EXIT_RUNTIME
     except KeyboardInterrupt as e:  # a second signal: stop without waiting for cleanup
         print(
-            "loadgen: aborted; remove leftovers with: kubectl delete namespace -l "
-            f"{vocab.LABEL_MANAGED_BY}={templates.MANAGED_BY}",
+            "loadgen: aborted; `loadgen runs` lists what is left, `loadgen cleanup "
+            "--abandoned` removes it",
             file=sys.stderr,
         )
         code = _exit_code(e.signum) if isinstance(e, _Aborted) else EXIT_INTERRUPTED
@@ -258,22 +371,29 @@ def _scenario(opts: dict[str, Any]) -> scenarios.Scenario:
         raise UsageError(str(e)) from None
 
 
-def _settings(opts: dict[str, Any]) -> tuple[runner.Settings, list[slo.Slo], Path]:
+def _settings(opts: dict[str, Any]) -> tuple[outcome.Settings, list[slo.Slo], Path]:
     try:
         slos = [slo.parse(s) for s in opts.get("slo", [])]
     except ValueError as e:
         raise UsageError(str(e)) from None
-    kw: dict[str, Any] = {
-        k: opts[k]
-        for k in ("qps", "max_in_flight", "arrival", "keep", "timeout", "seed", "scheduler_name")
-        if k in opts
-    }
+    names = (
+        "qps",
+        "max_in_flight",
+        "arrival",
+        "keep",
+        "timeout",
+        "seed",
+        "scheduler_name",
+        "allow_unschedulable",
+        "heartbeat_interval",
+    )
+    kw: dict[str, Any] = {k: opts[k] for k in names if k in opts}
     if "run_id" in opts:
         kw["run_id"] = opts["run_id"]
     kw["node_selector"] = dict(opts.get("node_selector", []))
     kw["scrape"] = dict(opts.get("scrape", []))
     try:
-        settings = runner.Settings(**kw)
+        settings = outcome.Settings(**kw)
     except TypeError as e:  # pragma: no cover - options and Settings are kept in step
         raise UsageError(str(e)) from None
     if not _RUN_ID.match(settings.run_id):
@@ -286,10 +406,16 @@ def _run(opts: dict[str, Any], err: Console) -> int:
     scenario = _scenario(opts)
     settings, slos, out_dir = _settings(opts)
     _check_writable(out_dir)
+    # First thing, terminal or not: a run killed at any moment can still be found by its id.
+    print(
+        f"loadgen: run {settings.run_id} (namespace {templates.namespace_name(settings.run_id)})",
+        file=sys.stderr,
+        flush=True,
+    )
     written: dict[str, document.ResultDoc] = {}
     signals: list[int] = []
 
-    def write_reports(result: runner.RunResult) -> None:
+    def write_reports(result: outcome.RunResult) -> None:
         written["doc"] = report.write_all(result, out_dir, slos)
 
     result = _run_async(opts, scenario, settings, write_reports, err, signals)
@@ -324,14 +450,14 @@ def _check_writable(out_dir: Path) -> None:
 def _run_async(
     opts: dict[str, Any],
     scenario: scenarios.Scenario,
-    settings: runner.Settings,
+    settings: outcome.Settings,
     on_measured: runner.Measured,
     err: Console,
     signals: list[int],
-) -> runner.RunResult:
+) -> outcome.RunResult:
     """Run on an event loop; SIGINT and SIGTERM received are appended to `signals`."""
 
-    async def go() -> runner.RunResult:
+    async def go() -> outcome.RunResult:
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
 
@@ -368,20 +494,12 @@ def _run_async(
                     stop=stop,
                     on_progress=progress.update,
                     on_measured=on_measured,
+                    on_notice=lambda text: err.print(f"[yellow]loadgen:[/] {text}"),
                 )
         finally:
             await kube.close()
 
-    return _event_loop_run(go())
-
-
-def _event_loop_run(coro: Coroutine[Any, Any, runner.RunResult]) -> runner.RunResult:
-    """Run on uvloop when it is installed."""
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover
-        return asyncio.run(coro)
-    return uvloop.run(coro)
+    return runtime.run(go())
 
 
 class _Progress:
@@ -389,14 +507,7 @@ class _Progress:
 
     def __init__(self, console: Console, *, enabled: bool) -> None:
         self.enabled = enabled
-        self.bar = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[detail]}"),
-            TimeElapsedColumn(),
-            console=console,
-        )
+        self.bar = runtime.progress_bar(console, detail=True)
         self.tasks: dict[str, Any] = {}
 
     def __enter__(self) -> _Progress:
@@ -444,3 +555,158 @@ def _compare(prev_path: Path, cur_path: Path, out: Console) -> int:
         table.add_row(metric, f"{a:.1f}", f"{b:.1f}", diff)
     out.print(table)
     return EXIT_OK
+
+
+_T = TypeVar("_T")
+
+
+async def _with_kube(opts: dict[str, Any], use: Callable[[Kube], Awaitable[_T]]) -> _T:
+    kube = await Kube.connect(
+        kubeconfig=opts.get("kubeconfig"),
+        context=opts.get("context"),
+        settings=ClientSettings(user_agent="dra-testbed-loadgen"),
+    )
+    try:
+        return await use(kube)
+    finally:
+        await kube.close()
+
+
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def _state(run: runs.Run) -> str:
+    return "terminating" if run.terminating else run.state
+
+
+async def _list_runs(kube: Kube, out: Console) -> int:
+    found = await inventory.list_runs(kube)
+    if not found:
+        out.print("no loadgen runs in the cluster")
+        return EXIT_OK
+    table = Table()
+    for col in ("run id", "age", "state", "heartbeat", "pods", "claims", "GPUs held"):
+        table.add_column(col, justify="left" if col in ("run id", "state") else "right")
+    for r in found:
+        beat = "-" if r.heartbeat_age_seconds is None else _age(r.heartbeat_age_seconds) + " ago"
+        table.add_row(
+            r.run_id,
+            _age(r.age_seconds),
+            _state(r),
+            beat,
+            str(r.pods),
+            f"{r.allocated_claims}/{r.claims}",
+            str(r.gpus),
+        )
+    out.print(table)
+    if any(r.state == "abandoned" and not r.terminating for r in found):
+        out.print("remove abandoned runs with: loadgen cleanup --abandoned")
+    return EXIT_OK
+
+
+def _chosen(found: dict[str, runs.Run], opts: dict[str, Any], err: Console) -> list[str]:
+    """The runs `loadgen cleanup` was asked to remove; a running one only with --force."""
+    if opts.get("all"):
+        return list(found)
+    if opts.get("abandoned"):
+        return [i for i, r in found.items() if r.state == "abandoned"]
+    chosen = []
+    for run_id in opts.get("run_ids", []):
+        run = found.get(run_id)
+        if run is None:
+            err.print(f"run {run_id}: not in the cluster, nothing to remove")
+        elif run.state == "running" and not run.terminating and not opts.get("force"):
+            raise runner.RunError(
+                f"run {run_id} is running (heartbeat "
+                f"{_age(run.heartbeat_age_seconds or 0)} ago): stop it, or use --force"
+            )
+        else:
+            chosen.append(run_id)
+    return chosen
+
+
+def _cleanup(opts: dict[str, Any], err: Console) -> int:
+    ids: list[str] = opts.get("run_ids", [])
+    picked = bool(ids) + bool(opts.get("abandoned")) + bool(opts.get("all"))
+    if picked != 1:
+        raise UsageError("name runs to remove, or give --abandoned or --all (one of them)")
+    for run_id in ids:
+        if not _RUN_ID.match(run_id):
+            raise UsageError(f"{run_id!r} is not a run id")
+
+    async def go(kube: Kube) -> int:
+        found = {r.run_id: r for r in await inventory.list_runs(kube)}
+        chosen = _chosen(found, opts, err)
+        for run_id in chosen:
+            await inventory.remove(kube, run_id)
+        deadline = time.monotonic() + opts["wait"]
+        code = EXIT_OK
+        for run_id in chosen:
+            run = found[run_id]
+            if await inventory.wait_gone(kube, run_id, max(0.0, deadline - time.monotonic())):
+                err.print(
+                    f"removed run {run_id}: {run.pods} pods, {run.claims} claims, "
+                    f"{run.gpus} GPUs released"
+                )
+            else:
+                err.print(f"run {run_id}: namespace still terminating after {opts['wait']:g}s")
+                code = EXIT_RUNTIME
+        if not chosen and not ids:
+            err.print("nothing to remove")
+        return code
+
+    return runtime.run(_with_kube(opts, go))
+
+
+def _observe(opts: dict[str, Any], err: Console) -> int:
+    try:
+        slos = [slo.parse(s) for s in opts.get("slo", [])]
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    target = observe.Target(
+        namespace=opts["namespace"],
+        selector=opts.get("selector", {}),
+        count=opts.get("count"),
+        timeout=opts.get("timeout"),
+        node_selector=dict(opts.get("node_selector", [])),
+        scrape=dict(opts.get("scrape", [])),
+    )
+    out_dir = opts.get("output_dir") or Path("results") / target.run_id
+    _check_writable(out_dir)
+
+    async def go(kube: Kube) -> outcome.RunResult:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        progress = _Progress(err, enabled=not opts.get("quiet") and err.is_terminal)
+        expected = target.count or 0
+
+        def update(seen: int, scheduled: int, ran: int) -> None:
+            progress.update(
+                runner.Progress(observe.PHASE, expected or seen, seen, seen, scheduled, ran, 0)
+            )
+
+        with progress:
+            return await observe.observe(
+                kube,
+                target,
+                stop=stop,
+                on_progress=update,
+                on_watching=lambda: print(
+                    f"loadgen: observing pods in {target.namespace} (Ctrl-C ends and reports)",
+                    file=sys.stderr,
+                    flush=True,
+                ),
+            )
+
+    result = runtime.run(_with_kube(opts, go))
+    doc = report.write_all(result, out_dir, slos)
+    console_report.render(doc, Console())
+    err.print(f"reports in {out_dir}/", highlight=False)
+    return EXIT_RUNTIME if any(not s.ok for s in doc.slos) else EXIT_OK

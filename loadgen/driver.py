@@ -14,10 +14,10 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from loadgen import plan
+from loadgen import outcome, plan
 from testbed.kube import errors, resources
 from testbed.kube.client import Kube
 
@@ -44,17 +44,6 @@ class Pacing:
     """Extra attempts, after the client's own retries, before an object counts as failed."""
 
 
-@dataclass
-class DriverStats:
-    requested: int = 0
-    created: int = 0
-    already_existed: int = 0
-    failed: int = 0
-    retries: int = 0
-    request_seconds: list[float] = field(default_factory=list)
-    first_error: str | None = None
-
-
 async def create_objects(
     kube: Kube,
     res: resources.Resource,
@@ -62,10 +51,9 @@ async def create_objects(
     indices: range,
     pacing: Pacing,
     *,
-    stats: DriverStats,
+    stats: outcome.CreateStats,
     stop: asyncio.Event,
     gate: Gate | None = None,
-    on_created: Callable[[int], None] | None = None,
 ) -> None:
     """Create `build(i)` for each i in `indices`, paced; returns when all answered or stopped.
 
@@ -82,8 +70,6 @@ async def create_objects(
     async def one(i: int) -> None:
         try:
             await _create_one(kube, res, build(i), pacing, stats, stop)
-            if on_created:
-                on_created(i)
         except DriverError as e:
             fatal.append(e)
         finally:
@@ -119,7 +105,7 @@ async def _create_one(
     res: resources.Resource,
     body: dict[str, Any],
     pacing: Pacing,
-    stats: DriverStats,
+    stats: outcome.CreateStats,
     stop: asyncio.Event,
 ) -> None:
     for attempt in range(pacing.give_up_after + 1):

@@ -1,6 +1,6 @@
-"""Runs a scenario against a cluster: the async API the CLI and `testbed demo` share.
+"""Runs a scenario against a cluster: the async API under `loadgen` (and tests and benches).
 
-    result = await runner.run(kube, scenario, runner.Settings(...), on_measured=write)
+    result = await runner.run(kube, scenario, outcome.Settings(...), on_measured=write)
 
 Order of a run: check the DeviceClasses and the fleet (nothing created on failure), start
 the watches, create the namespace and ResourceClaimTemplates, run the phases, then hand the
@@ -13,14 +13,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
+import math
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from loadgen import driver, metrics, plan, templates
+from loadgen import (
+    driver,
+    inventory,
+    outcome,
+    plan,
+    preflight,
+    records,
+    runs,
+    scrape,
+    series,
+    templates,
+    tracker,
+)
 from loadgen.scenarios import Phase, Scenario, resolve
-from loadgen.tracker import Tracker
 from testbed.kube import errors, resources
 from testbed.kube.client import Kube
 
@@ -33,32 +44,8 @@ class RunError(Exception):
     """The run cannot start or cannot go on: one line for the user (exit 1)."""
 
 
-def new_run_id() -> str:
-    """Sortable, DNS-safe and unique enough that reruns never collide."""
-    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Settings:
-    run_id: str = field(default_factory=new_run_id)
-    qps: float | None = None
-    """Objects created per second in every phase; None: each phase's own, else 100."""
-    max_in_flight: int = 100
-    """Open loop: create requests outstanding. Closed loop: pods created but not Running."""
-    arrival: plan.Arrival | None = None
-    """Overrides every phase's arrival process; None: the phase's own, else fixed."""
-    node_selector: dict[str, str] = field(default_factory=dict)
-    """Put the run's pods only on nodes with these labels (the fleet is those nodes)."""
-    scheduler_name: str | None = None
-    """Pods ask for this scheduler (`spec.schedulerName`); None: the cluster's default."""
-    keep: bool = False
-    """Leave the namespace and everything in it after the run."""
-    timeout: float | None = None
-    """Overrides every phase's timeout (seconds) for reaching its wait condition."""
-    seed: int = 0
-    """Seed of Poisson arrivals."""
-    scrape: dict[str, str] = field(default_factory=dict)
-    """Component name -> Prometheus /metrics URL, scraped before and after for deltas."""
+class Unfit(RunError):
+    """The scenario's demand cannot fit the fleet's free devices (exit 2, nothing created)."""
 
 
 @dataclass
@@ -72,92 +59,67 @@ class Progress:
     finished: int
 
 
-@dataclass
-class PhaseResult:
-    phase: Phase
-    started: float
-    """Monotonic seconds, like every tracker timestamp."""
-    created: float | None = None
-    finished: float | None = None
-    stats: driver.DriverStats = field(default_factory=driver.DriverStats)
-    waves: int = 0
-    timed_out: bool = False
-
-
-@dataclass
-class RunResult:
-    run_id: str
-    namespace: str
-    scenario: Scenario
-    settings: Settings
-    tracker: Tracker
-    started_wall: float
-    started_mono: float
-    finished_mono: float = 0.0
-    phases: list[PhaseResult] = field(default_factory=list)
-    fleet_nodes: int = 0
-    fleet_gpus: int = 0
-    interrupted: bool = False
-    error: str | None = None
-    cleaned_up: bool = False
-    metrics: dict[str, dict[str, float]] = field(default_factory=dict)
-    """Per scraped component: series -> change over the run (gauges: value after)."""
-
-    def wall(self, mono: float) -> float:
-        """Epoch seconds of a monotonic timestamp of this run."""
-        return self.started_wall + (mono - self.started_mono)
-
-
-Measured = Callable[[RunResult], Awaitable[None] | None]
+Measured = Callable[[outcome.RunResult], Awaitable[None] | None]
 
 
 async def run(
     kube: Kube,
     scenario: Scenario,
-    settings: Settings,
+    settings: outcome.Settings,
     *,
     stop: asyncio.Event | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     on_measured: Measured | None = None,
-) -> RunResult:
+    on_notice: Callable[[str], None] | None = None,
+) -> outcome.RunResult:
     """Run `scenario`; `stop` (Ctrl-C) ends creation early. Raises RunError/KubeError only
-    before anything was created; later failures land in `result.error`."""
+    before anything was created (Unfit: the demand cannot fit the fleet); later failures
+    land in `result.error`. `on_notice` gets one-line warnings meant for the user."""
     stop = stop or asyncio.Event()
-    # Fail fast and create nothing when there is no cluster or a DeviceClass is missing.
+    notice = on_notice or (lambda text: log.warning("%s", text))
+    # Fail fast and create nothing when there is no cluster, a DeviceClass is missing or
+    # the run id is taken (then the other run's namespace is not ours to watch or touch).
     await kube.request("GET", "/version", retry=False)
     await _check_device_classes(kube, scenario)
-    tracker = Tracker(kube, run_id=settings.run_id, node_selector=settings.node_selector)
-    await tracker.start()
-    result = RunResult(
+    await _check_run_id_free(kube, settings.run_id)
+    watcher = tracker.Tracker(
+        kube,
+        namespace=templates.namespace_name(settings.run_id),
+        pod_selector=tracker.run_pod_selector(settings.run_id),
+        node_selector=settings.node_selector,
+    )
+    await watcher.start()
+    result = outcome.RunResult(
         run_id=settings.run_id,
         namespace=templates.namespace_name(settings.run_id),
         scenario=scenario,
         settings=settings,
-        tracker=tracker,
+        records=watcher.records,
         started_wall=time.time(),
-        started_mono=tracker.clock(),
+        started_mono=watcher.clock(),
     )
+    token = runs.new_token()
     try:
-        result.fleet_nodes = len(tracker.fleet_nodes())
-        result.fleet_gpus = tracker.fleet_gpus()
-        if scenario.needs_fleet_size:
-            try:
-                result.scenario = scenario = resolve(scenario, result.fleet_gpus)
-            except ValueError as e:
-                raise RunError(str(e)) from e
+        result.scenario = scenario = _size_and_check(result, scenario, settings, notice)
+        await _claim_namespace(kube, settings, token, scenario)
     except BaseException:
-        await tracker.stop()
+        await watcher.stop()
         raise
-    scraped_before = await metrics.scrape(settings.scrape, kube=kube)
+    beating = asyncio.Event()
+    heart = asyncio.create_task(
+        inventory.keep_alive(kube, settings.run_id, settings.heartbeat_interval, beating),
+        name="heartbeat",
+    )
+    scraped_before = await scrape.fetch(settings.scrape, kube=kube)
     reporter = asyncio.create_task(_report_progress(result, on_progress), name="progress")
     try:
-        await _create_run_objects(kube, scenario, settings)
+        await _create_templates(kube, scenario, settings)
         for phase in scenario.phases:
             if stop.is_set():
                 break
-            pr = PhaseResult(phase=phase, started=tracker.clock())
+            pr = outcome.PhaseResult(phase=phase, started=watcher.clock())
             result.phases.append(pr)
-            await _run_phase(kube, tracker, phase, pr, settings, stop)
+            await _run_phase(kube, watcher, phase, pr, settings, stop)
     except (driver.DriverError, errors.KubeError, RunError) as e:
         result.error = str(e)
         log.info("run %s failed: %s", settings.run_id, e)
@@ -168,15 +130,15 @@ async def run(
         raise
     finally:
         result.interrupted = result.interrupted or stop.is_set()
-        result.finished_mono = tracker.clock()
+        result.finished_mono = watcher.clock()
         reporter.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await reporter
-        await tracker.stop()
+        await watcher.stop()
         if scraped_before:
-            after = await metrics.scrape(settings.scrape, kube=kube)
+            after = await scrape.fetch(settings.scrape, kube=kube)
             result.metrics = {
-                name: metrics.deltas(scraped_before[name], samples)
+                name: series.deltas(scraped_before[name], samples)
                 for name, samples in after.items()
                 if name in scraped_before
             }
@@ -186,35 +148,94 @@ async def run(
                 if done is not None:
                     await done
         finally:
-            if not settings.keep:
-                result.cleaned_up = await cleanup(kube, settings.run_id)
+            beating.set()
+            await heart
+            result.cleaned_up = await _finish(kube, settings, token)
     return result
 
 
-async def cleanup(kube: Kube, run_id: str, *, wait: float = 0.0) -> bool:
-    """Delete the run's namespace (everything it created lives there); optionally wait
-    up to `wait` seconds for it to be gone. True when deleted (or already gone)."""
-    name = templates.namespace_name(run_id)
-    try:
-        await kube.delete(resources.NAMESPACES, name, propagation="Background")
-    except errors.KubeError as e:
-        log.error("could not delete namespace %s: %s", name, e)
-        return False
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
+def _size_and_check(
+    result: outcome.RunResult,
+    scenario: Scenario,
+    settings: outcome.Settings,
+    notice: Callable[[str], None],
+) -> Scenario:
+    """Fleet figures into `result`, fill/free phases sized from the free GPUs, and the
+    pre-flight check (raises Unfit). Other runs' holdings are reported, never counted."""
+    rec = result.records
+    result.fleet_nodes = len(records.fleet_nodes(rec))
+    result.fleet_gpus = records.fleet_gpus(rec)
+    result.held_by_others_at_start = records.gpus_held_by_others(rec)
+    held = sum(result.held_by_others_at_start.values())
+    if held:
+        who = ", ".join(f"{ns} {n}" for ns, n in sorted(result.held_by_others_at_start.items()))
+        notice(
+            f"{held} of the fleet's {result.fleet_gpus} GPUs are held by other namespaces "
+            f"({who}); they are left out of this run's figures (`loadgen runs` lists runs)"
+        )
+    capacity = preflight.Capacity(
+        gpus=result.fleet_gpus,
+        held_by_others=held,
+        largest_node=max(records.gpus_by_node(rec).values(), default=0),
+    )
+    if scenario.needs_fleet_size:
         try:
-            await kube.get(resources.NAMESPACES, name)
-        except errors.NotFound:
-            return True
-        await asyncio.sleep(0.5)
-    return True
+            scenario = resolve(scenario, capacity.free)
+        except ValueError as e:
+            raise Unfit(str(e)) from e
+    found = preflight.problems(scenario, capacity)
+    if found and not (settings.allow_unschedulable or preflight.probes_saturation(scenario)):
+        raise Unfit("; ".join(found) + " (nothing created; --allow-unschedulable runs it anyway)")
+    for problem in found:
+        notice(f"{problem}: some pods will stay Pending")
+    return scenario
+
+
+async def _check_run_id_free(kube: Kube, run_id: str) -> None:
+    try:
+        await kube.get(resources.NAMESPACES, templates.namespace_name(run_id))
+    except errors.NotFound:
+        return
+    raise RunError(f"run id {run_id} is taken: its namespace exists (see `loadgen runs`)")
+
+
+async def _claim_namespace(
+    kube: Kube, settings: outcome.Settings, token: str, scenario: Scenario
+) -> None:
+    """Create the run's namespace, recording who owns it; a run id taken in the meantime
+    fails here, before anything else is created or watched as ours."""
+    annotations = runs.ownership(token, time.time(), settings.heartbeat_interval)
+    try:
+        admin = any(c.admin_access for c in scenario.claims)
+        ns = templates.namespace(settings.run_id, annotations, admin_access=admin)
+        await kube.create(resources.NAMESPACES, ns)
+    except errors.AlreadyExists:
+        raise RunError(f"run id {settings.run_id} is taken: its namespace exists") from None
+
+
+async def _finish(kube: Kube, settings: outcome.Settings, token: str) -> bool:
+    """Remove the run's namespace if it is still the one this run made (or mark it kept).
+    True when removed."""
+    if settings.keep:
+        await inventory.mark_kept(kube, settings.run_id)
+        return False
+    try:
+        return await inventory.remove(kube, settings.run_id, token=token)
+    except inventory.NotOwned as e:
+        log.error("%s", e)
+    except errors.KubeError as e:
+        log.error("could not delete namespace of run %s: %s", settings.run_id, e)
+    return False
 
 
 async def _check_device_classes(kube: Kube, scenario: Scenario) -> None:
     wanted: set[str] = set()
     for claim in scenario.claims:
-        if claim.gpus:
+        if claim.mig_profile:
+            wanted.add(claim.mig_class)
+        elif claim.gpus:
             wanted.add(claim.gpu_class)
+        wanted.update(a.gpu_class for a in claim.first_available if a.gpu_class)
         if claim.nics:
             wanted.add(claim.nic_class)
     for name in sorted(wanted):
@@ -224,28 +245,41 @@ async def _check_device_classes(kube: Kube, scenario: Scenario) -> None:
             raise RunError(f"DeviceClass {name} does not exist (is a fleet installed?)") from None
 
 
-async def _create_run_objects(kube: Kube, scenario: Scenario, settings: Settings) -> None:
-    try:
-        await kube.create(resources.NAMESPACES, templates.namespace(settings.run_id))
-    except errors.AlreadyExists:
-        raise RunError(f"run id {settings.run_id} is taken: its namespace exists") from None
+async def _create_templates(kube: Kube, scenario: Scenario, settings: outcome.Settings) -> None:
     for claim in scenario.claims:
-        await kube.create(
-            resources.RESOURCE_CLAIM_TEMPLATES, templates.claim_template(claim, settings.run_id)
-        )
+        if claim.shared_by == 1:  # shared claims are ResourceClaims, made per phase
+            await kube.create(
+                resources.RESOURCE_CLAIM_TEMPLATES, templates.claim_template(claim, settings.run_id)
+            )
+
+
+async def _create_shared_claims(
+    kube: Kube, phase: Phase, settings: outcome.Settings, stop: asyncio.Event
+) -> None:
+    """The ResourceClaims a phase's pods share, before its first pod (as fast as allowed)."""
+    groups = math.ceil(phase.count / phase.claim.shared_by)
+    await driver.create_objects(
+        kube,
+        resources.RESOURCE_CLAIMS,
+        lambda g: templates.shared_claim(phase, g, settings.run_id),
+        range(groups),
+        driver.Pacing(qps=0, max_in_flight=settings.max_in_flight),
+        stats=outcome.CreateStats(),
+        stop=stop,
+    )
 
 
 async def _run_phase(
     kube: Kube,
-    tracker: Tracker,
+    watcher: tracker.Tracker,
     phase: Phase,
-    pr: PhaseResult,
-    settings: Settings,
+    pr: outcome.PhaseResult,
+    settings: outcome.Settings,
     stop: asyncio.Event,
 ) -> None:
     spec = templates.pod_spec(phase, settings.node_selector, settings.scheduler_name)
     res = resources.JOBS if phase.kind == "jobs" else resources.PODS
-    counts = tracker.phase(phase.name)
+    counts = records.phase_counts(watcher.records, phase.name)
     concurrent = phase.concurrent
     arrival = settings.arrival or phase.arrival or "fixed"
     pacing = driver.Pacing(
@@ -264,7 +298,7 @@ async def _run_phase(
     if arrival == "closed":
 
         async def gate() -> None:
-            await tracker.wait_until(
+            await watcher.wait_until(
                 lambda: (
                     (stats.requested - stats.failed) * concurrent - counts.running
                     < settings.max_in_flight
@@ -272,45 +306,44 @@ async def _run_phase(
                 None,
             )
 
-    def posted(i: int) -> None:
-        if phase.kind == "pods":
-            tracker.posted(templates.object_name(phase, i))
-
     def build(i: int) -> dict[str, object]:
         return templates.build(phase, i, settings.run_id, spec)
+
+    if phase.claim.shared_by > 1 and phase.claim.uses_dra:
+        await _create_shared_claims(kube, phase, settings, stop)
 
     for wave in _wave_ranges(phase):
         pr.waves += 1
         await driver.create_objects(
-            kube, res, build, wave, pacing, stats=stats, stop=stop, gate=gate, on_created=posted
+            kube, res, build, wave, pacing, stats=stats, stop=stop, gate=gate
         )
         if stop.is_set():
             return
         if phase.wave_size is not None and not await _wait(
-            tracker, lambda: counts.running >= made(), timeout, stop
+            watcher, lambda: counts.running >= made(), timeout, stop
         ):
             return _fail_unless_stopped(pr, phase, counts.running, made(), "Running", timeout, stop)
-    pr.created = tracker.clock()
+    pr.created = watcher.clock()
     if phase.wait == "running":
-        ok = await _wait(tracker, lambda: counts.running >= made() * concurrent, timeout, stop)
+        ok = await _wait(watcher, lambda: counts.running >= made() * concurrent, timeout, stop)
         if not ok:
             return _fail_unless_stopped(
                 pr, phase, counts.running, made() * concurrent, "Running", timeout, stop
             )
     elif phase.wait == "settled":
         ok = await _wait(
-            tracker, lambda: counts.scheduled + counts.unschedulable >= made(), timeout, stop
+            watcher, lambda: counts.scheduled + counts.unschedulable >= made(), timeout, stop
         )
         if not ok:
             settled = counts.scheduled + counts.unschedulable
             return _fail_unless_stopped(pr, phase, settled, made(), "settled", timeout, stop)
     elif phase.wait == "complete":
         target = made() * phase.completions
-        ok = await _wait(tracker, lambda: counts.succeeded + counts.failed >= target, timeout, stop)
+        ok = await _wait(watcher, lambda: counts.succeeded + counts.failed >= target, timeout, stop)
         if not ok:
             done = counts.succeeded + counts.failed
             return _fail_unless_stopped(pr, phase, done, target, "finished", timeout, stop)
-    pr.finished = tracker.clock()
+    pr.finished = watcher.clock()
 
 
 def _wave_ranges(phase: Phase) -> list[range]:
@@ -324,20 +357,20 @@ def _wave_ranges(phase: Phase) -> list[range]:
 
 
 async def _wait(
-    tracker: Tracker, predicate: Callable[[], bool], within: float, stop: asyncio.Event
+    watcher: tracker.Tracker, predicate: Callable[[], bool], within: float, stop: asyncio.Event
 ) -> bool:
     ok = False
 
     async def waiting() -> None:
         nonlocal ok
-        ok = await tracker.wait_until(predicate, within)
+        ok = await watcher.wait_until(predicate, within)
 
     await driver.until_stopped(waiting(), stop)
     return ok
 
 
 def _fail_unless_stopped(
-    pr: PhaseResult,
+    pr: outcome.PhaseResult,
     phase: Phase,
     reached: int,
     target: int,
@@ -351,10 +384,10 @@ def _fail_unless_stopped(
     raise RunError(f"phase {phase.name}: {reached} of {target} pods {what} after {timeout:g}s")
 
 
-def _progress(result: RunResult) -> list[Progress]:
+def _progress(result: outcome.RunResult) -> list[Progress]:
     out = []
     for pr in result.phases:
-        c = result.tracker.phase(pr.phase.name)
+        c = records.phase_counts(result.records, pr.phase.name)
         out.append(
             Progress(
                 phase=pr.phase.name,
@@ -370,7 +403,7 @@ def _progress(result: RunResult) -> list[Progress]:
 
 
 async def _report_progress(
-    result: RunResult, on_progress: Callable[[Progress], None] | None
+    result: outcome.RunResult, on_progress: Callable[[Progress], None] | None
 ) -> None:
     """Every phase's counts four times a second, and once more at the end."""
     if on_progress is None:

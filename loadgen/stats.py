@@ -1,8 +1,9 @@
 """Pure statistics over per-pod timestamps, the way ClusterLoader2 and scheduler_perf count.
 
 Percentiles are nearest-rank (`ceil(n*p/100)-1` on the sorted values), as CL2's
-PodStartupLatency uses, so our p99 of 100 samples is the 99th smallest value, not an
-interpolation. Times are seconds on one monotonic clock; results are milliseconds.
+PodStartupLatency and scheduler_perf's throughput use, so our p99 of 100 samples is the
+99th smallest value, not an interpolation. Times are seconds on one monotonic clock;
+latencies are milliseconds.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from typing import Final
 
 PERCENTILES: Final = (50, 90, 99)
 
-# CL2 PodStartupLatency phases: name -> (from event, to event). Events are client receive
-# times: "create" = first evidence the pod exists (watch event, POST answer), "schedule" =
-# first seen with nodeName, "run" = first seen Running, "watch" = when the tracker observed
-# Running (the same moment: with watch-receive times run_to_watch is 0 by definition).
+# CL2 PodStartupLatency phases: name -> (from event, to event), as in ClusterLoader2's
+# pod_startup_latency.go (podStartupTransitions). Events are client watch-receive times:
+# "create" = the first event of the pod, "schedule" = the first with nodeName, "run" = the
+# first with phase Running, "watch" = the same moment as "run" (CL2 sets both from one event,
+# so run_to_watch is 0 by definition).
 PHASES: Final[dict[str, tuple[str, str]]] = {
     "create_to_schedule": ("create", "schedule"),
     "schedule_to_run": ("schedule", "run"),
@@ -56,45 +58,87 @@ def phase_durations_ms(
     """Per CL2 phase, the durations in ms of every pod that reached both ends of it.
 
     A pod that never reached an event (still pending when a run was cut short) simply
-    contributes nothing to the phases that need it.
+    contributes nothing to the phases that need it, as CL2's CalculateTransitionsLatency
+    skips keys without both phases. No clamping: all times come from one receive clock.
     """
     out: dict[str, list[float]] = {name: [] for name in PHASES}
     for ev in events:
         for name, (a, b) in PHASES.items():
             start, end = ev.get(a), ev.get(b)
             if start is not None and end is not None:
-                out[name].append(max(0.0, end - start) * 1000.0)
+                out[name].append((end - start) * 1000.0)
     return out
 
 
-def per_second_counts(times: Iterable[float], origin: float) -> list[int]:
-    """How many events fell into each whole second after `origin`, up to the last event."""
-    buckets: list[int] = []
-    for t in times:
-        i = int(max(0.0, t - origin))
-        if i >= len(buckets):
-            buckets.extend([0] * (i + 1 - len(buckets)))
-        buckets[i] += 1
-    return buckets
+def sampled_rates(samples: Iterable[tuple[float, int]]) -> list[float]:
+    """Per-interval scheduling rates (pods/s) from (tick time, pods scheduled so far) samples
+    taken on a 1 s ticker, exactly as scheduler_perf's throughputCollector.run does
+    (test/integration/scheduler_perf/util.go of k8s.io/kubernetes v1.36.3):
 
-
-def throughput(times: Sequence[float]) -> dict[str, float]:
-    """scheduler_perf's SchedulingThroughput: stats of per-second rates (pods/s).
-
-    The window runs from the first to the last event, so idle time before the first pod was
-    scheduled does not drag the average down.
+    - ticks while nothing is scheduled yet are ignored;
+    - the first tick with pods scheduled only starts the clock (it would be an outlier:
+      sampling and creating start independently);
+    - a tick with no new pod records nothing but counts as skipped;
+    - the next tick with new pods records new / (time since the last recorded tick), once
+      per skipped interval plus once, so percentiles stay per-interval.
     """
-    if not times:
+    rates: list[float] = []
+    started = False
+    last_count = 0
+    last_time = 0.0
+    skipped = 0
+    for t, scheduled in samples:
+        if scheduled == 0:
+            continue
+        if not started:
+            started, last_count, last_time = True, scheduled, t
+            continue
+        new = scheduled - last_count
+        if new == 0:
+            skipped += 1
+            continue
+        duration = t - last_time
+        rate = new / duration if duration > 0 else 0.0
+        rates.extend([rate] * (skipped + 1))
+        last_count, last_time, skipped = scheduled, t, 0
+    return rates
+
+
+def throughput(samples: Iterable[tuple[float, int]]) -> dict[str, float]:
+    """scheduler_perf's SchedulingThroughput (throughputCollector.collect): the average and
+    nearest-rank Perc50/90/95/99 of `sampled_rates(samples)`; zeros when no interval was
+    recorded (a run shorter than two ticks of scheduling)."""
+    rates = sorted(sampled_rates(samples))
+    if not rates:
         return {"Average": 0.0, "Perc50": 0.0, "Perc90": 0.0, "Perc95": 0.0, "Perc99": 0.0}
-    rates = [float(c) for c in per_second_counts(times, min(times))]
-    ordered = sorted(rates)
     return {
         "Average": sum(rates) / len(rates),
-        "Perc50": percentile(ordered, 50),
-        "Perc90": percentile(ordered, 90),
-        "Perc95": percentile(ordered, 95),
-        "Perc99": percentile(ordered, 99),
+        "Perc50": percentile(rates, 50),
+        "Perc90": percentile(rates, 90),
+        "Perc95": percentile(rates, 95),
+        "Perc99": percentile(rates, 99),
     }
+
+
+# What the reports say they measured (printed in the console summary, result.json and HTML).
+DEFINITIONS: Final[dict[str, str]] = {
+    "pod_startup": (
+        "ClusterLoader2 PodStartupLatency (pod_startup_latency.go): per pod, client "
+        "watch-receive times; create = first event seen, schedule = first event with "
+        "nodeName, run = watch = first event with phase Running; phases are differences of "
+        "those; percentiles nearest-rank over pods that reached both ends"
+    ),
+    "throughput": (
+        "scheduler_perf SchedulingThroughput (throughputCollector): the count of pods seen "
+        "scheduled, sampled on a 1 s ticker; first non-zero sample skipped, intervals with "
+        "no new pod not recorded but their time spread over the next rate; average and "
+        "nearest-rank percentiles of the per-interval rates (pods/s)"
+    ),
+    "claim_allocation": (
+        "per claim of the run: receive time of the first event with an allocation minus "
+        "receive time of its first event"
+    ),
+}
 
 
 def cdf(values: Iterable[float], points: int = 200) -> list[tuple[float, float]]:

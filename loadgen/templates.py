@@ -29,45 +29,73 @@ def run_labels(run_id: str) -> dict[str, str]:
     return {vocab.LABEL_RUN: run_id, vocab.LABEL_MANAGED_BY: MANAGED_BY}
 
 
-def namespace(run_id: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {"name": namespace_name(run_id), "labels": run_labels(run_id)},
-    }
+# Claims with adminAccess are only allowed in namespaces with this label (resource/v1).
+LABEL_ADMIN_ACCESS: Final = "resource.kubernetes.io/admin-access"
 
 
-def claim_template(claim: Claim, run_id: str) -> dict[str, Any]:
-    """A ResourceClaimTemplate for `claim`, named by `claim.key`.
+def namespace(
+    run_id: str, annotations: dict[str, str] | None = None, *, admin_access: bool = False
+) -> dict[str, Any]:
+    """The run's namespace; `annotations` carry its ownership and heartbeat (`loadgen.runs`);
+    `admin_access` lets its claims ask for admin access."""
+    labels = run_labels(run_id)
+    if admin_access:
+        labels[LABEL_ADMIN_ACCESS] = "true"
+    meta: dict[str, Any] = {"name": namespace_name(run_id), "labels": labels}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
+
+
+def _memory_selector(min_memory: str | None) -> list[dict[str, Any]]:
+    if not min_memory:
+        return []
+    expr = (
+        f"device.capacity['{vocab.GPU_DRIVER}'].{vocab.GPU_CAP_MEMORY}"
+        f".compareTo(quantity('{min_memory}')) >= 0"
+    )
+    return [{"cel": {"expression": expr}}]
+
+
+def claim_spec(claim: Claim) -> dict[str, Any]:
+    """The ResourceClaim spec that serves `claim` (templates and shared claims alike).
 
     Aligned GPU+NIC pairs become one request per device (`gpu-0`, `nic-0`, ...) with a
     `matchAttribute` constraint per pair: one constraint over all of them would demand a
     single PCIe root for every device, which no multi-GPU host has.
     """
-    gpu_selectors: list[dict[str, Any]] = []
-    if claim.min_memory:
-        expr = (
-            f"device.capacity['{vocab.GPU_DRIVER}'].{vocab.GPU_CAP_MEMORY}"
-            f".compareTo(quantity('{claim.min_memory}')) >= 0"
-        )
-        gpu_selectors.append({"cel": {"expression": expr}})
+    gpu_selectors = _memory_selector(claim.min_memory)
     requests: list[dict[str, Any]] = []
     constraints: list[dict[str, Any]] = []
     if claim.nics and claim.align:
         for i in range(claim.gpus):
-            requests.append(_request(f"gpu-{i}", claim.gpu_class, 1, gpu_selectors))
+            requests.append(_gpu_request(f"gpu-{i}", claim, 1, gpu_selectors))
             requests.append(_request(f"nic-{i}", claim.nic_class, 1, []))
             constraints.append(
                 {"requests": [f"gpu-{i}", f"nic-{i}"], "matchAttribute": vocab.ATTR_PCIE_ROOT}
             )
     else:
-        if claim.gpus:
-            requests.append(_request("gpu", claim.gpu_class, claim.gpus, gpu_selectors))
+        if claim.first_available:
+            alternatives = [
+                {"name": f"alt{i}"}
+                | _exactly(
+                    a.gpu_class or claim.gpu_class, a.gpus, _memory_selector(a.min_memory), claim
+                )
+                for i, a in enumerate(claim.first_available)
+            ]
+            requests.append({"name": "gpu", "firstAvailable": alternatives})
+        elif claim.gpus:
+            requests.append(_gpu_request("gpu", claim, claim.gpus, gpu_selectors))
         if claim.nics:
             requests.append(_request("nic", claim.nic_class, claim.nics, []))
     devices: dict[str, Any] = {"requests": requests}
     if constraints:
         devices["constraints"] = constraints
+    return {"devices": devices}
+
+
+def claim_template(claim: Claim, run_id: str) -> dict[str, Any]:
+    """A ResourceClaimTemplate for `claim`, named by `claim.key`."""
     return {
         "apiVersion": vocab.RESOURCE_API_VERSION,
         "kind": "ResourceClaimTemplate",
@@ -76,21 +104,64 @@ def claim_template(claim: Claim, run_id: str) -> dict[str, Any]:
             "namespace": namespace_name(run_id),
             "labels": run_labels(run_id),
         },
-        "spec": {"spec": {"devices": devices}},
+        "spec": {"spec": claim_spec(claim)},
     }
+
+
+def shared_claim_name(phase: Phase, group: int) -> str:
+    return f"{phase.name}-shared-{group:06d}"
+
+
+def shared_claim(phase: Phase, group: int, run_id: str) -> dict[str, Any]:
+    """ResourceClaim number `group` of a phase whose pods share claims (`shared_by` each)."""
+    return {
+        "apiVersion": vocab.RESOURCE_API_VERSION,
+        "kind": "ResourceClaim",
+        "metadata": {
+            "name": shared_claim_name(phase, group),
+            "namespace": namespace_name(run_id),
+            "labels": run_labels(run_id) | {LABEL_PHASE: phase.name},
+        },
+        "spec": claim_spec(phase.claim),
+    }
+
+
+def _exactly(
+    device_class: str, count: int, selectors: list[dict[str, Any]], claim: Claim | None = None
+) -> dict[str, Any]:
+    """The fields of one exact request; `claim` adds its GPU shape (All, capacity, admin)."""
+    exactly: dict[str, Any] = {"deviceClassName": device_class}
+    if claim is not None and claim.all_gpus:
+        exactly["allocationMode"] = "All"
+    else:
+        exactly |= {"allocationMode": "ExactCount", "count": count}
+    if selectors:
+        exactly["selectors"] = selectors
+    if claim is not None and claim.memory:
+        exactly["capacity"] = {"requests": {vocab.GPU_CAP_MEMORY: claim.memory}}
+    if claim is not None and claim.admin_access:
+        exactly["adminAccess"] = True
+    return exactly
+
+
+def _gpu_request(
+    name: str, claim: Claim, count: int, selectors: list[dict[str, Any]]
+) -> dict[str, Any]:
+    if claim.mig_profile:
+        # MIG partitions are devices of their own class; the profile attribute picks one.
+        expr = (
+            f"device.attributes['{vocab.GPU_DRIVER}'].{vocab.GPU_ATTR_MIG_PROFILE} == "
+            f"'{claim.mig_profile}'"
+        )
+        mig = [{"cel": {"expression": expr}}]
+        return {"name": name, "exactly": _exactly(claim.mig_class, count, mig, claim)}
+    return {"name": name, "exactly": _exactly(claim.gpu_class, count, selectors, claim)}
 
 
 def _request(
     name: str, device_class: str, count: int, selectors: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    exactly: dict[str, Any] = {
-        "deviceClassName": device_class,
-        "allocationMode": "ExactCount",
-        "count": count,
-    }
-    if selectors:
-        exactly["selectors"] = selectors
-    return {"name": name, "exactly": exactly}
+    return {"name": name, "exactly": _exactly(device_class, count, selectors)}
 
 
 def object_name(phase: Phase, index: int) -> str:
@@ -130,6 +201,7 @@ def pod_spec(
             "requests": {vocab.EXTENDED_RESOURCE_GPU: count},
         }
     elif claim.uses_dra:
+        # Shared claims are named per pod (see `pod`); this is the template's reference.
         spec["resourceClaims"] = [{"name": CLAIM_NAME, "resourceClaimTemplateName": claim.key}]
         container["resources"] = {"claims": [{"name": CLAIM_NAME}]}
     return spec
@@ -149,6 +221,10 @@ def pod(phase: Phase, index: int, run_id: str, spec: dict[str, Any]) -> dict[str
     meta = _pod_metadata(phase, run_id)
     meta["name"] = object_name(phase, index)
     meta["namespace"] = namespace_name(run_id)
+    if phase.claim.shared_by > 1 and phase.claim.uses_dra:
+        group = index // phase.claim.shared_by
+        claims = [{"name": CLAIM_NAME, "resourceClaimName": shared_claim_name(phase, group)}]
+        spec = spec | {"resourceClaims": claims}  # a shallow copy: the rest stays shared
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 

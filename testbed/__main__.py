@@ -1,3 +1,5 @@
+"""`python -m testbed`: the `testbed` CLI."""
+
 from testbed.cli import main
 
 main()

@@ -11,98 +11,24 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from fractions import Fraction
+from typing import Any
 
-from extender import classes, demand
+from extender import allocation, demand, expressions, selectors, topology
 from extender.config import Settings
-from testbed import vocab
+from extender.expressions import Outcome as Verdict
+from extender.topology import ClassSummary, DeviceKey, NodeView, Outcome, Summary
 from testbed.kube import resources
 
 log = logging.getLogger(__name__)
 
-DeviceKey = tuple[str, str, str]
-"""(driver, pool, device): how an allocation result names a device."""
-
-Outcome = Literal["aligned", "numa", "unaligned"]
 PlacementObserver = Callable[[Outcome, int], None]
 
 _Apply = Callable[[dict[str, Any]], None]
 _INTERN_LIMIT = 16384
 _NODE_MEMO_LIMIT = 32
 _DONE_PHASES = frozenset({"Succeeded", "Failed"})
-
-
-@dataclass(slots=True)
-class Device:
-    driver: str
-    attributes: dict[str, classes.AttrValue]
-
-    @property
-    def root(self) -> str | None:
-        value = self.attributes.get(vocab.ATTR_PCIE_ROOT)
-        return value if isinstance(value, str) else None
-
-    def own_numa(self) -> int | None:
-        for key in (vocab.GPU_ATTR_NUMA, vocab.NIC_ATTR_NUMA):
-            value = self.attributes.get(key)
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value
-        return None
-
-
-@dataclass(frozen=True, slots=True)
-class ClassSummary:
-    """One DeviceClass on one node."""
-
-    total: int
-    free: int
-    root_free: dict[str, int]
-    """Free devices per PCIe root (devices without a root are not counted here)."""
-    numa_free: dict[int, int]
-    """Free devices per NUMA node (devices with unknown NUMA are not counted here)."""
-
-
-@dataclass(slots=True, eq=False)
-class Summary:
-    """Free-device figures of one node, per DeviceClass; pair capacities memoised."""
-
-    classes: dict[str, ClassSummary]
-    _pairs: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
-    memo: dict[object, Any] = field(default_factory=dict)
-    """Per-demand-shape results of the policies (see policies.scoring); valid as long as the
-    summary, which is immutable once built."""
-
-    def pairs(self, gpu_class: str, nic_class: str) -> tuple[int, int]:
-        """(root_pairs, numa_pairs): how many free GPUs of `gpu_class` can each get a free
-        NIC of `nic_class` on the same PCIe root, and on the same NUMA node (at least)."""
-        key = (gpu_class, nic_class)
-        hit = self._pairs.get(key)
-        if hit is not None:
-            return hit
-        g = self.classes.get(gpu_class)
-        n = self.classes.get(nic_class)
-        if g is None or n is None:
-            out = (0, 0)
-        else:
-            root = sum(min(c, n.root_free.get(r, 0)) for r, c in g.root_free.items())
-            numa = sum(min(c, n.numa_free.get(k, 0)) for k, c in g.numa_free.items())
-            out = (root, max(root, numa))
-        self._pairs[key] = out
-        return out
-
-
-@dataclass(slots=True)
-class NodeView:
-    name: str
-    known: bool = False
-    """A Node object exists (slices alone do not make a node schedulable)."""
-    block: str | None = None
-    rack: str | None = None
-    host: str | None = None
-    devices: dict[DeviceKey, Device] = field(default_factory=dict)
-    summary: Summary | None = None
-    """None when stale; `Index.summary()` recomputes it."""
+MATCH = Verdict.MATCH
 
 
 class Index:
@@ -112,10 +38,16 @@ class Index:
         self.settings = settings
         self.on_placement = on_placement
         self.nodes: dict[str, NodeView] = {}
-        self.matchers: dict[str, classes.Matcher | None] = {}
+        self.classes: dict[str, selectors.DeviceClassSelector] = {}
+        """DeviceClasses by name, compiled."""
+        self.classes_version = object()
+        """Replaced whenever a class changes (callers' parsed claims refer to classes)."""
         self.claims: dict[str, dict[str, Any]] = {}
         self.templates: dict[str, dict[str, Any]] = {}
         self._slices: dict[str, tuple[str, list[DeviceKey]]] = {}
+        self._slice_counters: dict[str, list[allocation.CounterKey]] = {}
+        self.counters: dict[allocation.CounterKey, dict[str, Fraction]] = {}
+        """Shared counters of partitionable devices: (driver, pool, set) -> counter -> total."""
         self._device_node: dict[DeviceKey, str] = {}
         self._allocated: dict[DeviceKey, set[str]] = {}
         self._claim_devices: dict[str, tuple[DeviceKey, ...]] = {}
@@ -165,9 +97,30 @@ class Index:
             "ResourceSlice": len(self._slices),
             "ResourceClaim": len(self.claims),
             "ResourceClaimTemplate": len(self.templates),
-            "DeviceClass": len(self.matchers),
+            "DeviceClass": len(self.classes),
             "Pod": len(self._pods),
         }
+
+    def judge(self, node: NodeView, pod: allocation.Pod) -> allocation.Verdict:
+        """Can `node`'s devices, as allocated now, satisfy the parsed claims of a pod?"""
+        in_use: dict[tuple[allocation.CounterKey, str], Fraction] = {}
+        allocated = self._allocated
+        for key, dev in node.devices.items():
+            if dev.consumes and key in allocated:
+                for counter_set, counter, qty in dev.consumes:
+                    ck = ((key[0], key[1], counter_set), counter)
+                    try:
+                        in_use[ck] = in_use.get(ck, Fraction(0)) + expressions.parse_quantity(qty)
+                    except expressions.CelError:
+                        continue
+        return allocation.judge(
+            pod,
+            node.devices,
+            in_use=allocated.__contains__,
+            counters=self.counters,
+            counters_in_use=in_use,
+            classes=self.classes,
+        )
 
     def free_devices(self, node: str) -> set[DeviceKey]:
         view = self.nodes.get(node)
@@ -192,7 +145,7 @@ class Index:
         if kind == "ResourceClaimTemplate":
             return list(self.templates)
         if kind == "DeviceClass":
-            return list(self.matchers)
+            return list(self.classes)
         return list(self._pods)
 
     def _node(self, name: str) -> NodeView:
@@ -245,6 +198,8 @@ class Index:
         node = spec.get("nodeName")
         driver = spec.get("driver")
         pool = (spec.get("pool") or {}).get("name")
+        if isinstance(driver, str) and pool and spec.get("sharedCounters"):
+            self._add_counters(name, driver, str(pool), spec["sharedCounters"])
         if not (isinstance(node, str) and node and isinstance(driver, str) and pool):
             return  # network-attached or malformed slices have no node to score
         view = self._node(node)
@@ -253,13 +208,31 @@ class Index:
             if not isinstance(dev, dict) or not dev.get("name"):
                 continue
             key: DeviceKey = (driver, str(pool), str(dev["name"]))
-            view.devices[key] = Device(driver, classes.device_attributes(driver, dev))
+            view.devices[key] = topology.device_of(driver, dev)
             self._device_node[key] = node
             keys.append(key)
         self._slices[name] = (node, keys)
         self._touch(node)
 
+    def _add_counters(self, slice_name: str, driver: str, pool: str, sets: Any) -> None:
+        keys: list[allocation.CounterKey] = []
+        for counter_set in sets if isinstance(sets, list) else []:
+            if not isinstance(counter_set, dict):
+                continue
+            key = (driver, pool, str(counter_set.get("name")))
+            totals: dict[str, Fraction] = {}
+            for counter, amount in (counter_set.get("counters") or {}).items():
+                try:
+                    totals[str(counter)] = expressions.parse_quantity(str(amount.get("value")))
+                except (expressions.CelError, AttributeError):
+                    continue
+            self.counters[key] = totals
+            keys.append(key)
+        self._slice_counters[slice_name] = keys
+
     def _delete_slice(self, obj: dict[str, Any]) -> None:
+        for key in self._slice_counters.pop(resources.name_of(obj), ()):
+            self.counters.pop(key, None)
         old = self._slices.pop(resources.name_of(obj), None)
         if old is None:
             return
@@ -280,10 +253,11 @@ class Index:
         # tens of thousands of claims are held.
         self.claims[key] = {"spec": obj.get("spec"), "status": {"allocation": allocation}}
         results = (allocation or {}).get("devices") or {}
+        # Admin access uses a device without consuming it (DRA does not count it in use).
         new = tuple(
             (str(r.get("driver")), str(r.get("pool")), str(r.get("device")))
             for r in results.get("results") or []
-            if isinstance(r, dict)
+            if isinstance(r, dict) and r.get("adminAccess") is not True
         )
         old = self._claim_devices.get(key, ())
         if new == old:
@@ -321,16 +295,19 @@ class Index:
 
     def _upsert_class(self, obj: dict[str, Any]) -> None:
         name = resources.name_of(obj)
-        matcher = classes.parse_device_class(obj)
-        if name in self.matchers and self.matchers[name] == matcher:
+        parsed = selectors.parse_device_class(obj)
+        old = self.classes.get(name)
+        if old is not None and old.expressions == parsed.expressions:
             return
-        if matcher is None:
-            log.info("DeviceClass %s: selector outside the understood subset; not judged", name)
-        self.matchers[name] = matcher
+        if parsed.not_judged is not None:
+            log.info("DeviceClass %s not judged: %s", name, parsed.not_judged)
+        self.classes[name] = parsed
+        self.classes_version = object()
         self._touch_all()
 
     def _delete_class(self, obj: dict[str, Any]) -> None:
-        if self.matchers.pop(resources.name_of(obj), None) is not None:
+        if self.classes.pop(resources.name_of(obj), None) is not None:
+            self.classes_version = object()
             self._touch_all()
 
     def _touch_all(self) -> None:
@@ -381,16 +358,16 @@ class Index:
     # -- derived -------------------------------------------------------------------------
 
     def _summarise(self, node: NodeView) -> Summary:
-        numa = _resolved_numa(node.devices)
+        numa = topology.resolved_numa(node.devices)
         out: dict[str, ClassSummary] = {}
-        for cls, matcher in self.matchers.items():
-            if matcher is None:
+        for cls, sel in self.classes.items():
+            if sel.not_judged is not None:
                 continue
             total = free = 0
             root_free: dict[str, int] = {}
             numa_free: dict[int, int] = {}
             for key, dev in node.devices.items():
-                if not matcher.matches(dev.driver, dev.attributes):
+                if sel.matches(dev) is not MATCH:
                     continue
                 total += 1
                 if key in self._allocated:
@@ -431,7 +408,7 @@ class Index:
         node = self.nodes.get(self._device_node.get(keys[0], ""))
         if node is None:
             return
-        numa = _resolved_numa(node.devices)
+        numa = topology.resolved_numa(node.devices)
         gpus = [k for k in keys if k[0] in self.settings.gpu_drivers and k in node.devices]
         nics = [k for k in keys if k[0] in self.settings.nic_drivers and k in node.devices]
         if not gpus or not nics:
@@ -460,23 +437,3 @@ class Index:
         for outcome, count in tally.items():
             if count:
                 self.on_placement(outcome, count)
-
-
-def _resolved_numa(devices: dict[DeviceKey, Device]) -> dict[DeviceKey, int]:
-    """Each device's NUMA node: its own attribute, else that of a device on the same PCIe
-    root (real GPU drivers publish no NUMA; DRANet's NICs do), else unknown (absent)."""
-    own: dict[DeviceKey, int] = {}
-    by_root: dict[str, int] = {}
-    for key, dev in devices.items():
-        n = dev.own_numa()
-        if n is not None:
-            own[key] = n
-            root = dev.root
-            if root is not None:
-                by_root.setdefault(root, n)
-    for key, dev in devices.items():
-        if key not in own:
-            root = dev.root
-            if root is not None and root in by_root:
-                own[key] = by_root[root]
-    return own

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable
 
 from extender.cache.store import KINDS, Store
+from testbed import runtime
 from testbed.kube import watching
 from testbed.kube.client import Kube
 
@@ -26,6 +27,7 @@ async def watch_kind(
     *,
     on_restart: RestartObserver | None = None,
     stop: asyncio.Event | None = None,
+    liveness: watching.Liveness | None = None,
 ) -> None:
     def restarted(reason: watching.RestartReason) -> None:
         if on_restart is not None:
@@ -37,6 +39,7 @@ async def watch_kind(
         field_selector=POD_FIELD_SELECTOR if kind == "Pod" else None,
         on_restart=restarted,
         stop=stop,
+        liveness=liveness,
     ):
         store.feed(kind, item)
         # One watch read can hold dozens of events; kube-scheduler waits on every call, so
@@ -50,24 +53,20 @@ def start(
     *,
     on_restart: RestartObserver | None = None,
     stop: asyncio.Event | None = None,
+    liveness: watching.Liveness | None = None,
 ) -> list[asyncio.Task[None]]:
-    """Named, supervised informer tasks for every kind the store wants."""
+    """Named, supervised informer tasks for every kind the store wants, and the liveness
+    probe they share (when given)."""
     tasks = []
     for kind in store.kinds:
         task = asyncio.create_task(
-            watch_kind(kube, store, kind, on_restart=on_restart, stop=stop),
+            watch_kind(kube, store, kind, on_restart=on_restart, stop=stop, liveness=liveness),
             name=f"watch-{kind}",
         )
-        task.add_done_callback(_report_exit)
+        task.add_done_callback(runtime.log_exit(log))
         tasks.append(task)
+    if liveness is not None:
+        probe = asyncio.create_task(liveness.run(stop), name="apiserver-liveness")
+        probe.add_done_callback(runtime.log_exit(log))
+        tasks.append(probe)
     return tasks
-
-
-def _report_exit(task: asyncio.Task[None]) -> None:
-    if task.cancelled():
-        return
-    exc = task.exception()
-    if exc is not None:
-        log.error("task %s died: %r", task.get_name(), exc, exc_info=exc)
-    else:
-        log.info("task %s ended", task.get_name())

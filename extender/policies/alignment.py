@@ -6,8 +6,8 @@ root than for unaligned pairs; a NUMA-local pair sits in between.
 
 from __future__ import annotations
 
-from extender.cache.index import Summary
 from extender.demand import Demand
+from extender.topology import Summary
 
 
 def score(demand: Demand, summary: Summary, numa_credit: float) -> float | None:

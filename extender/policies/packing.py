@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from extender.cache.index import Summary
 from extender.demand import Demand
+from extender.topology import Summary
 
 
 def score(demand: Demand, summary: Summary) -> float | None:

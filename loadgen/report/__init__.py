@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loadgen import slo
+from loadgen import outcome, slo
 from loadgen.report import document, html, perfdata, pods
-from loadgen.runner import RunResult
 
 
 def write_all(
-    result: RunResult, out_dir: Path, slos: list[slo.Slo] | None = None
+    result: outcome.RunResult, out_dir: Path, slos: list[slo.Slo] | None = None
 ) -> document.ResultDoc:
     """Every file output of `result` into `out_dir`; returns the result document."""
     doc = document.build(result, slos)

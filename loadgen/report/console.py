@@ -24,6 +24,12 @@ def render(doc: ResultDoc, console: Console) -> None:
     )
     if doc.error:
         console.print(f"[red]error:[/] {doc.error}")
+    for group in doc.pending:
+        console.print(f"[yellow]{group.pods} pods never scheduled:[/] {group.reason}")
+    others = doc.fleet.held_by_others_at_start
+    if others:
+        who = ", ".join(f"{ns} {n}" for ns, n in sorted(others.items()))
+        console.print(f"[yellow]GPUs held by other namespaces at start (not counted):[/] {who}")
     for g in doc.watch_gaps:
         console.print(f"[yellow]watch gap:[/] {g.describe()}")
     table = Table(title="Pod startup latency (ms, nearest-rank)")
@@ -59,6 +65,11 @@ def render(doc: ResultDoc, console: Console) -> None:
             f"{cl.allocation_ms.Perc99:.0f} ms; fleet GPU allocation peak "
             f"{doc.fleet.peak_allocation_ratio:.0%}"
         )
+    if doc.fleet.peak_gpus_busy:
+        console.print(
+            f"physical GPUs busy at peak: {doc.fleet.peak_gpus_busy} "
+            f"({doc.fleet.pods_per_busy_gpu:g} pods per busy GPU)"
+        )
     if cl.gpu_nic_pairs:
         console.print(
             f"GPU-NIC pairs: {cl.pcie_aligned_pairs}/{cl.gpu_nic_pairs} on one PCIe root, "
@@ -70,7 +81,8 @@ def render(doc: ResultDoc, console: Console) -> None:
     if doc.server_check.violations:
         console.print(
             f"[yellow]{doc.server_check.violations} pods measured faster than the API "
-            f"server's timestamps allow[/]"
+            "server's timestamps allow (their first watch event arrived late; CL2's create is "
+            "its receive time)[/]"
         )
     for name, m in doc.metrics.items():
         figures = ", ".join(f"{k} {v:.6g}" for k, v in m.summary.items() if v)
@@ -78,3 +90,5 @@ def render(doc: ResultDoc, console: Console) -> None:
     for r in doc.slos:
         mark = "[green]ok[/]" if r.ok else "[red]VIOLATED[/]"
         console.print(f"SLO {r.slo}: {r.value_ms:.0f}ms {mark}")
+    for name, text in doc.definitions.items():
+        console.print(f"[dim]{name}: {text}[/]", highlight=False)

@@ -14,9 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from loadgen import metrics, placement, slo, stats
-from loadgen.runner import RunResult
-from loadgen.tracker import Tracker
+from loadgen import outcome, placement, records, series, slo, stats
 
 SCHEMA_VERSION: Literal[1] = 1
 
@@ -98,6 +96,23 @@ class Fleet(_Doc):
     peak_allocation_ratio: float
     gpus_stranded_at_peak: int = 0
     """Free GPUs on partly used nodes at the sample with the highest allocation."""
+    peak_gpus_busy: int = 0
+    """Most physical GPUs the run's claims kept busy at once (sampled each second): with
+    MIG partitions or capacity shares, fewer than the devices allocated."""
+    pods_per_busy_gpu: float = 0.0
+    """Pods running per busy physical GPU at that sample."""
+    held_by_others_at_start: dict[str, int] = {}
+    """Per other namespace, fleet GPUs its claims held when the run started: not this
+    run's, so left out of its allocation figures."""
+
+
+class PendingGroup(_Doc):
+    """Pods never scheduled, grouped by the scheduler's reason."""
+
+    reason: str
+    """PodScheduled's message, e.g. "0/4 nodes are available: 4 cannot allocate all
+    claims." """
+    pods: int
 
 
 class Timeline(_Doc):
@@ -112,7 +127,8 @@ class Timeline(_Doc):
 class ServerCheck(_Doc):
     checked: int
     violations: int
-    """Pods whose client create->Running was shorter than the server's timestamps allow."""
+    """Pods whose client create->Running was shorter than the server's timestamps allow:
+    their first watch event arrived late, and CL2's create is its receive time."""
 
 
 class SloResult(_Doc):
@@ -184,6 +200,9 @@ class ResultDoc(_Doc):
     watch_restarts: int
     metrics: dict[str, ComponentMetrics] = {}
     watch_gaps: list[WatchGap] = []
+    pending: list[PendingGroup] = []
+    definitions: dict[str, str] = {}
+    """What each figure means, with the reference it follows (pod_startup, throughput, ...)."""
 
 
 def _rfc3339(epoch: float) -> str:
@@ -197,34 +216,35 @@ def _summary(values: list[float]) -> Summary:
     return Summary(count=int(s.pop("count")), **s)
 
 
-def _pod_events(tracker: Tracker, phase: str | None) -> list[dict[str, float | None]]:
-    # CL2 watch-receive semantics: run and watch are both the first Running observation;
-    # create is the earliest client-side evidence of the pod (see PodRecord.created).
+def _pod_events(rec: records.Records, phase: str | None) -> list[dict[str, float | None]]:
+    # CL2 watch-receive semantics: create is the first event, run and watch are both the
+    # first Running observation (see stats.DEFINITIONS).
     return [
         {"create": r.created, "schedule": r.scheduled, "run": r.running, "watch": r.running}
-        for r in tracker.pods.values()
+        for r in rec.pods.values()
         if phase is None or r.phase == phase
     ]
 
 
 def _latency(
-    tracker: Tracker, phase: str | None
+    rec: records.Records, phase: str | None
 ) -> tuple[dict[str, Summary], dict[str, list[float]]]:
-    durations = stats.phase_durations_ms(_pod_events(tracker, phase))
+    durations = stats.phase_durations_ms(_pod_events(rec, phase))
     return {k: _summary(v) for k, v in durations.items()}, durations
 
 
-def _scheduled_times(tracker: Tracker, phase: str | None) -> list[float]:
-    return [
-        r.scheduled
-        for r in tracker.pods.values()
-        if r.scheduled is not None and (phase is None or r.phase == phase)
+def _throughput(rec: records.Records, phase: str | None) -> Throughput:
+    ticks = [
+        (s.t, s.scheduled if phase is None else s.phase_scheduled.get(phase, 0))
+        for s in rec.timeline
+        if s.tick
     ]
+    return Throughput(**stats.throughput(ticks))
 
 
-def _counts(result: RunResult, phase: str | None) -> Counts:
+def _counts(result: outcome.RunResult, phase: str | None) -> Counts:
     prs = [p for p in result.phases if phase is None or p.phase.name == phase]
-    c = result.tracker.total if phase is None else result.tracker.phase(phase)
+    c = result.records.total if phase is None else records.phase_counts(result.records, phase)
     return Counts(
         expected_pods=sum(p.phase.pods for p in prs) if prs else 0,
         objects_requested=sum(p.stats.requested for p in prs),
@@ -240,8 +260,26 @@ def _counts(result: RunResult, phase: str | None) -> Counts:
     )
 
 
-def _claims(tracker: Tracker) -> Claims:
-    recs = list(tracker.claims.values())
+def _phase(result: outcome.RunResult, pr: outcome.PhaseResult) -> PhaseDoc:
+    name = pr.phase.name
+    end = pr.finished or result.finished_mono
+    return PhaseDoc(
+        name=name,
+        kind=pr.phase.kind,
+        objects=pr.phase.count,
+        waves=pr.waves,
+        timed_out=pr.timed_out,
+        duration_seconds=round(end - pr.started, 3),
+        create_seconds=round((pr.created or end) - pr.started, 3),
+        counts=_counts(result, name),
+        latency_ms=_latency(result.records, name)[0],
+        throughput=_throughput(result.records, name),
+        create_request_ms=_summary([s * 1000.0 for s in pr.stats.request_seconds]),
+    )
+
+
+def _claims(rec: records.Records) -> Claims:
+    recs = list(rec.claims.values())
     allocated = [r for r in recs if r.allocated is not None]
     pairs = pcie = numa = full = with_nics = 0
     for r in allocated:
@@ -268,14 +306,76 @@ def _claims(tracker: Tracker) -> Claims:
     )
 
 
-def _watch_gaps(result: RunResult) -> list[WatchGap]:
-    tr, origin = result.tracker, result.started_mono
+def _timeline(result: outcome.RunResult) -> Timeline:
+    samples, origin, gpus = result.records.timeline, result.started_mono, result.fleet_gpus
+    return Timeline(
+        seconds=[round(s.t - origin, 3) for s in samples],
+        seen=[s.seen for s in samples],
+        scheduled=[s.scheduled for s in samples],
+        running=[s.running for s in samples],
+        finished=[s.finished for s in samples],
+        gpu_allocation_ratio=[round(s.gpus_allocated / gpus, 4) if gpus else 0.0 for s in samples],
+    )
+
+
+def _fleet(result: outcome.RunResult) -> Fleet:
+    rec, gpus = result.records, result.fleet_gpus
+    # Stranded GPUs are sampled; the peak itself is exact (a short peak can fall between
+    # samples).
+    peak_sample = max(rec.timeline, key=lambda s: s.gpus_allocated, default=None)
+    peak = max(rec.fleet.peak_gpus_allocated, peak_sample.gpus_allocated if peak_sample else 0)
+    busiest = max(rec.timeline, key=lambda s: s.gpus_busy, default=None)
+    return Fleet(
+        nodes=result.fleet_nodes,
+        gpus=gpus,
+        peak_gpus_allocated=peak,
+        peak_allocation_ratio=round(peak / gpus, 4) if gpus else 0.0,
+        gpus_stranded_at_peak=peak_sample.gpus_stranded if peak_sample else 0,
+        peak_gpus_busy=busiest.gpus_busy if busiest else 0,
+        pods_per_busy_gpu=(
+            round((busiest.running - busiest.finished) / busiest.gpus_busy, 3)
+            if busiest and busiest.gpus_busy
+            else 0.0
+        ),
+        held_by_others_at_start=dict(result.held_by_others_at_start),
+    )
+
+
+def _server_check(rec: records.Records) -> ServerCheck:
+    checked = [
+        (r.created, r.running, r.created_server, r.running_server)
+        for r in rec.pods.values()
+        if r.running is not None and r.created_server is not None and r.running_server
+    ]
+    return ServerCheck(checked=len(checked), violations=stats.server_bound_violations(checked))
+
+
+def _slos(slos: list[slo.Slo], latency: dict[str, Summary]) -> list[SloResult]:
+    values = {k: v.model_dump() for k, v in latency.items()}
     out = []
-    for g in tr.watch_gaps:
+    for s in slos:
+        value, ok = slo.check(s, values)
+        out.append(
+            SloResult(
+                slo=s.text,
+                metric=s.metric,
+                stat=s.stat,
+                threshold_ms=s.threshold_ms,
+                value_ms=value,
+                ok=ok,
+            )
+        )
+    return out
+
+
+def _watch_gaps(result: outcome.RunResult) -> list[WatchGap]:
+    rec, origin = result.records, result.started_mono
+    out = []
+    for g in rec.watch_gaps:
         end = result.finished_mono if g.end is None else g.end
         straddling = sum(
             1
-            for r in tr.pods.values()
+            for r in rec.pods.values()
             if r.created < end
             and (result.finished_mono if r.running is None else r.running) > g.start
         )
@@ -291,108 +391,53 @@ def _watch_gaps(result: RunResult) -> list[WatchGap]:
     return out
 
 
-def build(result: RunResult, slos: list[slo.Slo] | None = None) -> ResultDoc:
+def _settings(settings: outcome.Settings) -> dict[str, object]:
+    return {
+        "qps": settings.qps,
+        "max_in_flight": settings.max_in_flight,
+        "arrival": settings.arrival,
+        "node_selector": settings.node_selector,
+        "keep": settings.keep,
+        "timeout": settings.timeout,
+        "seed": settings.seed,
+        "scrape": settings.scrape,
+    }
+
+
+def build(result: outcome.RunResult, slos: list[slo.Slo] | None = None) -> ResultDoc:
     """The result document of a (possibly partial) run."""
-    tr = result.tracker
-    origin = result.started_mono
-    latency, durations = _latency(tr, None)
-    phases = []
-    for pr in result.phases:
-        name = pr.phase.name
-        end = pr.finished or result.finished_mono
-        phases.append(
-            PhaseDoc(
-                name=name,
-                kind=pr.phase.kind,
-                objects=pr.phase.count,
-                waves=pr.waves,
-                timed_out=pr.timed_out,
-                duration_seconds=round(end - pr.started, 3),
-                create_seconds=round((pr.created or end) - pr.started, 3),
-                counts=_counts(result, name),
-                latency_ms=_latency(tr, name)[0],
-                throughput=Throughput(**stats.throughput(_scheduled_times(tr, name))),
-                create_request_ms=_summary([s * 1000.0 for s in pr.stats.request_seconds]),
-            )
-        )
-    gpus = result.fleet_gpus
-    timeline = Timeline(
-        seconds=[round(s.t - origin, 3) for s in tr.timeline],
-        seen=[s.seen for s in tr.timeline],
-        scheduled=[s.scheduled for s in tr.timeline],
-        running=[s.running for s in tr.timeline],
-        finished=[s.finished for s in tr.timeline],
-        gpu_allocation_ratio=[
-            round(s.gpus_allocated / gpus, 4) if gpus else 0.0 for s in tr.timeline
-        ],
-    )
-    # Stranded GPUs are sampled; the peak itself is exact (a short peak can fall between samples).
-    peak_sample = max(tr.timeline, key=lambda s: s.gpus_allocated, default=None)
-    peak = max(tr.peak_gpus_allocated, peak_sample.gpus_allocated if peak_sample else 0)
-    checked: list[tuple[float, float, float, float]] = []
-    for r in tr.pods.values():
-        if r.running is not None and r.created_server is not None and r.running_server:
-            checked.append((r.created, r.running, r.created_server, r.running_server))
-    slo_results = []
-    for s in slos or []:
-        value, ok = slo.check(s, {k: v.model_dump() for k, v in latency.items()})
-        slo_results.append(
-            SloResult(
-                slo=s.text,
-                metric=s.metric,
-                stat=s.stat,
-                threshold_ms=s.threshold_ms,
-                value_ms=value,
-                ok=ok,
-            )
-        )
-    settings = result.settings
+    rec = result.records
+    latency, durations = _latency(rec, None)
     return ResultDoc(
         schema_version=SCHEMA_VERSION,
         kind="LoadgenResult",
         run_id=result.run_id,
         namespace=result.namespace,
         scenario=result.scenario.model_dump(mode="json"),
-        settings={
-            "qps": settings.qps,
-            "max_in_flight": settings.max_in_flight,
-            "arrival": settings.arrival,
-            "node_selector": settings.node_selector,
-            "keep": settings.keep,
-            "timeout": settings.timeout,
-            "seed": settings.seed,
-            "scrape": settings.scrape,
-        },
+        settings=_settings(result.settings),
         started_at=_rfc3339(result.started_wall),
         finished_at=_rfc3339(result.wall(result.finished_mono)),
-        duration_seconds=round(result.finished_mono - origin, 3),
+        duration_seconds=round(result.finished_mono - result.started_mono, 3),
         interrupted=result.interrupted,
         error=result.error,
         cleaned_up=result.cleaned_up,
-        fleet=Fleet(
-            nodes=result.fleet_nodes,
-            gpus=gpus,
-            peak_gpus_allocated=peak,
-            peak_allocation_ratio=round(peak / gpus, 4) if gpus else 0.0,
-            gpus_stranded_at_peak=peak_sample.gpus_stranded if peak_sample else 0,
-        ),
+        fleet=_fleet(result),
         counts=_counts(result, None),
         latency_ms=latency,
-        throughput=Throughput(**stats.throughput(_scheduled_times(tr, None))),
-        phases=phases,
-        claims=_claims(tr),
-        gangs=[Gang(name=k, **v) for k, v in sorted(tr.gang_spans().items())],
-        timeline=timeline,
+        throughput=_throughput(rec, None),
+        phases=[_phase(result, pr) for pr in result.phases],
+        claims=_claims(rec),
+        gangs=[Gang(name=k, **v) for k, v in sorted(records.gang_spans(rec).items())],
+        timeline=_timeline(result),
         cdf_ms={k: stats.cdf(v) for k, v in durations.items()},
-        server_check=ServerCheck(
-            checked=len(checked),
-            violations=stats.server_bound_violations(checked),
-        ),
-        slos=slo_results,
-        watch_restarts=tr.watch_restarts,
+        server_check=_server_check(rec),
+        slos=_slos(slos or [], latency),
+        watch_restarts=rec.watch_restarts,
         watch_gaps=_watch_gaps(result),
+        definitions=dict(stats.DEFINITIONS),
+        pending=[PendingGroup(reason=k, pods=n) for k, n in records.pending(rec).items()],
         metrics={
-            name: ComponentMetrics(summary=metrics.summary(d), deltas=d)
+            name: ComponentMetrics(summary=series.summary(d), deltas=d)
             for name, d in result.metrics.items()
         },
     )

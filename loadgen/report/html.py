@@ -103,25 +103,56 @@ def _latency_table(latency: dict[str, Summary]) -> str:
     return "<table>" + "".join(rows) + "</table>"
 
 
-def render(doc: ResultDoc) -> str:
-    c = doc.counts
+def _header(doc: ResultDoc) -> list[str]:
     state = "interrupted" if doc.interrupted else ("failed" if doc.error else "complete")
-    body = [
+    return [
         f"<h1>loadgen {escape(str(doc.scenario['name']))} — run {escape(doc.run_id)}</h1>",
         f"<p>{escape(str(doc.scenario.get('description', '')))}</p>",
         f"<p>State: <b>{state}</b>{' — ' + escape(doc.error) if doc.error else ''}. "
         f"Started {escape(doc.started_at)}, {doc.duration_seconds:.1f} s, fleet "
         f"{doc.fleet.nodes} nodes / {doc.fleet.gpus} GPUs.</p>",
-        "<h2>Counts</h2><table>"
-        + "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in c.model_dump().items())
-        + "</table>",
     ]
-    if doc.watch_gaps:
-        # Before the latencies: readers must know which of them include an outage.
-        body.append("<h2>Watch gaps</h2><ul>")
-        body += [f'<li class="bad">{escape(g.describe())}</li>' for g in doc.watch_gaps]
-        body.append("</ul><p>Shaded red in the timeline.</p>")
-    body += [
+
+
+def _counts(doc: ResultDoc) -> list[str]:
+    rows = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in doc.counts.model_dump().items())
+    return [f"<h2>Counts</h2><table>{rows}</table>"]
+
+
+def _pending(doc: ResultDoc) -> list[str]:
+    if not doc.pending and not doc.fleet.held_by_others_at_start:
+        return []
+    out = []
+    if doc.pending:
+        rows = "".join(
+            f"<tr><td>{escape(g.reason)}</td><td>{g.pods}</td></tr>" for g in doc.pending
+        )
+        out.append(
+            "<h2>Pods never scheduled</h2><table><tr><th>scheduler's reason</th>"
+            f"<th>pods</th></tr>{rows}</table>"
+        )
+    if doc.fleet.held_by_others_at_start:
+        rows = "".join(
+            f"<tr><td>{escape(ns)}</td><td>{n}</td></tr>"
+            for ns, n in sorted(doc.fleet.held_by_others_at_start.items())
+        )
+        out.append(
+            "<h2>GPUs held by other namespaces at start</h2><p>Not this run's: left out of "
+            f"its allocation figures.</p><table>{rows}</table>"
+        )
+    return out
+
+
+def _watch_gaps(doc: ResultDoc) -> list[str]:
+    # Shown before the latencies: readers must know which of them include an outage.
+    if not doc.watch_gaps:
+        return []
+    items = "".join(f'<li class="bad">{escape(g.describe())}</li>' for g in doc.watch_gaps)
+    return [f"<h2>Watch gaps</h2><ul>{items}</ul><p>Shaded red in the timeline.</p>"]
+
+
+def _latency(doc: ResultDoc) -> list[str]:
+    return [
         "<h2>Pod startup latency (ms, nearest-rank)</h2>",
         _latency_table(dict(doc.latency_ms)),
         _plot(
@@ -131,53 +162,70 @@ def render(doc: ResultDoc) -> str:
             y_max=1.0,
         ),
     ]
-    if doc.slos:
-        body.append("<h2>SLOs</h2><table>")
-        for s in doc.slos:
-            cls = "ok" if s.ok else "bad"
-            body.append(
-                f"<tr><td>{escape(s.slo)}</td><td>{s.value_ms:.0f} ms</td>"
-                f'<td class="{cls}">{"ok" if s.ok else "violated"}</td></tr>'
-            )
-        body.append("</table>")
+
+
+def _slos(doc: ResultDoc) -> list[str]:
+    if not doc.slos:
+        return []
+    rows = [
+        f"<tr><td>{escape(s.slo)}</td><td>{s.value_ms:.0f} ms</td>"
+        f'<td class="{"ok" if s.ok else "bad"}">{"ok" if s.ok else "violated"}</td></tr>'
+        for s in doc.slos
+    ]
+    return ["<h2>SLOs</h2><table>", *rows, "</table>"]
+
+
+def _timeline(doc: ResultDoc) -> list[str]:
     t = doc.timeline
-    body += [
+    pods = [
+        (name, list(zip(t.seconds, map(float, values), strict=True)))
+        for name, values in (
+            ("seen", t.seen),
+            ("scheduled", t.scheduled),
+            ("running", t.running),
+            ("finished", t.finished),
+        )
+    ]
+    gaps = [
+        (g.start_seconds, doc.duration_seconds if g.end_seconds is None else g.end_seconds)
+        for g in doc.watch_gaps
+    ]
+    allocation = [
+        ("GPU allocation ratio", list(zip(t.seconds, t.gpu_allocation_ratio, strict=True)))
+    ]
+    return [
         "<h2>Timeline</h2>",
+        _plot(pods, x_label="seconds since start", y_label="pods", bands=gaps),
         _plot(
-            [
-                (name, list(zip(t.seconds, map(float, values), strict=True)))
-                for name, values in (
-                    ("seen", t.seen),
-                    ("scheduled", t.scheduled),
-                    ("running", t.running),
-                    ("finished", t.finished),
-                )
-            ],
-            x_label="seconds since start",
-            y_label="pods",
-            bands=[
-                (g.start_seconds, doc.duration_seconds if g.end_seconds is None else g.end_seconds)
-                for g in doc.watch_gaps
-            ],
-        ),
-        _plot(
-            [("GPU allocation ratio", list(zip(t.seconds, t.gpu_allocation_ratio, strict=True)))],
+            allocation,
             x_label="seconds since start",
             y_label="allocated / fleet GPUs",
             y_max=1.0,
         ),
-        "<h2>Scheduling throughput (pods/s)</h2><table>"
-        + "".join(f"<tr><td>{k}</td><td>{v:.1f}</td></tr>" for k, v in doc.throughput)
-        + "</table>",
     ]
-    for p in doc.phases if len(doc.phases) > 1 else []:
-        body += [
+
+
+def _throughput(doc: ResultDoc) -> list[str]:
+    rows = "".join(f"<tr><td>{k}</td><td>{v:.1f}</td></tr>" for k, v in doc.throughput)
+    return [f"<h2>Scheduling throughput (pods/s)</h2><table>{rows}</table>"]
+
+
+def _phases(doc: ResultDoc) -> list[str]:
+    if len(doc.phases) < 2:
+        return []
+    out = []
+    for p in doc.phases:
+        out += [
             f"<h2>Phase {escape(p.name)} ({p.kind}, {p.objects} objects, "
             f"{p.duration_seconds:.1f} s)</h2>",
             _latency_table(dict(p.latency_ms)),
         ]
+    return out
+
+
+def _claims(doc: ResultDoc) -> list[str]:
     cl = doc.claims
-    body.append(
+    return [
         "<h2>Claims and placement</h2><table>"
         f"<tr><td>claims allocated</td><td>{cl.allocated} / {cl.claims}</td></tr>"
         f"<tr><td>allocation p50 / p99 (ms)</td><td>{cl.allocation_ms.Perc50:.0f} / "
@@ -187,23 +235,55 @@ def render(doc: ResultDoc) -> str:
         f"<tr><td>GPU-NIC pairs on one NUMA node</td><td>{cl.numa_aligned_pairs} / "
         f"{cl.gpu_nic_pairs}</td></tr>"
         f"<tr><td>peak fleet GPU allocation</td><td>{doc.fleet.peak_allocation_ratio:.0%}"
-        "</td></tr></table>"
-    )
-    if doc.gangs:
-        body.append(
-            "<h3>Gangs</h3><table><tr><th>gang</th><th>pods</th><th>nodes</th>"
-            "<th>racks</th><th>blocks</th></tr>"
-        )
-        body += [
-            f"<tr><td>{escape(g.name)}</td><td>{g.pods}</td><td>{g.nodes}</td>"
-            f"<td>{g.racks}</td><td>{g.blocks}</td></tr>"
-            for g in doc.gangs
-        ]
-        body.append("</table>")
+        "</td></tr>"
+        f"<tr><td>physical GPUs busy at peak (pods per busy GPU)</td>"
+        f"<td>{doc.fleet.peak_gpus_busy} ({doc.fleet.pods_per_busy_gpu:g})</td></tr></table>"
+    ]
+
+
+def _gangs(doc: ResultDoc) -> list[str]:
+    if not doc.gangs:
+        return []
+    rows = [
+        f"<tr><td>{escape(g.name)}</td><td>{g.pods}</td><td>{g.nodes}</td>"
+        f"<td>{g.racks}</td><td>{g.blocks}</td></tr>"
+        for g in doc.gangs
+    ]
+    head = "<tr><th>gang</th><th>pods</th><th>nodes</th><th>racks</th><th>blocks</th></tr>"
+    return ["<h3>Gangs</h3><table>", head, *rows, "</table>"]
+
+
+def _definitions(doc: ResultDoc) -> list[str]:
+    if not doc.definitions:
+        return []
+    items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in doc.definitions.items())
+    return [f"<h2>Definitions</h2><dl>{items}</dl>"]
+
+
+# The report's sections, in page order; each renders one part of the document.
+_SECTIONS = (
+    _header,
+    _counts,
+    _pending,
+    _watch_gaps,
+    _latency,
+    _slos,
+    _timeline,
+    _throughput,
+    _phases,
+    _claims,
+    _gangs,
+    _definitions,
+)
+
+
+def render(doc: ResultDoc) -> str:
+    """The whole page: every section in order, inside one self-contained document."""
+    body = "".join(part for section in _SECTIONS for part in section(doc))
     title = f"loadgen {escape(doc.run_id)}"
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>"
-        f"<style>{_CSS}</style></head><body>{''.join(body)}</body></html>\n"
+        f"<style>{_CSS}</style></head><body>{body}</body></html>\n"
     )
 
 

@@ -1,15 +1,14 @@
-"""`pods.csv`: one row per pod with every timestamp (epoch seconds) and its claim's
-allocation and GPU-NIC alignment, for offline analysis and for checking loadgen against an
-independent watcher."""
+"""`pods.csv`: one row per pod with every timestamp (epoch seconds: `created`, `scheduled`
+and `running` are CL2's watch-receive times, the `_server` ones the API server's) and its
+claim's allocation and GPU-NIC alignment, for offline analysis and for checking loadgen
+against an independent watcher."""
 
 from __future__ import annotations
 
 import csv
 from pathlib import Path
 
-from loadgen import placement
-from loadgen.runner import RunResult
-from loadgen.tracker import ClaimRecord
+from loadgen import outcome, placement, records
 
 COLUMNS = (
     "pod",
@@ -18,7 +17,6 @@ COLUMNS = (
     "node",
     "created_server",
     "created",
-    "seen",
     "scheduled",
     "running",
     "running_server",
@@ -31,11 +29,11 @@ COLUMNS = (
 )
 
 
-def write(result: RunResult, out_dir: Path) -> Path:
+def write(result: outcome.RunResult, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "pods.csv"
-    claims: dict[str, ClaimRecord] = {
-        c.pod: c for c in result.tracker.claims.values() if c.pod is not None
+    claims: dict[str, records.ClaimRecord] = {
+        c.pod: c for c in result.records.claims.values() if c.pod is not None
     }
 
     def wall(t: float | None) -> str:
@@ -47,7 +45,7 @@ def write(result: RunResult, out_dir: Path) -> Path:
     with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(COLUMNS)
-        for name, r in sorted(result.tracker.pods.items()):
+        for name, r in sorted(result.records.pods.items()):
             c = claims.get(name)
             pairs = min(len(c.gpu_pcie), len(c.nic_pcie)) if c else 0
             w.writerow(
@@ -58,7 +56,6 @@ def write(result: RunResult, out_dir: Path) -> Path:
                     r.node,
                     server(r.created_server),
                     wall(r.created),
-                    wall(r.seen),
                     wall(r.scheduled),
                     wall(r.running),
                     server(r.running_server),

@@ -21,6 +21,7 @@ from testbed import validation, vocab
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*\Z")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 _QUANTITY = re.compile(r"^\d+(\.\d+)?(Ki|Mi|Gi|Ti|k|M|G|T)?\Z")
+_MIG_PROFILE = re.compile(r"^\d+g\.\d+gb(\+me)?\Z")
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?\Z")
 MAX_DURATION = 365 * 86400.0
 """Longest duration a scenario may give (run times, timeouts): a year is already absurd."""
@@ -55,6 +56,42 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class Alternative(_Model):
+    """One choice of a `firstAvailable` list: this many GPUs (of this class, else the
+    claim's), each with at least `min_memory`."""
+
+    gpus: int = Field(1, ge=1, le=64)
+    gpu_class: str | None = None
+    min_memory: str | None = None
+
+    @model_validator(mode="after")
+    def _quantity(self) -> Alternative:
+        if self.min_memory is not None and not _QUANTITY.match(self.min_memory):
+            raise ValueError(
+                f"min_memory {validation.shown(self.min_memory)} is not a quantity like 40Gi"
+            )
+        return self
+
+
+_ALTERNATIVE = re.compile(r"^\s*(\d+)\s*(?:>=\s*(\S+?))?\s*\Z")
+
+
+def parse_alternatives(value: object) -> object:
+    """`first_available` from the command line: `1>=80Gi,2` is one GPU of at least 80Gi,
+    else two of any size. Lists (scenario files) pass through to validation."""
+    if not isinstance(value, str):
+        return value
+    out = []
+    for part in value.split(","):
+        m = _ALTERNATIVE.match(part)
+        if not m:
+            raise ValueError(
+                f"first_available {validation.shown(value)}: expected choices like 1>=80Gi,2"
+            )
+        out.append({"gpus": int(m.group(1)), "min_memory": m.group(2)})
+    return out
+
+
 class Claim(_Model):
     """What each pod asks for. `gpus: 0` means no devices at all."""
 
@@ -67,9 +104,29 @@ class Claim(_Model):
     min_memory: str | None = None
     """Only GPUs with at least this much memory (a CEL selector), e.g. `40Gi`."""
     device_plugin: bool = False
-    """Request the extended resource `nvidia.com/gpu` instead of a DRA claim (comparison)."""
+    """Ask for the extended resource `nvidia.com/gpu: N` with no claim, as pods written for
+    the device plugin do (DRA serves them when a DeviceClass names that resource)."""
     gpu_class: str = vocab.CLASS_GPU
     nic_class: str = vocab.CLASS_RDMA_NIC
+    all_gpus: bool = False
+    """`allocationMode: All`: every matching GPU of the node the pod lands on (`gpus` is
+    then the count the pre-flight check assumes, a whole node's by convention)."""
+    memory: str | None = None
+    """Per GPU, a capacity request (`capacity.requests.memory`, e.g. `10Gi`): a share of a
+    GPU that allows multiple allocations (consumable capacity)."""
+    shared_by: int = Field(1, ge=1, le=1000)
+    """Pods per claim: above 1, one ResourceClaim (not a template) serves this many pods."""
+    admin_access: bool = False
+    """`adminAccess: true` (monitoring): devices are granted whatever else holds them; the
+    run's namespace gets the admin-access label this needs."""
+    mig_profile: str | None = None
+    """Each GPU is a MIG partition of this profile (e.g. `1g.10gb`), from `mig_class`."""
+    mig_class: str = vocab.CLASS_MIG
+    first_available: Annotated[
+        list[Alternative], BeforeValidator(parse_alternatives), Field(max_length=8)
+    ] = []
+    """Prioritized alternatives (`firstAvailable`): the first that fits is allocated, e.g.
+    one 80Gi GPU, else two smaller ones. Replaces the GPU request of `gpus`."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Claim:
@@ -83,6 +140,37 @@ class Claim(_Model):
             raise ValueError("aligned NICs pair 1:1 with GPUs: set nics equal to gpus")
         if self.nics and not self.gpus and self.align:
             raise ValueError("align needs GPUs to align the NICs with")
+        if self.memory is not None and not _QUANTITY.match(self.memory):
+            raise ValueError(f"memory {validation.shown(self.memory)} is not a quantity like 10Gi")
+        if self.mig_profile is not None:
+            if not _MIG_PROFILE.match(self.mig_profile):
+                raise ValueError(
+                    f"mig_profile {validation.shown(self.mig_profile)} is not a MIG profile "
+                    "like 1g.10gb"
+                )
+            if self.all_gpus or self.memory or self.first_available or self.min_memory:
+                raise ValueError(
+                    "mig_profile names the partition: no all_gpus, memory, "
+                    "first_available or min_memory with it"
+                )
+        shaped = (
+            self.mig_profile is not None
+            or self.all_gpus
+            or self.memory is not None
+            or self.shared_by > 1
+            or self.admin_access
+            or bool(self.first_available)
+        )
+        if shaped and self.device_plugin:
+            raise ValueError("device_plugin pods have no claim to shape")
+        if shaped and not self.gpus:
+            raise ValueError("claim shapes apply to GPU claims: set gpus >= 1")
+        if (self.all_gpus or self.first_available) and self.nics and self.align:
+            raise ValueError(
+                "aligned NIC pairs need an exact GPU count (no all_gpus or first_available)"
+            )
+        if self.all_gpus and (self.first_available or self.memory):
+            raise ValueError("all_gpus takes whole devices: no first_available or memory with it")
         return self
 
     @property
@@ -99,10 +187,35 @@ class Claim(_Model):
             parts.append("mem" + self.min_memory.lower().replace(".", "p"))
         if self.device_plugin:
             parts.insert(0, "dp")
-        if (self.gpu_class, self.nic_class) != (vocab.CLASS_GPU, vocab.CLASS_RDMA_NIC):
-            digest = hashlib.sha256(f"{self.gpu_class}|{self.nic_class}".encode()).hexdigest()
-            parts.append(digest[:8])  # other DeviceClasses: a different template
+        if self.mig_profile:
+            parts.append("mig" + self.mig_profile.replace(".", "").replace("+", "-"))
+        if self.all_gpus:
+            parts.append("all")
+        if self.memory:
+            parts.append("cap" + self.memory.lower().replace(".", "p"))
+        if self.shared_by > 1:
+            parts.append(f"shared{self.shared_by}")
+        if self.admin_access:
+            parts.append("admin")
+        if self.first_available:
+            parts.append(f"fa{len(self.first_available)}")
+        shape = [self.gpu_class, self.nic_class]
+        if self.mig_profile and self.mig_class != vocab.CLASS_MIG:
+            shape.append(self.mig_class)
+        shape += [a.model_dump_json() for a in self.first_available]
+        if shape != [vocab.CLASS_GPU, vocab.CLASS_RDMA_NIC]:
+            digest = hashlib.sha256("|".join(shape).encode()).hexdigest()
+            parts.append(digest[:8])  # other classes or alternatives: a different template
         return "-".join(parts)
+
+    @property
+    def gpus_per_claim(self) -> int:
+        """Whole GPUs one claim holds at least, for the pre-flight check: 0 when only the
+        scheduler can know (capacity shares, MIG partitions), the smallest alternative of a
+        `firstAvailable`."""
+        if not self.uses_dra or self.memory is not None or self.mig_profile is not None:
+            return 0  # shares and partitions: only the scheduler can count them
+        return min((a.gpus for a in self.first_available), default=self.gpus)
 
 
 class Phase(_Model):
@@ -148,6 +261,8 @@ class Phase(_Model):
             raise ValueError("wave_size applies to pods only")
         if self.sizing != "fixed" and (self.claim.gpus < 1 or self.claim.device_plugin):
             raise ValueError("fill/free sizing needs DRA GPU claims")
+        if self.claim.shared_by > 1 and self.kind != "pods":
+            raise ValueError("shared_by applies to bare pods (a Job's pods come and go)")
         return self
 
     @property
@@ -163,7 +278,9 @@ class Phase(_Model):
     @property
     def gpus_held(self) -> int:
         """GPUs this phase keeps allocated while all of its concurrent pods run."""
-        return self.count * self.concurrent * self.claim.gpus
+        if self.claim.shared_by > 1:
+            return math.ceil(self.count / self.claim.shared_by) * self.claim.gpus_per_claim
+        return self.count * self.concurrent * self.claim.gpus_per_claim
 
 
 class Scenario(_Model):

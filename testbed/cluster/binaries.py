@@ -1,8 +1,14 @@
-"""The control-plane binaries: built once by tools/k8s/build.sh into a versioned cache."""
+"""The control-plane binaries: built once per Kubernetes release by tools/k8s/build.sh into a
+versioned cache.
+
+Each release has a pinned wrapper module (tools/k8s/kubernetes for the default, 1.36;
+tools/k8s/kubernetes-1.NN for others); etcd and kwok are shared by all of them.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,10 +24,17 @@ NAMES = (
     "kwok",
     "kwokctl",
 )
+DEFAULT_RELEASE = "1.36"
+
+_CACHE_KEY = re.compile(r"/kube-v(\d+\.\d+)\.\d+[^/]*_etcd-")
 
 
 class BinariesError(RuntimeError):
     """The binaries are missing and cannot be built; the message says what to do."""
+
+
+class UnknownRelease(BinariesError):
+    """A Kubernetes release with no pinned module: a usage error."""
 
 
 @dataclass(frozen=True)
@@ -35,8 +48,40 @@ class Binaries:
         return [n for n in NAMES if not os.access(self.dir / n, os.X_OK)]
 
 
-def ensure(*, build: bool = True) -> Binaries:
-    """The binaries, from $DRA_TESTBED_BIN_DIR, the cache, or a build (when `build`)."""
+def release_of(binary_path: str) -> str | None:
+    """The Kubernetes release (`1.NN`) a cached binary was built for, from its cache
+    directory's name (pure); None for binaries outside the cache."""
+    m = _CACHE_KEY.search(binary_path)
+    return m.group(1) if m else None
+
+
+def releases() -> list[str]:
+    """The Kubernetes releases with a pinned module in this checkout (ascending)."""
+    root = paths.repo_root()
+    if root is None:
+        return [DEFAULT_RELEASE]
+    found = {DEFAULT_RELEASE}
+    for go_mod in (root / "tools" / "k8s").glob("kubernetes-*/go.mod"):
+        found.add(go_mod.parent.name.removeprefix("kubernetes-"))
+    return sorted(found, key=lambda r: tuple(int(p) for p in r.split(".") if p.isdigit()))
+
+
+def check_release(release: str) -> str:
+    """`release` as `1.NN` if it has a pinned module, else UnknownRelease naming those that do."""
+    norm = release.removeprefix("v")
+    if norm.count(".") == 2:  # 1.35.4: the patch is pinned by the module, not chosen here
+        norm = norm.rsplit(".", 1)[0]
+    known = releases()
+    if norm not in known:
+        raise UnknownRelease(
+            f"no pinned module for Kubernetes {release!r}; releases: {', '.join(known)}"
+        )
+    return norm
+
+
+def ensure(*, build: bool = True, release: str = DEFAULT_RELEASE) -> Binaries:
+    """The binaries of `release`, from $DRA_TESTBED_BIN_DIR, the cache, or a build (when
+    `build`; the build's progress goes to our stderr as it happens)."""
     if explicit := os.environ.get("DRA_TESTBED_BIN_DIR"):
         found = Binaries(Path(explicit))
         if missing := found.missing():
@@ -48,16 +93,28 @@ def ensure(*, build: bool = True) -> Binaries:
             "no control-plane binaries: set DRA_TESTBED_BIN_DIR to a directory holding "
             + ", ".join(NAMES)
         )
+    release = check_release(release)
     script = root / "tools" / "k8s" / "build.sh"
-    args = [str(script)] if build else [str(script), "--print-dir"]
-    proc = subprocess.run(args, capture_output=True, text=True, check=False)
+    where = [str(script), "--kubernetes", release, "--print-dir"]
+    proc = subprocess.run(where, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["build failed"])[-1]
+        last = (proc.stderr.strip().splitlines() or ["build.sh failed"])[-1]
         raise BinariesError(last.removeprefix("error: "))
     found = Binaries(Path(proc.stdout.strip().splitlines()[-1]))
+    if found.missing() and build:
+        # Not captured: a first build takes minutes, and its progress lines are how the
+        # user knows it is alive.
+        built = subprocess.run(
+            [str(script), "--kubernetes", release], stdout=subprocess.DEVNULL, check=False
+        )
+        if built.returncode != 0:
+            raise BinariesError(
+                f"building the Kubernetes {release} control plane failed (exit "
+                f"{built.returncode}; the reason and the log's path are printed above)"
+            )
     if missing := found.missing():
         raise BinariesError(
             f"control-plane binaries not built yet ({', '.join(missing)} missing in {found.dir});"
-            " run tools/k8s/build.sh"
+            f" run tools/k8s/build.sh --kubernetes {release}"
         )
     return found

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import time
 import urllib.request
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +22,8 @@ import yaml
 
 from testbed import vocab
 from testbed.cluster import binaries as bins
-from testbed.cluster import kwok_shards, paths
+from testbed.cluster import feature_gates as fg
+from testbed.cluster import health, kwok_shards, locks, paths
 
 DEFAULT_NAME = "dra-testbed"
 MAX_KWOK_SHARDS = 16
@@ -59,6 +61,12 @@ class ClusterConfig:
     kwok_shards: int | None = None
     """kwok controllers sharing the nodes by their `testbed.dra.io/kwok-shard` label (see
     `kwok_shards`); None: 1 for a new cluster, what it was created with for an existing one."""
+    kubernetes: str | None = None
+    """Kubernetes release (`1.NN`, one with a pinned module); None: the default release for
+    a new cluster, the one it runs for an existing one."""
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    """Gates set on every component on top of `feature_gates.NEEDED` (which are always on);
+    fixed when the cluster is created."""
 
     @property
     def workdir(self) -> Path:
@@ -134,6 +142,12 @@ def create_command(config: ClusterConfig, b: bins.Binaries, scheduler_config: Pa
     ]
     if config.apiserver_port:
         cmd += ["--kube-apiserver-port", str(config.apiserver_port)]
+    # kwokctl passes these to kube-apiserver, kube-controller-manager and kube-scheduler.
+    gates = fg.gates(config.feature_gates)
+    cmd += ["--kube-feature-gates", fg.flag_value(gates)]
+    release = config.kubernetes or bins.DEFAULT_RELEASE
+    if apis := fg.runtime_config(release, gates):
+        cmd += ["--kube-runtime-config", ",".join(apis)]
     extra = [
         # No TTL controller: it patches every node once, and all of them again each time the
         # node count crosses 100, 500, 1000 and 2000 (thousands of writes while a fleet grows);
@@ -192,15 +206,38 @@ class ComponentState:
     name: str
     pid: int | None
     rss_bytes: int | None
+    problem: str | None = None
+    """Why it is not healthy (None: running, listening on its port and answering)."""
+
+    @property
+    def healthy(self) -> bool:
+        return self.pid is not None and self.problem is None
 
 
 @dataclass(frozen=True)
 class Status:
     exists: bool
     ready: bool
+    """The API server answers /readyz."""
     server: str | None
     kubeconfig: Path
     components: list[ComponentState]
+
+    @property
+    def healthy(self) -> bool:
+        """Every component runs, listens on its own port and answers its health check."""
+        return self.exists and self.ready and all(c.healthy for c in self.components)
+
+    def problems(self) -> str:
+        """What is wrong, one clause per unhealthy component (empty if nothing)."""
+        out = [f"{c.name} {c.problem or 'not running'}" for c in self.components if not c.healthy]
+        if self.exists and not self.ready and not out:
+            out.append("kube-apiserver is not ready")
+        return "; ".join(out)
+
+
+def _quiet(message: str) -> None:
+    """The default `notify`: say nothing."""
 
 
 @dataclass
@@ -211,43 +248,90 @@ class LocalCluster:
     def _binaries(self, *, build: bool = False) -> bins.Binaries:
         """The binaries, looked up (or built) once: readiness polls ask twice a second."""
         if self._found is None:
-            self._found = bins.ensure(build=build)
+            self._found = bins.ensure(build=build, release=self.release())
         return self._found
+
+    def release(self) -> str:
+        """The Kubernetes release this cluster runs (or will run)."""
+        return self.config.kubernetes or self._created_release() or bins.DEFAULT_RELEASE
+
+    def _created_release(self) -> str | None:
+        """The release an existing cluster was created with: kwokctl links each component's
+        binary from our versioned cache into the cluster's bin/."""
+        try:
+            target = os.readlink(self.config.cluster_dir / "bin" / "kube-apiserver")
+        except OSError:
+            return None
+        return bins.release_of(target)
+
+    def _check_unchanged(self) -> None:
+        """An existing cluster keeps the release and gates it was created with: asking for
+        others is an error that says how to get them."""
+        cfg = self.config
+        have = self._created_release()
+        if cfg.kubernetes and have and bins.check_release(cfg.kubernetes) != have:
+            raise ClusterError(
+                f"cluster {cfg.name!r} runs Kubernetes {have}; `testbed --name {cfg.name} "
+                f"down` it first to recreate it with {cfg.kubernetes}"
+            )
+        flag = self.component_flag("kube-apiserver", "feature-gates")
+        if cfg.feature_gates and flag is not None:
+            running = fg.parse(flag)
+            differ = {k: v for k, v in cfg.feature_gates.items() if running.get(k) != v}
+            if differ:
+                raise ClusterError(
+                    f"cluster {cfg.name!r} runs without {fg.flag_value(differ)}; "
+                    f"`testbed --name {cfg.name} down` it first to recreate it with them"
+                )
 
     def status(self) -> Status:
         cfg = self.config
         exists = cfg.kubeconfig.is_file()
         server = _server_of(cfg.kubeconfig) if exists else None
         ready = exists and self._ready()
-        return Status(exists, ready, server, cfg.kubeconfig, self._components() if exists else [])
+        return Status(
+            exists, ready, server, cfg.kubeconfig, self._components(ready) if exists else []
+        )
 
-    def up(self, *, build: bool = True) -> tuple[Status, bool]:
-        """Create (or restart) the cluster; returns its status and whether anything changed."""
+    def up(
+        self, *, build: bool = True, notify: Callable[[str], None] = _quiet
+    ) -> tuple[Status, bool]:
+        """Create the cluster, or repair it (start what is not running); returns its status,
+        healthy, and whether anything changed. Raises ClusterError naming every component
+        that is not healthy, and how to recover, otherwise.
+
+        Safe to run concurrently: start-ups on one machine take turns (see `locks`);
+        `notify` hears about waits and repairs."""
         cfg = self.config
         if cfg.kwok_shards is not None and not 1 <= cfg.kwok_shards <= MAX_KWOK_SHARDS:
             raise ClusterError(f"kwok shards must be 1..{MAX_KWOK_SHARDS}, not {cfg.kwok_shards}")
-        current = self.status()
-        if current.exists and cfg.kwok_shards is not None:
-            have = self.kwok_shards()
-            if have != cfg.kwok_shards:
-                raise ClusterError(
-                    f"cluster {cfg.name!r} runs {have} kwok shard(s); `testbed down` it first "
-                    f"to recreate it with {cfg.kwok_shards}"
-                )
-        if current.ready:
-            if self._start_shards():
-                return self.status(), True
-            return current, False
-        b = self._binaries(build=build)
-        cfg.home.mkdir(parents=True, exist_ok=True)
-        if current.exists:
-            # Left over from a reboot or a crash: try to start it again, else recreate.
-            started = self._run([str(b["kwokctl"]), "start", "cluster", "--name", cfg.name], b)
-            if started == 0 and self._wait_ready(cfg.wait_seconds):
-                self._start_shards()
-                return self.status(), True
-            self._stop_shards()
-            self._run([str(b["kwokctl"]), "delete", "cluster", "--name", cfg.name], b)
+        with self._cluster_lock(notify):
+            current = self.status()
+            if current.exists:
+                self._check_unchanged()
+            if current.exists and cfg.kwok_shards is not None:
+                have = self.kwok_shards()
+                if have != cfg.kwok_shards:
+                    raise ClusterError(
+                        f"cluster {cfg.name!r} runs {have} kwok shard(s); `testbed down` it "
+                        f"first to recreate it with {cfg.kwok_shards}"
+                    )
+            if current.healthy:
+                return current, False
+            b = self._binaries(build=build)  # a first build takes minutes: before our turn
+            cfg.home.mkdir(parents=True, exist_ok=True)
+            with self._start_lock(notify):
+                if current.exists:
+                    return self._repair(b, notify), True
+                return self._create(b), True
+
+    def _create(self, b: bins.Binaries) -> Status:
+        cfg = self.config
+        if cfg.cluster_dir.exists():
+            raise ClusterError(
+                f"cluster {cfg.name!r} was left half-created (no kubeconfig in "
+                f"{cfg.cluster_dir}); {self._recovery()}"
+            )
         if cfg.apiserver_port and port_in_use(cfg.apiserver_port):
             raise ClusterError(f"port {cfg.apiserver_port} on 127.0.0.1 is already in use")
         source = (
@@ -261,24 +345,106 @@ class LocalCluster:
         if self._run(create_command(cfg, b, sched), b) != 0:
             raise self._failed("create")
         if not self._wait_ready(cfg.wait_seconds):
-            raise ClusterError(
-                f"the API server did not become ready in {cfg.wait_seconds}s (log: {cfg.log_file})"
+            raise self._unhealthy(
+                self.status(), f"the API server was not ready in {cfg.wait_seconds}s"
             )
         self._start_shards()
-        return self.status(), True
+        return self._healthy_or_raise()
+
+    def _repair(self, b: bins.Binaries, notify: Callable[[str], None]) -> Status:
+        """Start the components that are not running (kwokctl leaves running ones alone)."""
+        cfg = self.config
+        current = self.status()  # again: a concurrent `up` may have repaired it meanwhile
+        if current.healthy:
+            return current
+        stopped = [c.name for c in current.components if c.pid is None]
+        if stopped:
+            notify(f"cluster {cfg.name!r}: starting {', '.join(stopped)} again")
+            self._run([str(b["kwokctl"]), "start", "cluster", "--name", cfg.name], b)
+            if not self._wait_ready(cfg.wait_seconds):
+                raise self._unhealthy(
+                    self.status(), f"the API server was not ready in {cfg.wait_seconds}s"
+                )
+            self._start_shards()
+        return self._healthy_or_raise()
+
+    def _healthy_or_raise(self, timeout: float = 90.0) -> Status:
+        """Wait until every component is healthy; a component that is not running a few
+        seconds after its start has exited, and will not become healthy by waiting."""
+        start = time.monotonic()
+        while True:
+            status = self.status()
+            if status.healthy:
+                return status
+            waited = time.monotonic() - start
+            if waited > timeout or (waited > 5 and any(c.pid is None for c in status.components)):
+                raise self._unhealthy(status)
+            time.sleep(0.5)
+
+    def _unhealthy(self, status: Status, why: str = "") -> ClusterError:
+        cfg = self.config
+        logs = cfg.cluster_dir / "logs"
+        parts = [why] if why else []
+        for c in status.components:
+            if c.pid is None:
+                parts.append(
+                    f"{c.name} is not running (its log ends: {_last_line(logs / f'{c.name}.log')})"
+                )
+            elif c.problem:
+                parts.append(f"{c.name} {c.problem}")
+        detail = "; ".join(parts) or status.problems() or "not healthy"
+        return ClusterError(
+            f"cluster {cfg.name!r} is not healthy: {detail} (logs: {logs}); {self._recovery()}"
+        )
+
+    def _recovery(self) -> str:
+        return f"to recover run `testbed --name {self.config.name} down`, then `up` again"
+
+    @contextlib.contextmanager
+    def _cluster_lock(self, notify: Callable[[str], None]) -> Iterator[None]:
+        cfg = self.config
+        try:
+            with locks.held(
+                cfg.home / f"{cfg.name}.lock",
+                holder=f"testbed up/down of cluster {cfg.name!r}",
+                # A first `up` may be building the binaries for minutes meanwhile.
+                timeout=1800,
+                on_wait=lambda who: notify(f"waiting for {who} to finish"),
+            ):
+                yield
+        except locks.LockTimeout as e:
+            raise ClusterError(str(e)) from None
+
+    @contextlib.contextmanager
+    def _start_lock(self, notify: Callable[[str], None]) -> Iterator[None]:
+        try:
+            with locks.held(
+                locks.machine_lock_path(),
+                holder=f"testbed up of cluster {self.config.name!r}",
+                timeout=900,
+                on_wait=lambda who: notify(
+                    f"waiting for {who} to finish starting its cluster (start-ups take turns)"
+                ),
+            ):
+                yield
+        except locks.LockTimeout as e:
+            raise ClusterError(str(e)) from None
 
     def down(self) -> bool:
         """Delete the cluster and everything kwokctl made for it; False if there was none."""
         cfg = self.config
         if not cfg.cluster_dir.exists():
             return False
-        b = self._binaries()
-        self._stop_shards()
-        if self._run([str(b["kwokctl"]), "delete", "cluster", "--name", cfg.name], b) != 0:
-            raise self._failed("delete")
-        shutil.rmtree(cfg.cluster_dir, ignore_errors=True)
-        for leftover in (cfg.home / f"{cfg.name}-scheduler.yaml",):
-            leftover.unlink(missing_ok=True)
+        with self._cluster_lock(_quiet):
+            if not cfg.cluster_dir.exists():  # a concurrent `down` did it
+                return False
+            b = self._binaries()
+            self._stop_shards()
+            if self._run([str(b["kwokctl"]), "delete", "cluster", "--name", cfg.name], b) != 0:
+                raise self._failed("delete")
+            shutil.rmtree(cfg.cluster_dir, ignore_errors=True)
+            for leftover in (cfg.home / f"{cfg.name}-scheduler.yaml",):
+                leftover.unlink(missing_ok=True)
         return True
 
     def component_flag(self, name: str, flag: str) -> str | None:
@@ -463,13 +629,34 @@ class LocalCluster:
             time.sleep(0.5)
         return False
 
-    def _components(self) -> list[ComponentState]:
+    def _components(self, ready: bool) -> list[ComponentState]:
         pids_dir = self.config.cluster_dir / "pids"
+        etcd_port: int | None = None
         out = []
         for name in self._component_names():
-            pid = _read_pid(pids_dir / f"{name}.pid")
+            pid = self._own_pid(pids_dir / f"{name}.pid")
             rss = _rss_bytes(pid) if pid else None
-            out.append(ComponentState(name, pid if rss is not None else None, rss))
+            if pid is None or rss is None:
+                out.append(ComponentState(name, None, None, "not running"))
+                continue
+            argv = _argv(pid)
+            problem = None
+            where = health.endpoint(name, argv)
+            if where is None:
+                problem = "has no port on its command line to check"
+            elif where.port not in health.listening_ports(pid):
+                taken = "" if not port_in_use(where.port) else ", another process has it"
+                problem = f"does not listen on its port {where.port}{taken}"
+            elif name == "kube-apiserver":
+                problem = None if ready else "is not ready (/readyz)"
+                etcd = health.flags(argv).get("etcd-servers", "")
+                if etcd_port is not None and f":{etcd_port}" not in etcd:
+                    problem = f"uses etcd at {etcd}, not its own on port {etcd_port}"
+            else:
+                problem = health.probe(where.url)
+            if name == "etcd" and where is not None:
+                etcd_port = where.port
+            out.append(ComponentState(name, pid, rss, problem))
         return out
 
 
@@ -517,6 +704,13 @@ def _server_of(kubeconfig: Path) -> str | None:
         return str(doc["clusters"][0]["cluster"]["server"])
     except (OSError, KeyError, IndexError, TypeError, yaml.YAMLError):
         return None
+
+
+def _argv(pid: int) -> list[str]:
+    try:
+        return [a.decode() for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
+    except OSError:
+        return []
 
 
 def _read_pid(path: Path) -> int | None:

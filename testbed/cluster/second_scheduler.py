@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from testbed.cluster import binaries as bins
-from testbed.cluster import local, paths, processes
+from testbed.cluster import feature_gates, local, paths, processes
 
 PLAIN_SCHEDULER_NAME = "plain-scheduler"
 
@@ -57,6 +57,7 @@ def running(
     scheduler_name: str = PLAIN_SCHEDULER_NAME,
     extenders: Sequence[Mapping[str, Any]] = (),
     ready_timeout: float = 60.0,
+    extra_gates: Mapping[str, bool] | None = None,
 ) -> Iterator[SecondScheduler]:
     """Run the plain scheduler (or one calling `extenders`) until the block ends."""
     b = bins.ensure(build=False)
@@ -72,6 +73,8 @@ def running(
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
         "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+        # The same DRA gates as the cluster's own scheduler, so both arms judge alike.
+        f"--feature-gates={feature_gates.flag_value(feature_gates.gates(extra_gates))}",
     ]
     with processes.running(
         f"the second kube-scheduler ({scheduler_name})",

@@ -142,14 +142,18 @@ class Kube:
         content_type: str = "application/json",
         retry: bool = True,
         text: bool = False,
+        attempt_timeout: float | None = None,
     ) -> Any:
         """One API call; decoded JSON back (or the body as text with `text=True`, e.g. a
-        component's /metrics). Retries 429/5xx/no-answer with backoff."""
+        component's /metrics). Retries 429/5xx/no-answer with backoff. `attempt_timeout` replaces
+        the settings' total timeout of one attempt."""
         attempt = 0
         data = _encode(body)
         while True:
             try:
-                raw = await self._request_once(method, path, query, data, content_type)
+                raw = await self._request_once(
+                    method, path, query, data, content_type, attempt_timeout
+                )
             except errors.KubeError as err:
                 if (
                     not retry
@@ -216,11 +220,13 @@ class Kube:
         query: list[tuple[str, str]] | None,
         data: bytes | None,
         content_type: str,
+        timeout_seconds: float | None = None,
     ) -> bytes:
         await self._bucket.acquire()
         start = time.perf_counter()
         status = 0
-        timeout = aiohttp.ClientTimeout(total=self.settings.request_timeout)
+        total = self.settings.request_timeout if timeout_seconds is None else timeout_seconds
+        timeout = aiohttp.ClientTimeout(total=total)
         try:
             resp = await self._open(method, path, query, data, content_type, timeout)
             async with resp:
@@ -374,10 +380,13 @@ class Kube:
         label_selector: str | None = None,
         field_selector: str | None = None,
         timeout_seconds: int = 300,
+        closers: set[Callable[[], None]] | None = None,
     ) -> AsyncIterator[WatchEvent]:
         """One watch stream from `resource_version` until the server closes it.
 
-        Raises `errors.Gone` when the version is too old (the caller relists).
+        Raises `errors.Gone` when the version is too old (the caller relists). While the
+        stream is open, a function that closes it sits in `closers`: calling it ends the
+        stream with `errors.Unreachable` (how a liveness probe cuts a watch on a hung server).
         """
         query = [
             ("watch", "1"),
@@ -399,6 +408,15 @@ class Kube:
             if resp.status != 200:
                 raise errors.from_response(resp.status, await resp.read())
             buf = bytearray()
+            cut = False
+
+            def close() -> None:
+                nonlocal cut
+                cut = True
+                resp.close()
+
+            if closers is not None:
+                closers.add(close)
             try:
                 async for chunk in resp.content.iter_any():
                     buf += chunk
@@ -411,6 +429,11 @@ class Kube:
                     del buf[:start]
             except (aiohttp.ClientError, TimeoutError, OSError) as e:
                 raise errors.Unreachable(f"watch of {res.plural} broke: {e}") from e
+            finally:
+                if closers is not None:
+                    closers.discard(close)
+            if cut:
+                raise errors.Unreachable(f"watch of {res.plural} cut: API server not answering")
 
 
 def _encode(body: Any) -> bytes | None:

@@ -1,4 +1,5 @@
-"""Resource kinds and their REST paths: pure request building, no I/O."""
+"""Resource kinds and their REST paths, and views over objects as plain dicts (name, labels,
+node readiness): pure, no I/O."""
 
 from __future__ import annotations
 
@@ -102,6 +103,14 @@ def key_of(obj: dict[str, Any]) -> str:
 
 def labels_of(obj: dict[str, Any]) -> dict[str, str]:
     return dict(obj.get("metadata", {}).get("labels") or {})
+
+
+def node_ready(node: dict[str, Any]) -> bool:
+    """The node's Ready condition is True (kwok's stages set it as a kubelet would)."""
+    for cond in (node.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return bool(cond.get("status") == "True")
+    return False
 
 
 def label_selector(labels: dict[str, str]) -> str:

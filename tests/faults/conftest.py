@@ -6,15 +6,13 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Awaitable, Callable
 
 import pytest
 
 from testbed.cluster import local
 from testbed.kube import errors
 from testbed.kube.client import Kube
-
-RestartApiServer = Callable[[], Awaitable[float]]
+from tests.support.faults import RestartApiServer
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ from fleet import audit, render
 from fleet.spec import for_profile
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from tests.faults.conftest import RestartApiServer
+from tests.support.faults import RestartApiServer
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(420)]
 

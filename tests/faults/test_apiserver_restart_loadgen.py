@@ -20,8 +20,8 @@ from testbed import vocab
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
 from testbed.kube.watching import Snapshot, informer
-from tests import children
-from tests.faults.conftest import RestartApiServer
+from tests.support import children
+from tests.support.faults import RestartApiServer
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(420)]
 

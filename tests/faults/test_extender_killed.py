@@ -22,8 +22,8 @@ import pytest
 from testbed import vocab
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from tests import children
-from tests.waiting import wait_for
+from tests.support import children
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
 

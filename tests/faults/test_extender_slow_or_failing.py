@@ -30,8 +30,8 @@ from loadgen.scenarios.model import parse_duration
 from testbed import vocab
 from testbed.cluster import local
 from testbed.kube.client import Kube
-from tests import children
-from tests.integration.loadgen.conftest import make_fleet, namespace_gone, remove_fleet
+from tests.support import children
+from tests.support.private_fleet import make_fleet, namespace_gone, remove_fleet
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(420)]
 

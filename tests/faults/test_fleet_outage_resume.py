@@ -21,7 +21,7 @@ from fleet.reconcile import Reconciler
 from fleet.spec import for_profile
 from testbed.kube import resources as r
 from testbed.kube.client import ClientSettings, Kube
-from tests.integration.fleet import proxy_relay
+from tests.support import api_proxy
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
 
@@ -32,9 +32,9 @@ async def test_apply_resumes_with_a_fresh_pass_after_an_outage(
     kube: Kube, kubeconfig: str, tmp_path: Path
 ) -> None:
     url = urlsplit(kube.host)
-    proxy = proxy_relay.Proxy(url.hostname or "127.0.0.1", url.port or 443)
+    proxy = api_proxy.Proxy(url.hostname or "127.0.0.1", url.port or 443)
     await proxy.start()
-    via_proxy = proxy_relay.kubeconfig_via(Path(kubeconfig), proxy.port, tmp_path / "kubeconfig")
+    via_proxy = api_proxy.kubeconfig_via(Path(kubeconfig), proxy.port, tmp_path / "kubeconfig")
     registry = CollectorRegistry()
     metrics = FleetMetrics(registry)
     # Few, quick retries per request: a 3 s outage outlasts them for sure.

@@ -25,8 +25,8 @@ from loadgen.report import document
 from testbed import vocab
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from tests.integration.loadgen.conftest import Fleet, make_fleet, namespace_gone, remove_fleet
-from tests.waiting import wait_for
+from tests.support.private_fleet import Fleet, make_fleet, namespace_gone, remove_fleet
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
 
@@ -84,6 +84,7 @@ async def test_an_interrupted_run_reports_what_it_measured_and_leaves_nothing(
         LOADGEN, "run", "pods", f"pods={pods}", "gpus=1",
         "--kubeconfig", kubeconfig, "--node-selector", f"{vocab.LABEL_FLEET}={fleet.suffix}",
         "--qps", str(qps), "--timeout", "3m", "--run-id", run_id, "--output-dir", str(out), "-q",
+        "--allow-unschedulable",  # the waiting point asks 4 GPUs more than the fleet has
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:

@@ -32,9 +32,9 @@ from testbed import vocab
 from testbed.cluster import etcd, local, processes
 from testbed.kube import errors
 from testbed.kube.client import Kube
-from tests.faults.conftest import RestartApiServer
-from tests.integration.fleet import fleet_objects
-from tests.waiting import wait_for
+from tests.support import fleet_objects
+from tests.support.faults import RestartApiServer
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(360)]
 

@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Builds the local control plane from the pinned Go modules beside this script:
-#   kubernetes/  kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
-#   etcd/        etcd
-#   kwok/        kwok, kwokctl
+#   kubernetes/        kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
+#                      of the default release (1.36)
+#   kubernetes-1.NN/   the same for another release (--kubernetes 1.NN)
+#   etcd/              etcd
+#   kwok/              kwok, kwokctl
 # into a cache directory keyed by the pinned versions, and prints that directory.
 # A complete cache is reused without invoking go. DRA_TESTBED_BIN_DIR, when set,
 # names a directory of existing binaries to use instead (nothing is built).
+# One build per cache directory at a time: a second caller waits for the first.
 #
-# Usage: tools/k8s/build.sh [--print-dir]
-#   --print-dir   print the cache directory and exit (no build)
+# Usage: tools/k8s/build.sh [--kubernetes 1.NN] [--print-dir] [--releases]
+#   --kubernetes 1.NN  the Kubernetes release (default: the one in kubernetes/)
+#   --print-dir        print the cache directory and exit (no build)
+#   --releases         print the releases with a pinned module and exit
+# Exit status: 0 built or cached, 1 build failed, 2 usage (e.g. a release with no module).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -16,15 +22,49 @@ binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwo
 
 # The version of module $2 as required by the wrapper module in directory $1.
 pinned() { sed -n "s|^\(require\)\{0,1\}[[:space:]]*$2 \(v[^ ]*\).*|\2|p" "$here/$1/go.mod" | head -n1; }
+minor_of() { echo "$1" | sed -n 's|^v\([0-9]*\.[0-9]*\)\..*|\1|p'; }
 
-kube_version="$(pinned kubernetes k8s.io/kubernetes)"
+default_release="$(minor_of "$(pinned kubernetes k8s.io/kubernetes)")"
+releases() {
+  local d
+  echo "$default_release"
+  for d in "$here"/kubernetes-*/; do
+    [[ -f "$d/go.mod" ]] && basename "$d" | sed 's/^kubernetes-//'
+  done
+}
+
+release="$default_release"
+print_dir=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --print-dir) print_dir=1 ;;
+    --releases) releases | sort -uV; exit 0 ;;
+    --kubernetes) release="${2:-}"; shift ;;
+    --kubernetes=*) release="${1#*=}" ;;
+    -h | --help) sed -n '2,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) echo "error: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+release="${release#v}"
+if [[ "$release" == "$default_release" ]]; then
+  kube_module=kubernetes
+else
+  kube_module="kubernetes-$release"
+fi
+if [[ ! "$release" =~ ^[0-9]+\.[0-9]+$ || ! -f "$here/$kube_module/go.mod" ]]; then
+  echo "error: no pinned module for Kubernetes '$release'; releases: $(releases | sort -uV | paste -sd, | sed 's/,/, /g')" >&2
+  exit 2
+fi
+
+kube_version="$(pinned "$kube_module" k8s.io/kubernetes)"
 etcd_version="$(pinned etcd go.etcd.io/etcd/server/v3)"
 kwok_version="$(pinned kwok sigs.k8s.io/kwok)"
 key="kube-${kube_version}_etcd-${etcd_version}_kwok-${kwok_version}"
 cache_root="${DRA_TESTBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dra-testbed}"
 out="$cache_root/bin/$key"
 
-if [[ "${1:-}" == "--print-dir" ]]; then
+if [[ -n "$print_dir" ]]; then
   echo "${DRA_TESTBED_BIN_DIR:-$out}"
   exit 0
 fi
@@ -54,6 +94,20 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 
 mkdir -p "$cache_root/logs"
+# Two first `testbed up`s (or a set-up and a test run) would build into the same staging
+# directory; the second waits here, then finds the cache complete.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$cache_root/build-$key.lock"
+  if ! flock -n 9; then
+    echo "another build of $key is running; waiting for it to finish" >&2
+    flock 9
+  fi
+  if complete "$out"; then
+    echo "$out"
+    exit 0
+  fi
+fi
+
 log="$cache_root/logs/build-$key.log"
 staging="$out.partial"
 rm -rf "$staging"
@@ -70,25 +124,81 @@ done
 kwok_ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_version#v}"
 kwok_ldflags+=" -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${kube_version#v}"
 
-# build MODULE_DIR BINARY PACKAGE LDFLAGS
+# Wall seconds each binary took on a 2-core machine with empty Go caches, downloads
+# included (the first binary of each module downloads its dependencies; later ones reuse
+# most of the first one's compiled packages), between a quiet and a busy machine: the
+# 1.36 build took 649/196/16/47/50/227/42 s with five other jobs running. Scaled by the
+# cores here for the estimate.
+declare -A cost=(
+  [kube-apiserver]=420 [kube-controller-manager]=150 [kube-scheduler]=20 [kubectl]=45
+  [etcd]=50 [kwok]=150 [kwokctl]=30
+)
+cores="$(nproc 2>/dev/null || echo 2)"
+scale() { echo $(($1 * 2 / (cores < 8 ? cores : 8))); }
+remaining_cost() {
+  local b sum=0 seen=""
+  for b in "${binaries[@]}"; do
+    [[ "$b" == "$1" ]] && seen=1
+    [[ -n "$seen" ]] && sum=$((sum + ${cost[$b]}))
+  done
+  scale "$sum"
+}
+clock() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+# Prints, while a build runs, a line that says it is alive: which binary, how long this
+# build has run, how much is left by the estimate. On a terminal the line is rewritten in
+# place every 5 s; otherwise a new line every 60 s.
+heartbeat() {
+  local name="$1" n="$2" total="$3" every=60 t=0 left fetched
+  [[ -t 2 ]] && every=5
+  while sleep 1; do
+    kill -0 $$ 2>/dev/null || exit 0 # the build was killed
+    t=$((t + 1))
+    ((t % every == 0)) || continue
+    left=$(($(remaining_cost "$name") - (SECONDS - binary_start)))
+    ((left < 10)) && left=10
+    local line
+    line="   building $name ($n/$total): $(clock "$SECONDS") elapsed, about $(clock "$left") left"
+    fetched="$(grep -c '^go: downloading' "$log" || true)"
+    ((fetched > 0)) && line+=" ($fetched modules downloaded)"
+    if [[ -t 2 ]]; then printf '\r%s ' "$line" >&2; else echo "$line" >&2; fi
+  done
+}
+
+beat=""
+trap '[[ -n "$beat" ]] && kill "$beat" 2>/dev/null; true' EXIT
+
+# build MODULE_DIR BINARY PACKAGE LDFLAGS N
 build() {
-  local start=$SECONDS
+  binary_start=$SECONDS
   echo ">> go build $3 ($1)" >>"$log"
+  heartbeat "$2" "$5" "${#binaries[@]}" &
+  beat=$!
   if ! (cd "$here/$1" && go build -trimpath -ldflags "$4" -o "$staging/$2" "$3") >>"$log" 2>&1; then
+    kill "$beat" 2>/dev/null || true
+    [[ -t 2 ]] && echo >&2
     echo "error: building $2 failed; full log: $log" >&2
     exit 1
   fi
-  echo "   built $2 in $((SECONDS - start))s" | tee -a "$log" >&2
+  kill "$beat" 2>/dev/null || true
+  wait "$beat" 2>/dev/null || true
+  beat=""
+  [[ -t 2 ]] && printf '\r\033[K' >&2
+  echo "   built $2 ($5/${#binaries[@]}) in $((SECONDS - binary_start))s, $(clock "$SECONDS") elapsed" | tee -a "$log" >&2
 }
 
 : >"$log"
-echo "building control-plane binaries ($key) into $out; log: $log" >&2
+SECONDS=0
+echo "building the control plane ($key) into $out;" \
+  "a first build takes about $(clock "$(remaining_cost kube-apiserver)") on $cores cores" \
+  "(later runs reuse it); log: $log" >&2
+n=0
 for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
-  build kubernetes "$b" "k8s.io/kubernetes/cmd/$b" "$kube_ldflags"
+  build "$kube_module" "$b" "k8s.io/kubernetes/cmd/$b" "$kube_ldflags" $((n += 1))
 done
-build etcd etcd go.etcd.io/etcd/server/v3 "-s -w"
-build kwok kwok sigs.k8s.io/kwok/cmd/kwok "$kwok_ldflags"
-build kwok kwokctl sigs.k8s.io/kwok/cmd/kwokctl "$kwok_ldflags"
+build etcd etcd go.etcd.io/etcd/server/v3 "-s -w" $((n += 1))
+build kwok kwok sigs.k8s.io/kwok/cmd/kwok "$kwok_ldflags" $((n += 1))
+build kwok kwokctl sigs.k8s.io/kwok/cmd/kwokctl "$kwok_ldflags" $((n += 1))
 
 rm -rf "$out"
 mv "$staging" "$out"

@@ -13,7 +13,7 @@ import yaml
 
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from tests.unit.deploy import support as s
+from tests.support import deploy as s
 
 Obj = dict[str, Any]
 HOME_NAMESPACE = "dra-testbed"

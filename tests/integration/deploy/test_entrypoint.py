@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.deploy import support as s
+from tests.support import deploy as s
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
 

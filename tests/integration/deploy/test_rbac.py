@@ -21,7 +21,7 @@ from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube.client import ClientSettings, Kube
 from tests.integration.deploy import cluster as c
-from tests.unit.deploy import support as s
+from tests.support import deploy as s
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
 

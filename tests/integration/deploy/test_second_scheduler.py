@@ -24,9 +24,9 @@ import yaml
 
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from tests.integration.testbed import small_world as w
-from tests.unit.deploy import support as s
-from tests.waiting import wait_for
+from tests.support import deploy as s
+from tests.support import small_world as w
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
 

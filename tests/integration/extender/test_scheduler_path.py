@@ -27,8 +27,8 @@ from testbed import vocab
 from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from tests.unit.extender import objects
-from tests.waiting import condition, wait_for
+from tests.support import extender_objects as objects
+from tests.support.waiting import condition, wait_for
 
 pytestmark = pytest.mark.cluster
 

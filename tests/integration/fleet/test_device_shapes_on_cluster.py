@@ -29,7 +29,7 @@ from testbed.kube.resources import (
 )
 from tests.integration.fleet import dra_objects as dra
 from tests.integration.fleet import fleet_cli
-from tests.waiting import wait_for
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.cluster
 

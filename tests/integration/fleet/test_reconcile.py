@@ -13,11 +13,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 from fleet import render
-from fleet.diff import is_ready
 from fleet.reconcile import Reconciler, record_name
 from fleet.spec import for_profile, from_data
 from testbed import vocab
-from testbed.kube import errors
+from testbed.kube import errors, resources
 from testbed.kube.client import ClientSettings, Kube
 from testbed.kube.resources import CONFIG_MAPS, NODES, RESOURCE_SLICES
 
@@ -82,7 +81,7 @@ async def test_apply_200_reapply_scale_to_150_then_delete(
     assert counts.failed == 0
     assert await rec.wait_ready(render.validate(fleet), within=180) == 200
     nodes, slices = await _objects(kube, fleet_name)
-    assert len(nodes) == 200 and all(is_ready(n) for n in nodes)
+    assert len(nodes) == 200 and all(resources.node_ready(n) for n in nodes)
     assert len(slices) == 400
     uids = {n["metadata"]["name"]: n["metadata"]["uid"] for n in nodes}
     for s in slices:

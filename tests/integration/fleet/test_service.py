@@ -21,8 +21,8 @@ from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
 from testbed.kube.resources import NODES, RESOURCE_SLICES
 from testbed.kube.watching import Change, Snapshot, informer
-from tests.integration.fleet import fleet_objects, proxy_relay
-from tests.waiting import condition, wait_for
+from tests.support import api_proxy, fleet_objects
+from tests.support.waiting import condition, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -131,9 +131,9 @@ async def test_the_service_survives_the_api_server_going_away(
 ) -> None:
     await service.install_crd(kube)
     url = urlsplit(kube.host)
-    proxy = proxy_relay.Proxy(url.hostname or "127.0.0.1", url.port or 443)
+    proxy = api_proxy.Proxy(url.hostname or "127.0.0.1", url.port or 443)
     await proxy.start()
-    via_proxy = proxy_relay.kubeconfig_via(Path(kubeconfig), proxy.port, tmp_path / "kubeconfig")
+    via_proxy = api_proxy.kubeconfig_via(Path(kubeconfig), proxy.port, tmp_path / "kubeconfig")
 
     registry = CollectorRegistry()
     metrics = FleetMetrics(registry)

@@ -16,8 +16,8 @@ from loadgen.report import document, perfdata
 from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from tests.integration.loadgen.conftest import FLEET_LABEL, Fleet, namespace_gone
-from tests.waiting import wait_for
+from tests.support.private_fleet import FLEET_LABEL, Fleet, namespace_gone
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -141,8 +141,9 @@ async def test_a_missing_device_class_exits_one_and_creates_nothing(
         "--kubeconfig", kubeconfig, "--run-id", run_id, "--output-dir", str(tmp_path),
     )  # fmt: skip
     assert code == 1
-    assert "DeviceClass no-such-class.example.com does not exist" in err
-    assert len(err.strip().splitlines()) == 1
+    run_line, error = err.strip().splitlines()  # the run id first, then one line of error
+    assert run_line == f"loadgen: run {run_id} (namespace loadgen-{run_id})"
+    assert "DeviceClass no-such-class.example.com does not exist" in error
     with pytest.raises(errors.NotFound):
         await kube.get(r.NAMESPACES, templates.namespace_name(run_id))
 
@@ -153,7 +154,7 @@ async def test_no_cluster_is_one_line_and_exit_one(tmp_path: Path) -> None:
         "--kubeconfig", str(tmp_path / "missing.yaml"), "--output-dir", str(out)
     )
     assert code == 1
-    assert "does not exist" in err and len(err.strip().splitlines()) == 1
+    assert "does not exist" in err and len(err.strip().splitlines()) == 2  # run id, error
     unreachable = tmp_path / "kubeconfig.yaml"
     unreachable.write_text(
         "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
@@ -163,7 +164,7 @@ async def test_no_cluster_is_one_line_and_exit_one(tmp_path: Path) -> None:
     )
     code, _, err = await _loadgen("--kubeconfig", str(unreachable), "--output-dir", str(out))
     assert code == 1
-    assert "unreachable" in err and len(err.strip().splitlines()) == 1
+    assert "unreachable" in err and len(err.strip().splitlines()) == 2
     assert not out.exists()
 
 

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from loadgen import metrics
+from loadgen import scrape
 from testbed.kube.client import Kube
 
 pytestmark = pytest.mark.cluster
 
 
 async def test_apiserver_metrics_come_through_the_api_client(kube: Kube) -> None:
-    got = await metrics.scrape({"apiserver": "kube:/metrics"}, kube=kube)
+    got = await scrape.fetch({"apiserver": "kube:/metrics"}, kube=kube)
     samples = got["apiserver"]
     assert any(k.startswith("apiserver_request_total{") for k in samples)
     assert samples.get("process_resident_memory_bytes", 0) > 0
 
 
 async def test_a_kube_target_without_a_client_is_skipped_not_fatal() -> None:
-    assert await metrics.scrape({"apiserver": "kube:/metrics"}) == {}
+    assert await scrape.fetch({"apiserver": "kube:/metrics"}) == {}

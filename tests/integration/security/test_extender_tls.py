@@ -28,7 +28,7 @@ from loadgen.report import document
 from testbed import vocab
 from testbed.cluster import processes, second_scheduler
 from testbed.kube.client import Kube
-from tests.integration.loadgen.conftest import Fleet, make_fleet, namespace_gone, remove_fleet
+from tests.support.private_fleet import Fleet, make_fleet, namespace_gone, remove_fleet
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
 

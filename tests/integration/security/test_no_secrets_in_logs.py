@@ -31,8 +31,8 @@ from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
 from testbed.kube.watching import Change, Snapshot, informer
-from tests import children
-from tests.waiting import condition, wait_for
+from tests.support import children
+from tests.support.waiting import condition, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
 

@@ -6,7 +6,7 @@ import pytest
 
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from tests.integration.testbed.small_world import Env
+from tests.support.small_world import Env
 
 
 @pytest.fixture

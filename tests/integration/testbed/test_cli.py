@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
-import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from testbed.cluster import local
+from tests.support.children import TESTBED
+from tests.support.children import testbed as run
 
-TESTBED = [sys.executable, "-m", "testbed"]
 COMPONENTS = (
     "etcd",
     "kube-apiserver",
@@ -20,13 +23,6 @@ COMPONENTS = (
     "kube-scheduler",
     "kwok-controller",
 )
-
-
-def run(*args: str, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "DRA_TESTBED_HOME": str(home), **env}
-    return subprocess.run(
-        [*TESTBED, *args], capture_output=True, text=True, env=full_env, timeout=300, check=False
-    )
 
 
 def processes_mentioning(text: str) -> list[str]:
@@ -152,3 +148,116 @@ def test_demo_bad_input_is_one_line_and_starts_nothing(tmp_path: Path) -> None:
     proc = run("demo", "--output-dir", str(a_file), home=home)
     assert proc.returncode == 1 and "File exists" in proc.stderr
     assert not home.exists()  # no cluster state was created
+
+
+def spawn(*args: str, home: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "DRA_TESTBED_HOME": str(home)}
+    return subprocess.Popen(
+        [*TESTBED, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+
+
+def component_pids(status_stdout: str) -> dict[str, int | None]:
+    out: dict[str, int | None] = {}
+    for line in status_stdout.splitlines():
+        cols = line.split()
+        if cols and cols[0] in COMPONENTS:
+            out[cols[0]] = int(cols[2]) if cols[2].isdigit() else None
+    return out
+
+
+@pytest.mark.cluster
+def test_two_concurrent_ups_make_two_healthy_clusters_on_disjoint_ports(tmp_path: Path) -> None:
+    # Different state homes too: the start-up lock is machine-wide, as ports are.
+    homes = {"race-a": tmp_path / "a", "race-b": tmp_path / "b"}
+    procs = {name: spawn("--name", name, "up", home=home) for name, home in homes.items()}
+    try:
+        outs = {name: p.communicate(timeout=600) for name, p in procs.items()}
+        for name, p in procs.items():
+            assert p.returncode == 0, (name, outs[name])
+            assert "every component healthy" in outs[name][0]
+        ports: dict[str, set[int]] = {}
+        for name, home in homes.items():
+            status = run("--name", name, "status", home=home)
+            assert status.returncode == 0, status.stdout
+            pids = component_pids(status.stdout)
+            assert set(pids) == set(COMPONENTS) and all(pids.values()), status.stdout
+            assert status.stdout.count(" healthy") == len(COMPONENTS), status.stdout
+            ports[name] = {p for pid in pids.values() if pid for _, p in listen_addresses(pid)}
+        assert not ports["race-a"] & ports["race-b"], ports
+        # Each API server on its own etcd: the etcd port it names is its cluster's.
+        for name, home in homes.items():
+            cluster = local.LocalCluster(local.ClusterConfig(name=name, home=home))
+            etcd_url = cluster.component_flag("etcd", "listen-client-urls") or ""
+            etcd_port = etcd_url.rsplit(":", 1)[-1]
+            assert f":{etcd_port}" in (
+                cluster.component_flag("kube-apiserver", "etcd-servers") or ""
+            )
+            assert int(etcd_port) in ports[name]
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for name, home in homes.items():
+            run("--name", name, "down", home=home)
+    for home in homes.values():
+        assert processes_mentioning(str(home)) == []
+
+
+@pytest.mark.cluster
+def test_up_restarts_a_dead_component_and_says_what_it_cannot_repair(tmp_path: Path) -> None:
+    home = tmp_path / "state"
+    first = run("--name", "mend", "up", home=home)
+    assert first.returncode == 0, first.stderr
+    try:
+        cluster = local.LocalCluster(local.ClusterConfig(name="mend", home=home))
+        pid = component_pids(run("--name", "mend", "status", home=home).stdout)["kube-scheduler"]
+        assert pid
+        os.kill(pid, signal.SIGKILL)
+        wait_gone(pid)
+
+        status = run("--name", "mend", "status", home=home)
+        assert status.returncode == 1
+        assert component_pids(status.stdout)["kube-scheduler"] is None
+        assert "testbed --name mend up" in status.stdout  # how to repair
+
+        mended = run("--name", "mend", "up", home=home)
+        assert mended.returncode == 0, mended.stderr
+        assert "starting kube-scheduler again" in mended.stderr
+        assert run("--name", "mend", "status", home=home).returncode == 0
+
+        # Its port taken while it is down: `up` cannot repair that, and says so in one line.
+        port = int(cluster.component_flag("kube-scheduler", "secure-port") or 0)
+        pid = component_pids(run("--name", "mend", "status", home=home).stdout)["kube-scheduler"]
+        assert pid and port
+        os.kill(pid, signal.SIGKILL)
+        wait_gone(pid)
+        with socket.socket() as squatter:
+            squatter.bind(("127.0.0.1", port))
+            squatter.listen()
+            failed = run("--name", "mend", "up", home=home)
+        assert failed.returncode == 1
+        error = [ln for ln in failed.stderr.splitlines() if ln.startswith("testbed: error:")]
+        assert len(error) == 1, failed.stderr
+        assert "kube-scheduler is not running" in error[0]
+        assert "address already in use" in error[0]
+        assert "testbed --name mend down" in error[0]
+        # Once the port is free again, `up` repairs it.
+        assert run("--name", "mend", "up", home=home).returncode == 0
+        assert run("--name", "mend", "status", home=home).returncode == 0
+    finally:
+        run("--name", "mend", "down", home=home)
+
+
+def wait_gone(pid: int, timeout: float = 10.0) -> None:
+    """Until `pid` has released its ports (its sockets close after its memory)."""
+    deadline = time.monotonic() + timeout
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+        stat = Path(f"/proc/{pid}/stat")
+        with contextlib.suppress(OSError):
+            if stat.read_text().rsplit(")", 1)[-1].split()[0] == "Z":
+                return
+        time.sleep(0.05)

@@ -6,14 +6,14 @@ import pytest
 
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from tests.integration.testbed.small_world import (
+from tests.support.small_world import (
     Env,
     claim_template,
     fake_node,
     pod,
     ready_node_with_gpus,
 )
-from tests.waiting import condition, wait_for
+from tests.support.waiting import condition, wait_for
 
 pytestmark = pytest.mark.cluster
 

@@ -9,13 +9,13 @@ import pytest
 from testbed.cluster import second_scheduler
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from tests.integration.testbed.small_world import (
+from tests.support.small_world import (
     Env,
     claim_template,
     pod,
     ready_node_with_gpus,
 )
-from tests.waiting import wait_for
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.cluster
 

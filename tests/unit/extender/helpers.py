@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from extender.cache.index import Index, Outcome
+from extender.cache.index import Index
 from extender.cache.store import KINDS, Store
 from extender.config import Settings
 from extender.core import Core
-from tests.unit.extender import objects
+from extender.topology import Outcome
+from tests.support import extender_objects as objects
 
 
 def store_of(

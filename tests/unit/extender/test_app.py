@@ -17,7 +17,7 @@ from extender import app as app_mod
 from extender.cache import files
 from extender.config import Settings
 from testbed import vocab, wire
-from tests.unit.extender import objects
+from tests.support import extender_objects as objects
 from tests.unit.extender.helpers import core_of
 
 NS = "ns"

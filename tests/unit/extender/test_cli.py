@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from extender import cli
-from tests.unit.extender import objects
+from tests.support import extender_objects as objects
 
 
 def run(argv: list[str]) -> int:

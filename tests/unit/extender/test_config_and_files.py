@@ -11,7 +11,7 @@ from extender import config
 from extender.cache import files
 from extender.cache.index import Index
 from extender.cache.store import Store
-from tests.unit.extender import objects
+from tests.support import extender_objects as objects
 
 
 def test_file_then_flags(tmp_path: Path) -> None:
@@ -49,7 +49,7 @@ def test_loads_lists_directories_and_assumes_standard_classes(tmp_path: Path) ->
     counts = files.load(store, [tmp_path])
     assert counts["Node"] == 1 and counts["ResourceSlice"] == 2
     assert store.ready.is_set()
-    assert set(store.index.matchers) == {"gpu.nvidia.com", "dra.net", "rdma.dra.net"}
+    assert set(store.index.classes) == {"gpu.nvidia.com", "dra.net", "rdma.dra.net"}
     assert store.index.summary(store.index.nodes["n1"]).pairs("gpu.nvidia.com", "rdma.dra.net") == (
         8,
         8,

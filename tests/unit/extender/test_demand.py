@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from extender import classes, demand
+from extender import demand, selectors
 from extender.config import Settings
 from testbed import vocab
-from tests.unit.extender import objects
+from tests.support import extender_objects as objects
 
 NS = "ns"
-MATCHERS = {c["metadata"]["name"]: classes.parse_device_class(c) for c in objects.classes()}
+CLASSES = {c["metadata"]["name"]: selectors.parse_device_class(c) for c in objects.classes()}
 
 
 def of(pod: dict[str, Any], *objs: dict[str, Any]) -> demand.Demand:
@@ -28,7 +28,7 @@ def of(pod: dict[str, Any], *objs: dict[str, Any]) -> demand.Demand:
         pod,
         claim=lambda ns, n: claims.get((ns, n)),
         template=lambda ns, n: templates.get((ns, n)),
-        matchers=MATCHERS,
+        classes=CLASSES,
         settings=Settings(),
     )
 
@@ -82,7 +82,7 @@ def test_unknown_class_and_missing_claim_are_notes_not_demand() -> None:
     assert any("gone not found" in n for n in d.notes)
 
 
-def test_first_available_and_all_mode_are_not_judged() -> None:
+def test_first_available_scores_as_its_first_choice_and_all_mode_is_left_to_allocation() -> None:
     spec = objects.claim_spec(
         [
             {"name": "fa", "firstAvailable": [{"name": "a", "deviceClassName": "gpu.nvidia.com"}]},
@@ -93,7 +93,8 @@ def test_first_available_and_all_mode_are_not_judged() -> None:
         ]
     )
     d = of(objects.pod(NS, "p", claims=["c"]), objects.claim(NS, "c", spec))
-    assert d.gpus == 0 and len(d.notes) == 2
+    assert d.gpus == 1 and d.notes == () and d.unjudged == ()
+    assert len(d.specs) == 1  # the whole claim goes to allocation.judge
 
 
 def test_annotations_and_job() -> None:

@@ -3,7 +3,7 @@
 Every call gets a 400 with a one-line error or a well-formed reply (never a 5xx), the app
 keeps serving, and nothing a call sends changes what the extender knows: objects per kind
 and every node's free devices are the same before and after. A CI-sized run; the 100,000-body
-run is bench/fuzz_extender.py.
+run is tests/fuzz/extender.py.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from extender import app as app_mod
 from extender.cache import files
 from extender.cache.index import Index
 from extender.config import Settings
-from tests.unit.extender import fuzz_strategies as fz
+from tests.support import extender_fuzz as fz
 
 LIMIT = 64 * 1024
 OBJECTS, NAMES = fz.fleet_objects()

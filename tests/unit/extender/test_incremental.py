@@ -12,7 +12,7 @@ from extender.config import Settings
 from extender.core import Core
 from testbed import vocab
 from testbed.kube.watching import Change
-from tests.unit.extender import objects
+from tests.support import extender_objects as objects
 from tests.unit.extender.helpers import store_of
 
 NODES = ["a", "b", "c"]

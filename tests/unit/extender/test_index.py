@@ -5,7 +5,7 @@ from __future__ import annotations
 from extender.cache.index import Outcome
 from testbed import vocab
 from testbed.kube.watching import Change
-from tests.unit.extender import objects
+from tests.support import extender_objects as objects
 from tests.unit.extender.helpers import store_of
 
 GPU, NIC, RDMA = vocab.CLASS_GPU, vocab.CLASS_NIC, vocab.CLASS_RDMA_NIC

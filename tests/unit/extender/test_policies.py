@@ -6,7 +6,7 @@ from typing import Any
 
 from extender.config import Settings, Weights
 from testbed import vocab
-from tests.unit.extender import objects
+from tests.support import extender_objects as objects
 from tests.unit.extender.helpers import core_of
 
 NS = "ns"

@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 from extender import app as app_mod
 from extender import handlers
 from extender.config import Settings
-from tests.unit.extender import objects
+from tests.support import extender_objects as objects
 
 
 def _broken(*args: Any) -> NoReturn:

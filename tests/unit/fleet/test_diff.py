@@ -7,9 +7,10 @@ import copy
 from typing import Any
 
 from fleet import diff, render
-from fleet.diff import covers, is_ready, node_matches, slice_matches
+from fleet.diff import covers, node_matches, slice_matches
 from fleet.spec import for_profile, from_data
 from testbed import vocab
+from testbed.kube import resources
 
 
 def test_covers_allows_extra_keys_but_not_extra_list_items() -> None:
@@ -33,7 +34,7 @@ def test_a_node_as_the_server_returns_it_matches_its_render() -> None:
     node = render.render_profile("dgx-h100", 1).nodes[0]
     actual = _server_side(node)
     assert node_matches(node, actual)
-    assert is_ready(actual)
+    assert resources.node_ready(actual)
 
 
 def test_a_changed_label_taint_or_capacity_does_not_match() -> None:

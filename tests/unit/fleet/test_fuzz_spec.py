@@ -4,7 +4,7 @@ Whatever the file holds (wrong types anywhere, huge or negative counts, odd Unic
 that are not UTF-8, nesting past recursion limits, alias bombs, Python tags), loading it gives
 a valid Fleet or a SpecError/ProfileError with a one-line message; nothing else escapes. A few
 bad files also go through the real CLI: exit 2, one line on stderr, no traceback. The
-100,000-document run is bench/fuzz_parsers.py.
+100,000-document run is tests/fuzz/parsers.py.
 """
 
 from __future__ import annotations
@@ -17,24 +17,8 @@ from pathlib import Path
 import pytest
 from hypothesis import assume, given, settings
 
-from fleet import render, spec
-from fleet.profiles import ProfileError
-from tests.unit import fuzz_documents as fd
-
-VALIDATE_UP_TO = 2000  # nodes: laying out a 100,000-node pool per example would be slow, not wrong
-
-
-def parse(path: Path) -> str | None:
-    """What `fleet render -f` does before rendering: None if the file is valid, else the
-    one-line message; any other exception propagates (the bug this hunts)."""
-    try:
-        fleet = spec.load(path)
-        known = render.resolve_profiles(fleet)
-        if fleet.spec.total_nodes <= VALIDATE_UP_TO:
-            render.validate(fleet, known)
-    except (spec.SpecError, ProfileError) as e:
-        return str(e)
-    return None
+from tests.support import fuzz_documents as fd
+from tests.support import fuzz_oracles as oracles
 
 
 @pytest.mark.timeout(120)
@@ -42,13 +26,13 @@ def parse(path: Path) -> str | None:
 @given(doc=fd.documents(fd.fleet_values, "pools"))
 def test_any_spec_file_is_a_fleet_or_a_one_line_spec_error(doc: fd.Document) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        message = parse(doc.write(Path(tmp)))
+        message = oracles.parse_fleet_spec(doc.write(Path(tmp)))
     assert message is None or fd.one_line(message), message
 
 
 @pytest.mark.parametrize("text", fd.NASTY_TEXTS)
 def test_nasty_spec_files_are_one_line_errors_or_valid(tmp_path: Path, text: str) -> None:
-    message = parse(fd.Document(".yaml", text.encode()).write(tmp_path))
+    message = oracles.parse_fleet_spec(fd.Document(".yaml", text.encode()).write(tmp_path))
     assert message is None or fd.one_line(message)
 
 
@@ -64,7 +48,7 @@ def test_nasty_spec_files_are_one_line_errors_or_valid(tmp_path: Path, text: str
     ],
 )
 def test_found_by_the_fuzzer(tmp_path: Path, suffix: str, data: bytes, says: str) -> None:
-    message = parse(fd.Document(suffix, data).write(tmp_path))
+    message = oracles.parse_fleet_spec(fd.Document(suffix, data).write(tmp_path))
     assert message is not None and fd.one_line(message) and says in message, message
 
 
@@ -74,7 +58,7 @@ def test_found_by_the_fuzzer(tmp_path: Path, suffix: str, data: bytes, says: str
 def test_bad_files_through_fleet_render_exit_2_with_one_line(doc: fd.Document) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = doc.write(Path(tmp))
-        assume(parse(path) is not None)
+        assume(oracles.parse_fleet_spec(path) is not None)
         proc = subprocess.run(
             [sys.executable, "-c", "from fleet.cli import main; main()", "render", "-f", str(path)],
             capture_output=True,

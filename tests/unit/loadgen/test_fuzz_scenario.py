@@ -5,7 +5,7 @@ Whatever the file holds, loading it gives a valid Scenario or a ScenarioError wi
 message; nothing else escapes, and a valid scenario is one loadgen can run: every duration is
 one kwok takes and every phase's arrival schedule can be planned. A few bad files also go
 through the real CLI (`loadgen run FILE`, which parses before it touches a cluster): exit 2,
-one line on stderr, no traceback. The 100,000-document run is bench/fuzz_parsers.py.
+one line on stderr, no traceback. The 100,000-document run is tests/fuzz/parsers.py.
 """
 
 from __future__ import annotations
@@ -18,26 +18,8 @@ from pathlib import Path
 import pytest
 from hypothesis import assume, given, settings
 
-from loadgen import plan, scenarios
-from loadgen.scenarios import model
-from tests.unit import fuzz_documents as fd
-
-
-def parse(path: Path) -> str | None:
-    """None if the file is a scenario loadgen can run, else the one-line message; any other
-    exception propagates (the bug this hunts)."""
-    try:
-        scenario = scenarios.load(str(path))
-    except scenarios.ScenarioError as e:
-        return str(e)
-    for phase in scenario.phases:  # what the driver derives from a valid phase
-        for seconds in (phase.run_time, phase.timeout):
-            if seconds is not None:
-                model.go_duration(seconds)
-        if phase.wave_size is not None:
-            plan.waves(phase.pods, phase.wave_size)
-        plan.offsets(min(phase.count, 1000), phase.qps or 0.0, phase.arrival or "fixed")
-    return None
+from tests.support import fuzz_documents as fd
+from tests.support import fuzz_oracles as oracles
 
 
 @pytest.mark.timeout(120)
@@ -45,13 +27,13 @@ def parse(path: Path) -> str | None:
 @given(doc=fd.documents(fd.scenario_values, "phases"))
 def test_any_scenario_file_is_a_scenario_or_a_one_line_error(doc: fd.Document) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        message = parse(doc.write(Path(tmp)).rename(Path(tmp) / "s.yaml"))
+        message = oracles.parse_scenario(doc.write(Path(tmp)).rename(Path(tmp) / "s.yaml"))
     assert message is None or fd.one_line(message), message
 
 
 @pytest.mark.parametrize("text", fd.NASTY_TEXTS)
 def test_nasty_scenario_files_are_one_line_errors_or_valid(tmp_path: Path, text: str) -> None:
-    message = parse(fd.Document(".yaml", text.encode()).write(tmp_path))
+    message = oracles.parse_scenario(fd.Document(".yaml", text.encode()).write(tmp_path))
     assert message is None or fd.one_line(message)
 
 
@@ -73,7 +55,7 @@ def test_nasty_scenario_files_are_one_line_errors_or_valid(tmp_path: Path, text:
     ],
 )
 def test_found_by_the_fuzzer(tmp_path: Path, data: bytes, says: str) -> None:
-    message = parse(fd.Document(".yaml", data).write(tmp_path))
+    message = oracles.parse_scenario(fd.Document(".yaml", data).write(tmp_path))
     assert message is not None and fd.one_line(message) and says in message, message
 
 
@@ -83,7 +65,7 @@ def test_found_by_the_fuzzer(tmp_path: Path, data: bytes, says: str) -> None:
 def test_bad_files_through_loadgen_run_exit_2_with_one_line(doc: fd.Document) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = doc.write(Path(tmp)).rename(Path(tmp) / "s.yaml")
-        assume(parse(path) is not None)
+        assume(oracles.parse_scenario(path) is not None)
         proc = subprocess.run(
             [
                 sys.executable,

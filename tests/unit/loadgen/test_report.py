@@ -3,67 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, cast
 
 import pytest
 from rich.console import Console
 
-from loadgen import compare, runner, scenarios, slo
+from loadgen import compare, series, slo
 from loadgen.report import console, document, html, perfdata
-from loadgen.tracker import ClaimRecord, PodRecord, Sample, Tracker
-
-
-def _result(startup_ms: float = 1000.0, pods: int = 10) -> runner.RunResult:
-    sc = scenarios.load("pods", {"pods": str(pods), "gpus": "2", "nics": "2"})
-    tracker = Tracker(cast(Any, None), run_id="r1")
-    for i in range(pods):
-        t0 = 100.0 + i * 0.1
-        name = f"pods-{i:06d}"
-        tracker.pods[name] = PodRecord(
-            phase="pods",
-            job=None,
-            gang=None,
-            seen=t0 + 0.01,
-            created=t0,
-            created_server=5000.0,
-            scheduled=t0 + startup_ms / 2000,
-            running=t0 + startup_ms / 1000,
-            running_server=5001.0,
-            node=f"n{i % 2}",
-        )
-        tracker.claims[f"c{i}"] = ClaimRecord(
-            pod=name,
-            seen=t0,
-            allocated=t0 + 0.05,
-            gpu_pcie=["a", "b"],
-            nic_pcie=["a", "c"] if i % 2 else ["b", "a"],
-            gpu_numa=["0", "0"],
-            nic_numa=["0", "0"],
-        )
-    c = tracker.phase("pods")
-    c.seen = c.scheduled = c.running = pods
-    tracker.total = c
-    tracker.timeline = [Sample(100.0, 0, 0, 0, 0, 0), Sample(101.0, pods, pods, pods, 0, 2 * pods)]
-    res = runner.RunResult(
-        run_id="r1",
-        namespace="loadgen-r1",
-        scenario=sc,
-        settings=runner.Settings(run_id="r1"),
-        tracker=tracker,
-        started_wall=1_700_000_000.0,
-        started_mono=100.0,
-        finished_mono=102.0,
-        fleet_nodes=2,
-        fleet_gpus=40,
-    )
-    pr = runner.PhaseResult(phase=sc.phases[0], started=100.0, created=101.0, finished=102.0)
-    pr.stats.requested = pr.stats.created = pods
-    res.phases.append(pr)
-    return res
+from tests.unit.loadgen import synthetic
 
 
 def test_document_counts_latencies_placement_and_slos() -> None:
-    doc = document.build(_result(), [slo.parse("pod_startup.p99=500ms")])
+    doc = document.build(synthetic.run_result(), [slo.parse("pod_startup.p99=500ms")])
     assert doc.counts.pods_running == 10 and doc.counts.objects_created == 10
     assert doc.latency_ms["pod_startup"].Perc99 == pytest.approx(1000.0)
     assert doc.latency_ms["create_to_schedule"].Perc50 == pytest.approx(500.0)
@@ -78,7 +28,7 @@ def test_document_counts_latencies_placement_and_slos() -> None:
 
 
 def test_files_round_trip_and_validate(tmp_path: Path) -> None:
-    doc = document.build(_result())
+    doc = document.build(synthetic.run_result())
     assert document.load(document.write(doc, tmp_path)) == doc
     (path_a, path_b) = perfdata.write(doc, tmp_path)
     a = perfdata.PerfData.model_validate_json(path_a.read_text())
@@ -96,7 +46,7 @@ def test_a_file_that_is_not_a_result_is_rejected(tmp_path: Path) -> None:
 
 
 def test_html_is_self_contained_with_plots() -> None:
-    page = html.render(document.build(_result()))
+    page = html.render(document.build(synthetic.run_result()))
     assert page.count("<svg") == 3
     assert "<script" not in page and "<link" not in page
     assert "pod_startup" in page
@@ -104,15 +54,15 @@ def test_html_is_self_contained_with_plots() -> None:
 
 def test_console_summary_mentions_the_key_figures() -> None:
     con = Console(record=True, width=120)
-    console.render(document.build(_result(), [slo.parse("pod_startup.p99=5s")]), con)
+    console.render(document.build(synthetic.run_result(), [slo.parse("pod_startup.p99=5s")]), con)
     text = con.export_text()
     assert "pod_startup" in text and "SLO pod_startup.p99 <= 5000ms" in text
     assert "15/20 on one PCIe root" in text
 
 
 def test_compare_reports_percent_change() -> None:
-    prev = document.build(_result(startup_ms=1000.0))
-    cur = document.build(_result(startup_ms=1500.0))
+    prev = document.build(synthetic.run_result(startup_ms=1000.0))
+    cur = document.build(synthetic.run_result(startup_ms=1500.0))
     rows = {m: (a, b, pct) for m, a, b, pct in compare.rows(prev, cur)}
     a, b, pct = rows["pod_startup Perc99 (ms)"]
     assert (a, b) == (pytest.approx(1000.0), pytest.approx(1500.0))
@@ -122,14 +72,12 @@ def test_compare_reports_percent_change() -> None:
 
 
 def test_metrics_deltas_keep_interesting_counters_and_gauges() -> None:
-    from loadgen import metrics
-
-    before = metrics.parse(
+    before = series.parse(
         "# HELP x\nprocess_cpu_seconds_total 10\nprocess_resident_memory_bytes 6e+07\n"
         'scheduler_schedule_attempts_total{profile="p",result="scheduled"} 5\n'
         "unrelated_total 1\n"
     )
-    after = metrics.parse(
+    after = series.parse(
         "process_cpu_seconds_total 12.5\nprocess_resident_memory_bytes 1e+08\n"
         'scheduler_schedule_attempts_total{profile="p",result="scheduled"} 25\n'
         'scheduler_plugin_execution_duration_seconds_bucket{le="1"} 3\n'
@@ -139,7 +87,7 @@ def test_metrics_deltas_keep_interesting_counters_and_gauges() -> None:
         'profile="p"} 400\n'
         "unrelated_total 9\n"
     )
-    d = metrics.deltas(before, after)
+    d = series.deltas(before, after)
     assert d == {
         "process_cpu_seconds_total": 2.5,
         "process_resident_memory_bytes": 1e8,
@@ -148,7 +96,7 @@ def test_metrics_deltas_keep_interesting_counters_and_gauges() -> None:
         'scheduler_plugin_evaluation_total{extension_point="Filter",plugin="DynamicResources",'
         'profile="p"}': 900.0,
     }
-    s = metrics.summary(d)
+    s = series.summary(d)
     assert s["dra_filter_calls"] == 900.0
     assert (s["cpu_seconds"], s["schedule_attempts"], s["rss_bytes"]) == (2.5, 20.0, 1e8)
     assert s["rss_growth_bytes"] == 4e7
@@ -157,8 +105,8 @@ def test_metrics_deltas_keep_interesting_counters_and_gauges() -> None:
 def test_compare_command_prints_the_table_and_rejects_non_results(tmp_path: Path) -> None:
     from loadgen import cli
 
-    a = document.write(document.build(_result(1000.0)), tmp_path / "a")
-    b = document.write(document.build(_result(2000.0)), tmp_path / "b")
+    a = document.write(document.build(synthetic.run_result(1000.0)), tmp_path / "a")
+    b = document.write(document.build(synthetic.run_result(2000.0)), tmp_path / "b")
     with pytest.raises(SystemExit) as done:
         cli.main(["compare", str(a), str(b)])
     assert done.value.code == 0
@@ -176,8 +124,21 @@ def test_pods_csv_has_a_row_per_pod_with_its_claim(tmp_path: Path) -> None:
 
     from loadgen.report import pods
 
-    rows = list(csv.DictReader(pods.write(_result(pods=4), tmp_path).open()))
+    rows = list(csv.DictReader(pods.write(synthetic.run_result(pods=4), tmp_path).open()))
     assert [r["pod"] for r in rows] == [f"pods-{i:06d}" for i in range(4)]
     assert float(rows[0]["running"]) - float(rows[0]["created"]) == pytest.approx(1.0)
     assert [r["pcie_aligned_pairs"] for r in rows] == ["2", "1", "2", "1"]
     assert all(r["gpu_nic_pairs"] == "2" and r["claim_allocated"] for r in rows)
+
+
+def test_every_report_states_the_definitions_it_used(tmp_path: Path) -> None:
+    doc = document.build(synthetic.run_result())
+    assert doc.definitions.keys() >= {"pod_startup", "throughput"}
+    loaded = document.load(document.write(doc, tmp_path))
+    assert "first event seen" in loaded.definitions["pod_startup"]
+    page = html.render(doc)
+    assert "<h2>Definitions</h2>" in page and "throughputCollector" in page
+    con = Console(record=True, width=300)
+    console.render(doc, con)
+    text = con.export_text()
+    assert "pod_startup_latency.go" in text and "1 s ticker" in text

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -59,16 +60,32 @@ def test_a_pod_still_pending_only_counts_in_phases_it_finished() -> None:
     assert d["pod_startup"] == []
 
 
-def test_throughput_counts_per_second_from_the_first_event() -> None:
-    # 3 pods in second 0, 1 in second 1, none in second 2, 2 in second 3.
-    t = stats.throughput([100.0, 100.2, 100.9, 101.5, 103.1, 103.2])
-    assert t["Average"] == 6 / 4
-    assert t["Perc50"] == 1.0
-    assert t["Perc99"] == 3.0
+def test_throughput_follows_scheduler_perfs_collector() -> None:
+    ticks = [
+        (1.0, 0),  # nothing scheduled yet: ignored
+        (2.0, 5),  # first non-zero sample: only starts the clock
+        (3.0, 15),  # 10 in 1 s
+        (4.0, 15),  # no new pod: skipped, not a zero
+        (5.0, 15),  # skipped again
+        (6.0, 21),  # 6 over the 3 s since t=3, recorded once per interval: 2, 2, 2
+        (7.1, 32),  # 11 over 1.1 s (a late tick's real duration counts)
+    ]
+    assert stats.sampled_rates(ticks) == [10.0, 2.0, 2.0, 2.0, pytest.approx(10.0)]
+    t = stats.throughput(ticks)
+    assert t["Average"] == pytest.approx(26.0 / 5)
+    assert t["Perc50"] == 2.0 and t["Perc90"] == t["Perc99"] == pytest.approx(10.0)
 
 
-def test_throughput_of_nothing_is_zero() -> None:
+def test_throughput_of_fewer_than_two_scheduling_ticks_is_zero() -> None:
     assert stats.throughput([])["Average"] == 0.0
+    assert stats.throughput([(1.0, 0), (2.0, 40)]) == dict.fromkeys(
+        ("Average", "Perc50", "Perc90", "Perc95", "Perc99"), 0.0
+    )
+
+
+def test_every_report_definition_names_its_reference() -> None:
+    assert "pod_startup_latency.go" in stats.DEFINITIONS["pod_startup"]
+    assert "throughputCollector" in stats.DEFINITIONS["throughput"]
 
 
 def test_cdf_ends_at_one_and_is_monotonic() -> None:

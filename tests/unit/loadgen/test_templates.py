@@ -79,3 +79,86 @@ def test_pods_ask_for_the_named_scheduler_only_when_one_is_given() -> None:
     phase = Phase(name="p", kind="pods", count=1)
     assert "schedulerName" not in templates.pod_spec(phase, {})
     assert templates.pod_spec(phase, {}, "plain-scheduler")["schedulerName"] == "plain-scheduler"
+
+
+def _gpu_request(claim: Claim) -> dict[str, object]:
+    (req,) = templates.claim_spec(claim)["devices"]["requests"]
+    return req
+
+
+def test_all_gpus_asks_allocation_mode_all_without_a_count() -> None:
+    req = _gpu_request(Claim(all_gpus=True))
+    assert req["exactly"] == {"deviceClassName": vocab.CLASS_GPU, "allocationMode": "All"}
+
+
+def test_a_memory_share_is_a_capacity_request() -> None:
+    req = _gpu_request(Claim(memory="10Gi"))
+    assert req["exactly"]["capacity"] == {"requests": {vocab.GPU_CAP_MEMORY: "10Gi"}}
+    assert Claim(memory="10Gi").gpus_per_claim == 0  # only the scheduler can count shares
+
+
+def test_admin_access_marks_the_request_and_labels_the_namespace() -> None:
+    assert _gpu_request(Claim(admin_access=True))["exactly"]["adminAccess"] is True
+    ns = templates.namespace("r1", admin_access=True)
+    assert ns["metadata"]["labels"][templates.LABEL_ADMIN_ACCESS] == "true"
+    assert templates.LABEL_ADMIN_ACCESS not in templates.namespace("r1")["metadata"]["labels"]
+
+
+def test_first_available_lists_alternatives_in_order_with_the_claims_class() -> None:
+    claim = Claim.model_validate({"first_available": "1>=80Gi,2", "gpu_class": "g.example.com"})
+    req = _gpu_request(claim)
+    first, second = req["firstAvailable"]
+    assert (first["name"], first["count"], first["deviceClassName"]) == ("alt0", 1, "g.example.com")
+    assert "80Gi" in first["selectors"][0]["cel"]["expression"]
+    assert (second["name"], second["count"]) == ("alt1", 2) and "selectors" not in second
+    assert claim.gpus_per_claim == 1
+
+
+def test_pods_sharing_a_claim_name_the_claim_of_their_group() -> None:
+    phase = Phase(name="s", kind="pods", count=7, claim=Claim(gpus=2, shared_by=3))
+    spec = templates.pod_spec(phase, {})
+    names = [
+        templates.pod(phase, i, "r1", spec)["spec"]["resourceClaims"][0]["resourceClaimName"]
+        for i in range(7)
+    ]
+    assert names == ["s-shared-000000"] * 3 + ["s-shared-000001"] * 3 + ["s-shared-000002"]
+    claim = templates.shared_claim(phase, 1, "r1")
+    assert claim["kind"] == "ResourceClaim" and claim["metadata"]["name"] == "s-shared-000001"
+    assert claim["spec"] == templates.claim_spec(phase.claim)
+    assert phase.gpus_held == 6  # three claims of two GPUs
+    assert "resourceClaimName" not in str(spec)  # the shared spec itself is left alone
+
+
+def test_claim_shapes_are_refused_where_they_make_no_sense() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    for bad in (
+        {"device_plugin": True, "shared_by": 2},
+        {"all_gpus": True, "memory": "10Gi"},
+        {"gpus": 2, "nics": 2, "all_gpus": True},
+        {"memory": "lots"},
+        {"gpus": 0, "admin_access": True},
+    ):
+        with pytest.raises(ValidationError):
+            Claim.model_validate(bad)
+    with pytest.raises(ValidationError):
+        Phase(name="j", kind="jobs", count=1, claim=Claim(shared_by=2))
+
+
+def test_a_mig_profile_asks_the_mig_class_for_that_partition() -> None:
+    claim = Claim(mig_profile="1g.10gb")
+    req = _gpu_request(claim)
+    assert req["exactly"]["deviceClassName"] == vocab.CLASS_MIG
+    (sel,) = req["exactly"]["selectors"]
+    assert sel["cel"]["expression"] == "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"
+    assert claim.key == "gpu1-mig1g10gb" and claim.gpus_per_claim == 0
+
+
+def test_a_mig_profile_must_look_like_one() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    for bad in ({"mig_profile": "big"}, {"mig_profile": "1g.10gb", "all_gpus": True}):
+        with pytest.raises(ValidationError):
+            Claim.model_validate(bad)

@@ -2,50 +2,41 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
-
 from rich.console import Console
 
+from loadgen import records
+from loadgen.records import WatchGap
 from loadgen.report import console, document, html
-from loadgen.tracker import Tracker, WatchGap
-from tests.unit.loadgen.test_report import _result
-
-
-def _tracker(now: list[float]) -> Tracker:
-    return Tracker(cast(Any, None), run_id="r1", clock=lambda: now[0])
+from tests.unit.loadgen import synthetic
 
 
 def test_a_gap_runs_from_the_break_to_the_first_delivery_after_it() -> None:
-    now = [10.0]
-    t = _tracker(now)
-    t._broke("pods", "error")
-    now[0] = 12.0
-    t._broke("pods", "error")  # still down: the same gap
-    t._broke("pods", "gone")  # came back too late to resume: relisted
-    t._resumed("pods", 15.0)
+    t = records.new("loadgen-r1")
+    records.watch_broke(t, "pods", "error", 10.0)
+    records.watch_broke(t, "pods", "error", 12.0)  # still down: the same gap
+    records.watch_broke(t, "pods", "gone", 12.0)  # came back too late to resume: relisted
+    records.watch_resumed(t, "pods", 15.0)
     assert t.watch_gaps == [WatchGap("pods", "gone", 10.0, 15.0)]
-    assert "pods" not in t._broken
+    assert "pods" not in t.broken and t.watch_restarts == 3
 
 
 def test_a_stream_the_server_ended_on_its_timeout_is_no_gap() -> None:
-    now = [10.0]
-    t = _tracker(now)
-    t._broke("resourceclaims", "closed")
-    t._resumed("resourceclaims", 10.2)
+    t = records.new("loadgen-r1")
+    records.watch_broke(t, "resourceclaims", "closed", 10.0)
+    records.watch_resumed(t, "resourceclaims", 10.2)
     assert t.watch_gaps == []
 
 
-async def test_a_watch_still_broken_at_the_end_is_a_gap_without_an_end() -> None:
-    now = [10.0]
-    t = _tracker(now)
-    t._broke("pods", "error")
-    await t.stop()
+def test_a_watch_still_broken_at_the_end_is_a_gap_without_an_end() -> None:
+    t = records.new("loadgen-r1")
+    records.watch_broke(t, "pods", "error", 10.0)
+    records.watch_resumed(t, "pods", None)  # what the tracker does for it when it stops
     assert t.watch_gaps == [WatchGap("pods", "error", 10.0, None)]
 
 
 def test_reports_count_the_pods_whose_latencies_straddle_a_gap() -> None:
-    res = _result(pods=10)  # pod i: created 100 + i/10, running one second later
-    res.tracker.watch_gaps = [
+    res = synthetic.run_result(pods=10)  # pod i: created 100 + i/10, running one second later
+    res.records.watch_gaps = [
         WatchGap("pods", "error", 101.05, 101.25),
         WatchGap("resourceslices", "gone", 101.45, None),
     ]
@@ -65,6 +56,6 @@ def test_reports_count_the_pods_whose_latencies_straddle_a_gap() -> None:
 
 
 def test_a_run_without_gaps_reports_none() -> None:
-    doc = document.build(_result())
+    doc = document.build(synthetic.run_result())
     assert doc.watch_gaps == []
     assert "Watch gaps" not in html.render(doc)

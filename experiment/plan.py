@@ -1,0 +1,318 @@
+"""What `testbed demo` runs: the fleet, the workloads and their A/B arms (pure).
+
+Every comparison runs its arms on the same fleet with the same workload, alternating the
+order between repeats (A B, B A, ...) so machine drift cancels out of the ratios.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from testbed import vocab
+
+# Share of the fleet per hardware profile (names of the fleet's built-in profiles).
+DEMO_POOLS: tuple[tuple[str, str, float], ...] = (
+    ("h100", "dgx-h100", 0.5),
+    ("h100-4nic", "h100-4nic", 0.2),
+    ("b200", "a4-highgpu-8g", 0.1),
+    ("l4", "l4-4gpu", 0.1),
+    ("cpu", "cpu-only", 0.1),
+)
+FLEET_NAME = "demo"
+PLAIN = "plain"
+EXTENDER = "extender"
+
+
+def fleet_spec(nodes: int, seed: int = 0) -> dict[str, Any]:
+    """A mixed fleet of `nodes` nodes in blocks and racks, GPUs also as extended resources."""
+    counts = [int(nodes * share) for _, _, share in DEMO_POOLS]
+    counts[0] += nodes - sum(counts)  # rounding goes to the biggest pool
+    return {
+        "name": FLEET_NAME,
+        "seed": seed,
+        "extendedResources": True,
+        "topology": {"hostsPerRack": 8, "racksPerBlock": 4},
+        "pools": [
+            {"name": name, "profile": profile, "count": count}
+            for (name, profile, _), count in zip(DEMO_POOLS, counts, strict=True)
+            if count > 0
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class FleetShape:
+    """What the provisioned fleet offers, read back from its ResourceSlices."""
+
+    nodes: int
+    gpus: int
+    eight_gpu_nodes: int
+    """Nodes with 8 GPUs: where whole-node (8-GPU) pods fit."""
+    aligned_eight_nodes: int
+    """Nodes with 8 GPUs and 8 RDMA NICs: where 8 aligned GPU+NIC pairs fit."""
+
+
+@dataclass(frozen=True)
+class Arm:
+    comparison: str
+    variant: str
+    scenario: str
+    """A loadgen scenario name, or a scenario file written into the run directory."""
+    params: dict[str, str] = field(default_factory=dict)
+    scheduler: str = EXTENDER
+    """EXTENDER: the cluster's scheduler with the extender; PLAIN: the second scheduler."""
+    scenario_doc: dict[str, Any] | None = None
+    repeat: int = 0
+    fleet_nodes: int = 0
+    """Fleet size this arm needs (0: the demo's --nodes); the demo resizes the fleet first."""
+    same_as: str = ""
+    """An earlier arm of the same repeat that runs exactly this (e.g. extender off = DRA
+    claims on the plain scheduler): its result is reused rather than measured twice."""
+    latency_of: str = ""
+    """Set on a latency arm: the throughput arm just before it, whose sustained rate sets this
+    arm's Poisson arrival rate (LATENCY_LOAD of it), so pod startup is service time, not
+    queueing."""
+
+    @property
+    def name(self) -> str:
+        suffix = "-latency" if self.latency_of else ""
+        return f"{self.comparison}-{self.variant}-{self.repeat}{suffix}"
+
+    @property
+    def measure(self) -> str:
+        return "latency" if self.latency_of else "throughput"
+
+    @property
+    def run_key(self) -> tuple[object, ...]:
+        """What the arm runs, where and how: equal keys measure the same thing."""
+        doc = json.dumps(self.scenario_doc, sort_keys=True)
+        params = tuple(sorted(self.params.items()))
+        return (
+            self.repeat,
+            self.scenario,
+            params,
+            self.scheduler,
+            doc,
+            self.fleet_nodes,
+            self.measure,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workload:
+    pods: int = 1000
+    """Pods per arm of the throughput and DRA-vs-device-plugin comparisons."""
+    repeat: int = 1
+    """How many times each comparison's pair of arms runs (order alternates)."""
+    comparisons: tuple[str, ...] = ("extender", "placement", "fragmentation", "alignment", "dra")
+    scale_nodes: int = 0
+    """Fleet size of the `scale` comparison's large arm (the CLI's default: 5x --nodes)."""
+
+
+DEFAULT_COMPARISONS = Workload().comparisons
+# Comparisons at saturation; each of their arms is followed by an unsaturated latency arm.
+THROUGHPUT_COMPARISONS = ("extender", "dra", "scale")
+LATENCY_LOAD = 0.5
+"""A latency arm's Poisson rate as a share of the rate its throughput arm sustained."""
+LATENCY_PODS = 300
+"""Pods per latency arm at the most (enough for a p99 by nearest rank)."""
+# Opt-in: it grows the fleet, and 10,000 pods per arm take longer than the demo's budget.
+ALL_COMPARISONS = (*DEFAULT_COMPARISONS, "scale")
+
+
+def fragmentation_scenario(shape: FleetShape) -> dict[str, Any]:
+    """Fill a quarter of the GPUs with 1/2/4-GPU pods, then ask for as many 8-GPU pods as
+    perfect packing keeps 8-GPU nodes whole (even if the whole fill landed on them): every
+    probe that does not fit is fragmentation. (A quarter, not more: at 1,000 nodes the DRA
+    fill is the demo's longest phase. Half the 8-GPU nodes was too few to tell: the default
+    scheduler's spread fill also left that many whole.)"""
+    fill_gpus = shape.gpus // 4
+    sizes = (1, 2, 4)
+    per_size = max(1, fill_gpus // sum(sizes))
+    packed_nodes = -(-per_size * sum(sizes) // 8)
+    whole = max(1, shape.eight_gpu_nodes - packed_nodes)
+    phases: list[dict[str, Any]] = [
+        {"name": f"fill{size}", "kind": "pods", "count": per_size, "claim": {"gpus": size}}
+        for size in sizes
+    ]
+    phases.append(
+        {
+            "name": "whole",
+            "kind": "pods",
+            "count": whole,
+            "claim": {"gpus": 8},
+            # Until each probe is placed or found unschedulable: how many fit, not how many
+            # a busy scheduler gets to in a fixed time.
+            "wait": "settled",
+            "timeout": "300s",
+        }
+    )
+    return {
+        "name": "fragmentation",
+        "description": "mixed-size fill, then whole-node 8-GPU pods",
+        "phases": phases,
+    }
+
+
+def alignment_scenario(shape: FleetShape) -> dict[str, Any]:
+    """Fragment the PCIe roots of the aligned 8-GPU nodes, then ask for aligned pairs.
+
+    The fill (a quarter of those nodes' GPUs) mixes 1-GPU, 1 GPU + 1 NIC aligned, 1 GPU + 1
+    NIC with no alignment constraint, and 2-GPU claims: each takes a GPU or NIC from a root
+    and leaves its partner stranded. Then aligned 8 GPU + 8 NIC pods, then aligned 4 + 4
+    pods, as many as perfect packing of the fill leaves room for, each left until placed or
+    refused. Nothing forces alignment onto the fill, so where the fill lands decides how
+    many aligned probes fit: this comparison can fail."""
+    fill_gpus = shape.aligned_eight_nodes * 8 // 4
+    kinds: list[tuple[str, dict[str, Any]]] = [
+        ("fill-gpu", {"gpus": 1}),
+        ("fill-pair", {"gpus": 1, "nics": 1, "align": True}),
+        ("fill-loose", {"gpus": 1, "nics": 1, "align": False}),
+        ("fill-gpu2", {"gpus": 2}),
+    ]
+    per_kind = max(1, fill_gpus // sum(c["gpus"] for _, c in kinds))
+    packed_nodes = -(-per_kind * sum(c["gpus"] for _, c in kinds) // 8)
+    whole = max(2, shape.aligned_eight_nodes - packed_nodes)
+    eights = whole // 2
+    phases: list[dict[str, Any]] = [
+        {"name": name, "kind": "pods", "count": per_kind, "claim": claim} for name, claim in kinds
+    ]
+    for name, count, size in (("aligned8", eights, 8), ("aligned4", 2 * (whole - eights), 4)):
+        phases.append(
+            {
+                "name": name,
+                "kind": "pods",
+                "count": count,
+                "claim": {"gpus": size, "nics": size, "align": True},
+                "wait": "settled",
+                "timeout": "300s",
+            }
+        )
+    return {
+        "name": "alignment",
+        "description": "PCIe roots fragmented by a mixed fill, then aligned 8+8 and 4+4 pods",
+        "phases": phases,
+    }
+
+
+PROBE_PHASES = {"fragmentation": ("whole",), "alignment": ("aligned8", "aligned4")}
+"""Phases whose pods may be refused by design: how many fit is the measurement."""
+
+
+def arms(shape: FleetShape, workload: Workload) -> list[Arm]:
+    """Every arm in run order: each comparison's pair, alternating order per repeat."""
+    throughput = [c for c in workload.comparisons if c != "scale"]
+    if throughput and workload.pods > shape.gpus:
+        raise ValueError(f"--pods {workload.pods} exceeds the fleet's {shape.gpus} GPUs")
+    # One 4-pod gang per 32 aligned 8-GPU nodes (~1/8 of them busy): enough gangs to see
+    # spans, while each 8 GPU + 8 NIC aligned claim costs the scheduler ~0.5 s at 1,000 nodes.
+    gangs = max(1, shape.aligned_eight_nodes // 32)
+    pairs: dict[str, tuple[Arm, Arm]] = {
+        "extender": (
+            Arm("extender", "on", "pods", {"pods": str(workload.pods), "gpus": "1"}),
+            Arm("extender", "off", "pods", {"pods": str(workload.pods), "gpus": "1"}, PLAIN),
+        ),
+        "placement": (
+            Arm("placement", "on", "gang", {"gangs": str(gangs), "size": "4"}),
+            Arm("placement", "off", "gang", {"gangs": str(gangs), "size": "4"}, PLAIN),
+        ),
+        "fragmentation": _scenario_pair("fragmentation", fragmentation_scenario(shape)),
+        "alignment": _scenario_pair("alignment", alignment_scenario(shape)),
+        # DRA's own cost: both arms on the plain scheduler, so the extender is not in it.
+        "dra": (
+            Arm("dra", "claims", "pods", {"pods": str(workload.pods), "gpus": "1"}, PLAIN),
+            Arm(
+                "dra",
+                "device-plugin",
+                "pods",
+                {"pods": str(workload.pods), "gpus": "1", "device_plugin": "true"},
+                PLAIN,
+            ),
+        ),
+    }
+    if "scale" in workload.comparisons:
+        if workload.scale_nodes <= 0:
+            raise ValueError("the scale comparison needs a larger fleet size (--scale-nodes)")
+        pairs["scale"] = _scale_pair(shape, workload)
+    unknown = set(workload.comparisons) - set(pairs)
+    if unknown:
+        raise ValueError(f"unknown comparison(s): {', '.join(sorted(unknown))}")
+    out: list[Arm] = []
+    for rep in range(workload.repeat):
+        for name in workload.comparisons:
+            a, b = pairs[name]
+            first, second = (a, b) if rep % 2 == 0 else (b, a)
+            for arm in (_with_repeat(first, rep), _with_repeat(second, rep)):
+                out.append(arm)
+                if name in THROUGHPUT_COMPARISONS:
+                    out.append(_latency_arm(arm, workload))
+    return _reuse_duplicates(out)
+
+
+def _latency_arm(arm: Arm, workload: Workload) -> Arm:
+    pods = str(min(workload.pods, LATENCY_PODS))
+    return dataclasses.replace(arm, params={**arm.params, "pods": pods}, latency_of=arm.name)
+
+
+def _scenario_pair(comparison: str, doc: dict[str, Any]) -> tuple[Arm, Arm]:
+    """A scenario file's two arms: extender on (the cluster's scheduler) vs the plain one."""
+    return (
+        Arm(comparison, "on", "file", scenario_doc=doc),
+        Arm(comparison, "off", "file", scheduler=PLAIN, scenario_doc=doc),
+    )
+
+
+def _reuse_duplicates(arms: list[Arm]) -> list[Arm]:
+    first: dict[tuple[object, ...], str] = {}
+    out = []
+    for arm in arms:
+        if (earlier := first.setdefault(arm.run_key, arm.name)) != arm.name:
+            arm = dataclasses.replace(arm, same_as=earlier)
+        out.append(arm)
+    return out
+
+
+def _scale_pair(shape: FleetShape, workload: Workload) -> tuple[Arm, Arm]:
+    """The same pods on the demo's fleet and on a larger one of the same mix. Pods hold one
+    GPU each when they fit the smaller fleet's GPUs, else no claim (10,000 pods do not fit
+    1,000 nodes' GPUs): then this compares the scheduler's general cost of fleet size."""
+    gpus = "1" if workload.pods <= shape.gpus else "0"
+    params = {"pods": str(workload.pods), "gpus": gpus}
+    # Small first: the first repeat starts on the fleet as provisioned and grows it once.
+    return (
+        Arm("scale", "small", "pods", params),
+        Arm("scale", "large", "pods", params, fleet_nodes=workload.scale_nodes),
+    )
+
+
+def _with_repeat(arm: Arm, rep: int) -> Arm:
+    return dataclasses.replace(arm, repeat=rep)
+
+
+def shape_of(slices: list[dict[str, Any]]) -> FleetShape:
+    """The fleet's shape from its ResourceSlices (GPU and RDMA NIC counts per node)."""
+    gpus: dict[str, int] = {}
+    rdma: dict[str, int] = {}
+    for s in slices:
+        spec = s.get("spec", {})
+        node = spec.get("nodeName", "")
+        devices = spec.get("devices") or []
+        if spec.get("driver") == vocab.GPU_DRIVER:
+            gpus[node] = gpus.get(node, 0) + len(devices)
+        elif spec.get("driver") == vocab.NIC_DRIVER:
+            n = sum(
+                1
+                for d in devices
+                if (d.get("attributes") or {}).get(vocab.NIC_ATTR_RDMA, {}).get("bool")
+            )
+            rdma[node] = rdma.get(node, 0) + n
+    nodes = set(gpus) | set(rdma)
+    return FleetShape(
+        nodes=len(nodes),
+        gpus=sum(gpus.values()),
+        eight_gpu_nodes=sum(1 for n in nodes if gpus.get(n, 0) >= 8),
+        aligned_eight_nodes=sum(1 for n in nodes if gpus.get(n, 0) >= 8 and rdma.get(n, 0) >= 8),
+    )

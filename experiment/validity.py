@@ -1,0 +1,76 @@
+"""Did an arm run as labelled? (pure)
+
+The extender is `ignorable` in the scheduler configuration: when it fails or times out,
+kube-scheduler skips it and schedules anyway, so an "extender on" arm can silently be an "off"
+arm. Such an arm is invalid: shown with its reason, never averaged into a figure or verdict.
+
+Evidence, from both sides of the call:
+- the extender's `extender_requests_total{verb,outcome}` counters, scraped by loadgen before
+  and after the arm: every call answered "ok", and at least one filter call per pod scheduled
+  (kube-scheduler calls filter in every scheduling cycle that reaches the extender);
+- kube-scheduler's log: it records every ignored filter failure as "Skipping extender as it
+  returned error and has ignorable flag set" (schedule_one.go, findNodesThatPassExtenders; it
+  has no metric for it). Failed prioritize calls are logged only at -v=5, so the extender's
+  own counters cover those.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+SCHEDULER_SKIPPED = "Skipping extender as it returned error and has ignorable flag set"
+_REQUESTS = re.compile(r"^extender_requests_total\{(?P<labels>[^}]*)\}$")
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+@dataclass(frozen=True)
+class Validity:
+    valid: bool
+    reason: str
+
+
+VALID = Validity(True, "ok")
+
+
+def extender_calls(doc: dict[str, Any]) -> dict[tuple[str, str], float] | None:
+    """(verb, outcome) -> calls during the arm, from loadgen's scrape of the extender; None
+    when the extender was not scraped."""
+    extender = (doc.get("metrics") or {}).get("extender")
+    if not extender:
+        return None
+    out: dict[tuple[str, str], float] = {}
+    for key, value in (extender.get("deltas") or {}).items():
+        if m := _REQUESTS.match(key):
+            labels = dict(_LABEL.findall(m.group("labels")))
+            k = (labels.get("verb", ""), labels.get("outcome", ""))
+            out[k] = out.get(k, 0.0) + float(value)
+    return out
+
+
+def skipped_in_log(text: str) -> int:
+    """How many times kube-scheduler's log says it skipped the extender."""
+    return text.count(SCHEDULER_SKIPPED)
+
+
+def extender_arm(doc: dict[str, Any], *, scheduler_skipped: int) -> Validity:
+    """Whether an extender-on arm really had the extender answer every pod."""
+    calls = extender_calls(doc)
+    if calls is None:
+        return Validity(False, "the extender's /metrics was not scraped: nothing shows it ran")
+    failed = {k: v for k, v in calls.items() if k[1] != "ok" and v}
+    if failed:
+        detail = ", ".join(f"{int(v)} {verb} {outcome}" for (verb, outcome), v in failed.items())
+        return Validity(False, f"extender calls not answered ok: {detail}")
+    if scheduler_skipped:
+        return Validity(
+            False, f"kube-scheduler skipped the extender {scheduler_skipped} times (its log)"
+        )
+    scheduled = int((doc.get("counts") or {}).get("pods_scheduled") or 0)
+    answered = int(calls.get(("filter", "ok"), 0.0))
+    if answered < scheduled:
+        return Validity(
+            False, f"the extender answered {answered} filter calls for {scheduled} pods scheduled"
+        )
+    return VALID

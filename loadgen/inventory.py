@@ -1,0 +1,96 @@
+"""Runs in a cluster: list them, keep one's heartbeat, remove them (the I/O behind
+`loadgen runs`, `loadgen cleanup` and a run's own clean-up; `loadgen.runs` judges)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+
+from loadgen import runs, templates
+from testbed import vocab
+from testbed.kube import errors, resources
+from testbed.kube.client import Kube
+
+log = logging.getLogger(__name__)
+
+MANAGED = f"{vocab.LABEL_MANAGED_BY}={templates.MANAGED_BY}"
+"""Label selector of everything loadgen creates."""
+
+
+class NotOwned(Exception):
+    """The namespace is not (or no longer) the one this process created."""
+
+
+async def list_runs(kube: Kube) -> list[runs.Run]:
+    """Every loadgen run whose namespace exists, with what it holds."""
+    namespaces, pods, claims = await asyncio.gather(
+        kube.list(resources.NAMESPACES, label_selector=MANAGED),
+        kube.list(resources.PODS, label_selector=MANAGED),
+        kube.list(resources.RESOURCE_CLAIMS),
+    )
+    return runs.summarize(namespaces.items, pods.items, claims.items, time.time())
+
+
+async def remove(kube: Kube, run_id: str, *, token: str | None = None) -> bool:
+    """Delete run `run_id`'s namespace and with it everything the run made. With `token`,
+    only if the namespace is the one created with that token (raises NotOwned otherwise);
+    the delete is conditional on the namespace's uid, so one re-created in between is left
+    alone. False when it was already gone."""
+    name = templates.namespace_name(run_id)
+    try:
+        ns = await kube.get(resources.NAMESPACES, name)
+    except errors.NotFound:
+        return False
+    if token is not None and not runs.owned_by(ns, token):
+        raise NotOwned(f"namespace {name} belongs to another run: left alone")
+    body = {
+        "propagationPolicy": "Background",
+        "preconditions": {"uid": ns["metadata"]["uid"]},
+    }
+    try:
+        await kube.request("DELETE", resources.NAMESPACES.path(None, name), body=body)
+    except errors.NotFound:
+        return False
+    except errors.Conflict:
+        raise NotOwned(f"namespace {name} was replaced before it could be removed") from None
+    return True
+
+
+async def wait_gone(kube: Kube, run_id: str, within: float) -> bool:
+    """True once the run's namespace (and so each of its claims) no longer exists."""
+    name = templates.namespace_name(run_id)
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            await kube.get(resources.NAMESPACES, name)
+        except errors.NotFound:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(0.5)
+
+
+async def keep_alive(kube: Kube, run_id: str, interval: float, stop: asyncio.Event) -> None:
+    """Refresh the run's heartbeat every `interval` seconds until `stop`; a failed refresh
+    is logged and retried at the next beat (three in a row would make the run look dead)."""
+    name = templates.namespace_name(run_id)
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), interval)
+        if stop.is_set():
+            return
+        try:
+            await kube.patch(resources.NAMESPACES, name, runs.heartbeat(time.time()))
+        except errors.KubeError as e:
+            log.warning("heartbeat of run %s failed: %s", run_id, e)
+
+
+async def mark_kept(kube: Kube, run_id: str) -> None:
+    """Say on the namespace that the run ended and left its objects on purpose."""
+    name = templates.namespace_name(run_id)
+    try:
+        await kube.patch(resources.NAMESPACES, name, runs.kept())
+    except errors.KubeError as e:
+        log.warning("could not mark run %s as kept: %s", run_id, e)

@@ -1,0 +1,98 @@
+"""A run's settings and what it produced, as plain data: the input of every report.
+
+The runner fills these in; `loadgen.report` reads them and never sees a client or a watch,
+so every report can be built (and tested) from values alone.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+
+from loadgen import plan, runs
+from loadgen.records import Records
+from loadgen.scenarios import Phase, Scenario
+
+
+def new_run_id() -> str:
+    """Sortable, DNS-safe and unique enough that reruns never collide."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    run_id: str = field(default_factory=new_run_id)
+    qps: float | None = None
+    """Objects created per second in every phase; None: each phase's own, else 100."""
+    max_in_flight: int = 100
+    """Open loop: create requests outstanding. Closed loop: pods created but not Running."""
+    arrival: plan.Arrival | None = None
+    """Overrides every phase's arrival process; None: the phase's own, else fixed."""
+    node_selector: dict[str, str] = field(default_factory=dict)
+    """Put the run's pods only on nodes with these labels (the fleet is those nodes)."""
+    scheduler_name: str | None = None
+    """Pods ask for this scheduler (`spec.schedulerName`); None: the cluster's default."""
+    keep: bool = False
+    """Leave the namespace and everything in it after the run."""
+    timeout: float | None = None
+    """Overrides every phase's timeout (seconds) for reaching its wait condition."""
+    seed: int = 0
+    """Seed of Poisson arrivals."""
+    scrape: dict[str, str] = field(default_factory=dict)
+    """Component name -> Prometheus /metrics URL, scraped before and after for deltas."""
+    allow_unschedulable: bool = False
+    """Run even when the pre-flight check finds the demand cannot fit the free GPUs."""
+    heartbeat_interval: float = runs.DEFAULT_INTERVAL
+    """Seconds between refreshes of the run's heartbeat on its namespace."""
+
+
+@dataclass
+class CreateStats:
+    """How one phase's creates went."""
+
+    requested: int = 0
+    created: int = 0
+    already_existed: int = 0
+    failed: int = 0
+    retries: int = 0
+    request_seconds: list[float] = field(default_factory=list)
+    first_error: str | None = None
+
+
+@dataclass
+class PhaseResult:
+    phase: Phase
+    started: float
+    """Monotonic seconds, like every record's timestamp."""
+    created: float | None = None
+    finished: float | None = None
+    stats: CreateStats = field(default_factory=CreateStats)
+    waves: int = 0
+    timed_out: bool = False
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    namespace: str
+    scenario: Scenario
+    settings: Settings
+    records: Records
+    started_wall: float
+    started_mono: float
+    finished_mono: float = 0.0
+    phases: list[PhaseResult] = field(default_factory=list)
+    fleet_nodes: int = 0
+    fleet_gpus: int = 0
+    interrupted: bool = False
+    error: str | None = None
+    cleaned_up: bool = False
+    metrics: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per scraped component: series -> change over the run (gauges: value after)."""
+    held_by_others_at_start: dict[str, int] = field(default_factory=dict)
+    """Per other namespace, the fleet GPUs its claims held when the run started."""
+
+    def wall(self, mono: float) -> float:
+        """Epoch seconds of a monotonic timestamp of this run."""
+        return self.started_wall + (mono - self.started_mono)

@@ -1,0 +1,65 @@
+"""Pre-flight: can a scenario's demand fit the fleet's free GPUs at all? (pure)
+
+Checked before anything is created, so a run that cannot succeed says why at once instead
+of waiting out its timeout with pods Pending. Demand is counted per phase as the GPUs held
+at once while it runs: its own concurrent pods plus those of earlier phases that keep
+theirs (every phase but `wait: complete` ones). Free GPUs are what the fleet publishes less
+what other namespaces' claims hold. Device selectors (`min_memory`), NICs and capacity
+shares are left to the scheduler: this check only refuses what no placement could satisfy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from loadgen.scenarios import Scenario
+
+
+@dataclass(frozen=True)
+class Capacity:
+    gpus: int
+    """GPUs the fleet's nodes publish."""
+    held_by_others: int
+    """Of those, held by claims of other namespaces (other runs) when the run starts."""
+    largest_node: int
+    """Most GPUs one fleet node publishes."""
+
+    @property
+    def free(self) -> int:
+        return max(0, self.gpus - self.held_by_others)
+
+
+def probes_saturation(scenario: Scenario) -> bool:
+    """A placeability probe (`wait: settled`) means to ask for more than fits."""
+    return any(p.wait == "settled" for p in scenario.phases)
+
+
+def problems(scenario: Scenario, cap: Capacity) -> list[str]:
+    """One line per phase whose demand cannot fit; empty when everything may fit."""
+    out: list[str] = []
+    kept = 0
+    for p in scenario.phases:
+        claim = p.claim
+        if not (claim.uses_dra and claim.gpus) or claim.memory is not None:
+            continue  # no DRA GPUs, or shares of GPUs only the scheduler can count
+        smallest = min((a.gpus for a in claim.first_available), default=claim.gpus)
+        if smallest > cap.largest_node and not claim.all_gpus:
+            out.append(
+                f"phase {p.name}: each pod asks {smallest} GPUs, no fleet node has more "
+                f"than {cap.largest_node}"
+            )
+        need = kept + p.gpus_held
+        if need > cap.free:
+            held = f", {kept} of them held by earlier phases" if kept else ""
+            others = (
+                f" ({cap.held_by_others} of its {cap.gpus} held by other runs)"
+                if cap.held_by_others
+                else ""
+            )
+            out.append(
+                f"phase {p.name}: needs {need} GPUs at once{held}; the fleet has "
+                f"{cap.free} free{others}"
+            )
+        if p.wait != "complete":
+            kept += p.gpus_held
+    return out

@@ -1,0 +1,562 @@
+"""What a run observed, as plain data, and the pure state machine that updates it.
+
+`Records` holds one slotted record per pod and per claim, the fleet's GPUs and their
+allocation, watch gaps and the timeline; the `on_*` functions apply one watch event each,
+stamped with the client's receive time (`now`, monotonic seconds). The watches themselves
+live in `loadgen.tracker`; the reports read only these records. At 200 pods/s these
+functions must stay cheap: a few dict lookups per event, no object kept whole.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+from loadgen import placement, templates
+from testbed import vocab
+
+_TOPOLOGY: Final = (vocab.LABEL_RACK, vocab.LABEL_BLOCK)
+# Watch restart reasons, mildest first: a gap keeps its worst.
+_SEVERITY: Final = {"closed": 0, "error": 1, "gone": 2}
+
+
+@dataclass(slots=True)
+class PodRecord:
+    phase: str
+    job: str | None
+    gang: str | None
+    created: float
+    """CL2's "create": the receive time of the first watch event of the pod (ClusterLoader2's
+    pod_startup_latency.go sets createPhase on the first event it sees, whatever it says)."""
+    created_server: float | None
+    """creationTimestamp, epoch seconds (1 s resolution): only for the server check."""
+    scheduled: float | None = None
+    """CL2's "schedule": receive time of the first event with spec.nodeName set."""
+    running: float | None = None
+    """CL2's "run" (and "watch"): receive time of the first event with status.phase Running.
+    A pod never seen Running (first seen Succeeded) has none, as in CL2."""
+    ran: bool = False
+    """Seen Running, Succeeded or Failed: it ran, whether or not a Running event came (what
+    the run's progress and wait conditions count)."""
+    running_server: float | None = None
+    """When the API server says the pod started (Ready transition / container start)."""
+    finished: float | None = None
+    succeeded: bool = False
+    node: str = ""
+    claim: str | None = None
+    unschedulable: bool = False
+    """The scheduler reported it does not fit (PodScheduled False, reason Unschedulable)."""
+    pending_reason: str | None = None
+    """While unscheduled: the scheduler's latest word on why (PodScheduled's message)."""
+
+
+@dataclass(slots=True)
+class ClaimRecord:
+    pod: str | None
+    seen: float
+    allocated: float | None = None
+    gpu_pcie: list[str | None] = field(default_factory=list)
+    gpu_numa: list[str | None] = field(default_factory=list)
+    nic_pcie: list[str | None] = field(default_factory=list)
+    nic_numa: list[str | None] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class PhaseCounts:
+    seen: int = 0
+    scheduled: int = 0
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    unschedulable: int = 0
+    """Pods the scheduler found unschedulable and that are not scheduled (yet)."""
+
+
+@dataclass(slots=True)
+class WatchGap:
+    """An interval in which one watch was broken: events of that kind that happened in it
+    arrive late, at `end`, so latencies measured across it include part of the outage."""
+
+    watch: str
+    """Resource plural of the watch."""
+    reason: str
+    """The worst restart reason in the gap: gone (410, relisted) > error > closed."""
+    start: float
+    """When the watch broke (client monotonic seconds)."""
+    end: float | None = None
+    """First delivery after it resumed (a relist's snapshot or an event); None if the run
+    ended first."""
+
+
+@dataclass(slots=True)
+class Sample:
+    t: float
+    seen: int
+    scheduled: int
+    running: int
+    finished: int
+    gpus_allocated: int
+    gpus_stranded: int = 0
+    """Free GPUs on partly used fleet nodes: too few together for a whole-node pod."""
+    gpus_busy: int = 0
+    """Physical GPUs with at least one of the run's allocations (a whole GPU, a MIG
+    partition of it, or a capacity share): what the run keeps busy."""
+    phase_scheduled: dict[str, int] = field(default_factory=dict)
+    """Pods scheduled so far per scenario phase (throughput per phase)."""
+    tick: bool = True
+    """Taken on the 1 s ticker (scheduler_perf's throughput samples only those); False for
+    the sample of the end state when the watches stop."""
+
+
+@dataclass(slots=True)
+class Fleet:
+    """The nodes a run may use and the GPUs they publish, with who holds them."""
+
+    node_selector: dict[str, str] = field(default_factory=dict)
+    nodes: set[str] = field(default_factory=set)
+    node_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Per node, only the topology labels gangs are measured on (rack, block)."""
+    gpu_slices: dict[str, tuple[str, int, str, int]] = field(default_factory=dict)
+    """GPU ResourceSlices by name: (pool, generation, node, devices), not whole objects,
+    which at thousands of nodes would cost tens of MB."""
+    devices: dict[tuple[str, str, str], tuple[str | None, str | None]] = field(default_factory=dict)
+    """(driver, pool, device) -> (PCIe root, NUMA node)."""
+    pool_node: dict[tuple[str, str], str] = field(default_factory=dict)
+    gpus_by_claim: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """namespace/claim -> (node, GPUs of the fleet it holds), the run's and everyone else's."""
+    gpus_allocated: int = 0
+    """GPUs of the fleet the run's own claims hold."""
+    peak_gpus_allocated: int = 0
+    """Exact, updated on every claim change (samples, once a second, can miss a peak)."""
+    gpus_held_by_others: int = 0
+    """GPUs of the fleet that claims of other namespaces (other runs) hold."""
+    physical: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(pool, GPU device) -> its physical GPU (a MIG partition's parent UUID, a whole GPU's
+    own UUID): partitions and shares of one GPU map to one key."""
+    busy: dict[str, int] = field(default_factory=dict)
+    """Physical GPU -> allocations of the run's claims on it."""
+    claim_gpus: dict[str, list[str]] = field(default_factory=dict)
+    """The run's claim -> the physical GPUs its allocation counts in `busy`."""
+
+
+@dataclass(slots=True)
+class Records:
+    """Everything one run observed. `namespace` holds the run's pods and claims."""
+
+    namespace: str
+    wall_offset: float = 0.0
+    """Epoch = monotonic + offset: converts server timestamps to the records' clock."""
+    pods: dict[str, PodRecord] = field(default_factory=dict)
+    claims: dict[str, ClaimRecord] = field(default_factory=dict)
+    counts: dict[str, PhaseCounts] = field(default_factory=dict)
+    total: PhaseCounts = field(default_factory=PhaseCounts)
+    timeline: list[Sample] = field(default_factory=list)
+    fleet: Fleet = field(default_factory=Fleet)
+    watch_restarts: int = 0
+    watch_gaps: list[WatchGap] = field(default_factory=list)
+    broken: dict[str, WatchGap] = field(default_factory=dict)
+    """Watches broken now, by resource plural."""
+
+
+def new(
+    namespace: str, node_selector: dict[str, str] | None = None, *, wall_offset: float = 0.0
+) -> Records:
+    return Records(
+        namespace=namespace,
+        wall_offset=wall_offset,
+        fleet=Fleet(node_selector=dict(node_selector or {})),
+    )
+
+
+def phase_counts(rec: Records, phase: str) -> PhaseCounts:
+    """The counts of one scenario phase (created empty on first use)."""
+    return rec.counts.setdefault(phase, PhaseCounts())
+
+
+# -- time and status helpers ---------------------------------------------------------------
+
+
+def parse_time(value: Any) -> float | None:
+    """Epoch seconds of an RFC 3339 timestamp; None when absent or malformed."""
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def server_running_time(pod: dict[str, Any]) -> float | None:
+    """When the API server says the pod started: its latest container start, else its Ready
+    transition."""
+    status = pod.get("status") or {}
+    starts = [
+        parse_time((cs.get("state") or {}).get("running", {}).get("startedAt"))
+        for cs in status.get("containerStatuses") or []
+    ]
+    known = [s for s in starts if s is not None]
+    if known:
+        return max(known)
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "Ready" and cond.get("status") == "True":
+            return parse_time(cond.get("lastTransitionTime"))
+    return None
+
+
+def is_unschedulable(status: dict[str, Any]) -> bool:
+    return any(
+        c.get("type") == "PodScheduled"
+        and c.get("status") == "False"
+        and c.get("reason") == "Unschedulable"
+        for c in status.get("conditions") or []
+    )
+
+
+def scheduling_verdict(status: dict[str, Any]) -> str | None:
+    """The scheduler's message on an unscheduled pod (PodScheduled False), without the
+    preemption post-script: pods refused for the same reason share the same text."""
+    for c in status.get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            message = str(c.get("message") or c.get("reason") or "unschedulable")
+            return message.split(" preemption:", 1)[0].strip()
+    return None
+
+
+def device_attribute(attrs: dict[str, Any], driver: str, name: str) -> str | None:
+    """A device attribute by qualified name; the driver's own domain may be left off."""
+    raw = attrs.get(name)
+    if raw is None and name.startswith(driver + "/"):
+        raw = attrs.get(name[len(driver) + 1 :])
+    if not isinstance(raw, dict) or not raw:
+        return None
+    return str(next(iter(raw.values())))
+
+
+# -- events --------------------------------------------------------------------------------
+
+
+def on_pod(rec: Records, kind: str, pod: dict[str, Any], now: float) -> None:
+    """One watch event of a pod of the run."""
+    meta = pod["metadata"]
+    name = meta["name"]
+    r = rec.pods.get(name)
+    if r is None:
+        if kind == "DELETED":
+            return
+        labels = meta.get("labels") or {}
+        r = PodRecord(
+            phase=labels.get(templates.LABEL_PHASE, ""),
+            job=labels.get(vocab.LABEL_JOB_NAME),
+            gang=labels.get(vocab.LABEL_GANG),
+            created=now,
+            created_server=parse_time(meta.get("creationTimestamp")),
+        )
+        rec.pods[name] = r
+        phase_counts(rec, r.phase).seen += 1
+        rec.total.seen += 1
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    counts = phase_counts(rec, r.phase)
+    total = rec.total
+    if r.scheduled is None and spec.get("nodeName"):
+        r.scheduled = now
+        r.node = spec["nodeName"]
+        counts.scheduled += 1
+        total.scheduled += 1
+        if r.unschedulable:
+            counts.unschedulable -= 1
+            total.unschedulable -= 1
+    elif r.scheduled is None:
+        verdict = scheduling_verdict(status)
+        if verdict is not None:
+            r.pending_reason = verdict
+            if not r.unschedulable and is_unschedulable(status):
+                r.unschedulable = True
+                counts.unschedulable += 1
+                total.unschedulable += 1
+    phase = status.get("phase")
+    if r.running is None and phase == "Running":
+        r.running = now
+        r.running_server = server_running_time(pod)
+    if not r.ran and phase in ("Running", "Succeeded", "Failed"):
+        # A pod seen first as Succeeded ran too; we only learn it now.
+        r.ran = True
+        counts.running += 1
+        total.running += 1
+    if r.finished is None and phase in ("Succeeded", "Failed"):
+        r.finished = now
+        r.succeeded = phase == "Succeeded"
+        if r.succeeded:
+            counts.succeeded += 1
+            total.succeeded += 1
+        else:
+            counts.failed += 1
+            total.failed += 1
+    if r.claim is None:
+        for st in status.get("resourceClaimStatuses") or []:
+            if st.get("resourceClaimName"):
+                r.claim = st["resourceClaimName"]
+
+
+def on_claim(rec: Records, kind: str, claim: dict[str, Any], now: float) -> None:
+    """One watch event of any claim: fleet GPU allocation, and the run's own claim records."""
+    meta = claim["metadata"]
+    fleet = rec.fleet
+    key = f"{meta.get('namespace')}/{meta['name']}"
+    results = ((claim.get("status") or {}).get("allocation") or {}).get("devices", {})
+    results = results.get("results") or []
+    gpus = 0
+    if kind != "DELETED":  # only GPUs of the fleet's nodes count towards its ratio
+        gpus = sum(
+            1
+            for r in results
+            if r.get("driver") == vocab.GPU_DRIVER
+            and fleet.pool_node.get((vocab.GPU_DRIVER, r.get("pool", ""))) in fleet.nodes
+        )
+    own = meta.get("namespace") == rec.namespace
+    change = gpus - fleet.gpus_by_claim.get(key, ("", 0))[1]
+    if own:
+        fleet.gpus_allocated += change
+        fleet.peak_gpus_allocated = max(fleet.peak_gpus_allocated, fleet.gpus_allocated)
+    else:
+        fleet.gpus_held_by_others += change
+    if gpus:
+        first = next(r for r in results if r.get("driver") == vocab.GPU_DRIVER)
+        node = fleet.pool_node.get((vocab.GPU_DRIVER, first.get("pool", "")), "")
+        fleet.gpus_by_claim[key] = (node, gpus)
+    else:
+        fleet.gpus_by_claim.pop(key, None)
+    if own:
+        _count_busy(fleet, key, [] if kind == "DELETED" else results)
+    if not own or kind == "DELETED":
+        return
+    c = rec.claims.get(meta["name"])
+    if c is None:
+        owner = next(
+            (o["name"] for o in meta.get("ownerReferences") or [] if o.get("kind") == "Pod"),
+            None,
+        )
+        c = ClaimRecord(pod=owner, seen=now)
+        rec.claims[meta["name"]] = c
+    if c.allocated is None and results:
+        c.allocated = now
+        for r in results:
+            driver = r.get("driver", "")
+            pcie, numa = fleet.devices.get(
+                (driver, r.get("pool", ""), r.get("device", "")), (None, None)
+            )
+            if driver == vocab.GPU_DRIVER:
+                c.gpu_pcie.append(pcie)
+                c.gpu_numa.append(numa)
+            elif driver == vocab.NIC_DRIVER:
+                c.nic_pcie.append(pcie)
+                c.nic_numa.append(numa)
+
+
+def _count_busy(fleet: Fleet, key: str, results: list[dict[str, Any]]) -> None:
+    """Keep `fleet.busy` in step with claim `key`'s allocation (the physical GPUs under it)."""
+    for gpu in fleet.claim_gpus.pop(key, []):
+        fleet.busy[gpu] -= 1
+        if not fleet.busy[gpu]:
+            del fleet.busy[gpu]
+    gpus = [
+        fleet.physical.get(
+            (r.get("pool", ""), r.get("device", "")), f"{r.get('pool')}/{r.get('device')}"
+        )
+        for r in results
+        if r.get("driver") == vocab.GPU_DRIVER
+    ]
+    if gpus:
+        fleet.claim_gpus[key] = gpus
+        for gpu in gpus:
+            fleet.busy[gpu] = fleet.busy.get(gpu, 0) + 1
+
+
+def on_slice(rec: Records, kind: str, slc: dict[str, Any], now: float) -> None:
+    """One watch event of a ResourceSlice: the fleet's GPUs and every device's topology."""
+    fleet = rec.fleet
+    name = slc["metadata"]["name"]
+    if kind == "DELETED":
+        fleet.gpu_slices.pop(name, None)
+        return
+    spec = slc.get("spec") or {}
+    driver = spec.get("driver", "")
+    pool_info = spec.get("pool") or {}
+    pool = pool_info.get("name", "")
+    devices = spec.get("devices") or []
+    if driver == vocab.GPU_DRIVER:
+        generation = int(pool_info.get("generation", 0))
+        node = spec.get("nodeName", "")
+        # Physical GPUs only: a MIG partition is a device too, carved out of one of them.
+        whole = sum(
+            1
+            for d in devices
+            if device_attribute(d.get("attributes") or {}, driver, vocab.GPU_ATTR_TYPE)
+            != vocab.GPU_TYPE_MIG
+        )
+        fleet.gpu_slices[name] = (pool, generation, node, whole)
+    if spec.get("nodeName"):
+        fleet.pool_node[(driver, pool)] = spec["nodeName"]
+    numa_attr = vocab.GPU_ATTR_NUMA if driver == vocab.GPU_DRIVER else vocab.NIC_ATTR_NUMA
+    for dev in devices:
+        attrs = dev.get("attributes") or {}
+        if driver == vocab.GPU_DRIVER:
+            gpu = device_attribute(attrs, driver, vocab.GPU_ATTR_PARENT_UUID) or device_attribute(
+                attrs, driver, vocab.GPU_ATTR_UUID
+            )
+            if gpu:
+                fleet.physical[(pool, dev.get("name", ""))] = gpu
+        fleet.devices[(driver, pool, dev.get("name", ""))] = (
+            device_attribute(attrs, driver, vocab.ATTR_PCIE_ROOT),
+            device_attribute(attrs, driver, numa_attr),
+        )
+
+
+def on_node(rec: Records, kind: str, node: dict[str, Any], now: float) -> None:
+    """A listed node: its topology labels, and whether it is part of the run's fleet."""
+    fleet = rec.fleet
+    meta = node["metadata"]
+    name = meta["name"]
+    labels = meta.get("labels") or {}
+    fleet.node_labels[name] = {k: labels[k] for k in _TOPOLOGY if k in labels}
+    if all(labels.get(k) == v for k, v in fleet.node_selector.items()):
+        fleet.nodes.add(name)
+
+
+def relisting(rec: Records, plural: str) -> None:
+    """Before a (re)list of `plural` is replayed as ADDED events: forget the fleet views it
+    rebuilds (per-pod and per-claim records only gain what they lacked)."""
+    fleet = rec.fleet
+    if plural == "resourceslices":
+        fleet.gpu_slices.clear()
+        fleet.devices.clear()
+        fleet.pool_node.clear()
+        fleet.physical.clear()
+    elif plural == "nodes":
+        fleet.node_labels.clear()
+        fleet.nodes.clear()
+    elif plural == "resourceclaims":
+        fleet.gpus_by_claim.clear()
+        fleet.gpus_allocated = 0
+        fleet.gpus_held_by_others = 0
+        fleet.busy.clear()
+        fleet.claim_gpus.clear()
+
+
+def watch_broke(rec: Records, plural: str, reason: str, now: float) -> None:
+    """The watch of `plural` restarted for `reason` (closed, error, gone)."""
+    rec.watch_restarts += 1
+    gap = rec.broken.get(plural)
+    if gap is None:
+        rec.broken[plural] = WatchGap(plural, reason, now)
+    elif _SEVERITY.get(reason, 1) > _SEVERITY.get(gap.reason, 1):
+        gap.reason = reason
+
+
+def watch_resumed(rec: Records, plural: str, now: float | None) -> None:
+    """The first delivery after a break (None: the run ended with the watch still broken)."""
+    gap = rec.broken.pop(plural, None)
+    if gap is None:
+        return
+    gap.end = now
+    # A stream the server ended on its timeout and that resumed at once is routine: only
+    # failures (no answer, 5xx, 410) make a gap worth reporting.
+    if gap.reason != "closed":
+        rec.watch_gaps.append(gap)
+
+
+def take_sample(rec: Records, now: float, *, tick: bool = True) -> Sample:
+    """Append the timeline's sample of this moment (`tick`: one of the 1 s ticker's)."""
+    t = rec.total
+    sample = Sample(
+        now,
+        t.seen,
+        t.scheduled,
+        t.running,
+        t.succeeded + t.failed,
+        rec.fleet.gpus_allocated,
+        gpus_stranded(rec),
+        len(rec.fleet.busy),
+        {name: c.scheduled for name, c in rec.counts.items()},
+        tick,
+    )
+    rec.timeline.append(sample)
+    return sample
+
+
+# -- fleet views ---------------------------------------------------------------------------
+
+
+def fleet_nodes(rec: Records) -> list[str]:
+    """Nodes matching the run's node selector (all nodes when there is none)."""
+    return sorted(rec.fleet.nodes)
+
+
+def gpus_by_node(rec: Records) -> dict[str, int]:
+    """GPUs each fleet node publishes (newest pool generation only)."""
+    fleet = rec.fleet
+    newest: dict[str, int] = {}
+    for pool, generation, _, _ in fleet.gpu_slices.values():
+        newest[pool] = max(newest.get(pool, 0), generation)
+    out: dict[str, int] = {}
+    for pool, generation, node, devices in fleet.gpu_slices.values():
+        if node in fleet.nodes and generation == newest[pool]:
+            out[node] = out.get(node, 0) + devices
+    return out
+
+
+def gpus_held_by_others(rec: Records) -> dict[str, int]:
+    """Per other namespace, the fleet GPUs its claims hold now."""
+    out: dict[str, int] = {}
+    for key, (_, gpus) in rec.fleet.gpus_by_claim.items():
+        ns = key.split("/", 1)[0]
+        if ns != rec.namespace:
+            out[ns] = out.get(ns, 0) + gpus
+    return out
+
+
+def pending(rec: Records) -> dict[str, int]:
+    """Pods never scheduled, counted per the scheduler's reason (its latest word on each)."""
+    out: dict[str, int] = {}
+    for r in rec.pods.values():
+        if r.scheduled is None:
+            reason = r.pending_reason or "no verdict from the scheduler yet"
+            out[reason] = out.get(reason, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def fleet_gpus(rec: Records) -> int:
+    """GPUs published in ResourceSlices of the fleet's nodes."""
+    return sum(gpus_by_node(rec).values())
+
+
+def gpus_stranded(rec: Records) -> int:
+    """Free GPUs on fleet nodes that already have some allocated: the fragmentation a
+    whole-node (8-GPU) pod cannot use."""
+    used: dict[str, int] = {}
+    for node, gpus in rec.fleet.gpus_by_claim.values():
+        used[node] = used.get(node, 0) + gpus
+    return sum(
+        capacity - used[node]
+        for node, capacity in gpus_by_node(rec).items()
+        if 0 < used.get(node, 0) < capacity
+    )
+
+
+def gang_spans(rec: Records) -> dict[str, dict[str, int]]:
+    """Per gang: its pods, and how many nodes, racks and blocks they landed on."""
+    members: dict[str, list[str]] = {}
+    for r in rec.pods.values():
+        if r.gang and r.node:
+            members.setdefault(r.gang, []).append(r.node)
+    labels = rec.fleet.node_labels
+    return {
+        gang: {
+            "pods": len(nodes),
+            "nodes": len(set(nodes)),
+            "racks": placement.span(nodes, labels, vocab.LABEL_RACK),
+            "blocks": placement.span(nodes, labels, vocab.LABEL_BLOCK),
+        }
+        for gang, nodes in members.items()
+    }

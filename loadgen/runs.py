@@ -1,0 +1,144 @@
+"""Runs found in a cluster, as plain data: who owns a run's namespace, whether the run is
+alive, and what it holds (pure; `loadgen.inventory` lists and removes them).
+
+A run records itself on its namespace: a random owner token (only the process that made
+the namespace knows it, so only that process deletes it on its own authority) and a
+heartbeat, a timestamp it refreshes every `interval` seconds while it runs. A run whose
+heartbeat is older than `STALE_INTERVALS` intervals was killed (SIGKILL, a lost machine):
+its pods and claims are abandoned. A run kept on purpose (`--keep`) says so when it ends.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
+
+from loadgen import records
+from testbed import vocab
+
+ANNOTATION_OWNER: Final = "testbed.dra.io/loadgen-owner"
+ANNOTATION_HEARTBEAT: Final = "testbed.dra.io/loadgen-heartbeat"
+ANNOTATION_INTERVAL: Final = "testbed.dra.io/loadgen-heartbeat-seconds"
+ANNOTATION_STATE: Final = "testbed.dra.io/loadgen-state"
+DEFAULT_INTERVAL: Final = 10.0
+STALE_INTERVALS: Final = 3
+"""Missed heartbeats before a run counts as abandoned: one late patch is no death."""
+
+State = Literal["running", "kept", "abandoned"]
+
+
+def new_token() -> str:
+    return secrets.token_hex(8)
+
+
+def stamp(epoch: float) -> str:
+    """RFC 3339 UTC to the millisecond, as the heartbeat is written."""
+    text = datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds")
+    return text.replace("+00:00", "Z")
+
+
+def ownership(token: str, now: float, interval: float) -> dict[str, str]:
+    """The annotations a new run's namespace is created with."""
+    return {
+        ANNOTATION_OWNER: token,
+        ANNOTATION_HEARTBEAT: stamp(now),
+        ANNOTATION_INTERVAL: f"{interval:g}",
+        ANNOTATION_STATE: "running",
+    }
+
+
+def heartbeat(now: float) -> dict[str, Any]:
+    """The merge patch that refreshes a run's heartbeat."""
+    return {"metadata": {"annotations": {ANNOTATION_HEARTBEAT: stamp(now)}}}
+
+
+def kept() -> dict[str, Any]:
+    """The merge patch of a run that ended and leaves its objects on purpose."""
+    return {"metadata": {"annotations": {ANNOTATION_STATE: "kept"}}}
+
+
+def owned_by(namespace: dict[str, Any], token: str) -> bool:
+    annotations = namespace.get("metadata", {}).get("annotations") or {}
+    return annotations.get(ANNOTATION_OWNER) == token
+
+
+def state(namespace: dict[str, Any], now: float) -> State:
+    """Whether the run behind `namespace` still runs, was kept, or was abandoned.
+
+    A namespace without a heartbeat (made by an older loadgen) can only be judged
+    abandoned: nothing refreshes it.
+    """
+    annotations = namespace.get("metadata", {}).get("annotations") or {}
+    if annotations.get(ANNOTATION_STATE) == "kept":
+        return "kept"
+    beat = records.parse_time(annotations.get(ANNOTATION_HEARTBEAT))
+    try:
+        interval = float(annotations.get(ANNOTATION_INTERVAL, DEFAULT_INTERVAL))
+    except ValueError:
+        interval = DEFAULT_INTERVAL
+    if beat is None or now - beat > STALE_INTERVALS * interval:
+        return "abandoned"
+    return "running"
+
+
+@dataclass(frozen=True)
+class Run:
+    run_id: str
+    namespace: str
+    age_seconds: float
+    state: State
+    heartbeat_age_seconds: float | None
+    pods: int
+    claims: int
+    allocated_claims: int
+    gpus: int
+    """GPUs its allocated claims hold."""
+    terminating: bool
+
+
+def summarize(
+    namespaces: Iterable[dict[str, Any]],
+    pods: Iterable[dict[str, Any]],
+    claims: Iterable[dict[str, Any]],
+    now: float,
+) -> list[Run]:
+    """One `Run` per loadgen namespace, oldest first, from lists of namespaces, pods and
+    claims (pods and claims of other namespaces are ignored)."""
+    pod_count: dict[str, int] = {}
+    for p in pods:
+        ns = p["metadata"].get("namespace", "")
+        pod_count[ns] = pod_count.get(ns, 0) + 1
+    claim_count: dict[str, list[int]] = {}
+    for c in claims:
+        ns = c["metadata"].get("namespace", "")
+        results = ((c.get("status") or {}).get("allocation") or {}).get("devices", {})
+        results = results.get("results") or []
+        entry = claim_count.setdefault(ns, [0, 0, 0])
+        entry[0] += 1
+        entry[1] += bool(results)
+        entry[2] += sum(1 for r in results if r.get("driver") == vocab.GPU_DRIVER)
+    out = []
+    for ns in namespaces:
+        meta = ns["metadata"]
+        name = meta["name"]
+        created = records.parse_time(meta.get("creationTimestamp")) or now
+        beat = records.parse_time((meta.get("annotations") or {}).get(ANNOTATION_HEARTBEAT))
+        claims_here = claim_count.get(name, [0, 0, 0])
+        out.append(
+            Run(
+                run_id=(meta.get("labels") or {}).get(vocab.LABEL_RUN, name),
+                namespace=name,
+                age_seconds=max(0.0, now - created),
+                state=state(ns, now),
+                heartbeat_age_seconds=None if beat is None else max(0.0, now - beat),
+                pods=pod_count.get(name, 0),
+                claims=claims_here[0],
+                allocated_claims=claims_here[1],
+                gpus=claims_here[2],
+                terminating=bool(meta.get("deletionTimestamp")),
+            )
+        )
+    return sorted(out, key=lambda r: -r.age_seconds)

@@ -1,0 +1,78 @@
+"""Advisory file locks that keep concurrent `testbed up`s from racing each other.
+
+kwokctl picks every component's port by scanning down from 32767 for one that is free *at
+that moment*, and the component binds it only later, when it starts. Two clusters created at
+once therefore pick the same ports: one API server ends up on the other's etcd, components
+exit with "address already in use". So on one machine start-ups run one at a time, from the
+port choice until every component listens (a machine-wide lock, whatever the state home);
+`up` and `down` of one cluster also take that cluster's own lock.
+
+flock(2) locks die with their process, so a killed `testbed up` never leaves one behind; the
+file descriptor is not inherited, so the components started under it do not hold it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+
+class LockTimeout(RuntimeError):
+    """Another process held the lock for longer than we were willing to wait."""
+
+
+def machine_lock_path() -> Path:
+    """The start-up lock every testbed on this machine shares (ports are machine-wide)."""
+    return Path(tempfile.gettempdir()) / "dra-testbed-start.lock"
+
+
+def holder_of(path: Path) -> str:
+    """Who holds (or last held) the lock, as its holder wrote it."""
+    try:
+        return path.read_text().strip() or "another process"
+    except OSError:
+        return "another process"
+
+
+@contextlib.contextmanager
+def held(
+    path: Path,
+    *,
+    holder: str,
+    timeout: float,
+    on_wait: Callable[[str], None] | None = None,
+    poll: float = 0.2,
+) -> Iterator[None]:
+    """Hold an exclusive lock on `path` for the block; wait up to `timeout` seconds for it,
+    calling `on_wait(current holder)` once if it is taken. `holder` is written into the
+    file so that waiters can say whom they wait for."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        with contextlib.suppress(OSError):
+            os.fchmod(fd, 0o666)  # shared by every user's testbed on this machine
+        deadline = time.monotonic() + timeout
+        waited = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not waited and on_wait is not None:
+                    on_wait(holder_of(path))
+                waited = True
+                if time.monotonic() > deadline:
+                    raise LockTimeout(
+                        f"{holder_of(path)} still holds {path} after {timeout:.0f}s"
+                    ) from None
+                time.sleep(poll)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{holder} (pid {os.getpid()})\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock

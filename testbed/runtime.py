@@ -1,0 +1,162 @@
+"""Process plumbing the services share, written once: the event loop, waiting for a stop
+signal, the health and metrics endpoints, supervised background tasks, the console progress
+bar and the number types of command-line flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+if TYPE_CHECKING:  # rich loads only where a bar is drawn, not in every service's start-up
+    from rich.console import Console
+    from rich.progress import Progress
+
+T = TypeVar("T")
+N = TypeVar("N", int, float)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run `coro` to completion on uvloop when it is installed, else on asyncio's loop."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency off Windows
+        return asyncio.run(coro)
+    result: T = uvloop.run(coro)
+    return result
+
+
+async def until_signal(signals: tuple[signal.Signals, ...] = STOP_SIGNALS) -> signal.Signals:
+    """Wait until one of `signals` arrives (SIGINT or SIGTERM: a clean stop); return it.
+    The handlers stay installed, so a second signal does not kill the clean-up under way."""
+    loop = asyncio.get_running_loop()
+    received: asyncio.Future[signal.Signals] = loop.create_future()
+
+    def arrived(sig: signal.Signals) -> None:
+        if not received.done():
+            received.set_result(sig)
+
+    for sig in signals:
+        with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows
+            loop.add_signal_handler(sig, arrived, sig)
+    return await received
+
+
+def log_exit(log: logging.Logger) -> Callable[[asyncio.Task[Any]], None]:
+    """A done-callback for a background task that should run until cancelled: its failure is
+    logged with the traceback, an unexpected return at info level, a cancellation not at all."""
+
+    def report(task: asyncio.Task[Any]) -> None:
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            log.error("task %s died: %r", task.get_name(), exc, exc_info=exc)
+        else:
+            log.info("task %s ended", task.get_name())
+
+    return report
+
+
+# -- HTTP: the probes and the scrape endpoint a Deployment and Prometheus expect ---------------
+
+
+def add_probe_routes(
+    app: web.Application,
+    *,
+    registry: CollectorRegistry,
+    not_ready: Callable[[web.Application], str | None],
+) -> None:
+    """`GET /healthz` (the process answers), `/readyz` (200 while `not_ready(app)` is None, else
+    503 with the reason it returns) and `/metrics` (`registry` in Prometheus' text format)."""
+
+    async def healthz(_request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(request: web.Request) -> web.Response:
+        reason = not_ready(request.app)
+        if reason is None:
+            return web.Response(text="ok")
+        return web.Response(status=503, text=reason)
+
+    async def metrics(_request: web.Request) -> web.Response:
+        return web.Response(
+            body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )
+
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
+
+
+# -- the console -------------------------------------------------------------------------------
+
+
+def progress_bar(
+    console: Console, *, detail: bool = False, transient: bool = False, enabled: bool = True
+) -> Progress:
+    """The CLIs' progress bar: description, bar, done of total, [a task's `detail` field,]
+    elapsed time. Use it as a context manager; disabled, it draws nothing."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    columns: list[ProgressColumn] = [TextColumn("{task.description}"), BarColumn()]
+    columns.append(MofNCompleteColumn())
+    if detail:
+        columns.append(TextColumn("{task.fields[detail]}"))
+    columns.append(TimeElapsedColumn())
+    return Progress(*columns, console=console, transient=transient, disable=not enabled)
+
+
+# -- flag number types (argparse `type=`): a bad value is a one-line usage error ---------------
+
+
+def _number(text: str, kind: Callable[[str], N], what: str) -> N:
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+
+
+def non_negative_int(text: str) -> int:
+    value = _number(text, int, "a whole number")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; must be 0 or more")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = _number(text, int, "a whole number")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = _number(text, float, "a number")
+    if not value > 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value:g}")
+    return value
+
+
+def share(text: str) -> float:
+    """A fraction of a whole, in (0, 1]: e.g. the share of GPUs a command acts on."""
+    value = _number(text, float, "a number")
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a share in (0, 1]")
+    return value

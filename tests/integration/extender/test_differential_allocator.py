@@ -1,0 +1,457 @@
+"""The extender's verdict against the real allocator: seeded fleets and claims, one pod per
+node per round, pinned to its node. kube-scheduler (its DRA plugin) schedules it or finds it
+unschedulable; the extender said beforehand whether the node's devices can satisfy the claim.
+
+The fleet mixes whole GPUs (product, memory capacity, driver version, PCIe roots), NICs
+(RDMA or not), MIG-style partitions consuming shared counters and NICs shared by capacity
+(allowMultipleAllocations). Classes select with capacity comparisons and semver. Claims use
+request selectors, count, All, firstAvailable, adminAccess, matchAttribute/distinctAttribute,
+capacity requests, and a selector that fails at run time.
+
+Size: DRA_TESTBED_DIFF_NODES x DRA_TESTBED_DIFF_ROUNDS pairs (default 50 x 10 = 500),
+seed DRA_TESTBED_DIFF_SEED. Every disagreement is printed with the claim and the verdict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import secrets
+import socket
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+
+from extender import app as app_mod
+from extender import handlers
+from extender.config import Settings
+from testbed import vocab
+from testbed.kube import errors
+from testbed.kube import resources as r
+from testbed.kube.client import Kube
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(3600)]
+
+Obj = dict[str, Any]
+GPU = "gpu.nvidia.com"
+NIC = "dra.net"
+NODES = int(os.environ.get("DRA_TESTBED_DIFF_NODES", "50"))
+ROUNDS = int(os.environ.get("DRA_TESTBED_DIFF_ROUNDS", "10"))
+SEED = int(os.environ.get("DRA_TESTBED_DIFF_SEED", "1"))
+TARGET = 0.99
+
+
+def _type_is(kind: str) -> str:
+    return f"device.driver == '{GPU}' && device.attributes['{GPU}'].type == '{kind}'"
+
+
+def classes(prefix: str) -> list[Obj]:
+    exprs = {
+        "gpu": _type_is("gpu"),
+        "gpu-big": _type_is("gpu")
+        + f" && device.capacity['{GPU}'].memory.compareTo(quantity('80Gi')) >= 0",
+        "gpu-new": _type_is("gpu")
+        + f" && device.attributes['{GPU}'].driverVersion.isGreaterThan(semver('550.0.0'))",
+        "mig": _type_is("mig"),
+        "nic": f"device.driver == '{NIC}' && !device.allowMultipleAllocations",
+        "rdma": f"device.driver == '{NIC}' && device.attributes['{NIC}'].rdma == true",
+        "vnic": f"device.driver == '{NIC}' && device.allowMultipleAllocations",
+    }
+    return [
+        {
+            "apiVersion": vocab.RESOURCE_API_VERSION,
+            "kind": "DeviceClass",
+            "metadata": {"name": f"{prefix}-{name}"},
+            "spec": {"selectors": [{"cel": {"expression": e}}]},
+        }
+        for name, e in exprs.items()
+    ]
+
+
+def node_devices(rng: random.Random, node: str) -> list[Obj]:
+    """The ResourceSlices of one generated node."""
+    roots = rng.choice([1, 2, 4])
+    gpus: list[Obj] = []
+    for i in range(rng.choice([2, 4, 8])):
+        gpus.append(
+            {
+                "name": f"gpu-{i}",
+                "attributes": {
+                    "type": {"string": "gpu"},
+                    "index": {"int": i},
+                    "productName": {"string": rng.choice(["H100", "A100"])},
+                    "driverVersion": {"version": rng.choice(["535.104.5", "550.54.15", "560.1.0"])},
+                    vocab.ATTR_PCIE_ROOT: {"string": f"pci-{i % roots}"},
+                },
+                "capacity": {"memory": {"value": rng.choice(["40Gi", "80Gi"])}},
+            }
+        )
+    nics: list[Obj] = []
+    for i in range(rng.choice([0, 2, 4])):
+        nics.append(
+            {
+                "name": f"nic-{i}",
+                "attributes": {
+                    "rdma": {"bool": rng.random() < 0.7},
+                    vocab.ATTR_PCIE_ROOT: {"string": f"pci-{i % roots}"},
+                },
+            }
+        )
+    if rng.random() < 0.3:
+        nics.append(
+            {
+                "name": "vnic",
+                "allowMultipleAllocations": True,
+                "attributes": {"rdma": {"bool": False}, vocab.ATTR_PCIE_ROOT: {"string": "pci-0"}},
+                "capacity": {"bandwidth": {"value": "100G"}},
+            }
+        )
+    slices = [_slice(node, GPU, node, gpus)]
+    if nics:
+        slices.append(_slice(node, NIC, node, nics))
+    if rng.random() < 0.3:
+        pool = f"{node}-mig"
+        counters = {"name": "gpu-0-mem", "counters": {"memory": {"value": "40Gi"}}}
+        migs = [
+            {
+                "name": f"mig-{j}",
+                "attributes": {"type": {"string": "mig"}, "profile": {"string": "1g.10gb"}},
+                "consumesCounters": [
+                    {"counterSet": "gpu-0-mem", "counters": {"memory": {"value": "10Gi"}}}
+                ],
+            }
+            for j in range(6)
+        ]
+        slices.append(_slice(node, GPU, pool, migs, count=2, suffix="mig"))
+        counter_slice = _slice(node, GPU, pool, [], count=2, suffix="mig-counters")
+        del counter_slice["spec"]["devices"]
+        counter_slice["spec"]["sharedCounters"] = [counters]
+        slices.append(counter_slice)
+    return slices
+
+
+def _slice(
+    node: str, driver: str, pool: str, devices: list[Obj], count: int = 1, suffix: str = ""
+) -> Obj:
+    return {
+        "apiVersion": vocab.RESOURCE_API_VERSION,
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-{driver}{'-' + suffix if suffix else ''}"},
+        "spec": {
+            "driver": driver,
+            "pool": {"name": pool, "generation": 1, "resourceSliceCount": count},
+            "nodeName": node,
+            "devices": devices,
+        },
+    }
+
+
+def claim_spec(rng: random.Random, p: str) -> Obj:
+    """One generated claim spec (class names prefixed with `p`)."""
+
+    def req(name: str, cls: str, count: int | None = 1, **kw: Any) -> Obj:
+        body: Obj = {"deviceClassName": f"{p}-{cls}", **kw}
+        if count is None:
+            body["allocationMode"] = "All"
+        else:
+            body["count"] = count
+        return {"name": name, "exactly": body}
+
+    def cel(expr: str) -> list[Obj]:
+        return [{"cel": {"expression": expr}}]
+
+    k = rng.randrange(12)
+    n = rng.randint(1, 6)
+    constraints: list[Obj] = []
+    if k == 0:
+        reqs = [req("g", "gpu", n)]
+    elif k == 1:
+        reqs = [req("g", rng.choice(["gpu-big", "gpu-new"]), rng.randint(1, 4))]
+    elif k == 2:
+        sel = rng.choice(
+            [
+                f"device.attributes['{GPU}'].productName == 'H100'",
+                f"device.capacity['{GPU}'].memory.isGreaterThan(quantity('40Gi'))",
+                f"device.attributes['{GPU}'].driverVersion.major() >= 550",
+                f"device.attributes['{GPU}'].index in [0, 1, 2]",
+                f"device.attributes['{GPU}'].driverVersion.compareTo(semver('560.0.0')) < 0",
+            ]
+        )
+        reqs = [req("g", "gpu", rng.randint(1, 4), selectors=cel(sel))]
+    elif k == 3:
+        reqs = [req("g", rng.choice(["gpu", "gpu-big", "nic", "rdma"]), None)]
+    elif k == 4:
+        reqs = [
+            {
+                "name": "g",
+                "firstAvailable": [
+                    {"name": "big", "deviceClassName": f"{p}-gpu-big", "count": rng.randint(2, 8)},
+                    {"name": "any", "deviceClassName": f"{p}-gpu", "count": rng.randint(1, 8)},
+                ],
+            }
+        ]
+    elif k == 5:
+        g = rng.randint(1, 2)
+        reqs = [req("g", "gpu", g), req("n", rng.choice(["nic", "rdma"]), g)]
+        constraints = [{"requests": ["g", "n"], "matchAttribute": vocab.ATTR_PCIE_ROOT}]
+    elif k == 6:
+        reqs = [req("g", "gpu", rng.randint(2, 4))]
+        constraints = [{"requests": ["g"], "distinctAttribute": vocab.ATTR_PCIE_ROOT}]
+    elif k == 7:
+        reqs = [req("g", "gpu", rng.randint(1, 9), adminAccess=True)]
+    elif k == 8:
+        reqs = [req("m", "mig", rng.randint(1, 5))]
+    elif k == 9:
+        bw = rng.choice(["10G", "60G", "100G", "150G"])
+        reqs = [req("v", "vnic", 1, capacity={"requests": {"bandwidth": bw}})]
+        if rng.random() < 0.5:
+            reqs.append(req("w", "vnic", 1, capacity={"requests": {"bandwidth": "50G"}}))
+    elif k == 10:
+        reqs = [req("g", "gpu", 1, selectors=cel(f"device.attributes['{GPU}'].missing == 1"))]
+    else:
+        reqs = [req("g", "gpu", n), req("n", "rdma", rng.randint(1, 2))]
+    return {"devices": {"requests": reqs, "constraints": constraints}}
+
+
+@pytest.fixture(scope="module")
+async def extender(kube: Kube, extender_port: int) -> AsyncIterator[web.Application]:
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", extender_port))
+        except OSError as e:
+            pytest.fail(f"127.0.0.1:{extender_port} is busy ({e.strerror}); stop what listens")
+    app = app_mod.build(Settings(), registry=CollectorRegistry(), kube=kube)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, "127.0.0.1", extender_port).start()
+        await asyncio.wait_for(app[app_mod.STORE].ready.wait(), 120)
+        yield app
+    finally:
+        await runner.cleanup()
+
+
+async def _until(what: str, check: Any, timeout: float = 300) -> None:  # noqa: ASYNC109
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never reached: {what}")
+        await asyncio.sleep(0.2)
+
+
+def _outcome(pod: Obj) -> str | None:
+    if (pod.get("spec") or {}).get("nodeName"):
+        return "scheduled"
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            return "unschedulable"
+    return None
+
+
+async def test_the_extender_agrees_with_the_real_allocator(
+    kube: Kube, extender: web.Application
+) -> None:
+    rng = random.Random(SEED)
+    run = secrets.token_hex(3)
+    prefix = f"diff-{run}"
+    ns = prefix
+    core = extender[handlers.CORE]
+    index = core.index
+    nodes = [f"{prefix}-n{i}" for i in range(NODES)]
+    await kube.create(
+        r.NAMESPACES,
+        {"metadata": {"name": ns, "labels": {"resource.kubernetes.io/admin-access": "true"}}},
+    )
+    created_classes = classes(prefix)
+    try:
+        for cls in created_classes:
+            await kube.create(r.DEVICE_CLASSES, cls)
+        for name in nodes:
+            await kube.create(r.NODES, _node(name, run))
+            for s in node_devices(rng, name):
+                await kube.create(r.RESOURCE_SLICES, s)
+        await _until(
+            "extender sees the classes and nodes",
+            lambda: (
+                all(c["metadata"]["name"] in index.classes for c in created_classes)
+                and all(
+                    n in index.nodes and index.nodes[n].known and index.nodes[n].devices
+                    for n in nodes
+                )
+            ),
+        )
+        await _wait_ready(kube, nodes)
+        pairs: list[dict[str, Any]] = []
+        for rnd in range(ROUNDS):
+            pairs += await _round(kube, core, ns, prefix, nodes, rng, rnd)
+            print(f"round {rnd}: {len(pairs)} pairs", flush=True)
+        judged = [p for p in pairs if p["fits"] is not None]
+        agree = [p for p in judged if p["fits"] == (p["kube"] == "scheduled")]
+        print(
+            f"pairs {len(pairs)}, judged {len(judged)}, agree {len(agree)} "
+            f"({len(agree) / max(1, len(judged)):.2%}); not judged {len(pairs) - len(judged)}; "
+            f"kube scheduled {sum(p['kube'] == 'scheduled' for p in pairs)}"
+        )
+        for p in pairs:
+            if p["fits"] is None or p["fits"] != (p["kube"] == "scheduled"):
+                print("DISAGREE" if p["fits"] is not None else "NOT JUDGED", json.dumps(p))
+        assert len(pairs) >= NODES * ROUNDS
+        assert len(agree) >= TARGET * len(pairs)
+    finally:
+        with contextlib.suppress(errors.KubeError):
+            await kube.delete(r.NAMESPACES, ns)
+        for n in nodes:
+            with contextlib.suppress(errors.KubeError):
+                await kube.delete(r.NODES, n)
+        with contextlib.suppress(errors.KubeError):
+            await kube.delete_collection(
+                r.RESOURCE_SLICES, label_selector=f"{vocab.LABEL_RUN}={run}"
+            )
+        for n in nodes:
+            for drv in (GPU, NIC):
+                for suffix in ("", "-mig", "-mig-counters"):
+                    with contextlib.suppress(errors.KubeError):
+                        await kube.delete(r.RESOURCE_SLICES, f"{n}-{drv}{suffix}")
+        for cls in created_classes:
+            with contextlib.suppress(errors.KubeError):
+                await kube.delete(r.DEVICE_CLASSES, cls["metadata"]["name"])
+
+
+def _node(name: str, run: str) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {vocab.LABEL_RUN: run, "kubernetes.io/hostname": name, "type": "kwok"},
+            "annotations": {vocab.KWOK_NODE_ANNOTATION: vocab.KWOK_NODE_ANNOTATION_VALUE},
+        },
+        "spec": {
+            "taints": [
+                {
+                    "key": vocab.KWOK_TAINT_KEY,
+                    "value": vocab.KWOK_TAINT_VALUE,
+                    "effect": "NoSchedule",
+                }
+            ]
+        },
+        "status": {
+            "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"},
+            "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110"},
+        },
+    }
+
+
+async def _wait_ready(kube: Kube, nodes: list[str]) -> None:
+    want = set(nodes)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        listed = await kube.list(r.NODES)
+        ready = {
+            n["metadata"]["name"]
+            for n in listed.items
+            if n["metadata"]["name"] in want
+            and any(
+                c.get("type") == "Ready" and c.get("status") == "True"
+                for c in (n.get("status") or {}).get("conditions") or []
+            )
+            and all(
+                t.get("key") == vocab.KWOK_TAINT_KEY
+                for t in (n.get("spec") or {}).get("taints") or []
+            )
+        }
+        if ready == want:
+            return
+        await asyncio.sleep(1)
+    raise AssertionError("nodes never Ready")
+
+
+async def _round(
+    kube: Kube, core: Any, ns: str, prefix: str, nodes: list[str], rng: random.Random, rnd: int
+) -> list[dict[str, Any]]:
+    index = core.index
+    specs = {n: claim_spec(rng, prefix) for n in nodes}
+    claims = {n: f"c{rnd}-{i}" for i, n in enumerate(nodes)}
+    for n in nodes:
+        body = {"metadata": {"name": claims[n], "namespace": ns}, "spec": specs[n]}
+        await kube.create(r.RESOURCE_CLAIMS, body)
+    await _until("extender sees the claims", lambda: all(index.claim(ns, claims[n]) for n in nodes))
+    # Every device on these nodes free again (last round's claims are gone).
+    await _until(
+        "devices free",
+        lambda: all(len(index.free_devices(n)) == len(index.nodes[n].devices) for n in nodes),
+    )
+    pods = {n: _pod(ns, f"p{rnd}-{i}", claims[n], n) for i, n in enumerate(nodes)}
+    verdicts = {}
+    for n in nodes:
+        d = core.demand(pods[n])
+        verdicts[n] = core.verdicts(d, [n]).get(n)
+    for n in nodes:
+        await kube.create(r.PODS, pods[n])
+    outcomes: dict[str, str] = {}
+    deadline = time.monotonic() + 600
+    while len(outcomes) < len(nodes) and time.monotonic() < deadline:
+        listed = await kube.list(r.PODS, namespace=ns)
+        for pod in listed.items:
+            node = pod["spec"].get("nodeSelector", {}).get("kubernetes.io/hostname")
+            out = _outcome(pod)
+            if (
+                node in pods
+                and out is not None
+                and pod["metadata"]["name"] == pods[node]["metadata"]["name"]
+            ):
+                outcomes[node] = out
+        await asyncio.sleep(1)
+    result = []
+    for n in nodes:
+        v = verdicts[n]
+        result.append(
+            {
+                "node": n,
+                "kube": outcomes.get(n, "pending"),
+                "fits": None if v is None else v.fits,
+                "reason": "" if v is None else v.reason,
+                "claim": specs[n],
+                "devices": sorted(k[2] for k in index.nodes[n].devices),
+            }
+        )
+    for n in nodes:
+        with contextlib.suppress(errors.KubeError):
+            await kube.delete(r.PODS, pods[n]["metadata"]["name"], ns, grace_seconds=0)
+    for n in nodes:
+        with contextlib.suppress(errors.KubeError):
+            await kube.delete(r.RESOURCE_CLAIMS, claims[n], ns)
+    await _until(
+        "pods and claims gone",
+        lambda: not any(index.claim(ns, claims[n]) for n in nodes),
+        timeout=600,
+    )
+    return result
+
+
+def _pod(ns: str, name: str, claim: str, node: str) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "tolerations": [{"key": vocab.KWOK_TAINT_KEY, "operator": "Exists"}],
+            "resourceClaims": [{"name": "c", "resourceClaimName": claim}],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox",
+                    "resources": {"requests": {"cpu": "1"}, "claims": [{"name": "c"}]},
+                }
+            ],
+        },
+    }

@@ -1,0 +1,61 @@
+"""Our CLIs as child processes of a test, as a user would run them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from testbed.cluster import processes
+
+BIN = Path(sys.executable).parent
+"""Where this installation's console scripts (fleet, extender, loadgen, testbed) live."""
+
+
+async def run_tool(
+    env: dict[str, str], tool: str, *args: str, log: Path | None = None, within: float = 600
+) -> int:
+    """One of our CLIs, awaited without blocking the event loop; killed if it overruns."""
+    return await run_argv([str(BIN / tool), *args], env, log=log, within=within)
+
+
+async def run_argv(
+    argv: list[str], env: dict[str, str], *, log: Path | None = None, within: float = 600
+) -> int:
+    """A child process, its output to `log`; killed if it overruns `within` seconds."""
+    with (log or Path(os.devnull)).open("wb") as out:
+        proc = await asyncio.create_subprocess_exec(*argv, env=env, stdout=out, stderr=out)
+        try:
+            return await asyncio.wait_for(proc.wait(), within)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+
+
+def extender(
+    env: dict[str, str], log: Path, port: int
+) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
+    """`extender serve` on 127.0.0.1:`port`, ready (synced) inside the block."""
+    return processes.running(
+        "the extender",
+        [str(BIN / "extender"), "serve", "--port", str(port)],
+        log=log,
+        health_url=f"http://127.0.0.1:{port}/readyz",
+        timeout=120,
+        env=env,
+    )
+
+
+TESTBED = [sys.executable, "-m", "testbed"]
+
+
+def testbed(*args: str, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`testbed ARGS` with its state in `home` (DRA_TESTBED_HOME), to completion."""
+    full_env = {**os.environ, "DRA_TESTBED_HOME": str(home), **env}
+    return subprocess.run(
+        [*TESTBED, *args], capture_output=True, text=True, env=full_env, timeout=300, check=False
+    )

@@ -1,0 +1,138 @@
+"""A test's private little cluster world: one kwok node with a few GPUs of its own driver."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from testbed import vocab
+from testbed.kube import resources as r
+from testbed.kube.client import Kube
+from tests.support.waiting import condition, wait_for
+
+
+class Env:
+    """One test's private world: a node, a driver/DeviceClass of its own, a namespace."""
+
+    def __init__(self) -> None:
+        suffix = secrets.token_hex(3)
+        self.node = f"it-node-{suffix}"
+        self.namespace = f"it-{suffix}"
+        self.driver = f"gpu-{suffix}.example.com"
+        self.device_class = f"gpu-{suffix}"
+        self.slice = f"{self.node}-{self.driver}"
+
+
+def fake_node(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {vocab.KWOK_NODE_ANNOTATION: vocab.KWOK_NODE_ANNOTATION_VALUE},
+            "labels": {vocab.LABEL_HOSTNAME: name, "type": "kwok"},
+        },
+        "spec": {
+            "taints": [
+                {
+                    "key": vocab.KWOK_TAINT_KEY,
+                    "value": vocab.KWOK_TAINT_VALUE,
+                    "effect": "NoSchedule",
+                }
+            ]
+        },
+        "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"}},
+    }
+
+
+def gpu_slice(env: Env, node_uid: str, devices: int) -> dict[str, Any]:
+    return {
+        "apiVersion": vocab.RESOURCE_API_VERSION,
+        "kind": "ResourceSlice",
+        "metadata": {
+            "name": env.slice,
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "name": env.node,
+                    "uid": node_uid,
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "driver": env.driver,
+            "nodeName": env.node,
+            "pool": {"name": env.node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [
+                {
+                    "name": f"gpu-{i}",
+                    "attributes": {
+                        "type": {"string": "gpu"},
+                        vocab.ATTR_PCIE_ROOT: {"string": f"pci0000:{i:02x}"},
+                    },
+                    "capacity": {"memory": {"value": "80Gi"}},
+                }
+                for i in range(devices)
+            ],
+        },
+    }
+
+
+def claim_template(env: Env, name: str, count: int) -> dict[str, Any]:
+    return {
+        "apiVersion": vocab.RESOURCE_API_VERSION,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": env.namespace},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "gpu",
+                            "exactly": {
+                                "deviceClassName": env.device_class,
+                                "allocationMode": "ExactCount",
+                                "count": count,
+                            },
+                        }
+                    ]
+                }
+            }
+        },
+    }
+
+
+def pod(env: Env, name: str, template: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": env.namespace},
+        "spec": {
+            "nodeSelector": {vocab.LABEL_HOSTNAME: env.node},
+            "tolerations": [
+                {"key": vocab.KWOK_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+            ],
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.example/train:1",
+                    "resources": {"claims": [{"name": "gpu"}]},
+                }
+            ],
+        },
+    }
+
+
+async def ready_node_with_gpus(kube: Kube, env: Env, gpus: int) -> dict[str, Any]:
+    node = await kube.create(r.NODES, fake_node(env.node))
+    await kube.create(r.RESOURCE_SLICES, gpu_slice(env, node["metadata"]["uid"], gpus))
+    return await wait_for(kube, r.NODES, schedulable, name=env.node)
+
+
+def schedulable(node: dict[str, Any]) -> bool:
+    """Ready, and the node lifecycle controller has lifted its not-ready taint."""
+    taints = {t["key"] for t in node.get("spec", {}).get("taints") or []}
+    return condition(node, "Ready") == "True" and taints == {vocab.KWOK_TAINT_KEY}

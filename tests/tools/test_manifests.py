@@ -1,0 +1,310 @@
+"""The manifests as rendered by kustomize, checked without a cluster: shape, security,
+RBAC scope, the one scheduler configuration, the kind overlay, the kwok overlay."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from extender.cache.store import KINDS
+from tests.support import deploy as s
+
+pytestmark = pytest.mark.timeout(120)
+
+Obj = dict[str, Any]
+IMAGE = "dra-testbed"
+
+
+def objects(*names: str) -> list[Obj]:
+    return [o for n in names for o in s.render(n)]
+
+
+def find(objs: list[Obj], kind: str, name: str) -> Obj:
+    for o in objs:
+        if o["kind"] == kind and o["metadata"]["name"] == name:
+            return o
+    raise AssertionError(f"no {kind} {name} in the rendered manifests")
+
+
+def containers(spec: Obj) -> list[Obj]:
+    return [*(spec.get("initContainers") or []), *spec["containers"]]
+
+
+@pytest.mark.parametrize("name", s.KUSTOMIZATIONS)
+def test_kustomization_renders_and_labels_everything(name: str) -> None:
+    objs = s.render(name)
+    assert objs
+    for o in objs:
+        labels = o["metadata"].get("labels") or {}
+        assert labels.get("app.kubernetes.io/part-of") == "dra-testbed", s.origin(o)
+
+
+@pytest.mark.parametrize("name", s.KUSTOMIZATIONS)
+def test_workloads_are_restricted_and_bounded(name: str) -> None:
+    for o in s.render(name):
+        spec = s.pod_spec(o)
+        if spec is None:
+            continue
+        where = s.origin(o)
+        psc = spec.get("securityContext") or {}
+        assert psc.get("runAsNonRoot") is True, f"{where}: runAsNonRoot"
+        assert psc.get("seccompProfile", {}).get("type") == "RuntimeDefault", where
+        for c in containers(spec):
+            csc = c.get("securityContext") or {}
+            assert csc.get("allowPrivilegeEscalation") is False, f"{where} {c['name']}"
+            assert csc.get("readOnlyRootFilesystem") is True, f"{where} {c['name']}"
+            assert csc.get("capabilities", {}).get("drop") == ["ALL"], f"{where} {c['name']}"
+            res = c.get("resources") or {}
+            assert res.get("requests", {}).get("cpu"), f"{where} {c['name']}: cpu request"
+            assert res.get("requests", {}).get("memory"), f"{where} {c['name']}: memory request"
+            assert res.get("limits", {}).get("memory"), f"{where} {c['name']}: memory limit"
+            long_running = o["kind"] != "Job" and (
+                c in spec["containers"] or c.get("restartPolicy") == "Always"
+            )
+            if long_running:
+                assert c.get("livenessProbe"), f"{where} {c['name']}: liveness probe"
+                assert c.get("readinessProbe") or c.get("startupProbe"), f"{where} {c['name']}"
+
+
+def test_extender_runs_two_replicas_behind_a_service_with_a_pdb() -> None:
+    objs = s.render("base")
+    dep = find(objs, "Deployment", "dra-testbed-extender")
+    assert dep["spec"]["replicas"] == 2
+    pod_labels = dep["spec"]["template"]["metadata"]["labels"]
+    svc = find(objs, "Service", "dra-testbed-extender")
+    pdb = find(objs, "PodDisruptionBudget", "dra-testbed-extender")
+    for selector in (svc["spec"]["selector"], pdb["spec"]["selector"]["matchLabels"]):
+        assert selector.items() <= pod_labels.items()
+    (c,) = dep["spec"]["template"]["spec"]["containers"]
+    assert c["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert c["image"].startswith(IMAGE)
+    assert dep["spec"]["template"]["spec"]["serviceAccountName"] == "dra-testbed-extender"
+
+
+def extender_rules() -> list[Obj]:
+    role = find(s.render("base"), "ClusterRole", "dra-testbed-extender")
+    return list(role["rules"])
+
+
+def test_extender_role_is_read_only() -> None:
+    for rule in extender_rules():
+        assert set(rule["verbs"]) <= {"get", "list", "watch"}, rule
+        assert "*" not in rule["resources"] and "*" not in rule["apiGroups"], rule
+
+
+def test_extender_role_covers_exactly_what_its_cache_watches() -> None:
+    granted = {
+        (group, res)
+        for rule in extender_rules()
+        for group in rule["apiGroups"]
+        for res in rule["resources"]
+        if {"list", "watch"} <= set(rule["verbs"])
+    }
+    watched = {(r.group, r.plural) for r in KINDS.values()}
+    assert granted == watched, (
+        f"granted-but-unused {granted - watched}, missing {watched - granted}"
+    )
+
+
+def scheduler_config() -> Obj:
+    cfg: Obj = yaml.safe_load(s.SCHEDULER_CONFIG.read_text())
+    return cfg
+
+
+def test_scheduler_configmap_is_the_one_file_verbatim() -> None:
+    objs = s.render("base")
+    (cm,) = [o for o in objs if o["metadata"]["name"].startswith("dra-testbed-scheduler-config")]
+    assert cm["data"] == {s.SCHEDULER_CONFIG.name: s.SCHEDULER_CONFIG.read_text()}
+
+
+def second_scheduler() -> Obj:
+    dep = find(s.render("base"), "Deployment", "dra-testbed-scheduler")
+    spec: Obj = dep["spec"]["template"]["spec"]
+    return spec
+
+
+def test_second_scheduler_config_step_renames_the_profile_and_nothing_else(tmp_path: Path) -> None:
+    spec = second_scheduler()
+    init = next(c for c in spec["initContainers"] if c["name"] == "config")
+    argv = list(init["command"])
+    assert argv[0] == "python"
+    src, dst, name = argv[3:]
+    # Run the exact init-container program on the one file.
+    out = tmp_path / "out.yaml"
+    subprocess.run(
+        [sys.executable, *argv[1:3], str(s.SCHEDULER_CONFIG), str(out), name], check=True
+    )
+    got, want = yaml.safe_load(out.read_text()), scheduler_config()
+    assert name == "dra-testbed-scheduler"
+    assert [p["schedulerName"] for p in got["profiles"]] == [name] * len(want["profiles"])
+    assert "kubeconfig" not in got.get("clientConnection", {}), "in-cluster ServiceAccount"
+    for cfg in (got, want):
+        for p in cfg["profiles"]:
+            p.pop("schedulerName", None)
+        cfg.get("clientConnection", {}).pop("kubeconfig", None)
+    assert got == want, "the second scheduler must run the shared file, changed in name only"
+    # The paths the program reads and writes are the ones the pod mounts.
+    mounts = {m["name"]: m["mountPath"] for c in containers(spec) for m in c["volumeMounts"]}
+    assert Path(src).parent == Path(mounts["shared-config"])
+    assert Path(dst).parent == Path(mounts["config"])
+    main = next(c for c in spec["containers"] if c["name"] == "kube-scheduler")
+    assert f"--config={dst}" in main["command"]
+
+
+def test_second_scheduler_reaches_its_extender_on_loopback() -> None:
+    (ext,) = scheduler_config()["extenders"]
+    assert ext["urlPrefix"] == "http://127.0.0.1:8888"
+    spec = second_scheduler()
+    sidecar = next(c for c in spec["initContainers"] if c["name"] == "extender")
+    assert sidecar["restartPolicy"] == "Always", "a native sidecar, up before the scheduler"
+    assert sidecar["startupProbe"]["httpGet"]["path"] == "/readyz"
+    args = sidecar["args"]
+    assert args[:2] == ["extender", "serve"]
+    assert args[args.index("--port") + 1] == "8888"
+    assert not spec.get("hostNetwork"), "loopback is the pod's own"
+
+
+def test_second_scheduler_runs_the_clusters_kube_scheduler_version() -> None:
+    main = next(c for c in second_scheduler()["containers"] if c["name"] == "kube-scheduler")
+    version = s.pinned("kubernetes", "k8s.io/kubernetes")
+    assert main["image"] == f"registry.k8s.io/kube-scheduler:{version}"
+
+
+def test_second_scheduler_is_single_active() -> None:
+    dep = find(s.render("base"), "Deployment", "dra-testbed-scheduler")
+    if not scheduler_config().get("leaderElection", {}).get("leaderElect", True):
+        assert dep["spec"]["replicas"] == 1
+        assert dep["spec"]["strategy"]["type"] == "Recreate"
+
+
+# -- kind ---------------------------------------------------------------------------------
+
+KIND_CONFIG = s.MANIFESTS / "kind" / "kind-config.yaml"
+KUBEADM_SCHEDULER_KUBECONFIG = "/etc/kubernetes/scheduler.conf"
+
+
+def kind_scheduler() -> tuple[Obj, Obj]:
+    cfg = yaml.safe_load(KIND_CONFIG.read_text())
+    (cp,) = [n for n in cfg["nodes"] if n["role"] == "control-plane"]
+    patches = [yaml.safe_load(p) for p in cfg["kubeadmConfigPatches"]]
+    (cluster,) = [p for p in patches if p["kind"] == "ClusterConfiguration"]
+    return cp, cluster["scheduler"]
+
+
+def test_kind_default_scheduler_runs_the_one_scheduler_configuration() -> None:
+    cp, scheduler = kind_scheduler()
+    args = {a["name"]: a["value"] for a in scheduler["extraArgs"]}
+    config_in_pod = args["config"]
+    (vol,) = [v for v in scheduler["extraVolumes"] if v["mountPath"] == config_in_pod]
+    (mount,) = [m for m in cp["extraMounts"] if m["containerPath"] == vol["hostPath"]]
+    # kind resolves a relative hostPath from where it runs: the repository root.
+    assert (s.REPO / mount["hostPath"]).resolve() == s.SCHEDULER_CONFIG.resolve()
+    assert mount.get("readOnly") is True and vol.get("readOnly") is True
+
+
+def test_kind_scheduler_profile_is_the_default_one() -> None:
+    names = [p.get("schedulerName", "default-scheduler") for p in scheduler_config()["profiles"]]
+    assert "default-scheduler" in names
+
+
+def test_one_scheduler_configuration_names_the_kubeadm_kubeconfig() -> None:
+    """With --config, kube-scheduler ignores --kubeconfig (only leader-election flags still
+    apply), and a static pod has no ServiceAccount token for in-cluster config: on kind the
+    file itself must name kubeadm's scheduler.conf. kwokctl overwrites the field for the local
+    cluster, and the second scheduler's config step drops it."""
+    kubeconfig = scheduler_config().get("clientConnection", {}).get("kubeconfig")
+    assert kubeconfig == KUBEADM_SCHEDULER_KUBECONFIG, (
+        f"{s.SCHEDULER_CONFIG.relative_to(s.REPO)}: clientConnection.kubeconfig is "
+        f"{kubeconfig!r}; kind's kube-scheduler needs {KUBEADM_SCHEDULER_KUBECONFIG!r}"
+    )
+
+
+def test_kind_overlay_runs_the_extender_on_the_control_plane_loopback() -> None:
+    ds = find(s.render("kind"), "DaemonSet", "dra-testbed-extender-node")
+    spec = ds["spec"]["template"]["spec"]
+    assert spec["hostNetwork"] is True
+    assert "node-role.kubernetes.io/control-plane" in spec["nodeSelector"]
+    assert any(t["key"] == "node-role.kubernetes.io/control-plane" for t in spec["tolerations"])
+    (c,) = spec["containers"]
+    (ext,) = scheduler_config()["extenders"]
+    port = ext["urlPrefix"].rsplit(":", 1)[1]
+    assert c["args"][c["args"].index("--port") + 1] == port
+    assert c["args"][c["args"].index("--address") + 1] in ("0.0.0.0", "127.0.0.1")
+    assert spec["serviceAccountName"] == "dra-testbed-extender", "the read-only identity"
+
+
+# -- kwok ---------------------------------------------------------------------------------
+
+
+def test_kwok_overlay_is_the_release_the_local_cluster_runs_and_fetches_nothing() -> None:
+    k = yaml.safe_load((s.MANIFESTS / "kwok" / "kustomization.yaml").read_text())
+    version = s.pinned("kwok", "sigs.k8s.io/kwok")
+    assert k["resources"] == ["kwok-release.yaml", "stages.yaml"], "local files only"
+    release = (s.MANIFESTS / "kwok" / "kwok-release.yaml").read_text()
+    assert f"from sigs.k8s.io/kwok@{version} kustomize/kwok" in release.splitlines()[0]
+    # The generated file is what the pinned module renders today (no hand edits, no drift).
+    check = subprocess.run(
+        [str(s.REPO / "tools/k8s/kwok-manifests.sh"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert check.returncode == 0, check.stderr
+    assert {"name": "registry.k8s.io/kwok/kwok", "newTag": version} in k["images"]
+    for doc in yaml.safe_load_all((s.MANIFESTS / "kwok" / "stages.yaml").read_text()):
+        assert doc["apiVersion"] == "kwok.x-k8s.io/v1alpha1" and doc["kind"] == "Stage"
+
+
+# -- the commands the manifests give our image ----------------------------------------------
+
+
+def parsers() -> dict[str, Any]:
+    """The real argument parsers of the console scripts (the extender's and fleet's are
+    module-private; a renamed flag must break this test, not a pod)."""
+    from extender import cli as extender_cli
+    from fleet import cli as fleet_cli
+    from loadgen import cli as loadgen_cli
+
+    return {
+        "extender": extender_cli._parser(),
+        "fleet": fleet_cli.parser(),
+        "loadgen": loadgen_cli.parser(),
+    }
+
+
+def image_commands() -> list[tuple[str, list[str]]]:
+    found = []
+    for name in s.KUSTOMIZATIONS:
+        for o in s.render(name):
+            spec = s.pod_spec(o)
+            for c in containers(spec) if spec else []:
+                if c["image"].split(":")[0] != IMAGE:
+                    continue
+                argv = list(c.get("command") or []) + list(c.get("args") or [])
+                if argv and argv[0] in ("extender", "fleet", "loadgen"):
+                    found.append((f"{s.origin(o)} container {c['name']}", argv))
+    return found
+
+
+def test_every_command_given_to_the_image_parses_with_its_cli() -> None:
+    commands = image_commands()
+    assert {argv[0] for _, argv in commands} == {"extender", "fleet", "loadgen"}
+    cli = parsers()
+    for where, argv in commands:
+        try:
+            cli[argv[0]].parse_args(argv[1:])
+        except SystemExit as e:
+            raise AssertionError(f"{where}: {' '.join(argv)} does not parse") from e
+
+
+def test_services_listen_on_all_interfaces_in_pods() -> None:
+    for where, argv in image_commands():
+        if argv[:2] in (["extender", "serve"], ["fleet", "serve"]):
+            flag = "--address" if argv[0] == "extender" else "--host"
+            assert argv[argv.index(flag) + 1] == "0.0.0.0", f"{where}: probes need the pod IP"

@@ -1,0 +1,276 @@
+import itertools
+
+import pytest
+
+from experiment import plan, summary
+from testbed import vocab
+
+
+def test_fleet_spec_splits_nodes_across_profiles_exactly() -> None:
+    for nodes in (10, 50, 1000, 4999):
+        spec = plan.fleet_spec(nodes)
+        assert sum(p["count"] for p in spec["pools"]) == nodes
+        assert spec["extendedResources"] is True
+        assert spec["name"] == plan.FLEET_NAME
+
+
+def _slice(node: str, driver: str, devices: list[dict[str, object]]) -> dict[str, object]:
+    return {"spec": {"nodeName": node, "driver": driver, "devices": devices}}
+
+
+def test_shape_counts_gpus_and_rdma_nics_per_node() -> None:
+    rdma = {"attributes": {vocab.NIC_ATTR_RDMA: {"bool": True}}}
+    plain = {"attributes": {vocab.NIC_ATTR_RDMA: {"bool": False}}}
+    slices = [
+        _slice("a", vocab.GPU_DRIVER, [{}] * 8),
+        _slice("a", vocab.NIC_DRIVER, [rdma] * 8),
+        _slice("b", vocab.GPU_DRIVER, [{}] * 8),
+        _slice("b", vocab.NIC_DRIVER, [rdma] * 4),
+        _slice("c", vocab.GPU_DRIVER, [{}] * 4),
+        _slice("c", vocab.NIC_DRIVER, [plain]),
+    ]
+    assert plan.shape_of(slices) == plan.FleetShape(
+        nodes=3, gpus=20, eight_gpu_nodes=2, aligned_eight_nodes=1
+    )
+
+
+SHAPE = plan.FleetShape(nodes=40, gpus=300, eight_gpu_nodes=35, aligned_eight_nodes=30)
+
+
+def test_arms_pair_up_and_alternate_order_between_repeats() -> None:
+    arms = plan.arms(SHAPE, plan.Workload(pods=100, repeat=2, comparisons=("extender", "dra")))
+    assert [(a.comparison, a.variant, a.repeat, a.measure) for a in arms] == [
+        ("extender", "on", 0, "throughput"),
+        ("extender", "on", 0, "latency"),
+        ("extender", "off", 0, "throughput"),
+        ("extender", "off", 0, "latency"),
+        ("dra", "claims", 0, "throughput"),
+        ("dra", "claims", 0, "latency"),
+        ("dra", "device-plugin", 0, "throughput"),
+        ("dra", "device-plugin", 0, "latency"),
+        ("extender", "off", 1, "throughput"),
+        ("extender", "off", 1, "latency"),
+        ("extender", "on", 1, "throughput"),
+        ("extender", "on", 1, "latency"),
+        ("dra", "device-plugin", 1, "throughput"),
+        ("dra", "device-plugin", 1, "latency"),
+        ("dra", "claims", 1, "throughput"),
+        ("dra", "claims", 1, "latency"),
+    ]
+    # Each latency arm follows its throughput arm (whose sustained rate sets its arrivals),
+    # with at most LATENCY_PODS pods.
+    for before, arm in itertools.pairwise(arms):
+        if arm.latency_of:
+            assert arm.latency_of == before.name and arm.name == before.name + "-latency"
+            assert arm.params["pods"] == "100" and arm.scheduler == before.scheduler
+    assert {a.scheduler for a in arms if a.comparison == "dra"} == {plan.PLAIN}
+    on = next(a for a in arms if a.variant == "on")
+    off = next(a for a in arms if a.variant == "off")
+    assert (on.scheduler, off.scheduler) == (plan.EXTENDER, plan.PLAIN)
+    assert on.params == off.params  # same workload in both arms
+
+
+def test_arms_reject_more_pods_than_gpus_and_unknown_comparisons() -> None:
+    with pytest.raises(ValueError, match="exceeds the fleet's 300 GPUs"):
+        plan.arms(SHAPE, plan.Workload(pods=301))
+    with pytest.raises(ValueError, match="unknown comparison"):
+        plan.arms(SHAPE, plan.Workload(pods=10, comparisons=("nope",)))
+
+
+def test_fragmentation_probes_every_8_gpu_node_perfect_packing_keeps_whole() -> None:
+    doc = plan.fragmentation_scenario(SHAPE)
+    fill = sum(p["count"] * p["claim"]["gpus"] for p in doc["phases"][:-1])
+    assert SHAPE.gpus // 4 - 7 < fill <= SHAPE.gpus // 4
+    # Perfect packing leaves a whole node for every 8-GPU pod, and no more: a miss is
+    # fragmentation.
+    assert SHAPE.eight_gpu_nodes - -(-fill // 8) == doc["phases"][-1]["count"]
+    assert doc["phases"][-1] == {
+        "name": "whole",
+        "kind": "pods",
+        "count": 26,
+        "claim": {"gpus": 8},
+        "wait": "settled",
+        "timeout": "300s",
+    }
+
+
+def _doc(thr: float, p99: float) -> dict[str, object]:
+    return {
+        "throughput": {"Average": thr},
+        "latency_ms": {"pod_startup": {"count": 1, "Perc50": p99, "Perc90": p99, "Perc99": p99}},
+    }
+
+
+def test_rows_compare_medians_of_the_two_variants() -> None:
+    arm = plan.Arm("extender", "on", "pods")
+    off = plan.Arm("extender", "off", "pods")
+    rows = summary.rows([(off, _doc(10, 100)), (arm, _doc(9, 300)), (arm, _doc(8, 200))])
+    thr = next(r for r in rows if r.metric == "scheduling throughput")
+    assert (thr.a_name, thr.b_name) == ("on", "off")
+    assert thr.a.median == 8.5 and thr.b.median == 10
+    assert thr.ratio == pytest.approx(0.85)
+
+
+def _counts(expected: int, seen: int, running: int) -> dict[str, int]:
+    return {
+        "expected_pods": expected,
+        "pods_seen": seen,
+        "pods_scheduled": running,
+        "pods_running": running,
+        "pods_succeeded": 0,
+    }
+
+
+def test_accounting_allows_only_the_probe_phase_to_time_out() -> None:
+    probe = {
+        "counts": _counts(10, 10, 7),
+        "error": "phase whole: 2 of 5 pods Running after 60s",
+        "phases": [{"name": "whole", "timed_out": True}],
+    }
+    assert summary.accounted(probe, probe_phases=("whole",)) == (True, "ok")
+    assert not summary.accounted(probe)[0]
+    missing = {"counts": _counts(10, 9, 9), "error": None, "phases": []}
+    assert summary.accounted(missing) == (False, "saw 9 of 10 pods")
+    # A settled probe: 3 pods found unschedulable are its measurement, not lost pods, and one
+    # placed but not yet Running when the probe ended is placed.
+    settled = {
+        "counts": {**_counts(10, 10, 6), "pods_scheduled": 7, "pods_unschedulable": 3},
+        "error": None,
+        "phases": [{"name": "whole", "timed_out": False}],
+    }
+    assert summary.accounted(settled, probe_phases=("whole",)) == (True, "ok")
+    assert summary.accounted(settled) == (False, "6 of 10 pods ran")
+
+
+def test_the_fragmentation_probe_waits_until_each_pod_is_placed_or_refused() -> None:
+    from loadgen.scenarios.model import Scenario
+
+    doc = plan.fragmentation_scenario(SHAPE)
+    assert doc["phases"][-1]["wait"] == "settled"
+    Scenario.model_validate(doc)  # loadgen accepts it
+
+
+def test_the_scale_comparison_runs_the_same_pods_on_the_small_then_the_large_fleet() -> None:
+    workload = plan.Workload(pods=1000, repeat=2, comparisons=("scale",), scale_nodes=200)
+    arms = plan.arms(SHAPE, workload)
+    assert [(a.variant, a.fleet_nodes) for a in arms if not a.latency_of] == [
+        ("small", 0),
+        ("large", 200),
+        ("large", 200),  # the second repeat starts where the first ended: no extra resize
+        ("small", 0),
+    ]
+    # A latency arm runs on its throughput arm's fleet, with at most LATENCY_PODS pods.
+    assert all(a.fleet_nodes == b.fleet_nodes for a, b in zip(arms[::2], arms[1::2], strict=True))
+    assert {a.params["pods"] for a in arms if a.latency_of} == {str(plan.LATENCY_PODS)}
+    # 1,000 pods do not fit the small fleet's 300 GPUs: they hold no claim.
+    assert {a.params["gpus"] for a in arms} == {"0"}
+    fits = plan.arms(SHAPE, plan.Workload(pods=300, comparisons=("scale",), scale_nodes=200))
+    assert {a.params["gpus"] for a in fits} == {"1"}
+    with pytest.raises(ValueError, match="--scale-nodes"):
+        plan.arms(SHAPE, plan.Workload(pods=10, comparisons=("scale",)))
+
+
+def test_an_arm_that_runs_exactly_what_an_earlier_arm_ran_reuses_its_result() -> None:
+    arms = plan.arms(SHAPE, plan.Workload(pods=100, repeat=2, comparisons=("extender", "dra")))
+    reused = {a.name: a.same_as for a in arms if a.same_as}
+    # DRA claims on the plain scheduler is the extender comparison's "off" arm, per repeat.
+    assert reused == {
+        "dra-claims-0": "extender-off-0",
+        "dra-claims-0-latency": "extender-off-0-latency",
+        "dra-claims-1": "extender-off-1",
+        "dra-claims-1-latency": "extender-off-1-latency",
+    }
+    everything = plan.arms(SHAPE, plan.Workload(pods=100))
+    assert [a.name for a in everything if a.same_as] == ["dra-claims-0", "dra-claims-0-latency"]
+
+
+def _pair(comparison: str, metric: str, a: str, av: float, b: str, bv: float) -> summary.Row:
+    return summary.Row(comparison, metric, "x", a, summary.Figure([av]), b, summary.Figure([bv]))
+
+
+OVERHEAD = "extender overhead on scheduling throughput <= 10 % (on/off >= 0.90)"
+
+
+def _repeats(comparison: str, metric: str, a: list[float], b: list[float]) -> summary.Row:
+    return summary.Row(comparison, metric, "x", "on", summary.Figure(a), "off", summary.Figure(b))
+
+
+def test_single_run_targets_say_so_next_to_every_verdict() -> None:
+    rows = [
+        _pair("extender", "scheduling throughput", "on", 8.5, "off", 10.0),
+        _pair("placement", "blocks spanned per gang", "on", 1.1, "off", 3.7),
+        _pair("fragmentation", "8-GPU pods placed after a mixed fill", "on", 0.8, "off", 0.8),
+    ]
+    got = {t.goal: t for t in summary.targets(rows)}
+    assert got[OVERHEAD].verdict == "missed (single run)"
+    assert "ratio 0.850" in got[OVERHEAD].measured
+    assert got["gang locality gain (fewer blocks)"].verdict == "met (single run)"
+    # Equal shares are no gain, even as a point.
+    assert got["8-GPU placeability gain"].verdict == "missed (single run)"
+    assert got["pod startup p99 <= 5 s, CL2 DRA scenario at 1,000 nodes"].verdict.startswith(
+        "not measured"
+    )
+    assert got[
+        "aligned 8+8 pods placed after fragmenting PCIe roots: gain over the default"
+    ].verdict == ("not measured: run --comparisons alignment")
+
+
+def test_repeats_give_a_verdict_only_when_the_interval_clears_the_threshold() -> None:
+    clear = [_repeats("extender", "scheduling throughput", [9.6, 9.7, 9.8], [10.0, 10.1, 9.9])]
+    assert summary.targets(clear)[0].verdict == "met"
+    # The overhead flipping between runs (13.8 % vs 5.1 %): neither met nor missed.
+    flip = [_repeats("extender", "scheduling throughput", [8.6, 9.5, 9.0], [10.0, 10.0, 10.0])]
+    assert summary.targets(flip)[0].verdict == "inconclusive"
+
+
+def test_constant_alignment_rows_are_dropped_and_varying_ones_kept() -> None:
+    def gang(aligned: int) -> dict[str, object]:
+        return {"claims": {"gpu_nic_pairs": 8, "pcie_aligned_pairs": aligned}, "gangs": []}
+
+    on, off = plan.Arm("placement", "on", "gang"), plan.Arm("placement", "off", "gang")
+    constant = summary.rows([(on, gang(8)), (off, gang(8))])
+    assert not any("PCIe" in r.metric or "bandwidth" in r.metric for r in constant)
+    differ = summary.rows([(on, gang(8)), (off, gang(4))])
+    assert {r.metric for r in differ} >= {
+        "GPU-NIC pairs on one PCIe root",
+        "modelled bus bandwidth per GPU (all_gather)",
+    }
+
+
+def test_the_guide_matrix_holds_dra_against_the_device_plugin() -> None:
+    rows = [
+        _repeats("dra", "pod startup p99, unsaturated", [2600, 2620, 2640], [2500, 2480, 2520]),
+        _repeats("dra", "API server requests", [2000, 2100, 2050], [1000, 1010, 990]),
+        _repeats("dra", "scheduler CPU", [1.0, 1.2, 1.1], [1.0, 1.0, 1.0]),
+        _repeats(
+            "dra", "API server + scheduler memory growth per 1,000 pods", [40, 50, 45], [1, 1, 1]
+        ),
+    ]
+    got = {g.aspect: g for g in summary.guide_matrix(rows)}
+    assert got["scheduling latency overhead"].verdict == "met"  # +5 %, interval under 10 %
+    assert got["scheduling latency overhead"].guide.startswith("+8 %")
+    assert got["API request rate overhead"].verdict == "missed"  # +100 %
+    assert got["scheduler CPU overhead"].verdict == "inconclusive"  # 0..20 %
+    assert got["control-plane memory per 1,000 pods"].verdict == "met"
+    assert summary.guide_matrix([])[0].verdict == "not measured: run --comparisons dra"
+
+
+def test_the_alignment_probe_fragments_roots_then_asks_for_exactly_the_room_packing_leaves() -> (
+    None
+):
+    from loadgen.scenarios.model import Scenario
+
+    doc = plan.alignment_scenario(SHAPE)
+    Scenario.model_validate(doc)  # loadgen accepts it
+    phases = {p["name"]: p for p in doc["phases"]}
+    fill = [p for p in doc["phases"] if p["name"].startswith("fill")]
+    # Loose GPU+NIC pairs and lone GPUs: nothing forces the fill to keep roots whole.
+    assert {"align": False, "gpus": 1, "nics": 1} in [p["claim"] for p in fill]
+    fill_gpus = sum(p["count"] * p["claim"]["gpus"] for p in fill)
+    assert fill_gpus <= SHAPE.aligned_eight_nodes * 8 // 4
+    probes = [phases["aligned8"], phases["aligned4"]]
+    assert all(p["wait"] == "settled" and p["claim"]["align"] for p in probes)
+    probe_gpus = sum(p["count"] * p["claim"]["gpus"] for p in probes)
+    whole_left = SHAPE.aligned_eight_nodes - -(-fill_gpus // 8)
+    assert probe_gpus == 8 * whole_left  # every probe fits only if the fill packed perfectly
+    assert plan.PROBE_PHASES["alignment"] == ("aligned8", "aligned4")

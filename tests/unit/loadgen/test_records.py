@@ -1,0 +1,251 @@
+"""records: the per-pod and per-claim state machine on plain dicts (the watches that feed
+it run in integration tests)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loadgen import records, templates
+from testbed import vocab
+
+
+def _records() -> records.Records:
+    return records.new("loadgen-r1", {"pool": "a"}, wall_offset=1000.0)  # epoch = mono + 1000
+
+
+def _pod(name: str, *, node: str = "", phase: str = "Pending") -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "loadgen-r1",
+            "creationTimestamp": "1970-01-01T00:16:40Z",  # epoch 1000
+            "labels": {templates.LABEL_PHASE: "p", vocab.LABEL_GANG: "g"},
+        },
+        "spec": {"nodeName": node} if node else {},
+        "status": {"phase": phase},
+    }
+
+
+def test_a_pod_records_first_seen_scheduled_and_running_once() -> None:
+    t = _records()
+    records.on_pod(t, "ADDED", _pod("a"), 0.5)
+    records.on_pod(t, "MODIFIED", _pod("a", node="n1"), 0.7)
+    records.on_pod(t, "MODIFIED", _pod("a", node="n1", phase="Running"), 0.9)
+    records.on_pod(t, "MODIFIED", _pod("a", node="n1", phase="Running"), 1.5)
+    rec = t.pods["a"]
+    assert (rec.created, rec.scheduled, rec.running, rec.node) == (0.5, 0.7, 0.9, "n1")
+    counts = records.phase_counts(t, "p")
+    assert (counts.seen, counts.scheduled, counts.running) == (1, 1, 1)
+
+
+def test_a_pod_found_unschedulable_counts_until_it_is_scheduled() -> None:
+    t = _records()
+    stuck = _pod("a")
+    stuck["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+    ]
+    records.on_pod(t, "ADDED", _pod("a"), 0.1)
+    records.on_pod(t, "ADDED", _pod("b"), 0.1)
+    assert records.phase_counts(t, "p").unschedulable == 0  # pending alone is not a verdict
+    records.on_pod(t, "MODIFIED", stuck, 0.2)
+    records.on_pod(t, "MODIFIED", stuck, 0.3)  # the scheduler's retry: still one pod
+    assert (records.phase_counts(t, "p").unschedulable, t.total.unschedulable) == (1, 1)
+    records.on_pod(t, "MODIFIED", _pod("a", node="n1"), 0.4)  # it fit after all
+    assert (records.phase_counts(t, "p").unschedulable, records.phase_counts(t, "p").scheduled) == (
+        0,
+        1,
+    )
+
+
+def test_create_is_the_first_event_received_as_in_cl2() -> None:
+    t = _records()
+    # The server says it was created at epoch 1000 (monotonic 0); the watch saw it at 3.0:
+    # CL2 takes the receive time, and so do we (the server time only feeds the check).
+    records.on_pod(t, "ADDED", _pod("late-watch"), 3.0)
+    rec = t.pods["late-watch"]
+    assert (rec.created, rec.created_server) == (3.0, 1000.0)
+    # Even a first event that already says Running is the create: every phase is 0.
+    records.on_pod(t, "ADDED", _pod("at-once", node="n1", phase="Running"), 4.0)
+    rec = t.pods["at-once"]
+    assert rec.created == rec.scheduled == rec.running == 4.0
+
+
+def test_a_pod_first_seen_finished_counts_as_run_and_done_but_has_no_cl2_run() -> None:
+    t = _records()
+    records.on_pod(t, "ADDED", _pod("a", node="n1", phase="Succeeded"), 2.0)
+    c = records.phase_counts(t, "p")
+    assert (c.scheduled, c.running, c.succeeded) == (1, 1, 1)
+    # CL2 sets "run" only from an event with phase Running: this pod has no startup latency.
+    assert t.pods["a"].ran and t.pods["a"].running is None
+
+
+def _slice(node: str, driver: str, devices: list[tuple[str, str, int]]) -> dict[str, Any]:
+    numa = vocab.GPU_ATTR_NUMA if driver == vocab.GPU_DRIVER else vocab.NIC_ATTR_NUMA
+    return {
+        "metadata": {"name": f"{node}-{driver}"},
+        "spec": {
+            "driver": driver,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1},
+            "devices": [
+                {
+                    "name": d,
+                    "attributes": {
+                        vocab.ATTR_PCIE_ROOT: {"string": root},
+                        # DRANet publishes its own attributes without the domain prefix too.
+                        numa.removeprefix("dra.net/"): {"int": n},
+                    },
+                }
+                for d, root, n in devices
+            ],
+        },
+    }
+
+
+def _claim(name: str, ns: str, results: list[tuple[str, str, str]]) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "ownerReferences": [{"kind": "Pod", "name": "pod-" + name}],
+        },
+        "status": {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {"request": "r", "driver": d, "pool": p, "device": dev}
+                        for d, p, dev in results
+                    ]
+                }
+            }
+        }
+        if results
+        else {},
+    }
+
+
+def test_claims_learn_device_topology_and_fleet_gpu_allocation() -> None:
+    t = _records()
+    records.on_node(t, "ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
+    records.on_node(t, "ADDED", {"metadata": {"name": "other", "labels": {"pool": "b"}}}, 0)
+    records.on_slice(
+        t, "ADDED", _slice("n1", vocab.GPU_DRIVER, [("g0", "r0", 0), ("g1", "r1", 1)]), 0
+    )
+    records.on_slice(
+        t, "ADDED", _slice("n1", vocab.NIC_DRIVER, [("k0", "r0", 0), ("k1", "r9", 0)]), 0
+    )
+    records.on_slice(t, "ADDED", _slice("other", vocab.GPU_DRIVER, [("g0", "x", 0)]), 0)
+    assert records.fleet_nodes(t) == ["n1"] and records.fleet_gpus(t) == 2
+
+    records.on_claim(t, "ADDED", _claim("c1", "loadgen-r1", []), 1.0)
+    both = [
+        (vocab.GPU_DRIVER, "n1", "g0"),
+        (vocab.NIC_DRIVER, "n1", "k0"),
+        (vocab.GPU_DRIVER, "n1", "g1"),
+        (vocab.NIC_DRIVER, "n1", "k1"),
+    ]
+    records.on_claim(t, "MODIFIED", _claim("c1", "loadgen-r1", both), 1.25)
+    rec = t.claims["c1"]
+    assert (rec.pod, rec.seen, rec.allocated) == ("pod-c1", 1.0, 1.25)
+    assert rec.gpu_pcie == ["r0", "r1"] and rec.nic_pcie == ["r0", "r9"]
+    assert rec.gpu_numa == ["0", "1"] and rec.nic_numa == ["0", "0"]
+    assert t.fleet.gpus_allocated == 2
+    # Someone else's claim on a node outside the fleet does not count.
+    records.on_claim(t, "ADDED", _claim("x", "elsewhere", [(vocab.GPU_DRIVER, "other", "g0")]), 2.0)
+    assert t.fleet.gpus_allocated == 2 and "x" not in t.claims
+    records.on_claim(t, "MODIFIED", _claim("c1", "loadgen-r1", []), 3.0)  # deallocated
+    assert t.fleet.gpus_allocated == 0
+
+
+def test_gang_spans_count_distinct_topology_levels() -> None:
+    t = _records()
+    for i, (rack, block) in enumerate([("r1", "b1"), ("r2", "b1")]):
+        node = f"n{i}"
+        labels = {vocab.LABEL_RACK: rack, vocab.LABEL_BLOCK: block}
+        records.on_node(t, "ADDED", {"metadata": {"name": node, "labels": labels}}, 0)
+        records.on_pod(t, "ADDED", _pod(f"p{i}", node=node), 0)
+    assert records.gang_spans(t)["g"] == {"pods": 2, "nodes": 2, "racks": 2, "blocks": 1}
+
+
+def test_stranded_gpus_are_the_free_ones_on_partly_used_nodes() -> None:
+    t = _records()
+    for node in ("n1", "n2", "n3"):
+        records.on_node(t, "ADDED", {"metadata": {"name": node, "labels": {"pool": "a"}}}, 0)
+        gpus = [(f"g{i}", f"r{i}", 0) for i in range(4)]
+        records.on_slice(t, "ADDED", _slice(node, vocab.GPU_DRIVER, gpus), 0)
+    assert records.gpus_stranded(t) == 0
+    # n1: 1 of 4 used (3 stranded); n2: all 4 used (none); n3: untouched (whole, not stranded).
+    records.on_claim(t, "ADDED", _claim("a", "loadgen-r1", [(vocab.GPU_DRIVER, "n1", "g0")]), 1.0)
+    whole = [(vocab.GPU_DRIVER, "n2", f"g{i}") for i in range(4)]
+    records.on_claim(t, "ADDED", _claim("b", "loadgen-r1", whole), 1.0)
+    assert (t.fleet.gpus_allocated, records.gpus_stranded(t)) == (5, 3)
+    records.on_claim(t, "DELETED", _claim("a", "loadgen-r1", []), 2.0)
+    assert (t.fleet.gpus_allocated, records.gpus_stranded(t)) == (4, 0)
+    assert t.fleet.peak_gpus_allocated == 5  # exact, whether or not a sample caught it
+
+
+def test_other_namespaces_gpus_are_held_apart_from_the_runs_own() -> None:
+    t = _records()
+    records.on_node(t, "ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
+    gpus = [(f"g{i}", f"r{i}", 0) for i in range(4)]
+    records.on_slice(t, "ADDED", _slice("n1", vocab.GPU_DRIVER, gpus), 0)
+    theirs = [(vocab.GPU_DRIVER, "n1", "g0"), (vocab.GPU_DRIVER, "n1", "g1")]
+    records.on_claim(t, "ADDED", _claim("x", "loadgen-other", theirs), 1.0)
+    records.on_claim(t, "ADDED", _claim("c", "loadgen-r1", [(vocab.GPU_DRIVER, "n1", "g2")]), 1.0)
+    assert (t.fleet.gpus_allocated, t.fleet.peak_gpus_allocated) == (1, 1)
+    assert t.fleet.gpus_held_by_others == 2
+    assert records.gpus_held_by_others(t) == {"loadgen-other": 2}
+    assert records.gpus_stranded(t) == 1  # free is free, whoever holds the rest
+    records.on_claim(t, "DELETED", _claim("x", "loadgen-other", []), 2.0)
+    assert t.fleet.gpus_held_by_others == 0 and records.gpus_held_by_others(t) == {}
+
+
+def test_pods_never_scheduled_are_grouped_by_the_schedulers_reason() -> None:
+    t = _records()
+    full = "0/4 nodes are available: 4 cannot allocate all claims."
+    for name, message in (("a", full), ("b", full), ("c", None)):
+        pod = _pod(name)
+        if message:
+            pod["status"]["conditions"] = [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": message + " preemption: 0/4 nodes are available: 4 No victims.",
+                }
+            ]
+        records.on_pod(t, "ADDED", pod, 0.1)
+    records.on_pod(t, "ADDED", _pod("d", node="n1"), 0.1)
+    assert records.pending(t) == {full: 2, "no verdict from the scheduler yet": 1}
+    assert t.pods["a"].unschedulable and t.total.unschedulable == 2
+
+
+def test_mig_partitions_are_not_counted_as_fleet_gpus() -> None:
+    t = _records()
+    records.on_node(t, "ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
+    slc = _slice("n1", vocab.GPU_DRIVER, [("g0", "r0", 0), ("g0-mig-1g", "r0", 0)])
+    slc["spec"]["devices"][0]["attributes"][vocab.GPU_ATTR_TYPE] = {"string": "gpu"}
+    slc["spec"]["devices"][1]["attributes"][vocab.GPU_ATTR_TYPE] = {"string": "mig"}
+    records.on_slice(t, "ADDED", slc, 0)
+    assert records.fleet_gpus(t) == 1
+
+
+def test_partitions_and_shares_of_one_gpu_keep_one_physical_gpu_busy() -> None:
+    t = _records()
+    records.on_node(t, "ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
+    slc = _slice("n1", vocab.GPU_DRIVER, [("g0", "r0", 0), ("g0-mig-a", "r0", 0), ("g1", "r1", 0)])
+    devs = slc["spec"]["devices"]
+    devs[0]["attributes"][vocab.GPU_ATTR_UUID] = {"string": "GPU-0"}
+    devs[1]["attributes"][vocab.GPU_ATTR_PARENT_UUID] = {"string": "GPU-0"}
+    devs[2]["attributes"][vocab.GPU_ATTR_UUID] = {"string": "GPU-1"}
+    records.on_slice(t, "ADDED", slc, 0)
+    mig = [(vocab.GPU_DRIVER, "n1", "g0-mig-a")]
+    records.on_claim(t, "ADDED", _claim("a", "loadgen-r1", mig), 1.0)
+    records.on_claim(t, "ADDED", _claim("b", "loadgen-r1", mig), 1.0)  # a capacity share
+    assert records.take_sample(t, 1.0).gpus_busy == 1
+    records.on_claim(t, "ADDED", _claim("c", "loadgen-r1", [(vocab.GPU_DRIVER, "n1", "g1")]), 1.0)
+    records.on_claim(t, "ADDED", _claim("x", "elsewhere", [(vocab.GPU_DRIVER, "n1", "g0")]), 1.0)
+    assert records.take_sample(t, 2.0).gpus_busy == 2  # not someone else's
+    records.on_claim(t, "DELETED", _claim("a", "loadgen-r1", []), 3.0)
+    records.on_claim(t, "DELETED", _claim("b", "loadgen-r1", []), 3.0)
+    assert records.take_sample(t, 3.0).gpus_busy == 1

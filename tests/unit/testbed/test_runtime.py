@@ -1,0 +1,135 @@
+"""The shared process plumbing: loop runner, stop signal, probes, task supervision, flags."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+
+import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from prometheus_client import CollectorRegistry, Counter
+from rich.console import Console
+
+from testbed import runtime
+
+
+def test_run_returns_what_the_coroutine_returns() -> None:
+    async def answer() -> int:
+        await asyncio.sleep(0)
+        return 42
+
+    assert runtime.run(answer()) == 42
+
+
+def test_until_signal_returns_the_signal_that_arrived_and_survives_a_second() -> None:
+    async def main() -> signal.Signals:
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.01, os.kill, os.getpid(), signal.SIGUSR1)
+        got = await runtime.until_signal((signal.SIGUSR1,))
+        os.kill(os.getpid(), signal.SIGUSR1)  # still handled: clean-up is not killed
+        await asyncio.sleep(0.01)
+        return got
+
+    assert runtime.run(main()) == signal.SIGUSR1
+
+
+async def test_log_exit_reports_a_failure_and_an_end_but_not_a_cancellation(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    log = logging.getLogger("test-runtime")
+
+    async def fail() -> None:
+        raise RuntimeError("boom")
+
+    async def end() -> None:
+        return None
+
+    async def forever() -> None:
+        await asyncio.Event().wait()
+
+    caplog.set_level(logging.INFO, logger="test-runtime")
+    tasks = [
+        asyncio.create_task(fail(), name="failing"),
+        asyncio.create_task(end(), name="ending"),
+        asyncio.create_task(forever(), name="cancelled"),
+    ]
+    for t in tasks:
+        t.add_done_callback(runtime.log_exit(log))
+    await asyncio.sleep(0)
+    tasks[2].cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await asyncio.sleep(0)  # done callbacks run on the next turn
+    by_level = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert ("ERROR", "task failing died: RuntimeError('boom')") in by_level
+    assert ("INFO", "task ending ended") in by_level
+    assert not any("cancelled" in m for _, m in by_level)
+
+
+async def test_probe_routes_answer_health_readiness_and_metrics() -> None:
+    registry = CollectorRegistry()
+    Counter("probe_test_things", "things", registry=registry).inc(3)
+    ready = asyncio.Event()
+    app = web.Application()
+    runtime.add_probe_routes(
+        app, registry=registry, not_ready=lambda _app: None if ready.is_set() else "still syncing"
+    )
+    srv = TestServer(app, host="127.0.0.1")
+    await srv.start_server()
+    try:
+        async with aiohttp.ClientSession() as http:
+
+            async def get(path: str) -> tuple[int, str]:
+                async with http.get(srv.make_url(path)) as resp:
+                    return resp.status, await resp.text()
+
+            assert await get("/healthz") == (200, "ok")
+            assert await get("/readyz") == (503, "still syncing")
+            ready.set()
+            assert await get("/readyz") == (200, "ok")
+            status, body = await get("/metrics")
+            assert status == 200 and "probe_test_things_total 3.0" in body
+    finally:
+        await srv.close()
+
+
+def test_progress_bar_has_a_detail_column_only_when_asked_and_draws_nothing_disabled() -> None:
+    console = Console(force_terminal=False)
+    plain = runtime.progress_bar(console)
+    detailed = runtime.progress_bar(console, detail=True, enabled=False)
+    assert len(detailed.columns) == len(plain.columns) + 1
+    assert detailed.disable and not plain.disable
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "value"),
+    [
+        (runtime.non_negative_int, "0", 0),
+        (runtime.positive_int, "7", 7),
+        (runtime.positive_float, "0.5", 0.5),
+    ],
+)
+def test_flag_numbers_accept_their_range(kind: object, text: str, value: float) -> None:
+    assert callable(kind) and kind(text) == value
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "says"),
+    [
+        (runtime.non_negative_int, "-1", "-1 is negative; must be 0 or more"),
+        (runtime.non_negative_int, "1.5", "'1.5' is not a whole number"),
+        (runtime.positive_int, "0", "must be at least 1, got 0"),
+        (runtime.positive_int, "-3", "must be at least 1, got -3"),
+        (runtime.positive_float, "0", "must be > 0, got 0"),
+        (runtime.positive_float, "nan", "must be > 0, got nan"),
+        (runtime.positive_float, "fast", "'fast' is not a number"),
+    ],
+)
+def test_flag_numbers_refuse_with_one_line(kind: object, text: str, says: str) -> None:
+    assert callable(kind)
+    with pytest.raises(argparse.ArgumentTypeError, match=says):
+        kind(text)
