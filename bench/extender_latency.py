@@ -13,6 +13,10 @@ the latency percentiles (nearest rank) and calls/s; the server's own CPU time pe
 /proc) gives the calls per CPU-second one core sustains, which a busy machine does not skew.
 
     .venv/bin/python bench/extender_latency.py [--nodes 5000] [--calls 2000] [--json out.json]
+        [--cel-classes]
+
+`--cel-classes` replaces the fleet's DeviceClasses by ones that select with capacity and
+semver comparisons (as real drivers' classes do), not only `device.driver ==`.
 
 Targets (issue 4): p99 <= 2 ms at 500 names, <= 10 ms at 5,000; >= 1,000 calls/s on one core.
 """
@@ -76,8 +80,28 @@ def _nic_names(slices: list[dict[str, Any]]) -> dict[str, list[str]]:
     return by_node
 
 
-def build_objects(nodes: int, seed: int) -> tuple[list[dict[str, Any]], list[str]]:
+CEL_CLASSES = {
+    vocab.CLASS_GPU: (
+        f"device.driver == '{vocab.GPU_DRIVER}' && "
+        f"device.capacity['{vocab.GPU_DRIVER}'].memory.compareTo(quantity('40Gi')) >= 0 && "
+        f"device.attributes['{vocab.GPU_DRIVER}'].driverVersion.isGreaterThan(semver('535.0.0'))"
+    ),
+    vocab.CLASS_NIC: f"device.driver == '{vocab.NIC_DRIVER}'",
+    vocab.CLASS_RDMA_NIC: (
+        f"device.driver == '{vocab.NIC_DRIVER}' && device.attributes['{vocab.NIC_DRIVER}'].rdma "
+        f"&& device.attributes['{vocab.NIC_DRIVER}'].mtu >= 4096"
+    ),
+}
+
+
+def build_objects(
+    nodes: int, seed: int, cel_classes: bool = False
+) -> tuple[list[dict[str, Any]], list[str]]:
     rendered = render_profile("dgx-h100", nodes, name="bench", seed=seed)
+    if cel_classes:
+        for cls in rendered.device_classes:
+            expr = CEL_CLASSES[cls["metadata"]["name"]]
+            cls["spec"]["selectors"] = [{"cel": {"expression": expr}}]
     names = [n["metadata"]["name"] for n in rendered.nodes]
     rng = random.Random(seed)
     nic_names = _nic_names(rendered.slices)
@@ -232,9 +256,10 @@ async def main() -> int:
     ap.add_argument("--calls", type=int, default=2000, help="timed calls per case")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", help="write results here too")
+    ap.add_argument("--cel-classes", action="store_true", help="classes with capacity+semver")
     ns = ap.parse_args()
 
-    objs, names = build_objects(ns.nodes, ns.seed)
+    objs, names = build_objects(ns.nodes, ns.seed, ns.cel_classes)
     results: dict[str, dict[str, float]] = {}
     async with serving(objs) as (base, pid), aiohttp.ClientSession() as session:
         rng = random.Random(ns.seed)

@@ -3,11 +3,13 @@
 Mirrors what kube-scheduler's structured allocator decides for one node (not how it picks):
 - a request draws from devices its DeviceClass's selectors and its own selectors both match;
 - `count` devices (`ExactCount`), or every matching device on the node (`All`, which fails if
-  any of them is in use);
+  any of them is in use, or if none matches);
 - `firstAvailable`: the alternatives in order, the first with which everything fits;
 - `adminAccess`: may use devices in use, and uses none up (nor twice in one claim);
 - `matchAttribute` / `distinctAttribute` constraints over the listed requests (a device
-  without the attribute breaks either);
+  without the attribute breaks either). `distinctAttribute` as the allocator implements it
+  in this release: it remembers one value per request (the last device added), so devices
+  of one request are checked against the previous one and other requests' values only;
 - a device is used by one request unless it allows multiple allocations (consumable
   capacity: each request's capacity must fit the device's);
 - a partition consumes its slice's shared counters (MIG): what is in use plus what this
@@ -31,7 +33,7 @@ from extender.topology import Device, DeviceKey
 CounterKey = tuple[str, str, str]
 """(driver, pool, counter set)."""
 
-STEP_BUDGET = 20_000
+STEP_BUDGET = 2_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +212,9 @@ def judge(
                     keys.append(key)
             per_alt.append(keys)
         candidates.append(per_alt)
+    short = _not_enough(pod, devices, in_use, candidates)
+    if short is not None:
+        return Verdict(False, short)
     search = _Search(pod, devices, in_use, counters or {}, counters_in_use or {}, candidates)
     try:
         ok = search.request(0, _State())
@@ -218,6 +223,31 @@ def judge(
     if ok:
         return FITS
     return Verdict(False, search.why or "not enough matching free devices")
+
+
+def _not_enough(
+    pod: Pod,
+    devices: Mapping[DeviceKey, Device],
+    in_use: Callable[[DeviceKey], bool],
+    candidates: list[list[list[DeviceKey]]],
+) -> str | None:
+    """A counting bound before the search: requests whose devices all come from one set
+    cannot together take more than its free devices (else pods of 8 identical requests on a
+    node one device short would make the search try every permutation)."""
+    sets: list[tuple[frozenset[DeviceKey], int, str]] = []
+    for req, per_alt in zip(pod.requests, candidates, strict=True):
+        if len(req.alternatives) != 1:
+            continue
+        alt = req.alternatives[0]
+        if alt.admin or alt.all_devices or any(devices[k].multi for k in per_alt[0]):
+            continue
+        sets.append((frozenset(per_alt[0]), alt.count, alt.name))
+    for outer, _, name in sets:
+        want = sum(count for inner, count, _ in sets if inner <= outer)
+        free = sum(1 for k in outer if not in_use(k))
+        if want > free:
+            return f"request {name}: {want} devices wanted from {free} free that match"
+    return None
 
 
 @dataclass
@@ -249,6 +279,9 @@ class _Search:
     def _take_all(
         self, i: int, req: Request, alt: Alternative, keys: list[DeviceKey], st: _State
     ) -> bool:
+        if not keys:
+            self.why = f"request {alt.name}: all devices, but none matches"
+            return False
         undo: list[Callable[[], None]] = []
         for key in keys:
             u = self._use(req, alt, key, st)
@@ -301,7 +334,7 @@ class _Search:
                 return None
             if alt.capacity and not dev.multi and _shares(key, dev, alt, _State()) is None:
                 return None  # asks more than the device has
-        taken = []
+        taken: list[tuple[int, Any]] = []
         for j, con in enumerate(self.pod.constraints):
             if con.claim != req.claim or not _covers(con, req.name, alt.name):
                 continue
@@ -309,10 +342,11 @@ class _Search:
             if value is None:
                 return None
             if con.distinct:
-                seen: set[Any] = st.bound.setdefault(j, set())
-                if value in seen:
+                # {request: its last value}; the first device of the set always fits.
+                seen: dict[str, Any] = st.bound.setdefault(j, {})
+                if seen and value in seen.values():
                     return None
-                taken.append((j, value))
+                taken.append((j, (req.name, value)))
             else:
                 fixed = st.bound.get(j)
                 if fixed is None:
@@ -346,7 +380,7 @@ class _Search:
         st.used[key] = st.used.get(key, 0) + 1
         for j, value in taken:
             if self.pod.constraints[j].distinct:
-                st.bound[j].add(value)
+                st.bound[j][value[0]] = value[1]
             else:
                 st.bound[j] = (value,)  # the first device fixes the value
         for ck, amount in consumed:
@@ -358,7 +392,9 @@ class _Search:
                 del st.used[key]
             for j, value in taken:
                 if self.pod.constraints[j].distinct:
-                    st.bound[j].discard(value)
+                    # The allocator forgets the request's value on removal, whatever the
+                    # request's other devices hold.
+                    st.bound[j].pop(value[0], None)
                 else:
                     del st.bound[j]
             for ck, amount in consumed:

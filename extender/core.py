@@ -20,6 +20,7 @@ from extender import demand as demand_mod
 from extender.cache.index import Index
 from extender.config import Settings
 from extender.policies import locality, scoring
+from extender.topology import NodeView
 from testbed.wire import MIN_PRIORITY
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,8 @@ class Core:
         self.clock = clock
         self.on_unjudged = on_unjudged
         """Called with a reason label for each request or pod the extender could not judge."""
+        self._parsed: dict[str, allocation.Pod] = {}
+        self._parsed_classes: object = None
         self.decisions: deque[dict[str, Any]] = deque(maxlen=settings.explain_pods)
 
     def demand(self, pod: dict[str, Any]) -> demand_mod.Demand:
@@ -66,18 +69,33 @@ class Core:
                 self.on_unjudged(reason)
         return d
 
+    def _claims(self, d: demand_mod.Demand) -> tuple[allocation.Pod, str] | None:
+        """The pod's claims parsed for `allocation.judge`, and a key naming them; None when
+        it has none or they cannot be judged (counted)."""
+        if not d.specs:
+            return None
+        key = "judge|" + json.dumps(d.specs, sort_keys=True, default=str)
+        pod = self._parsed.get(key)
+        if pod is None or self._parsed_classes is not self.index.classes_version:
+            if len(self._parsed) >= 256 or self._parsed_classes is not self.index.classes_version:
+                self._parsed.clear()
+                self._parsed_classes = self.index.classes_version
+            pod = self._parsed[key] = allocation.parse_claims(d.specs, self.index.classes)
+        if pod.unjudged is not None:
+            if self.on_unjudged is not None:
+                self.on_unjudged(pod.unjudged)
+            return None
+        return pod, key
+
     def verdicts(self, d: demand_mod.Demand, names: list[str]) -> dict[str, allocation.Verdict]:
         """Whether each named node can satisfy the pod's unallocated claims (DRA's request
         semantics over its devices as allocated now); nodes the index does not know, or a
         pod without claims, are left out. Remembered per node until the node changes."""
-        if not d.specs:
+        judged = self._claims(d)
+        if judged is None:
             return {}
-        pod = allocation.parse_claims(d.specs, self.index.classes)
-        if pod.unjudged is not None:
-            if self.on_unjudged is not None:
-                self.on_unjudged(pod.unjudged)
-            return {}
-        memo = self.index.node_memo("judge|" + json.dumps(d.specs, sort_keys=True, default=str))
+        pod, key = judged
+        memo = self.index.node_memo(key)
         out: dict[str, allocation.Verdict] = {}
         nodes = self.index.nodes
         for name in names:
@@ -145,15 +163,26 @@ class Core:
             return [MIN_PRIORITY] * len(names)  # a job's first device-less pod: nothing to say
         nodes = self.index.nodes
         w = self.settings.weights
+        judged = self._claims(d)
+        fits = None
+        if judged is not None:
+            pod_claims, fits_key = judged
+            index = self.index
+
+            def fits(view: NodeView) -> bool | None:
+                return index.judge(view, pod_claims).fits
+
         scores = scoring.score_nodes(
-            d, names, nodes, self.index.summary, sib, w, self.index.node_memo
+            d,
+            names,
+            nodes,
+            self.index.summary,
+            sib,
+            w,
+            self.index.node_memo,
+            fits,
+            fits_key if judged is not None else "",
         )
-        verdicts = self.verdicts(d, names)
-        if verdicts:
-            for i, name in enumerate(names):
-                v = verdicts.get(name)
-                if v is not None and v.fits is False:
-                    scores[i] = MIN_PRIORITY  # DRA cannot place the pod's claims there
         if self.settings.explain_pods or log.isEnabledFor(logging.DEBUG):
             top = []
             for i in _best(scores, _TOP):

@@ -405,14 +405,17 @@ async def _taint(args: argparse.Namespace) -> int:
         if recorded is None:
             raise ReconcileError(f"fleet {name} has no record; apply it first")
         doc = recorded.to_object()
-        spec = doc["spec"]
-        kept = [t for t in spec.get("deviceTaints", []) if t.get("key") != args.key]
+        kept = [
+            t.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+            for t in recorded.spec.device_taints
+            if t.key != args.key
+        ]
         if not args.clear:
             entry = {"key": args.key, "effect": args.effect, "share": args.share}
             entry.update({"value": args.value} if args.value else {})
             entry.update({"pools": args.pool} if args.pool else {})
             kept.append(entry)
-        spec["deviceTaints"] = kept
+        doc["spec"]["deviceTaints"] = kept
         desired = render.validate(from_data(doc, source=f"fleet {name}"))
         counts = await rec.apply(desired)
     tainted = sum(

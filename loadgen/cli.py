@@ -197,7 +197,10 @@ def parser() -> argparse.ArgumentParser:
         epilog="named scenarios: "
         + ", ".join(scenarios.NAMED)
         + "\nexamples:\n  loadgen --pods 10000\n  loadgen run waves waves=10 size=80"
-        "\n  loadgen run cl2-dra --slo pod_startup.p99=5s\n  loadgen compare a.json b.json",
+        "\n  loadgen run cl2-dra --slo pod_startup.p99=5s\n  loadgen compare a.json b.json"
+        "\n  loadgen run pods pods=30 mig_profile=1g.10gb   # claim shapes: loadgen run --help"
+        "\n  loadgen observe -n team-a --count 500          # pods another tool creates"
+        "\n  loadgen runs; loadgen cleanup --abandoned       # runs left in the cluster",
     )
     root.add_argument(
         "--pods",
@@ -295,7 +298,11 @@ def parser() -> argparse.ArgumentParser:
     )
     clean.add_argument("run_ids", nargs="*", metavar="RUN-ID", help="runs to remove")
     which = clean.add_mutually_exclusive_group()
-    which.add_argument("--abandoned", action="store_true", help="every abandoned run")
+    which.add_argument(
+        "--abandoned",
+        action="store_true",
+        help="every abandoned run (runs kept with --keep stay: name them, or --all)",
+    )
     which.add_argument("--all", action="store_true", help="every run, running ones included")
     clean.add_argument(
         "--force", action="store_true", help="also remove a named run that is still running"

@@ -40,6 +40,8 @@ class Index:
         self.nodes: dict[str, NodeView] = {}
         self.classes: dict[str, selectors.DeviceClassSelector] = {}
         """DeviceClasses by name, compiled."""
+        self.classes_version = object()
+        """Replaced whenever a class changes (callers' parsed claims refer to classes)."""
         self.claims: dict[str, dict[str, Any]] = {}
         self.templates: dict[str, dict[str, Any]] = {}
         self._slices: dict[str, tuple[str, list[DeviceKey]]] = {}
@@ -300,10 +302,12 @@ class Index:
         if parsed.not_judged is not None:
             log.info("DeviceClass %s not judged: %s", name, parsed.not_judged)
         self.classes[name] = parsed
+        self.classes_version = object()
         self._touch_all()
 
     def _delete_class(self, obj: dict[str, Any]) -> None:
         if self.classes.pop(resources.name_of(obj), None) is not None:
+            self.classes_version = object()
             self._touch_all()
 
     def _touch_all(self) -> None:

@@ -73,14 +73,18 @@ def score_nodes(
     siblings: locality.Siblings,
     w: Weights,
     node_memo: Callable[[str], dict[str, Any]],
+    fits: Callable[[NodeView], bool | None] | None = None,
+    fits_key: str = "",
 ) -> list[int]:
     """Scores for `names` in order (a name the index does not know scores 0).
 
     `node_memo(key)` gives a dict that keeps, per node name, this pod shape's scores by place
-    until the node changes, so a repeat call costs one look-up per node."""
+    until the node changes, so a repeat call costs one look-up per node. `fits(node)` is
+    DRA's verdict on the pod's claims there (`fits_key` names the claims): a node where they
+    cannot fit scores 0; asked once per node and shape, on a memo miss."""
     if demand.empty:
         return [MIN_PRIORITY] * len(names)
-    key = f"score|{demand.gpu_class}|{demand.gpus}|{demand.nic_class}|{demand.nics}"
+    key = f"score|{demand.gpu_class}|{demand.gpus}|{demand.nic_class}|{demand.nics}|{fits_key}"
     memo = node_memo(key)
     racks, blocks = siblings.racks, siblings.blocks
     with_siblings = bool(siblings.pods)
@@ -99,6 +103,8 @@ def score_nodes(
             if by_place is None:
                 by_place = _by_place(demand, summary, w, summary.memo)
                 summary.memo[key] = by_place
+            if fits is not None and fits(node) is False:
+                by_place = _NO_FIT
             entry = memo[name] = (by_place, node.rack, node.block)
         by_place, rack, block = entry
         if not with_siblings:
@@ -113,6 +119,7 @@ def score_nodes(
 
 
 _MEMO_LIMIT = 64
+_NO_FIT = (MIN_PRIORITY,) * 4
 
 
 def _by_place(

@@ -65,6 +65,11 @@ def render(doc: ResultDoc, console: Console) -> None:
             f"{cl.allocation_ms.Perc99:.0f} ms; fleet GPU allocation peak "
             f"{doc.fleet.peak_allocation_ratio:.0%}"
         )
+    if doc.fleet.peak_gpus_busy:
+        console.print(
+            f"physical GPUs busy at peak: {doc.fleet.peak_gpus_busy} "
+            f"({doc.fleet.pods_per_busy_gpu:g} pods per busy GPU)"
+        )
     if cl.gpu_nic_pairs:
         console.print(
             f"GPU-NIC pairs: {cl.pcie_aligned_pairs}/{cl.gpu_nic_pairs} on one PCIe root, "

@@ -235,7 +235,9 @@ def _claims(doc: ResultDoc) -> list[str]:
         f"<tr><td>GPU-NIC pairs on one NUMA node</td><td>{cl.numa_aligned_pairs} / "
         f"{cl.gpu_nic_pairs}</td></tr>"
         f"<tr><td>peak fleet GPU allocation</td><td>{doc.fleet.peak_allocation_ratio:.0%}"
-        "</td></tr></table>"
+        "</td></tr>"
+        f"<tr><td>physical GPUs busy at peak (pods per busy GPU)</td>"
+        f"<td>{doc.fleet.peak_gpus_busy} ({doc.fleet.pods_per_busy_gpu:g})</td></tr></table>"
     ]
 
 

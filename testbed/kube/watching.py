@@ -144,7 +144,8 @@ class Liveness:
                 "GET", self.settings.path, retry=False, attempt_timeout=self.settings.timeout
             )
         except errors.Unreachable as e:
-            self.record(False, str(e) or type(e).__name__)
+            timed_out = isinstance(e.__cause__, TimeoutError)
+            self.record(False, f"no answer in {self.settings.timeout:g}s" if timed_out else str(e))
             return
         except errors.KubeError:
             pass

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from testbed.cluster import local
-from tests import children
+from tests.support import children
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
 

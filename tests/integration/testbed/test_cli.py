@@ -7,15 +7,15 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from testbed.cluster import local
+from tests.support.children import TESTBED
+from tests.support.children import testbed as run
 
-TESTBED = [sys.executable, "-m", "testbed"]
 COMPONENTS = (
     "etcd",
     "kube-apiserver",
@@ -23,20 +23,6 @@ COMPONENTS = (
     "kube-scheduler",
     "kwok-controller",
 )
-
-
-def run(
-    *args: str, home: Path, timeout: float = 300, **env: str
-) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "DRA_TESTBED_HOME": str(home), **env}
-    return subprocess.run(
-        [*TESTBED, *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def processes_mentioning(text: str) -> list[str]:

@@ -106,10 +106,38 @@ def test_match_attribute_needs_enough_devices_on_one_root() -> None:
     )
 
 
-def test_distinct_attribute_needs_different_values() -> None:
+def test_distinct_attribute_as_the_allocator_checks_it() -> None:
+    # The allocator keeps one value per request (its last device's): devices of one request
+    # only need to differ from the one before, and from the other requests' values.
     distinct = [{"requests": ["a"], "distinctAttribute": "resource.kubernetes.io/pcieRoot"}]
     assert judge([exactly("a", 2)], gpus(4), constraints=distinct).fits is True
-    assert judge([exactly("a", 3)], gpus(4), constraints=distinct).fits is False
+    assert judge([exactly("a", 3)], gpus(4), constraints=distinct).fits is True
+    assert judge([exactly("a", 2)], gpus(4, roots=1), constraints=distinct).fits is False
+    both = [{"requests": ["a", "b"], "distinctAttribute": "resource.kubernetes.io/pcieRoot"}]
+    assert judge([exactly("a"), exactly("b")], gpus(4), constraints=both).fits is True
+    assert judge([exactly("a"), exactly("b")], gpus(4, roots=1), constraints=both).fits is False
+
+
+def test_all_mode_with_no_matching_device_does_not_fit() -> None:
+    big = [
+        {
+            "cel": {
+                "expression": "device.capacity['gpu.nvidia.com'].memory"
+                ".isGreaterThan(quantity('1Ti'))"
+            }
+        }
+    ]
+    req = [
+        {
+            "name": "a",
+            "exactly": {
+                "deviceClassName": "gpu.nvidia.com",
+                "allocationMode": "All",
+                "selectors": big,
+            },
+        }
+    ]
+    assert judge(req, gpus(4)).fits is False
 
 
 def test_partitions_share_their_counters() -> None:
