@@ -42,7 +42,7 @@ class UsageError(Exception):
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
@@ -69,7 +69,8 @@ def _kube_message(e: Exception) -> str:
     return first
 
 
-def _parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
+    """The `fleet` command line (also checked against the manifests' commands by a test)."""
     p = argparse.ArgumentParser(
         prog="fleet",
         description="Thousands of kwok fake nodes with GPU and RDMA-NIC ResourceSlices, "

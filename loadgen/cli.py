@@ -694,10 +694,7 @@ def _observe(opts: dict[str, Any], err: Console) -> int:
     _check_writable(out_dir)
 
     async def go(kube: Kube) -> outcome.RunResult:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+        stop = runtime.stop_event()
         progress = _Progress(err, enabled=not opts.get("quiet") and err.is_terminal)
         expected = target.count or 0
 
