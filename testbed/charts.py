@@ -16,6 +16,7 @@ Shared by loadgen's run report, `loadgen compare --html` and the experiment's in
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
@@ -212,6 +213,11 @@ def _colourscale() -> list[list[Any]]:
     ]
 
 
+def _natural(name: str) -> list[Any]:
+    # node-2 before node-10: fleets number their nodes without padding.
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
+
+
 def occupancy_heatmap(
     arms: Mapping[str, Mapping[str, tuple[int, int]]],
     *,
@@ -220,8 +226,8 @@ def occupancy_heatmap(
 ) -> go.Figure:
     """Per arm, side by side, every node as one cell coloured by how much of its `device`s
     are used: grey empty, yellow to red partly used (fragmentation), dark blue full. `arms` maps
-    an arm's name to {node: (used, devices)}; nodes are laid out in name order, so racks
-    (named in order) stay together."""
+    an arm's name to {node: (used, devices)}; nodes are laid out in natural name order
+    (node-2 before node-10), so racks (named in order) stay together."""
     names = list(arms)
     biggest = max((len(o) for o in arms.values()), default=0)
     cols = max(1, math.ceil(math.sqrt(biggest)))
@@ -237,7 +243,7 @@ def occupancy_heatmap(
     )
     for i, name in enumerate(names, start=1):
         occ = arms[name]
-        nodes = sorted(occ)
+        nodes = sorted(occ, key=_natural)
         share: list[float | None] = [_colour_value(*occ[n]) for n in nodes]
         text: list[str | None] = [f"{n}: {occ[n][0]}/{occ[n][1]} {device}" for n in nodes]
         fig.add_trace(

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import itertools
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator
@@ -109,7 +112,9 @@ async def _devtools_port(profile: Path, proc: asyncio.subprocess.Process) -> int
 @asynccontextmanager
 async def browser(binary: str, width: int = 1200, height: int = 900) -> AsyncIterator[Page]:
     """A fresh headless browser and one blank tab, with console errors collected."""
-    with tempfile.TemporaryDirectory(prefix="cdp-") as tmp:
+    # Chromium's helper processes can outlive a test by a moment: its own process group is
+    # ended as a whole, and a file one of them writes while the profile goes is no failure.
+    with tempfile.TemporaryDirectory(prefix="cdp-", ignore_cleanup_errors=True) as tmp:
         profile = Path(tmp)
         proc = await asyncio.create_subprocess_exec(
             binary,
@@ -127,6 +132,7 @@ async def browser(binary: str, width: int = 1200, height: int = 900) -> AsyncIte
             "about:blank",
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         try:
             port = await _devtools_port(profile, proc)
@@ -140,11 +146,16 @@ async def browser(binary: str, width: int = 1200, height: int = 900) -> AsyncIte
                         await page.call(f"{domain}.enable")
                     yield page
         finally:
-            if proc.returncode is None:
-                proc.terminate()
-                try:
-                    async with asyncio.timeout(10):
-                        await proc.wait()
-                except TimeoutError:
-                    proc.kill()
+            _signal_group(proc.pid, signal.SIGTERM)
+            try:
+                async with asyncio.timeout(10):
                     await proc.wait()
+            except TimeoutError:
+                _signal_group(proc.pid, signal.SIGKILL)
+                await proc.wait()
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    """The browser's process group (its leader is the browser this module started)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, sig)

@@ -104,3 +104,10 @@ def test_a_page_inlines_plotly_once_and_draws_every_figure() -> None:
     assert "<script src" not in page and "<title>T &lt;x&gt;</title>" in page
     # Without figures, no plotly.js: a table-only page stays small.
     assert "<script" not in charts.page("T", [Section("t", [charts.note("n")])])
+
+
+def test_occupancy_lays_nodes_out_in_natural_order() -> None:
+    occ = {f"node-{i}": (8 if i >= 2 else 0, 8) for i in range(12)}
+    (trace,) = _trace_data(charts.occupancy_heatmap({"A": occ}))
+    # node-0, node-1 empty first, then node-2..node-11 full (not node-10, node-11 after node-1)
+    assert [v for row in trace["z"] for v in row if v is not None][:3] == [0.0, 0.0, 1.0]
