@@ -42,7 +42,7 @@ class UsageError(Exception):
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
@@ -69,7 +69,8 @@ def _kube_message(e: Exception) -> str:
     return first
 
 
-def _parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
+    """The `fleet` command line (also checked against the manifests' commands by a test)."""
     p = argparse.ArgumentParser(
         prog="fleet",
         description="Thousands of kwok fake nodes with GPU and RDMA-NIC ResourceSlices, "
@@ -405,14 +406,17 @@ async def _taint(args: argparse.Namespace) -> int:
         if recorded is None:
             raise ReconcileError(f"fleet {name} has no record; apply it first")
         doc = recorded.to_object()
-        spec = doc["spec"]
-        kept = [t for t in spec.get("deviceTaints", []) if t.get("key") != args.key]
+        kept = [
+            t.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+            for t in recorded.spec.device_taints
+            if t.key != args.key
+        ]
         if not args.clear:
             entry = {"key": args.key, "effect": args.effect, "share": args.share}
             entry.update({"value": args.value} if args.value else {})
             entry.update({"pools": args.pool} if args.pool else {})
             kept.append(entry)
-        spec["deviceTaints"] = kept
+        doc["spec"]["deviceTaints"] = kept
         desired = render.validate(from_data(doc, source=f"fleet {name}"))
         counts = await rec.apply(desired)
     tainted = sum(

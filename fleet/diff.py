@@ -95,17 +95,38 @@ def node_apply_body(desired: Obj) -> Obj:
 
 
 def slice_matches(desired: Obj, actual: Obj) -> bool:
-    """Same devices, counters, pool (any generation), labels and owner."""
+    """Same devices and counters exactly (a taint, a counter or `allowMultipleAllocations`
+    that the spec dropped must go), same pool (any generation), labels and owner."""
     want = dict(desired["spec"])
     want["pool"] = {k: v for k, v in want["pool"].items() if k != "generation"}
+    have = actual.get("spec") or {}
+    for key in _EXACT_SLICE_FIELDS:
+        if _server_fields_dropped(have.get(key)) != want.pop(key, None):
+            return False
     dm, am = desired["metadata"], actual.get("metadata") or {}
     owners = [(o.get("uid"), o.get("kind")) for o in am.get("ownerReferences") or []]
     want_owners = [(o["uid"], o["kind"]) for o in dm.get("ownerReferences") or []]
     return (
-        covers(actual.get("spec") or {}, want)
+        covers(have, want)
         and covers(am.get("labels") or {}, dm.get("labels") or {})
         and owners == want_owners
     )
+
+
+_EXACT_SLICE_FIELDS = ("devices", "sharedCounters")
+
+
+def _server_fields_dropped(items: Any) -> Any:
+    """`items` without what the API server adds to them: a device taint's `timeAdded`."""
+    if not isinstance(items, list) or not any(isinstance(d, dict) and "taints" in d for d in items):
+        return items
+    out = []
+    for d in items:
+        if isinstance(d, dict) and "taints" in d:
+            taints = [{k: v for k, v in t.items() if k != "timeAdded"} for t in d["taints"]]
+            d = {**d, "taints": taints}
+        out.append(d)
+    return out
 
 
 def pool_generation(slices: list[Obj | None]) -> int:

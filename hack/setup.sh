@@ -15,9 +15,19 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-12)
 if [[ ! -f "$stamp" ]]; then
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e '.[dev]'
+  # pip and setuptools print deprecation warnings nobody can act on; keep them in a log and
+  # show it only if the install fails.
+  log=.venv/pip-install.log
+  echo "installing dra-testbed and its Python dependencies into .venv (about a minute)" >&2
+  if ! { .venv/bin/python -m pip install --quiet --upgrade pip &&
+    .venv/bin/python -m pip install --quiet -e '.[dev]'; } >"$log" 2>&1; then
+    cat "$log" >&2
+    echo "error: pip install failed (log: $log)" >&2
+    exit 1
+  fi
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
+# The first build prints what it builds, the time so far and an estimate (about 15 minutes
+# on 2 cores); later runs find the cache and print nothing.
 tools/k8s/build.sh >/dev/null

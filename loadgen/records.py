@@ -99,6 +99,9 @@ class Sample:
     gpus_allocated: int
     gpus_stranded: int = 0
     """Free GPUs on partly used fleet nodes: too few together for a whole-node pod."""
+    gpus_busy: int = 0
+    """Physical GPUs with at least one of the run's allocations (a whole GPU, a MIG
+    partition of it, or a capacity share): what the run keeps busy."""
     phase_scheduled: dict[str, int] = field(default_factory=dict)
     """Pods scheduled so far per scenario phase (throughput per phase)."""
     tick: bool = True
@@ -128,6 +131,13 @@ class Fleet:
     """Exact, updated on every claim change (samples, once a second, can miss a peak)."""
     gpus_held_by_others: int = 0
     """GPUs of the fleet that claims of other namespaces (other runs) hold."""
+    physical: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(pool, GPU device) -> its physical GPU (a MIG partition's parent UUID, a whole GPU's
+    own UUID): partitions and shares of one GPU map to one key."""
+    busy: dict[str, int] = field(default_factory=dict)
+    """Physical GPU -> allocations of the run's claims on it."""
+    claim_gpus: dict[str, list[str]] = field(default_factory=dict)
+    """The run's claim -> the physical GPUs its allocation counts in `busy`."""
 
 
 @dataclass(slots=True)
@@ -317,6 +327,8 @@ def on_claim(rec: Records, kind: str, claim: dict[str, Any], now: float) -> None
         fleet.gpus_by_claim[key] = (node, gpus)
     else:
         fleet.gpus_by_claim.pop(key, None)
+    if own:
+        _count_busy(fleet, key, [] if kind == "DELETED" else results)
     if not own or kind == "DELETED":
         return
     c = rec.claims.get(meta["name"])
@@ -342,6 +354,25 @@ def on_claim(rec: Records, kind: str, claim: dict[str, Any], now: float) -> None
                 c.nic_numa.append(numa)
 
 
+def _count_busy(fleet: Fleet, key: str, results: list[dict[str, Any]]) -> None:
+    """Keep `fleet.busy` in step with claim `key`'s allocation (the physical GPUs under it)."""
+    for gpu in fleet.claim_gpus.pop(key, []):
+        fleet.busy[gpu] -= 1
+        if not fleet.busy[gpu]:
+            del fleet.busy[gpu]
+    gpus = [
+        fleet.physical.get(
+            (r.get("pool", ""), r.get("device", "")), f"{r.get('pool')}/{r.get('device')}"
+        )
+        for r in results
+        if r.get("driver") == vocab.GPU_DRIVER
+    ]
+    if gpus:
+        fleet.claim_gpus[key] = gpus
+        for gpu in gpus:
+            fleet.busy[gpu] = fleet.busy.get(gpu, 0) + 1
+
+
 def on_slice(rec: Records, kind: str, slc: dict[str, Any], now: float) -> None:
     """One watch event of a ResourceSlice: the fleet's GPUs and every device's topology."""
     fleet = rec.fleet
@@ -357,12 +388,25 @@ def on_slice(rec: Records, kind: str, slc: dict[str, Any], now: float) -> None:
     if driver == vocab.GPU_DRIVER:
         generation = int(pool_info.get("generation", 0))
         node = spec.get("nodeName", "")
-        fleet.gpu_slices[name] = (pool, generation, node, len(devices))
+        # Physical GPUs only: a MIG partition is a device too, carved out of one of them.
+        whole = sum(
+            1
+            for d in devices
+            if device_attribute(d.get("attributes") or {}, driver, vocab.GPU_ATTR_TYPE)
+            != vocab.GPU_TYPE_MIG
+        )
+        fleet.gpu_slices[name] = (pool, generation, node, whole)
     if spec.get("nodeName"):
         fleet.pool_node[(driver, pool)] = spec["nodeName"]
     numa_attr = vocab.GPU_ATTR_NUMA if driver == vocab.GPU_DRIVER else vocab.NIC_ATTR_NUMA
     for dev in devices:
         attrs = dev.get("attributes") or {}
+        if driver == vocab.GPU_DRIVER:
+            gpu = device_attribute(attrs, driver, vocab.GPU_ATTR_PARENT_UUID) or device_attribute(
+                attrs, driver, vocab.GPU_ATTR_UUID
+            )
+            if gpu:
+                fleet.physical[(pool, dev.get("name", ""))] = gpu
         fleet.devices[(driver, pool, dev.get("name", ""))] = (
             device_attribute(attrs, driver, vocab.ATTR_PCIE_ROOT),
             device_attribute(attrs, driver, numa_attr),
@@ -388,6 +432,7 @@ def relisting(rec: Records, plural: str) -> None:
         fleet.gpu_slices.clear()
         fleet.devices.clear()
         fleet.pool_node.clear()
+        fleet.physical.clear()
     elif plural == "nodes":
         fleet.node_labels.clear()
         fleet.nodes.clear()
@@ -395,6 +440,8 @@ def relisting(rec: Records, plural: str) -> None:
         fleet.gpus_by_claim.clear()
         fleet.gpus_allocated = 0
         fleet.gpus_held_by_others = 0
+        fleet.busy.clear()
+        fleet.claim_gpus.clear()
 
 
 def watch_broke(rec: Records, plural: str, reason: str, now: float) -> None:
@@ -430,6 +477,7 @@ def take_sample(rec: Records, now: float, *, tick: bool = True) -> Sample:
         t.succeeded + t.failed,
         rec.fleet.gpus_allocated,
         gpus_stranded(rec),
+        len(rec.fleet.busy),
         {name: c.scheduled for name, c in rec.counts.items()},
         tick,
     )

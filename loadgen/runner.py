@@ -231,8 +231,11 @@ async def _finish(kube: Kube, settings: outcome.Settings, token: str) -> bool:
 async def _check_device_classes(kube: Kube, scenario: Scenario) -> None:
     wanted: set[str] = set()
     for claim in scenario.claims:
-        if claim.gpus:
+        if claim.mig_profile:
+            wanted.add(claim.mig_class)
+        elif claim.gpus:
             wanted.add(claim.gpu_class)
+        wanted.update(a.gpu_class for a in claim.first_available if a.gpu_class)
         if claim.nics:
             wanted.add(claim.nic_class)
     for name in sorted(wanted):

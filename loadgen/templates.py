@@ -147,6 +147,14 @@ def _exactly(
 def _gpu_request(
     name: str, claim: Claim, count: int, selectors: list[dict[str, Any]]
 ) -> dict[str, Any]:
+    if claim.mig_profile:
+        # MIG partitions are devices of their own class; the profile attribute picks one.
+        expr = (
+            f"device.attributes['{vocab.GPU_DRIVER}'].{vocab.GPU_ATTR_MIG_PROFILE} == "
+            f"'{claim.mig_profile}'"
+        )
+        mig = [{"cel": {"expression": expr}}]
+        return {"name": name, "exactly": _exactly(claim.mig_class, count, mig, claim)}
     return {"name": name, "exactly": _exactly(claim.gpu_class, count, selectors, claim)}
 
 

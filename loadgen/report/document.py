@@ -96,6 +96,11 @@ class Fleet(_Doc):
     peak_allocation_ratio: float
     gpus_stranded_at_peak: int = 0
     """Free GPUs on partly used nodes at the sample with the highest allocation."""
+    peak_gpus_busy: int = 0
+    """Most physical GPUs the run's claims kept busy at once (sampled each second): with
+    MIG partitions or capacity shares, fewer than the devices allocated."""
+    pods_per_busy_gpu: float = 0.0
+    """Pods running per busy physical GPU at that sample."""
     held_by_others_at_start: dict[str, int] = {}
     """Per other namespace, fleet GPUs its claims held when the run started: not this
     run's, so left out of its allocation figures."""
@@ -319,12 +324,19 @@ def _fleet(result: outcome.RunResult) -> Fleet:
     # samples).
     peak_sample = max(rec.timeline, key=lambda s: s.gpus_allocated, default=None)
     peak = max(rec.fleet.peak_gpus_allocated, peak_sample.gpus_allocated if peak_sample else 0)
+    busiest = max(rec.timeline, key=lambda s: s.gpus_busy, default=None)
     return Fleet(
         nodes=result.fleet_nodes,
         gpus=gpus,
         peak_gpus_allocated=peak,
         peak_allocation_ratio=round(peak / gpus, 4) if gpus else 0.0,
         gpus_stranded_at_peak=peak_sample.gpus_stranded if peak_sample else 0,
+        peak_gpus_busy=busiest.gpus_busy if busiest else 0,
+        pods_per_busy_gpu=(
+            round((busiest.running - busiest.finished) / busiest.gpus_busy, 3)
+            if busiest and busiest.gpus_busy
+            else 0.0
+        ),
         held_by_others_at_start=dict(result.held_by_others_at_start),
     )
 

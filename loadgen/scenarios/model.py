@@ -21,6 +21,7 @@ from testbed import validation, vocab
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*\Z")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 _QUANTITY = re.compile(r"^\d+(\.\d+)?(Ki|Mi|Gi|Ti|k|M|G|T)?\Z")
+_MIG_PROFILE = re.compile(r"^\d+g\.\d+gb(\+me)?\Z")
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?\Z")
 MAX_DURATION = 365 * 86400.0
 """Longest duration a scenario may give (run times, timeouts): a year is already absurd."""
@@ -118,6 +119,9 @@ class Claim(_Model):
     admin_access: bool = False
     """`adminAccess: true` (monitoring): devices are granted whatever else holds them; the
     run's namespace gets the admin-access label this needs."""
+    mig_profile: str | None = None
+    """Each GPU is a MIG partition of this profile (e.g. `1g.10gb`), from `mig_class`."""
+    mig_class: str = vocab.CLASS_MIG
     first_available: Annotated[
         list[Alternative], BeforeValidator(parse_alternatives), Field(max_length=8)
     ] = []
@@ -138,8 +142,20 @@ class Claim(_Model):
             raise ValueError("align needs GPUs to align the NICs with")
         if self.memory is not None and not _QUANTITY.match(self.memory):
             raise ValueError(f"memory {validation.shown(self.memory)} is not a quantity like 10Gi")
+        if self.mig_profile is not None:
+            if not _MIG_PROFILE.match(self.mig_profile):
+                raise ValueError(
+                    f"mig_profile {validation.shown(self.mig_profile)} is not a MIG profile "
+                    "like 1g.10gb"
+                )
+            if self.all_gpus or self.memory or self.first_available or self.min_memory:
+                raise ValueError(
+                    "mig_profile names the partition: no all_gpus, memory, "
+                    "first_available or min_memory with it"
+                )
         shaped = (
-            self.all_gpus
+            self.mig_profile is not None
+            or self.all_gpus
             or self.memory is not None
             or self.shared_by > 1
             or self.admin_access
@@ -171,6 +187,8 @@ class Claim(_Model):
             parts.append("mem" + self.min_memory.lower().replace(".", "p"))
         if self.device_plugin:
             parts.insert(0, "dp")
+        if self.mig_profile:
+            parts.append("mig" + self.mig_profile.replace(".", "").replace("+", "-"))
         if self.all_gpus:
             parts.append("all")
         if self.memory:
@@ -182,6 +200,8 @@ class Claim(_Model):
         if self.first_available:
             parts.append(f"fa{len(self.first_available)}")
         shape = [self.gpu_class, self.nic_class]
+        if self.mig_profile and self.mig_class != vocab.CLASS_MIG:
+            shape.append(self.mig_class)
         shape += [a.model_dump_json() for a in self.first_available]
         if shape != [vocab.CLASS_GPU, vocab.CLASS_RDMA_NIC]:
             digest = hashlib.sha256("|".join(shape).encode()).hexdigest()
@@ -191,10 +211,10 @@ class Claim(_Model):
     @property
     def gpus_per_claim(self) -> int:
         """Whole GPUs one claim holds at least, for the pre-flight check: 0 when only the
-        scheduler can know (capacity shares), the smallest alternative of a
+        scheduler can know (capacity shares, MIG partitions), the smallest alternative of a
         `firstAvailable`."""
-        if not self.uses_dra or self.memory is not None:
-            return 0
+        if not self.uses_dra or self.memory is not None or self.mig_profile is not None:
+            return 0  # shares and partitions: only the scheduler can count them
         return min((a.gpus for a in self.first_available), default=self.gpus)
 
 

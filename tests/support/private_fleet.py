@@ -61,9 +61,9 @@ def _schedulable(node: dict[str, Any]) -> bool:
     return condition(node, "Ready") == "True" and taints == {vocab.KWOK_TAINT_KEY}
 
 
-async def make_fleet(kube: Kube, kubeconfig: str, nodes: int) -> Fleet:
+async def make_fleet(kube: Kube, kubeconfig: str, nodes: int, profile: str = "dgx-h100") -> Fleet:
     name = f"lg-{secrets.token_hex(3)}"
-    await _fleet_cli(kubeconfig, "apply", "--profile", "dgx-h100", "--nodes", str(nodes),
+    await _fleet_cli(kubeconfig, "apply", "--profile", profile, "--nodes", str(nodes),
                      "--name", name)  # fmt: skip
     listed = await kube.list(r.NODES, label_selector=f"{FLEET_LABEL}={name}")
     fleet = Fleet(suffix=name, nodes=sorted(n["metadata"]["name"] for n in listed.items))

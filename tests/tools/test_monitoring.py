@@ -19,6 +19,8 @@ pytestmark = pytest.mark.timeout(120)
 MONITORING = s.MANIFESTS / "monitoring"
 # Prefixes whose names only the running control plane can confirm (integration test).
 CONTROL_PLANE_PREFIXES = ("scheduler_",)
+# Series Prometheus itself writes for every target.
+PROMETHEUS_SERIES = {"up"}
 
 
 def promtool() -> str:
@@ -54,6 +56,13 @@ def test_alerts_cover_the_issue_list() -> None:
     assert "extender_requests_total" in exprs["DRATestbedExtenderErrors"]
     assert 'plugin="DynamicResources"' in exprs["DRATestbedDRASchedulingLatencyHigh"]
     assert 'plugin="DynamicResources"' in exprs["DRATestbedClaimAllocationFailures"]
+    # An extender that is down, absent or timing out (the scheduler-side view: pods placed
+    # while the extender answers no filter call).
+    assert "up == 0" in exprs["DRATestbedExtenderDown"]
+    assert "absent_over_time(extender_cache_ready" in exprs["DRATestbedExtenderAbsent"]
+    bypassed = exprs["DRATestbedExtenderBypassed"]
+    assert "scheduler_schedule_attempts_total" in bypassed and "unless" in bypassed
+    assert 'le="1.0"' in exprs["DRATestbedExtenderNearTimeout"]
 
 
 def test_scrape_config_passes_promtool(tmp_path: Path) -> None:
@@ -124,7 +133,9 @@ def unknown_metrics(queries: list[s.Query], known: set[str]) -> list[str]:
         missing = sorted(
             n
             for n in names
-            if not n.startswith(CONTROL_PLANE_PREFIXES) and s.family(n, known) is None
+            if not n.startswith(CONTROL_PLANE_PREFIXES)
+            and n not in PROMETHEUS_SERIES
+            and s.family(n, known) is None
         )
         if missing:
             problems.append(f"{q.where}: names metrics no component exports: {missing}")
@@ -165,3 +176,164 @@ def test_a_typo_in_a_panel_is_reported_with_file_and_panel() -> None:
 )
 def test_metric_names_of_promql(expr: str, names: set[str]) -> None:
     assert s.metric_names(s.grafana_to_promql(expr)) == names
+
+
+# promtool's rule unit tests for the alerts that say whether the extender is in the loop at
+# all: each fires on the series that mean it and stays quiet on the ones that do not.
+# Series are per minute; `stale` is a scrape that failed.
+EXTENDER = {"job": "extender", "instance": "10.0.0.7:8888"}
+FLEET = {"job": "fleet", "instance": "10.0.0.9:8080"}
+
+
+def series(name: str, labels: dict[str, str], values: str) -> dict[str, str]:
+    inner = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    return {"series": f"{name}{{{inner}}}", "values": values}
+
+
+def annotations(alert: str, **labels: str) -> dict[str, str]:
+    """The alert's annotations as written, its `$labels` filled in (the rules under test)."""
+    rules = yaml.safe_load(s.ALERT_RULES.read_text())
+    (rule,) = [r for g in rules["groups"] for r in g["rules"] if r.get("alert") == alert]
+    out = {}
+    for key, text in rule["annotations"].items():
+        for label, value in labels.items():
+            text = text.replace(f"{{{{ $labels.{label} }}}}", value)
+        out[key] = text
+    return out
+
+
+PRESENCE_TESTS = [
+    {  # The extender's target stops answering; a fleet target that never was one is down too.
+        "interval": "1m",
+        "input_series": [
+            series("up", EXTENDER, "1x5 0x10"),
+            series("extender_cache_ready", EXTENDER, "1x5 stale"),
+            series("up", FLEET, "0x15"),
+        ],
+        "alert_rule_test": [
+            {"eval_time": "5m", "alertname": "DRATestbedExtenderDown", "exp_alerts": []},
+            {
+                "eval_time": "10m",
+                "alertname": "DRATestbedExtenderDown",
+                "exp_alerts": [
+                    {
+                        "exp_labels": {**EXTENDER, "severity": "critical"},
+                        "exp_annotations": annotations(
+                            "DRATestbedExtenderDown", instance=EXTENDER["instance"]
+                        ),
+                    }
+                ],
+            },
+            # Down, not absent: it was here within the last 15 minutes.
+            {"eval_time": "10m", "alertname": "DRATestbedExtenderAbsent", "exp_alerts": []},
+        ],
+    },
+    {  # No extender ever scraped.
+        "interval": "1m",
+        "input_series": [series("up", FLEET, "1x30")],
+        "alert_rule_test": [
+            {
+                "eval_time": "25m",
+                "alertname": "DRATestbedExtenderAbsent",
+                "exp_alerts": [
+                    {
+                        "exp_labels": {"severity": "warning"},
+                        "exp_annotations": annotations("DRATestbedExtenderAbsent"),
+                    }
+                ],
+            },
+            {"eval_time": "25m", "alertname": "DRATestbedExtenderDown", "exp_alerts": []},
+        ],
+    },
+    {  # The scheduler keeps placing pods (1/s); the extender's filter calls stop at 10m.
+        "interval": "1m",
+        "input_series": [
+            series(
+                "scheduler_schedule_attempts_total",
+                {"result": "scheduled", "profile": "default-scheduler"},
+                "0+60x40",
+            ),
+            series(
+                "extender_requests_total", {"verb": "filter", "outcome": "ok"}, "0+60x10 600x30"
+            ),
+        ],
+        "alert_rule_test": [
+            {"eval_time": "10m", "alertname": "DRATestbedExtenderBypassed", "exp_alerts": []},
+            {
+                "eval_time": "25m",
+                "alertname": "DRATestbedExtenderBypassed",
+                "exp_alerts": [
+                    {
+                        "exp_labels": {"severity": "critical"},
+                        "exp_annotations": annotations("DRATestbedExtenderBypassed"),
+                    }
+                ],
+            },
+        ],
+    },
+    {  # 10 % of filter calls over 1 s (the scheduler waits 5 s); prioritize all fast.
+        "interval": "1m",
+        "input_series": [
+            series("extender_request_duration_seconds_count", {"verb": "filter"}, "0+100x20"),
+            series(
+                "extender_request_duration_seconds_bucket",
+                {"verb": "filter", "le": "1.0"},
+                "0+90x20",
+            ),
+            series("extender_request_duration_seconds_count", {"verb": "prioritize"}, "0+100x20"),
+            series(
+                "extender_request_duration_seconds_bucket",
+                {"verb": "prioritize", "le": "1.0"},
+                "0+100x20",
+            ),
+        ],
+        "alert_rule_test": [
+            {
+                "eval_time": "15m",
+                "alertname": "DRATestbedExtenderNearTimeout",
+                "exp_alerts": [
+                    {
+                        "exp_labels": {"verb": "filter", "severity": "warning"},
+                        "exp_annotations": {
+                            **annotations("DRATestbedExtenderNearTimeout", verb="filter"),
+                            "summary": "10% of extender filter calls take over 1 s",
+                        },
+                    }
+                ],
+            },
+        ],
+    },
+]
+
+
+def promtool_test(
+    tmp_path: Path, tests: list[dict[str, object]]
+) -> subprocess.CompletedProcess[str]:
+    spec = {"rule_files": [str(s.ALERT_RULES)], "evaluation_interval": "1m", "tests": tests}
+    path = tmp_path / "alerts.test.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return subprocess.run([promtool(), "test", "rules", str(path)], capture_output=True, text=True)
+
+
+def test_extender_presence_alerts_fire_on_what_they_mean_and_only_on_it(tmp_path: Path) -> None:
+    out = promtool_test(tmp_path, PRESENCE_TESTS)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_promtool_rule_tests_can_fail(tmp_path: Path) -> None:
+    # The extender answering every scrape: expecting Down must fail.
+    healthy = {
+        "interval": "1m",
+        "input_series": [
+            series("up", EXTENDER, "1x15"),
+            series("extender_cache_ready", EXTENDER, "1x15"),
+        ],
+        "alert_rule_test": [
+            {
+                "eval_time": "10m",
+                "alertname": "DRATestbedExtenderDown",
+                "exp_alerts": [{"exp_labels": {**EXTENDER, "severity": "critical"}}],
+            }
+        ],
+    }
+    assert promtool_test(tmp_path, [healthy]).returncode != 0

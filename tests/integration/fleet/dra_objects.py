@@ -8,7 +8,7 @@ from typing import Any
 from testbed import vocab
 from testbed.kube.client import Kube
 from testbed.kube.resources import PODS, RESOURCE_CLAIMS
-from tests.waiting import wait_for
+from tests.support.waiting import wait_for
 
 Obj = dict[str, Any]
 

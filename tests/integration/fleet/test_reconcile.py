@@ -103,14 +103,15 @@ async def test_apply_200_reapply_scale_to_150_then_delete(
     assert writes.total == 0, writes.calls
 
     # Scale to 150: exactly the last 50 nodes and their 100 slices go; nothing else is written
-    # but the record of the spec.
+    # but the record of the spec (marked before the first delete, rewritten after the last).
     writes.calls.clear()
     smaller = for_profile("dgx-h100", 150, name=fleet_name)
     counts = await rec.apply(render.validate(smaller))
     assert (counts.created, counts.updated, counts.deleted) == (0, 0, 150)
     assert writes.by_verb("DELETE") == 150
-    assert writes.calls[("PUT", "configmaps")] == 1  # the fleet's record, its only ConfigMap
-    assert writes.total == 151, writes.calls
+    assert writes.calls[("PATCH", "configmaps")] == 1  # the record marked: apply under way
+    assert writes.calls[("PUT", "configmaps")] == 1  # the record rewritten, last
+    assert writes.total == 152, writes.calls
     nodes, slices = await _objects(kube, fleet_name)
     assert sorted(n["metadata"]["name"] for n in nodes) == sorted(
         f"{fleet_name}-dgx-h100-{i}" for i in range(150)

@@ -10,7 +10,7 @@ from loadgen import runner, scenarios, templates
 from testbed import vocab
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from tests.integration.loadgen.conftest import Fleet
+from tests.support.private_fleet import Fleet, make_fleet, remove_fleet
 
 pytestmark = pytest.mark.cluster
 
@@ -77,3 +77,49 @@ async def test_an_admin_access_claim_gets_its_namespace_label_and_runs(
         assert all(x.get("adminAccess") for x in results)
     finally:
         await kube.delete(r.NAMESPACES, res.namespace)
+
+
+async def test_mig_profile_pods_get_partitions_of_that_profile(kube: Kube, kubeconfig: str) -> None:
+    fleet = await make_fleet(kube, kubeconfig, nodes=1, profile="dgx-h100-mig")
+    try:
+        params = {"pods": "3", "mig_profile": "1g.10gb"}
+        res = await runner.run(kube, scenarios.load("pods", params), fleet.settings(keep=True))
+        assert res.error is None and res.records.total.running == 3
+        assert res.fleet_gpus == 8  # physical GPUs: the partitions are not counted as GPUs
+        claims = (await kube.list(r.RESOURCE_CLAIMS, namespace=res.namespace)).items
+        devices = {
+            (x["pool"], x["device"])
+            for c in claims
+            for x in c["status"]["allocation"]["devices"]["results"]
+        }
+        assert len(devices) == 3
+        slices = await kube.list(r.RESOURCE_SLICES)
+        profiles = {
+            (s["spec"]["pool"]["name"], d["name"]): d["attributes"]
+            for s in slices.items
+            for d in s["spec"].get("devices") or []
+        }
+        for key in devices:
+            attrs = profiles[key]
+            assert attrs[vocab.GPU_ATTR_TYPE]["string"] == vocab.GPU_TYPE_MIG
+            assert attrs[vocab.GPU_ATTR_MIG_PROFILE]["string"] == "1g.10gb"
+    finally:
+        await remove_fleet(kube, kubeconfig, fleet)
+
+
+async def test_capacity_shares_put_several_inference_pods_on_one_gpu(
+    kube: Kube, kubeconfig: str
+) -> None:
+    fleet = await make_fleet(kube, kubeconfig, nodes=1, profile="dgx-h100-shared")
+    try:
+        # 16 pods of 30 GB on 8 GPUs of 81559Mi that allow multiple allocations: two fit
+        # per GPU, three do not, so all 16 run only with two on every GPU.
+        params = {"shape": "capacity", "jobs": "16", "footprints": "30", "completions": "1",
+                  "run_time": "20s"}  # fmt: skip
+        res = await runner.run(kube, scenarios.load("inference", params), fleet.settings())
+        assert res.error is None and res.records.total.succeeded == 16
+        busy = max(s.gpus_busy for s in res.records.timeline)
+        running = max(s.running - s.finished for s in res.records.timeline)
+        assert running == 16 and busy == 8  # every GPU busy, each with two pods
+    finally:
+        await remove_fleet(kube, kubeconfig, fleet)

@@ -12,7 +12,7 @@ import pytest
 from loadgen import stats
 from loadgen.report import document
 from testbed.kube.client import Kube
-from tests.integration.loadgen.conftest import FLEET_LABEL, Fleet, namespace_gone
+from tests.support.private_fleet import FLEET_LABEL, Fleet, namespace_gone
 
 pytestmark = pytest.mark.cluster
 

@@ -17,7 +17,7 @@ from loadgen.report import document
 from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from tests.integration.loadgen.conftest import FLEET_LABEL, Fleet, namespace_gone
+from tests.support.private_fleet import FLEET_LABEL, Fleet, namespace_gone
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.cluster
@@ -57,7 +57,9 @@ async def test_a_taken_run_id_is_refused_and_the_live_run_is_untouched_and_compl
 ) -> None:
     run_id = f"live-{fleet.suffix}"
     live = await asyncio.create_subprocess_exec(
-        LOADGEN, "--pods", "12", "--qps", "3", *_args(fleet, kubeconfig, tmp_path / "live", run_id),
+        # 30 pods at 1/s: still creating long after its second pod runs, however slowly the
+        # second loadgen starts on a loaded machine.
+        LOADGEN, "--pods", "30", "--qps", "1", *_args(fleet, kubeconfig, tmp_path / "live", run_id),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
@@ -77,7 +79,7 @@ async def test_a_taken_run_id_is_refused_and_the_live_run_is_untouched_and_compl
             await live.wait()
     assert live.returncode == 0, live_err.decode()
     doc = document.load(tmp_path / "live" / "result.json")
-    assert doc.error is None and doc.counts.pods_running == 12 and doc.cleaned_up
+    assert doc.error is None and doc.counts.pods_running == 30 and doc.cleaned_up
     assert doc.counts.pods_failed == 0
     await namespace_gone(kube, run_id)
 

@@ -14,7 +14,7 @@ import pytest
 
 from testbed.cluster import feature_gates as fg
 from testbed.cluster import local
-from tests.integration.testbed.test_cli import run
+from tests.support.children import testbed as run
 
 pytestmark = pytest.mark.cluster
 

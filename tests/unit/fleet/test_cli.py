@@ -127,3 +127,17 @@ def test_no_command_prints_help_and_exit_2(capsys: pytest.CaptureFixture[str]) -
 def test_profiles_lists_the_builtins(capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(["profiles"]) == 0
     assert "a4-highgpu-8g" in capsys.readouterr().out
+
+
+def test_taint_needs_exactly_one_of_share_and_clear(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["taint", "--name", "x"]) == 2
+    assert "give --share S to taint, or --clear" in capsys.readouterr().err
+    assert _run(["taint", "--name", "x", "--share", "0.1", "--clear"]) == 2
+    assert _run(["taint", "--name", "x", "--share", "1.5"]) == 2
+    assert "not a share in (0, 1]" in capsys.readouterr().err
+
+
+def test_profiles_lists_the_gpu_mode(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["profiles"]) == 0
+    out = capsys.readouterr().out
+    assert "dgx-h100-mig" in out and "mig" in out and "shared" in out

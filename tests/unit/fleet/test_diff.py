@@ -8,7 +8,7 @@ from typing import Any
 
 from fleet import diff, render
 from fleet.diff import covers, node_matches, slice_matches
-from fleet.spec import for_profile
+from fleet.spec import for_profile, from_data
 from testbed import vocab
 from testbed.kube import resources
 
@@ -93,3 +93,24 @@ def test_with_version_copies_the_resource_version_without_touching_desired() -> 
     body = diff.with_version(desired, {"metadata": {"resourceVersion": "42"}})
     assert body["metadata"]["resourceVersion"] == "42"
     assert "resourceVersion" not in desired["metadata"]
+
+
+def test_a_device_field_the_spec_dropped_is_a_difference_but_timeadded_is_not() -> None:
+    f = from_data(
+        {
+            "name": "t",
+            "pools": [{"name": "p", "profile": "l4-4gpu", "count": 1}],
+            "deviceTaints": [{"share": 1.0}],
+        }
+    )
+    (node,) = render.desired_nodes(f)
+    tainted = render.slice_objects(f, node, "uid-1")[0]
+    actual = copy.deepcopy(tainted)
+    for d in actual["spec"]["devices"]:
+        d["taints"][0]["timeAdded"] = "2026-01-01T00:00:00Z"  # the API server adds it
+    assert slice_matches(tainted, actual)
+    plain = for_profile("l4-4gpu", 1, name="t")
+    (untainted,) = render.desired_nodes(plain)
+    clean = render.slice_objects(plain, untainted, "uid-1")[0]
+    clean["metadata"]["labels"] = tainted["metadata"]["labels"]
+    assert not slice_matches(clean, actual)  # the taint must be removed

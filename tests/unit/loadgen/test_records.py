@@ -218,3 +218,34 @@ def test_pods_never_scheduled_are_grouped_by_the_schedulers_reason() -> None:
     records.on_pod(t, "ADDED", _pod("d", node="n1"), 0.1)
     assert records.pending(t) == {full: 2, "no verdict from the scheduler yet": 1}
     assert t.pods["a"].unschedulable and t.total.unschedulable == 2
+
+
+def test_mig_partitions_are_not_counted_as_fleet_gpus() -> None:
+    t = _records()
+    records.on_node(t, "ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
+    slc = _slice("n1", vocab.GPU_DRIVER, [("g0", "r0", 0), ("g0-mig-1g", "r0", 0)])
+    slc["spec"]["devices"][0]["attributes"][vocab.GPU_ATTR_TYPE] = {"string": "gpu"}
+    slc["spec"]["devices"][1]["attributes"][vocab.GPU_ATTR_TYPE] = {"string": "mig"}
+    records.on_slice(t, "ADDED", slc, 0)
+    assert records.fleet_gpus(t) == 1
+
+
+def test_partitions_and_shares_of_one_gpu_keep_one_physical_gpu_busy() -> None:
+    t = _records()
+    records.on_node(t, "ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
+    slc = _slice("n1", vocab.GPU_DRIVER, [("g0", "r0", 0), ("g0-mig-a", "r0", 0), ("g1", "r1", 0)])
+    devs = slc["spec"]["devices"]
+    devs[0]["attributes"][vocab.GPU_ATTR_UUID] = {"string": "GPU-0"}
+    devs[1]["attributes"][vocab.GPU_ATTR_PARENT_UUID] = {"string": "GPU-0"}
+    devs[2]["attributes"][vocab.GPU_ATTR_UUID] = {"string": "GPU-1"}
+    records.on_slice(t, "ADDED", slc, 0)
+    mig = [(vocab.GPU_DRIVER, "n1", "g0-mig-a")]
+    records.on_claim(t, "ADDED", _claim("a", "loadgen-r1", mig), 1.0)
+    records.on_claim(t, "ADDED", _claim("b", "loadgen-r1", mig), 1.0)  # a capacity share
+    assert records.take_sample(t, 1.0).gpus_busy == 1
+    records.on_claim(t, "ADDED", _claim("c", "loadgen-r1", [(vocab.GPU_DRIVER, "n1", "g1")]), 1.0)
+    records.on_claim(t, "ADDED", _claim("x", "elsewhere", [(vocab.GPU_DRIVER, "n1", "g0")]), 1.0)
+    assert records.take_sample(t, 2.0).gpus_busy == 2  # not someone else's
+    records.on_claim(t, "DELETED", _claim("a", "loadgen-r1", []), 3.0)
+    records.on_claim(t, "DELETED", _claim("b", "loadgen-r1", []), 3.0)
+    assert records.take_sample(t, 3.0).gpus_busy == 1

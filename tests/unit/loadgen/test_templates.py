@@ -144,3 +144,21 @@ def test_claim_shapes_are_refused_where_they_make_no_sense() -> None:
             Claim.model_validate(bad)
     with pytest.raises(ValidationError):
         Phase(name="j", kind="jobs", count=1, claim=Claim(shared_by=2))
+
+
+def test_a_mig_profile_asks_the_mig_class_for_that_partition() -> None:
+    claim = Claim(mig_profile="1g.10gb")
+    req = _gpu_request(claim)
+    assert req["exactly"]["deviceClassName"] == vocab.CLASS_MIG
+    (sel,) = req["exactly"]["selectors"]
+    assert sel["cel"]["expression"] == "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"
+    assert claim.key == "gpu1-mig1g10gb" and claim.gpus_per_claim == 0
+
+
+def test_a_mig_profile_must_look_like_one() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    for bad in ({"mig_profile": "big"}, {"mig_profile": "1g.10gb", "all_gpus": True}):
+        with pytest.raises(ValidationError):
+            Claim.model_validate(bad)
