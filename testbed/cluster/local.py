@@ -23,7 +23,7 @@ import yaml
 from testbed import vocab
 from testbed.cluster import binaries as bins
 from testbed.cluster import feature_gates as fg
-from testbed.cluster import health, kwok_shards, locks, paths
+from testbed.cluster import health, kwok_shards, locks, paths, ports
 
 DEFAULT_NAME = "dra-testbed"
 MAX_KWOK_SHARDS = 16
@@ -38,6 +38,10 @@ COMPONENTS = (
 
 class ClusterError(RuntimeError):
     """A one-line, user-facing reason the cluster could not be managed."""
+
+
+class _Unhealthy(ClusterError):
+    """`up` started components that did not all become healthy (they are then stopped)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,8 +105,21 @@ def scheduler_config_text(
     return yaml.safe_dump(doc, sort_keys=False)
 
 
-def create_command(config: ClusterConfig, b: bins.Binaries, scheduler_config: Path) -> list[str]:
-    """The kwokctl call that creates the cluster (pure)."""
+def kwokctl_config_text(chosen_ports: Mapping[str, int]) -> str:
+    """manifests/kwok/kwokctl.yaml with the cluster's reserved ports (see `ports`; pure)."""
+    doc = yaml.safe_load((paths.manifests_dir() / "kwok" / "kwokctl.yaml").read_text())
+    doc["options"] = {**doc.get("options", {}), **chosen_ports}
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def create_command(
+    config: ClusterConfig,
+    b: bins.Binaries,
+    scheduler_config: Path,
+    kwokctl_config: Path | None = None,
+) -> list[str]:
+    """The kwokctl call that creates the cluster (pure). `kwokctl_config` carries the ports
+    `up` reserved (default: manifests/kwok/kwokctl.yaml, kwokctl picks them)."""
     kwok_dir = paths.manifests_dir() / "kwok"
     stages = config.stages or kwok_dir / "stages.yaml"
     cmd = [
@@ -126,7 +143,7 @@ def create_command(config: ClusterConfig, b: bins.Binaries, scheduler_config: Pa
         "--kube-scheduler-config",
         str(scheduler_config),
         "--config",
-        str(kwok_dir / "kwokctl.yaml"),  # loopback only
+        str(kwokctl_config or kwok_dir / "kwokctl.yaml"),  # loopback only
         "--config",
         str(kwok_dir / "kwok-controller.yaml"),  # kwok's worker counts
         "--config",
@@ -321,9 +338,19 @@ class LocalCluster:
             b = self._binaries(build=build)  # a first build takes minutes: before our turn
             cfg.home.mkdir(parents=True, exist_ok=True)
             with self._start_lock(notify):
-                if current.exists:
-                    return self._repair(b, notify), True
-                return self._create(b), True
+                try:
+                    if current.exists:
+                        return self._repair(b, notify), True
+                    return self._create(b), True
+                except _Unhealthy as e:
+                    # Never leave half a cluster running: an API server whose etcd died keeps
+                    # retrying its port, and once another cluster's etcd takes that port it
+                    # serves (and its controllers act on) the other cluster's data.
+                    self._stop(b)
+                    raise ClusterError(
+                        f"{e}; stopped what was running of it (logs: {cfg.cluster_dir / 'logs'}); "
+                        f"{self._recovery()}"
+                    ) from None
 
     def _create(self, b: bins.Binaries) -> Status:
         cfg = self.config
@@ -342,8 +369,13 @@ class LocalCluster:
         sched.write_text(
             scheduler_config_text(source, extender=cfg.extender, extender_port=cfg.extender_port)
         )
-        if self._run(create_command(cfg, b, sched), b) != 0:
-            raise self._failed("create")
+        fixed = {"kubeApiserverPort": cfg.apiserver_port} if cfg.apiserver_port else {}
+        kwokctl_config = cfg.home / f"{cfg.name}-kwokctl.yaml"
+        kwokctl_config.write_text(
+            kwokctl_config_text(ports.reserve(cfg.cluster_dir, fixed, port_in_use))
+        )
+        if self._run(create_command(cfg, b, sched, kwokctl_config), b) != 0:
+            raise _Unhealthy(str(self._failed("create")))
         if not self._wait_ready(cfg.wait_seconds):
             raise self._unhealthy(
                 self.status(), f"the API server was not ready in {cfg.wait_seconds}s"
@@ -351,22 +383,40 @@ class LocalCluster:
         self._start_shards()
         return self._healthy_or_raise()
 
-    def _repair(self, b: bins.Binaries, notify: Callable[[str], None]) -> Status:
-        """Start the components that are not running (kwokctl leaves running ones alone)."""
+    def _repair(self, b: bins.Binaries, notify: Callable[[str], None], attempts: int = 3) -> Status:
+        """Start the components that are not running (kwokctl leaves running ones alone).
+
+        A port can be busy for a moment (another cluster's kwokctl probes candidate ports by
+        binding them), so a component that exits with "address already in use" is started
+        again a few times before the port counts as taken."""
         cfg = self.config
-        current = self.status()  # again: a concurrent `up` may have repaired it meanwhile
-        if current.healthy:
-            return current
-        stopped = [c.name for c in current.components if c.pid is None]
-        if stopped:
-            notify(f"cluster {cfg.name!r}: starting {', '.join(stopped)} again")
-            self._run([str(b["kwokctl"]), "start", "cluster", "--name", cfg.name], b)
-            if not self._wait_ready(cfg.wait_seconds):
-                raise self._unhealthy(
-                    self.status(), f"the API server was not ready in {cfg.wait_seconds}s"
-                )
-            self._start_shards()
-        return self._healthy_or_raise()
+        for attempt in range(1, attempts + 1):
+            current = self.status()  # again: a concurrent `up` may have repaired it meanwhile
+            if current.healthy:
+                return current
+            stopped = [c.name for c in current.components if c.pid is None]
+            if stopped:
+                notify(f"cluster {cfg.name!r}: starting {', '.join(stopped)} again")
+                self._run([str(b["kwokctl"]), "start", "cluster", "--name", cfg.name], b)
+                if not self._wait_ready(cfg.wait_seconds):
+                    raise self._unhealthy(
+                        self.status(), f"the API server was not ready in {cfg.wait_seconds}s"
+                    )
+                self._start_shards()
+            try:
+                return self._healthy_or_raise()
+            except _Unhealthy:
+                logs = cfg.cluster_dir / "logs"
+                busy = [
+                    c.name
+                    for c in self.status().components
+                    if c.pid is None
+                    and "address already in use" in _last_line(logs / f"{c.name}.log")
+                ]
+                if not busy or attempt == attempts:
+                    raise
+                time.sleep(2.0 * attempt)
+        raise AssertionError("unreachable")
 
     def _healthy_or_raise(self, timeout: float = 90.0) -> Status:
         """Wait until every component is healthy; a component that is not running a few
@@ -381,7 +431,7 @@ class LocalCluster:
                 raise self._unhealthy(status)
             time.sleep(0.5)
 
-    def _unhealthy(self, status: Status, why: str = "") -> ClusterError:
+    def _unhealthy(self, status: Status, why: str = "") -> _Unhealthy:
         cfg = self.config
         logs = cfg.cluster_dir / "logs"
         parts = [why] if why else []
@@ -393,9 +443,12 @@ class LocalCluster:
             elif c.problem:
                 parts.append(f"{c.name} {c.problem}")
         detail = "; ".join(parts) or status.problems() or "not healthy"
-        return ClusterError(
-            f"cluster {cfg.name!r} is not healthy: {detail} (logs: {logs}); {self._recovery()}"
-        )
+        return _Unhealthy(f"cluster {cfg.name!r} is not healthy: {detail}")
+
+    def _stop(self, b: bins.Binaries) -> None:
+        """Stop every component (kwokctl's and the shard controllers), keeping the files."""
+        self._stop_shards()
+        self._run([str(b["kwokctl"]), "stop", "cluster", "--name", self.config.name], b)
 
     def _recovery(self) -> str:
         return f"to recover run `testbed --name {self.config.name} down`, then `up` again"
@@ -443,7 +496,11 @@ class LocalCluster:
             if self._run([str(b["kwokctl"]), "delete", "cluster", "--name", cfg.name], b) != 0:
                 raise self._failed("delete")
             shutil.rmtree(cfg.cluster_dir, ignore_errors=True)
-            for leftover in (cfg.home / f"{cfg.name}-scheduler.yaml",):
+            ports.release(cfg.cluster_dir)
+            for leftover in (
+                cfg.home / f"{cfg.name}-scheduler.yaml",
+                cfg.home / f"{cfg.name}-kwokctl.yaml",
+            ):
                 leftover.unlink(missing_ok=True)
         return True
 

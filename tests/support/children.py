@@ -53,9 +53,16 @@ def extender(
 TESTBED = [sys.executable, "-m", "testbed"]
 
 
-def testbed(*args: str, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def testbed(
+    *args: str, home: Path, timeout: float = 300, **env: str
+) -> subprocess.CompletedProcess[str]:
     """`testbed ARGS` with its state in `home` (DRA_TESTBED_HOME), to completion."""
     full_env = {**os.environ, "DRA_TESTBED_HOME": str(home), **env}
     return subprocess.run(
-        [*TESTBED, *args], capture_output=True, text=True, env=full_env, timeout=300, check=False
+        [*TESTBED, *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        check=False,
     )

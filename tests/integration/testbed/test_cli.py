@@ -208,9 +208,9 @@ def test_two_concurrent_ups_make_two_healthy_clusters_on_disjoint_ports(tmp_path
 @pytest.mark.cluster
 def test_up_restarts_a_dead_component_and_says_what_it_cannot_repair(tmp_path: Path) -> None:
     home = tmp_path / "state"
-    first = run("--name", "mend", "up", home=home)
-    assert first.returncode == 0, first.stderr
     try:
+        first = run("--name", "mend", "up", home=home)
+        assert first.returncode == 0, first.stderr
         cluster = local.LocalCluster(local.ClusterConfig(name="mend", home=home))
         pid = component_pids(run("--name", "mend", "status", home=home).stdout)["kube-scheduler"]
         assert pid
@@ -243,6 +243,11 @@ def test_up_restarts_a_dead_component_and_says_what_it_cannot_repair(tmp_path: P
         assert "kube-scheduler is not running" in error[0]
         assert "address already in use" in error[0]
         assert "testbed --name mend down" in error[0]
+        # ... and stops the rest: half a cluster keeps nothing running that could reach
+        # another cluster's ports.
+        after = run("--name", "mend", "status", home=home)
+        assert after.returncode == 1
+        assert set(component_pids(after.stdout).values()) == {None}, after.stdout
         # Once the port is free again, `up` repairs it.
         assert run("--name", "mend", "up", home=home).returncode == 0
         assert run("--name", "mend", "status", home=home).returncode == 0

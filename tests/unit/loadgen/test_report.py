@@ -45,11 +45,13 @@ def test_a_file_that_is_not_a_result_is_rejected(tmp_path: Path) -> None:
         document.load(bad)
 
 
-def test_html_is_self_contained_with_plots() -> None:
+def test_html_is_self_contained_with_charts() -> None:
     page = html.render(document.build(synthetic.run_result()))
-    assert page.count("<svg") == 3
-    assert "<script" not in page and "<link" not in page
-    assert "pod_startup" in page
+    # plotly.js inlined once, then one Plotly.newPlot per chart: CDFs, pods, throughput,
+    # GPU allocation; nothing fetched from elsewhere.
+    assert page.count("<script") == 5 and page.count("Plotly.newPlot") == 4
+    assert "<script src" not in page and "<link" not in page
+    assert "pod_startup" in page and "{&#x27;" not in page and '{"name"' not in page
 
 
 def test_console_summary_mentions_the_key_figures() -> None:

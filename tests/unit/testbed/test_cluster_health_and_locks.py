@@ -7,13 +7,15 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 
-from testbed.cluster import health, locks
+from testbed.cluster import health, local, locks, ports
 
 
 def test_endpoints_come_from_each_components_command_line() -> None:
@@ -136,3 +138,42 @@ def test_a_killed_holder_leaves_no_lock_behind_and_children_do_not_inherit_it(
             assert Path(f"/proc/{child_pid}").exists()  # the child still runs, lock is free
     finally:
         os.kill(child_pid, 9)  # our grandchild: init reaps it
+
+
+def test_ports_are_chosen_downwards_skipping_reserved_and_busy_ones() -> None:
+    busy = {32765}
+    assert ports.choose(3, {32766}, busy.__contains__) == [32764, 32763, 32762]
+    with pytest.raises(RuntimeError, match="no 2 free loopback ports"):
+        ports.choose(2, set(), lambda p: True)
+
+
+def test_a_reservation_outlives_its_components_and_goes_with_down(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # a private registry
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    got_a = ports.reserve(a, {"kubeApiserverPort": 32150}, lambda p: False)
+    assert set(got_a) == set(ports.OPTIONS) and got_a["kubeApiserverPort"] == 32150
+    # Nothing listens anywhere (all of a's components are down): b still avoids a's ports.
+    got_b = ports.reserve(b, {}, lambda p: False)
+    assert not set(got_a.values()) & set(got_b.values())
+    ports.release(a)
+    again = ports.reserve(a, {}, lambda p: False)
+    assert not set(again.values()) & set(got_b.values())
+    # A cluster directory deleted without `down` frees its ports for the next reservation.
+    b.rmdir()
+    c = tmp_path / "c"
+    c.mkdir()
+    assert set(ports.reserve(c, {}, lambda p: False).values()) & set(got_b.values())
+
+
+def test_the_kwokctl_config_carries_the_reserved_ports_and_stays_on_loopback() -> None:
+    doc = yaml.safe_load(local.kwokctl_config_text({"etcdPort": 32000, "kubeSchedulerPort": 32001}))
+    assert doc["kind"] == "KwokctlConfiguration"
+    assert doc["options"] == {
+        "bindAddress": "127.0.0.1",
+        "etcdPort": 32000,
+        "kubeSchedulerPort": 32001,
+    }
