@@ -45,6 +45,7 @@ import sys
 import time
 import urllib.request
 from collections import Counter
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -325,6 +326,14 @@ class Rep:
     incomplete_seen: int = 0
     """Killed applies after which `fleet status` said C was incomplete."""
     seconds: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)
+    """Seconds each actor took, the witness from the start, and the final check."""
+
+
+async def timed(r: Rep, name: str, work: Coroutine[Any, Any, None]) -> None:
+    started = time.monotonic()
+    await work
+    r.phases[name] = round(time.monotonic() - started, 1)
 
 
 def loadgen_args(s: Settings, run_id: str, fleet: str, pods: int, qps: float) -> list[str]:
@@ -466,11 +475,12 @@ async def repetition(kube: Kube, s: Settings, ext: Extender, rep: int) -> Rep:
     stop = asyncio.Event()
     watching = asyncio.create_task(guard(kube, namespace, uid, seen, stop))
     await asyncio.gather(
-        loadgen_actor(kube, s, rep, r, r.planned["loadgen"]),
-        fleet_actor(kube, s, rep, r, r.planned["fleet"]),
-        extender_actor(ext, s, rep, r, r.planned["extender"]),
+        timed(r, "loadgen", loadgen_actor(kube, s, rep, r, r.planned["loadgen"])),
+        timed(r, "fleet", fleet_actor(kube, s, rep, r, r.planned["fleet"])),
+        timed(r, "extender", extender_actor(ext, s, rep, r, r.planned["extender"])),
     )
     code = await finish(witness, 300)
+    r.phases["witness"] = round(time.monotonic() - started, 1)
     stop.set()
     await watching
     if code != 0:
@@ -490,7 +500,9 @@ async def repetition(kube: Kube, s: Settings, ext: Extender, rep: int) -> Rep:
     if await run(s, log, "loadgen", "cleanup", witness_id, "--wait", "2m") != 0:
         r.left.append("loadgen cleanup of the witness failed")
     sizes = {s.witness_fleet: s.witness_nodes, s.chaos_fleet: final_size(rep)}
+    checked = time.monotonic()
     r.left.extend(await leftovers(kube, s, sizes))
+    r.phases["check"] = round(time.monotonic() - checked, 1)
     r.seconds = round(time.monotonic() - started, 1)
     return r
 
@@ -515,17 +527,28 @@ async def main_async(s: Settings, repetitions: int) -> dict[str, Any]:
                 if await run(s, log, "fleet", *apply) != 0:
                     raise SystemExit(f"fleet apply of {fleet} failed (log: {log})")
             await ext.start()
+            # The first SIGINT/SIGTERM ends the run after the current repetition, which is
+            # still converged and checked; the summary then counts the repetitions done.
+            stopping = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stopping.set)
             for rep in range(repetitions):
+                if stopping.is_set():
+                    print(f"stopped after {rep} of {repetitions} repetitions", flush=True)
+                    break
                 r = await repetition(kube, s, ext, rep)
                 reps.append(r)
                 print(
                     f"repetition {rep + 1}/{repetitions}: kills {r.landed} of {r.planned}, "
-                    f"left {len(r.left)}, harmed {len(r.harmed)}, {r.seconds}s",
+                    f"left {len(r.left)}, harmed {len(r.harmed)}, {r.seconds}s {r.phases}",
                     flush=True,
                 )
                 for line in r.left + r.harmed:
                     print(f"  {line}", flush=True)
         finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                asyncio.get_running_loop().remove_signal_handler(sig)
             await ext.stop()
             for proc in s.children:  # an interrupted repetition's children
                 if proc.returncode is None:
@@ -538,6 +561,7 @@ async def main_async(s: Settings, repetitions: int) -> dict[str, Any]:
     planned = {t: sum(r.planned[t] for r in reps) for t in TARGETS}
     return {
         "repetitions": len(reps),
+        "repetitions_asked": repetitions,
         "seed": s.seed,
         "kills_planned": planned,
         "kills_landed_mid_run": landed,
@@ -547,6 +571,10 @@ async def main_async(s: Settings, repetitions: int) -> dict[str, Any]:
         "left_after_teardown": after,
         "wall_seconds": round(time.monotonic() - started, 1),
         "repetition_seconds": [r.seconds for r in reps],
+        "phase_seconds_median": {
+            k: median([r.phases[k] for r in reps if k in r.phases])
+            for k in ("loadgen", "fleet", "extender", "witness", "check")
+        },
         "details": [r.__dict__ for r in reps if r.left or r.harmed],
         "settings": {
             "max_kills": s.max_kills,
@@ -559,6 +587,10 @@ async def main_async(s: Settings, repetitions: int) -> dict[str, Any]:
             "fleet_qps": s.fleet_qps,
         },
     }
+
+
+def median(values: list[float]) -> float | None:
+    return sorted(values)[len(values) // 2] if values else None
 
 
 def main() -> None:
