@@ -107,6 +107,9 @@ def latency_cdfs(
                 hovertemplate="%{y:.1%} of pods within %{x:.3g} s<extra>" + s.name + "</extra>",
             )
         )
+    right = max((v * scale for s in series for v in s.x), default=0.0)
+    if right > 0:  # room on the right, so a curve ending at the maximum is not on the edge
+        fig.update_xaxes(range=[0, right * 1.04])
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
     fig.update_layout(hovermode="closest")
     return fig
@@ -267,8 +270,10 @@ def occupancy_heatmap(
     )
     fig.update_layout(height=max(_HEIGHT, min(900, 120 + rows * 14)))
     fig.update_annotations(font_size=12)
-    fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False)
+    fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, constrain="domain")
     fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, autorange="reversed")
+    for i in range(1, len(names) + 1):  # square cells: a node is a node
+        fig.update_yaxes(scaleanchor=f"x{'' if i == 1 else i}", constrain="domain", row=1, col=i)
     return fig
 
 
@@ -296,12 +301,15 @@ def table(
 
 
 def verdict_class(verdict: str) -> str:
-    """met, missed or open (inconclusive, not measured) for a verdict's wording."""
+    """met, missed, plain (same, n/a) or open (inconclusive, not measured) for a verdict's
+    wording."""
     v = verdict.strip().lower()
     if v.startswith(("met", "ok", "better")):
         return "met"
     if v.startswith(("missed", "violated", "worse")):
         return "missed"
+    if v.startswith(("same", "n/a")):
+        return "plain"
     return "open"
 
 

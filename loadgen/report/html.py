@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import plotly.graph_objects as go
+
 from loadgen import stats
 from loadgen.report.document import ResultDoc, Summary
 from testbed import charts, units
@@ -176,7 +178,14 @@ def _claims(doc: ResultDoc) -> list[Section]:
             f"{units.count(doc.fleet.peak_gpus_busy)} ({doc.fleet.pods_per_busy_gpu:g})",
         ),
     ]
-    parts: list[str] = [charts.table(("figure", "value"), rows)]
+    parts: list[go.Figure | str] = [charts.table(("figure", "value"), rows)]
+    if doc.fleet.occupancy_at_peak:
+        parts.append(
+            charts.occupancy_heatmap(
+                {f"run {doc.run_id}": doc.fleet.occupancy_at_peak},
+                title="Fleet occupancy at the allocation peak (each cell a node)",
+            )
+        )
     if doc.gangs:
         parts.append(
             charts.table(
@@ -258,8 +267,8 @@ def render_comparison(
     prev: ResultDoc, cur: ResultDoc, table: Sequence[tuple[str, str, str, str, str]]
 ) -> str:
     """`loadgen compare --html`: the table of changes (formatted rows: metric, previous,
-    current, change, judgement), the two runs' latency CDFs overlaid per phase, and their throughput
-    and GPU allocation over time."""
+    current, change, judgement), the two runs' latency CDFs overlaid per phase, their
+    throughput and GPU allocation over time and their fleet occupancy side by side."""
     a, b = f"previous ({prev.run_id})", f"current ({cur.run_id})"
     cdfs = [
         charts.latency_cdfs(
@@ -284,6 +293,14 @@ def render_comparison(
         y_title="share of fleet GPUs",
         percent=True,
     )
+    over_time: list[go.Figure | str] = [throughput, allocation]
+    if prev.fleet.occupancy_at_peak or cur.fleet.occupancy_at_peak:
+        over_time.append(
+            charts.occupancy_heatmap(
+                {a: prev.fleet.occupancy_at_peak, b: cur.fleet.occupancy_at_peak},
+                title="Fleet occupancy at each run's allocation peak (each cell a node)",
+            )
+        )
     intro = charts.facts(
         [
             ("previous", f"{prev.run_id}: {prev.scenario.get('name', '')}, {prev.started_at}"),
@@ -302,7 +319,7 @@ def render_comparison(
                 ],
             ),
             Section("Pod startup latency", cdfs),
-            Section("Over time", [throughput, allocation]),
+            Section("Over time and fleet occupancy", over_time),
         ],
         intro=intro,
     )

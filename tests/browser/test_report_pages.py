@@ -15,7 +15,7 @@ from loadgen import compare, outcome, records
 from loadgen.report import document, html
 from testbed import charts
 from testbed.charts import Section, Series
-from tests.browser import cdp, png
+from tests.support import cdp, png
 from tests.unit.loadgen import synthetic
 
 # Each chart's plot area must show this many saturated pixels (curves, heatmap cells):
@@ -81,6 +81,11 @@ def _run(startup_ms: float) -> outcome.RunResult:
     res.records.timeline = [
         records.Sample(100.0 + i / 5, 4 * i, 4 * i, 4 * i, 0, 4 * i) for i in range(11)
     ]
+    # 5 full nodes, then partly used ones (more of them the slower run), then empty ones.
+    partly = int(startup_ms / 100)
+    res.records.fleet.peak_occupancy = {
+        f"node-{i:02d}": ((8 if i < 5 else 3 if i < 5 + partly else 0), 8) for i in range(36)
+    }
     return res
 
 
@@ -89,9 +94,11 @@ def _pages(tmp_path: Path) -> dict[str, tuple[Path, int]]:
     prev = document.build(_run(startup_ms=1000.0))
     cur = document.build(_run(startup_ms=1500.0))
     pages = {
-        "run": (html.render(cur), 4),
-        # 5 phases' CDFs (run_to_watch is zero by definition), throughput, GPU allocation.
-        "compare": (html.render_comparison(prev, cur, compare.formatted(prev, cur)), 7),
+        # CDFs, pods, throughput, GPU allocation, occupancy.
+        "run": (html.render(cur), 5),
+        # 5 phases' CDFs (run_to_watch is zero by definition), throughput, GPU allocation,
+        # occupancy A next to B.
+        "compare": (html.render_comparison(prev, cur, compare.formatted(prev, cur)), 8),
         "experiment": (_experiment_page(), 4),
     }
     out = {}
