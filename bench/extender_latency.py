@@ -100,8 +100,9 @@ def build_objects(
     rendered = render_profile("dgx-h100", nodes, name="bench", seed=seed)
     if cel_classes:
         for cls in rendered.device_classes:
-            expr = CEL_CLASSES[cls["metadata"]["name"]]
-            cls["spec"]["selectors"] = [{"cel": {"expression": expr}}]
+            expr = CEL_CLASSES.get(cls["metadata"]["name"])
+            if expr is not None:
+                cls["spec"]["selectors"] = [{"cel": {"expression": expr}}]
     names = [n["metadata"]["name"] for n in rendered.nodes]
     rng = random.Random(seed)
     nic_names = _nic_names(rendered.slices)

@@ -288,6 +288,7 @@ async def main() -> None:
         "--repeat", type=int, default=1, help="runs per size, fleet and kwokctl alternating"
     )
     p.add_argument("--no-kwokctl", action="store_true", help="skip the kwokctl comparison")
+    p.add_argument("--no-apply", action="store_true", help="only the render step (no cluster)")
     p.add_argument("--render-nodes", type=int, default=5000, help="0 skips the render step")
     p.add_argument(
         "--render-profile",
@@ -318,6 +319,10 @@ async def main() -> None:
                 r = bench_render(args.render_nodes, profile, fmt)
                 results["render"].append(r)
                 print(json.dumps({"render": r}), flush=True)
+    if args.no_apply:
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2))
+        return
     kube = await Kube.connect(kubeconfig=kubeconfig, settings=ClientSettings(qps=0))
     try:
         for n in [m for m in args.nodes or [1000] for _ in range(args.repeat)]:

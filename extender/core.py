@@ -54,6 +54,7 @@ class Core:
         """Called with a reason label for each request or pod the extender could not judge."""
         self._parsed: dict[str, allocation.Pod] = {}
         self._parsed_classes: object = None
+        self._spec_keys: dict[int, tuple[object, str]] = {}
         self.decisions: deque[dict[str, Any]] = deque(maxlen=settings.explain_pods)
 
     def demand(self, pod: dict[str, Any]) -> demand_mod.Demand:
@@ -74,7 +75,7 @@ class Core:
         it has none or they cannot be judged (counted)."""
         if not d.specs:
             return None
-        key = "judge|" + json.dumps(d.specs, sort_keys=True, default=str)
+        key = self._key_of(d.specs)
         pod = self._parsed.get(key)
         if pod is None or self._parsed_classes is not self.index.classes_version:
             if len(self._parsed) >= 256 or self._parsed_classes is not self.index.classes_version:
@@ -86,6 +87,22 @@ class Core:
                 self.on_unjudged(pod.unjudged)
             return None
         return pod, key
+
+    def _key_of(self, specs: tuple[dict[str, Any], ...]) -> str:
+        """A key naming these claim specs' contents. The index replaces a claim's or
+        template's objects when they change, so the JSON is made once per `devices` object
+        (held here, so its id is not reused while the key is)."""
+        parts = []
+        for spec in specs:
+            devices = spec.get("devices")
+            hit = self._spec_keys.get(id(devices))
+            if hit is None or hit[0] is not devices:
+                if len(self._spec_keys) >= 4096:
+                    self._spec_keys.clear()
+                text = json.dumps(devices, sort_keys=True, default=str)
+                hit = self._spec_keys[id(devices)] = (devices, text)
+            parts.append(hit[1])
+        return "judge|" + "|".join(parts)
 
     def verdicts(self, d: demand_mod.Demand, names: list[str]) -> dict[str, allocation.Verdict]:
         """Whether each named node can satisfy the pod's unallocated claims (DRA's request

@@ -13,7 +13,7 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -42,7 +42,7 @@ class UsageError(Exception):
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
@@ -69,7 +69,8 @@ def _kube_message(e: Exception) -> str:
     return first
 
 
-def _parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
+    """The `fleet` command line (also checked against the manifests' commands by a test)."""
     p = argparse.ArgumentParser(
         prog="fleet",
         description="Thousands of kwok fake nodes with GPU and RDMA-NIC ResourceSlices, "
@@ -247,16 +248,19 @@ def _fleet_from_args(args: argparse.Namespace) -> render.DesiredFleet:
 
 def _cmd_render(args: argparse.Namespace) -> int:
     out = render.render(_fleet_from_args(args))
-    fmt = _format_json if args.format == "json" else yamlout.dump_all
+    fmt = _format_json if args.format == "json" else yamlout.dump_stream
     with render.gc_paused():
         return _write_rendered(args, out, fmt)
 
 
 def _write_rendered(
-    args: argparse.Namespace, out: render.Rendered, fmt: Callable[[list[dict[str, Any]]], str]
+    args: argparse.Namespace,
+    out: render.Rendered,
+    fmt: Callable[[list[dict[str, Any]]], Iterable[str]],
 ) -> int:
+    """Write object by object: a 1,000-node MIG fleet is 200 MB of YAML, never held whole."""
     if not args.output_dir:
-        sys.stdout.write(fmt(out.objects()))
+        sys.stdout.writelines(fmt(out.objects()))
         return 0
     target = Path(args.output_dir)
     try:
@@ -267,7 +271,8 @@ def _write_rendered(
             ("nodes", out.nodes),
             ("resourceslices", out.slices),
         ):
-            (target / f"{name}.{ext}").write_text(fmt(objs))
+            with (target / f"{name}.{ext}").open("w") as f:
+                f.writelines(fmt(objs))
     except OSError as e:
         raise UsageError(f"cannot write to {target}: {e.strerror or e}") from None
     err_console.print(
@@ -277,8 +282,8 @@ def _write_rendered(
     return 0
 
 
-def _format_json(objs: list[dict[str, Any]]) -> str:
-    return "".join(json.dumps(o, separators=(",", ":")) + "\n" for o in objs)
+def _format_json(objs: list[dict[str, Any]]) -> Iterator[str]:
+    return (json.dumps(o, separators=(",", ":")) + "\n" for o in objs)
 
 
 def _cmd_profiles(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import gc
 import hashlib
 import json
@@ -575,6 +576,7 @@ def _engine_capacity(engines: MigEngines) -> Obj:
     return {name: {"value": str(getattr(engines, field))} for field, name in _ENGINE_CAPACITIES}
 
 
+@functools.cache
 def _counter_name(capacity: str) -> str:
     """Counters are DNS labels: copyEngines -> copy-engines (as the NVIDIA driver derives them)."""
     return re.sub(r"([a-z0-9])([A-Z])", r"\1-\2", capacity).lower()
@@ -584,12 +586,20 @@ def _counter_set_name(index: int) -> str:
     return f"gpu-{index}{vocab.GPU_COUNTER_SET_SUFFIX}"
 
 
+_GPU_COUNTERS: dict[int, tuple[GpuModel, Obj]] = {}
+
+
 def _gpu_counters(model: GpuModel, mig: MigModel) -> Obj:
-    """Everything one GPU has: the counter set's totals, and what its full device consumes."""
+    """Everything one GPU has: the counter set's totals, and what its full device consumes
+    (one shared, never mutated map per GPU model)."""
+    hit = _GPU_COUNTERS.get(id(model))
+    if hit is not None and hit[0] is model:
+        return hit[1]
     counters = {_counter_name(k): v for k, v in _engine_capacity(mig).items()}
     counters[vocab.GPU_COUNTER_MEMORY] = {"value": model.memory}
     for k in range(mig.memory_slices):
         counters[f"{vocab.GPU_COUNTER_MEMORY_SLICE_PREFIX}{k}"] = {"value": "1"}
+    _GPU_COUNTERS[id(model)] = (model, counters)
     return counters
 
 

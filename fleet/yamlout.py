@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 # \Z, not $: `$` also matches before a trailing newline ("A\n" is not plain).
@@ -138,6 +138,12 @@ def dump(obj: dict[str, Any], memo: Memo | None = None) -> str:
 
 def dump_all(objs: Iterable[dict[str, Any]]) -> str:
     """Objects as a multi-document YAML stream."""
-    objs = list(objs)  # alive until the end: the memo is keyed by identity
+    return "".join(dump_stream(list(objs)))
+
+
+def dump_stream(objs: Sequence[dict[str, Any]]) -> Iterator[str]:
+    """The documents of `dump_all`, one at a time (to write without holding them all). The
+    caller keeps `objs` alive until the end: the memo is keyed by identity."""
     memo: Memo = {}
-    return "".join(f"---\n{dump(o, memo)}" for o in objs)
+    for o in objs:
+        yield f"---\n{dump(o, memo)}"

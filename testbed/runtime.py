@@ -35,20 +35,21 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     return result
 
 
-async def until_signal(signals: tuple[signal.Signals, ...] = STOP_SIGNALS) -> signal.Signals:
-    """Wait until one of `signals` arrives (SIGINT or SIGTERM: a clean stop); return it.
-    The handlers stay installed, so a second signal does not kill the clean-up under way."""
+def stop_event(signals: tuple[signal.Signals, ...] = STOP_SIGNALS) -> asyncio.Event:
+    """An event the running loop sets when one of `signals` arrives (SIGINT or SIGTERM: a
+    clean stop). The handlers stay installed, so a second signal does not kill the clean-up
+    under way."""
     loop = asyncio.get_running_loop()
-    received: asyncio.Future[signal.Signals] = loop.create_future()
-
-    def arrived(sig: signal.Signals) -> None:
-        if not received.done():
-            received.set_result(sig)
-
+    stop = asyncio.Event()
     for sig in signals:
         with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows
-            loop.add_signal_handler(sig, arrived, sig)
-    return await received
+            loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def until_signal(signals: tuple[signal.Signals, ...] = STOP_SIGNALS) -> None:
+    """Wait until one of `signals` arrives."""
+    await stop_event(signals).wait()
 
 
 def log_exit(log: logging.Logger) -> Callable[[asyncio.Task[Any]], None]:

@@ -7,6 +7,7 @@ from rich.table import Table
 
 from loadgen import stats
 from loadgen.report.document import ResultDoc
+from testbed import units
 
 
 def render(doc: ResultDoc, console: Console) -> None:
@@ -14,7 +15,8 @@ def render(doc: ResultDoc, console: Console) -> None:
     state = "interrupted" if doc.interrupted else ("failed" if doc.error else "complete")
     console.print(
         f"[bold]loadgen[/] {doc.scenario['name']} run {doc.run_id}: {state} in "
-        f"{doc.duration_seconds:.1f}s on {doc.fleet.nodes} nodes / {doc.fleet.gpus} GPUs"
+        f"{units.duration(doc.duration_seconds)} on {units.count(doc.fleet.nodes)} nodes / "
+        f"{units.count(doc.fleet.gpus)} GPUs"
     )
     console.print(
         f"objects created {c.objects_created}/{c.objects_requested} "
@@ -32,7 +34,7 @@ def render(doc: ResultDoc, console: Console) -> None:
         console.print(f"[yellow]GPUs held by other namespaces at start (not counted):[/] {who}")
     for g in doc.watch_gaps:
         console.print(f"[yellow]watch gap:[/] {g.describe()}")
-    table = Table(title="Pod startup latency (ms, nearest-rank)")
+    table = Table(title="Pod startup latency (nearest-rank)")
     table.add_column("scope")
     table.add_column("phase")
     for col in ("n", "p50", "p90", "p99", "max"):
@@ -46,11 +48,11 @@ def render(doc: ResultDoc, console: Console) -> None:
             table.add_row(
                 scope,
                 metric,
-                str(s.count),
-                f"{s.Perc50:.0f}",
-                f"{s.Perc90:.0f}",
-                f"{s.Perc99:.0f}",
-                f"{s.max:.0f}",
+                units.count(s.count),
+                units.millis(s.Perc50),
+                units.millis(s.Perc90),
+                units.millis(s.Perc99),
+                units.millis(s.max),
             )
     console.print(table)
     t = doc.throughput
@@ -62,8 +64,8 @@ def render(doc: ResultDoc, console: Console) -> None:
     if cl.claims:
         console.print(
             f"claims: {cl.allocated}/{cl.claims} allocated, allocation p99 "
-            f"{cl.allocation_ms.Perc99:.0f} ms; fleet GPU allocation peak "
-            f"{doc.fleet.peak_allocation_ratio:.0%}"
+            f"{units.millis(cl.allocation_ms.Perc99)}; fleet GPU allocation peak "
+            f"{units.percent(doc.fleet.peak_allocation_ratio)}"
         )
     if doc.fleet.peak_gpus_busy:
         console.print(
@@ -85,10 +87,12 @@ def render(doc: ResultDoc, console: Console) -> None:
             "its receive time)[/]"
         )
     for name, m in doc.metrics.items():
-        figures = ", ".join(f"{k} {v:.6g}" for k, v in m.summary.items() if v)
+        figures = ", ".join(
+            f"{units.label(k)} {units.by_name(k, v)}" for k, v in m.summary.items() if v
+        )
         console.print(f"{name} over the run: {figures or 'no change'}")
     for r in doc.slos:
         mark = "[green]ok[/]" if r.ok else "[red]VIOLATED[/]"
-        console.print(f"SLO {r.slo}: {r.value_ms:.0f}ms {mark}")
+        console.print(f"SLO {r.slo}: {units.millis(r.value_ms)} {mark}")
     for name, text in doc.definitions.items():
         console.print(f"[dim]{name}: {text}[/]", highlight=False)

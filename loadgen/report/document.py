@@ -101,6 +101,9 @@ class Fleet(_Doc):
     MIG partitions or capacity shares, fewer than the devices allocated."""
     pods_per_busy_gpu: float = 0.0
     """Pods running per busy physical GPU at that sample."""
+    occupancy_at_peak: dict[str, tuple[int, int]] = {}
+    """Per fleet node (GPUs allocated, GPUs) at the sample with the most GPUs allocated
+    (sampled each second; anyone's allocations): the occupancy heatmap."""
     held_by_others_at_start: dict[str, int] = {}
     """Per other namespace, fleet GPUs its claims held when the run started: not this
     run's, so left out of its allocation figures."""
@@ -337,6 +340,7 @@ def _fleet(result: outcome.RunResult) -> Fleet:
             if busiest and busiest.gpus_busy
             else 0.0
         ),
+        occupancy_at_peak=dict(sorted(rec.fleet.peak_occupancy.items())),
         held_by_others_at_start=dict(result.held_by_others_at_start),
     )
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field, model_validator
 
 from loadgen.scenarios.model import Claim, Duration, Phase, Scenario
 
@@ -59,6 +59,74 @@ class GangParams(_Params):
     gangs: int = Field(4, ge=1)
     size: int = Field(4, ge=1, le=1000)
     run_time: Duration = 3600.0
+
+
+# The smallest H100 80GB MIG profile that holds a footprint of at most this many GB.
+_MIG_FOR_GB = ((10, "1g.10gb"), (20, "2g.20gb"), (40, "3g.40gb"), (80, "7g.80gb"))
+
+
+def _footprints(value: object) -> object:
+    """`5,10,20` -> [5, 10, 20] (GB); lists pass through."""
+    if isinstance(value, str):
+        try:
+            return [int(v) for v in value.split(",")]
+        except ValueError:
+            raise ValueError(f"footprints {value!r}: expected GB like 5,10,20,40,80") from None
+    return value
+
+
+class InferenceParams(_Params):
+    jobs: int = Field(20, ge=1)
+    """Jobs per footprint."""
+    footprints: Annotated[list[int], BeforeValidator(_footprints)] = [5, 10, 20, 40, 80]
+    """GPU memory each pod needs, GB (decimal, as GPUs and MIG profiles are named); one
+    phase per footprint."""
+    shape: Literal["whole", "mig", "capacity"] = "capacity"
+    """How a pod gets its memory: a whole GPU, the smallest MIG profile that holds it, or a
+    capacity request of exactly that much on a shared GPU."""
+    completions: int = Field(3, ge=1)
+    run_time: Duration = 30.0
+    qps: float = Field(20.0, gt=0)
+
+    @model_validator(mode="after")
+    def _fits(self) -> InferenceParams:
+        if not self.footprints or any(not 0 < f <= 80 for f in self.footprints):
+            raise ValueError("footprints are GB between 1 and 80 (an H100 80GB)")
+        return self
+
+
+def _inference(p: InferenceParams) -> Scenario:
+    base = p.claim()
+    phases = []
+    for i, gb in enumerate(p.footprints):
+        if p.shape == "mig":
+            profile = next(name for most, name in _MIG_FOR_GB if gb <= most)
+            claim = base.model_copy(update={"gpus": 1, "mig_profile": profile})
+        elif p.shape == "capacity":
+            claim = base.model_copy(update={"gpus": 1, "memory": f"{gb}G"})
+        else:
+            claim = base.model_copy(update={"gpus": 1})
+        phases.append(
+            Phase(
+                name=f"mem{gb}gb",
+                kind="jobs",
+                count=p.jobs,
+                completions=p.completions,
+                run_time=p.run_time,
+                qps=p.qps,
+                # Every footprint's Jobs run side by side: only the last phase waits.
+                wait="complete" if i == len(p.footprints) - 1 else "created",
+                claim=Claim.model_validate(claim.model_dump()),
+            )
+        )
+    return Scenario(
+        name="inference",
+        description=(
+            f"inference mix: {p.jobs} Jobs x {p.completions} completions per footprint "
+            f"({', '.join(f'{g}GB' for g in p.footprints)}), {p.shape} GPUs"
+        ),
+        phases=phases,
+    )
 
 
 def _pods(p: PodsParams) -> Scenario:
@@ -183,4 +251,5 @@ NAMED: dict[str, Named] = {
     "churn": Named(ChurnParams, _churn),
     "cl2-dra": Named(Cl2DraParams, _cl2_dra),
     "gang": Named(GangParams, _gang),
+    "inference": Named(InferenceParams, _inference),
 }

@@ -273,7 +273,7 @@ def parsers() -> dict[str, Any]:
 
     return {
         "extender": extender_cli._parser(),
-        "fleet": fleet_cli._parser(),
+        "fleet": fleet_cli.parser(),
         "loadgen": loadgen_cli.parser(),
     }
 

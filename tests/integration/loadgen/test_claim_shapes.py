@@ -105,3 +105,21 @@ async def test_mig_profile_pods_get_partitions_of_that_profile(kube: Kube, kubec
             assert attrs[vocab.GPU_ATTR_MIG_PROFILE]["string"] == "1g.10gb"
     finally:
         await remove_fleet(kube, kubeconfig, fleet)
+
+
+async def test_capacity_shares_put_several_inference_pods_on_one_gpu(
+    kube: Kube, kubeconfig: str
+) -> None:
+    fleet = await make_fleet(kube, kubeconfig, nodes=1, profile="dgx-h100-shared")
+    try:
+        # 16 pods of 30 GB on 8 GPUs of 81559Mi that allow multiple allocations: two fit
+        # per GPU, three do not, so all 16 run only with two on every GPU.
+        params = {"shape": "capacity", "jobs": "16", "footprints": "30", "completions": "1",
+                  "run_time": "20s"}  # fmt: skip
+        res = await runner.run(kube, scenarios.load("inference", params), fleet.settings())
+        assert res.error is None and res.records.total.succeeded == 16
+        busy = max(s.gpus_busy for s in res.records.timeline)
+        running = max(s.running - s.finished for s in res.records.timeline)
+        assert running == 16 and busy == 8  # every GPU busy, each with two pods
+    finally:
+        await remove_fleet(kube, kubeconfig, fleet)

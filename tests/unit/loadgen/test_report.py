@@ -45,11 +45,13 @@ def test_a_file_that_is_not_a_result_is_rejected(tmp_path: Path) -> None:
         document.load(bad)
 
 
-def test_html_is_self_contained_with_plots() -> None:
+def test_html_is_self_contained_with_charts() -> None:
     page = html.render(document.build(synthetic.run_result()))
-    assert page.count("<svg") == 3
-    assert "<script" not in page and "<link" not in page
-    assert "pod_startup" in page
+    # plotly.js inlined once, then one Plotly.newPlot per chart: CDFs, pods, throughput,
+    # GPU allocation; nothing fetched from elsewhere.
+    assert page.count("<script") == 5 and page.count("Plotly.newPlot") == 4
+    assert "<script src" not in page and "<link" not in page
+    assert "pod_startup" in page and "{&#x27;" not in page and '{"name"' not in page
 
 
 def test_console_summary_mentions_the_key_figures() -> None:
@@ -142,3 +144,41 @@ def test_every_report_states_the_definitions_it_used(tmp_path: Path) -> None:
     console.render(doc, con)
     text = con.export_text()
     assert "pod_startup_latency.go" in text and "1 s ticker" in text
+
+
+def test_the_occupancy_at_the_allocation_peak_is_reported_per_node() -> None:
+    from loadgen import records
+
+    res = synthetic.run_result()
+    fleet = res.records.fleet
+    fleet.nodes = {"n0", "n1", "n2"}
+    fleet.gpu_slices = {f"s{i}": (f"p{i}", 1, f"n{i}", 8) for i in range(3)}
+    fleet.gpus_by_claim = {"ns/a": ("n0", 8), "ns/b": ("n1", 3)}
+    fleet.gpus_allocated = 11
+    records.take_sample(res.records, 102.0)
+    fleet.gpus_by_claim = {"ns/a": ("n0", 8)}  # b released: below the peak, not recorded
+    fleet.gpus_allocated = 8
+    records.take_sample(res.records, 103.0)
+    doc = document.build(res)
+    assert doc.fleet.occupancy_at_peak == {"n0": (8, 8), "n1": (3, 8), "n2": (0, 8)}
+    assert "Fleet occupancy at the allocation peak" in html.render(doc)
+
+
+def test_compare_writes_its_table_and_charts_as_one_page(tmp_path: Path) -> None:
+    from loadgen import cli
+
+    a = document.write(document.build(synthetic.run_result(1000.0)), tmp_path / "a")
+    b = document.write(document.build(synthetic.run_result(2000.0)), tmp_path / "b")
+    rows = {r[0]: r[1:] for r in compare.formatted(document.load(a), document.load(b))}
+    assert rows["pod_startup Perc99"] == ("1.00 s", "2.00 s", "+100.0 %", "worse")
+    out = tmp_path / "compare.html"
+    with pytest.raises(SystemExit) as done:
+        cli.main(["compare", str(a), str(b), "--html", str(out)])
+    assert done.value.code == 0
+    page = out.read_text()
+    assert "pod_startup latency (CDF)" in page and "Scheduling throughput over time" in page
+    assert page.count("Plotly.newPlot") >= 3 and "<script src" not in page
+    # A directory for --html is a usage error, and nothing is written.
+    with pytest.raises(SystemExit) as done:
+        cli.main(["compare", str(a), str(b), "--html", str(tmp_path)])
+    assert done.value.code == 2

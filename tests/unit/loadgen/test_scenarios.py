@@ -99,3 +99,22 @@ def test_claim_keys_name_distinct_templates() -> None:
         Claim(gpu_class="gpu.example.com").key,
     }
     assert len(keys) == 6
+
+
+def test_the_inference_mix_asks_each_footprint_in_the_chosen_shape() -> None:
+    def claims(shape: str) -> list[tuple[str, str | None, str | None]]:
+        sc = scenarios.load("inference", {"shape": shape, "footprints": "5,20,80"})
+        assert [p.wait for p in sc.phases] == ["created", "created", "complete"]
+        return [(p.name, p.claim.mig_profile, p.claim.memory) for p in sc.phases]
+
+    assert claims("mig") == [
+        ("mem5gb", "1g.10gb", None),
+        ("mem20gb", "2g.20gb", None),
+        ("mem80gb", "7g.80gb", None),
+    ]
+    assert claims("capacity") == [
+        ("mem5gb", None, "5G"),
+        ("mem20gb", None, "20G"),
+        ("mem80gb", None, "80G"),  # 80 GB fits an H100's 81559Mi; 80Gi would not
+    ]
+    assert {c[1:] for c in claims("whole")} == {(None, None)}

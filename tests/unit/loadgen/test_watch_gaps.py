@@ -48,7 +48,7 @@ def test_reports_count_the_pods_whose_latencies_straddle_a_gap() -> None:
     assert document.ResultDoc.model_validate_json(doc.model_dump_json()) == doc
 
     page = html.render(doc)
-    assert "Watch gaps" in page and 'class="gap"' in page
+    assert "Watch gaps" in page and page.count("#fecaca") == 3 * 2  # shaded, 3 timelines
     assert "pods watch broken from 1.1s to 1.2s (error); latencies of 9 pods" in page
     out = Console(record=True, width=200)
     console.render(doc, out)

@@ -26,16 +26,27 @@ def test_run_returns_what_the_coroutine_returns() -> None:
     assert runtime.run(answer()) == 42
 
 
-def test_until_signal_returns_the_signal_that_arrived_and_survives_a_second() -> None:
-    async def main() -> signal.Signals:
+def test_until_signal_returns_once_the_signal_arrives_and_survives_a_second() -> None:
+    async def main() -> bool:
         loop = asyncio.get_running_loop()
         loop.call_later(0.01, os.kill, os.getpid(), signal.SIGUSR1)
-        got = await runtime.until_signal((signal.SIGUSR1,))
+        await runtime.until_signal((signal.SIGUSR1,))
         os.kill(os.getpid(), signal.SIGUSR1)  # still handled: clean-up is not killed
         await asyncio.sleep(0.01)
-        return got
+        return True
 
-    assert runtime.run(main()) == signal.SIGUSR1
+    assert runtime.run(main())
+
+
+def test_stop_event_is_set_by_the_signal() -> None:
+    async def main() -> bool:
+        stop = runtime.stop_event((signal.SIGUSR1,))
+        assert not stop.is_set()
+        os.kill(os.getpid(), signal.SIGUSR1)
+        await asyncio.wait_for(stop.wait(), 5)
+        return stop.is_set()
+
+    assert runtime.run(main())
 
 
 async def test_log_exit_reports_a_failure_and_an_end_but_not_a_cancellation(

@@ -1,0 +1,92 @@
+"""Figures in the units people read: MiB, s, %, thousands separated (pure).
+
+One place for the console and HTML reports of every tool, so `rss_bytes 8.05183e+08` reads
+`RSS 767.9 MiB` everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+
+_KIB = 1024.0
+
+
+def size(n_bytes: float) -> str:
+    """Binary units: 512 B, 3.0 KiB, 767.9 MiB, 1.25 GiB (negative for shrinkage)."""
+    if math.isnan(n_bytes):
+        return "-"
+    sign, n = ("-" if n_bytes < 0 else ""), abs(n_bytes)
+    if n < _KIB:
+        return f"{sign}{n:.0f} B"
+    for unit in ("KiB", "MiB", "GiB"):
+        n /= _KIB
+        if n < _KIB or unit == "GiB":
+            return f"{sign}{n:.2f} {unit}" if unit == "GiB" else f"{sign}{n:.1f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def duration(seconds: float) -> str:
+    """Seconds at a readable precision: 850 µs, 12 ms, 3.40 s, 95.2 s, 12m05s."""
+    if math.isnan(seconds):
+        return "-"
+    s = abs(seconds)
+    sign = "-" if seconds < 0 else ""
+    if s == 0:
+        return "0 s"
+    if s < 1e-3:
+        return f"{sign}{s * 1e6:.0f} µs"
+    if s < 1:
+        return f"{sign}{s * 1e3:.0f} ms"
+    if s < 10:
+        return f"{sign}{s:.2f} s"
+    if s < 600:
+        return f"{sign}{s:.1f} s"
+    minutes, rest = divmod(round(s), 60)
+    return f"{sign}{minutes}m{rest:02d}s"
+
+
+def millis(ms: float) -> str:
+    """A latency given in milliseconds, in the unit that reads best (`duration`)."""
+    return duration(ms / 1e3)
+
+
+def percent(ratio: float, digits: int = 1) -> str:
+    """A ratio (0.25) as a percentage (25.0 %)."""
+    if math.isnan(ratio):
+        return "-"
+    return f"{ratio * 100:.{digits}f} %"
+
+
+def count(n: float) -> str:
+    """A count with thousands separated; fractional counts keep one decimal."""
+    if math.isnan(n):
+        return "-"
+    return f"{n:,.0f}" if float(n).is_integer() else f"{n:,.1f}"
+
+
+def change(pct: float | None) -> str:
+    """A relative change in percent (+12.5 %); n/a when undefined."""
+    return "n/a" if pct is None or math.isnan(pct) else f"{pct:+.1f} %"
+
+
+def by_name(name: str, value: float) -> str:
+    """A figure formatted by the suffix of its name: *_bytes sizes, *_seconds durations,
+    *_ms latencies, *_ratio and *_share percentages, anything else a count."""
+    if name.endswith("_bytes"):
+        return size(value)
+    if name.endswith("_seconds"):
+        return duration(value)
+    if name.endswith("_ms"):
+        return millis(value)
+    if name.endswith(("_ratio", "_share")):
+        return percent(value)
+    return count(value)
+
+
+def label(name: str) -> str:
+    """A figure's name without its unit suffix, in words: rss_growth_bytes -> rss growth."""
+    for suffix in ("_bytes", "_seconds", "_ms", "_ratio", "_share"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return name.replace("_", " ")

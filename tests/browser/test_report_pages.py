@@ -1,0 +1,158 @@
+"""The report pages in a real browser (headless Chromium over the DevTools protocol): each
+loads from a file with no console error, draws every chart it holds, and each chart's pixels
+show coloured marks (not a blank canvas). Screenshots land in the test's tmp_path.
+
+Needs Chromium (Debian's `chromium`; hack/install-test-deps.sh installs it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from loadgen import compare, outcome, records
+from loadgen.report import document, html
+from testbed import charts
+from testbed.charts import Section, Series
+from tests.support import cdp, png
+from tests.unit.loadgen import synthetic
+
+# Each chart's plot area must show this many saturated pixels (curves, heatmap cells):
+# a chart whose script failed is a white box with at most grey axes.
+_MIN_MARKED_PIXELS = 150
+
+
+def _experiment_page() -> str:
+    """A comparison page as the experiment's index builds it: A/B CDFs, throughput and GPU
+    allocation over time, the fleet occupancy side by side, the targets with verdicts."""
+    seconds = [float(t) for t in range(31)]
+    packed = {f"node-{i:03d}": (8 if i < 40 else 0, 8) for i in range(64)}
+    spread = {f"node-{i:03d}": (5 if i % 3 else 0, 8) for i in range(64)}
+    return charts.page(
+        "extender on vs off",
+        [
+            Section(
+                "Pod startup latency",
+                [
+                    charts.latency_cdfs(
+                        Series.points("A extender", [(120.0 + 8 * i, i / 40) for i in range(41)]),
+                        Series.points("B default", [(150.0 + 12 * i, i / 40) for i in range(41)]),
+                    )
+                ],
+            ),
+            Section(
+                "Over time",
+                [
+                    charts.over_time(
+                        charts.named(charts.rate(seconds, [10.0 * t for t in seconds]), "A"),
+                        charts.named(charts.rate(seconds, [8.0 * t for t in seconds]), "B"),
+                        title="Scheduling throughput",
+                        y_title="pods/s",
+                    ),
+                    charts.over_time(
+                        Series("A", seconds, [min(1.0, t / 25) for t in seconds]),
+                        Series("B", seconds, [min(0.8, t / 30) for t in seconds]),
+                        title="Fleet GPU allocation",
+                        y_title="share of fleet GPUs",
+                        percent=True,
+                    ),
+                ],
+            ),
+            Section("Fleet occupancy", [charts.occupancy_heatmap({"A": packed, "B": spread})]),
+            Section(
+                "Targets",
+                [
+                    charts.targets_table(
+                        [
+                            ("fewer stranded GPUs", "A 0 vs B 144", "met"),
+                            ("p99 within 10 %", "ratio 1.31", "missed (single run)"),
+                        ]
+                    )
+                ],
+            ),
+        ],
+    )
+
+
+def _run(startup_ms: float) -> outcome.RunResult:
+    """40 pods, with a timeline sampled every 0.2 s (the synthetic run's has two samples)."""
+    res = synthetic.run_result(startup_ms=startup_ms, pods=40)
+    res.records.timeline = [
+        records.Sample(100.0 + i / 5, 4 * i, 4 * i, 4 * i, 0, 4 * i) for i in range(11)
+    ]
+    # 5 full nodes, then partly used ones (more of them the slower run), then empty ones.
+    partly = int(startup_ms / 100)
+    res.records.fleet.peak_occupancy = {
+        f"node-{i:02d}": ((8 if i < 5 else 3 if i < 5 + partly else 0), 8) for i in range(36)
+    }
+    return res
+
+
+def _pages(tmp_path: Path) -> dict[str, tuple[Path, int]]:
+    """Each page written to a file, with the number of charts it must draw."""
+    prev = document.build(_run(startup_ms=1000.0))
+    cur = document.build(_run(startup_ms=1500.0))
+    pages = {
+        # CDFs, pods, throughput, GPU allocation, occupancy.
+        "run": (html.render(cur), 5),
+        # 5 phases' CDFs (run_to_watch is zero by definition), throughput, GPU allocation,
+        # occupancy A next to B.
+        "compare": (html.render_comparison(prev, cur, compare.formatted(prev, cur)), 8),
+        "experiment": (_experiment_page(), 4),
+    }
+    out = {}
+    for name, (text, figures) in pages.items():
+        path = tmp_path / f"{name}.html"
+        path.write_text(text)
+        out[name] = (path, figures)
+    return out
+
+
+def _marked(pixels: list[list[png.Pixel]]) -> int:
+    # Saturated pixels: curves and heatmap cells, never the white background, grey grid or
+    # black text.
+    return sum(1 for row in pixels for r, g, b in row if max(r, g, b) - min(r, g, b) > 60)
+
+
+_CHART_BOXES = """JSON.stringify([...document.querySelectorAll('.js-plotly-plot')].map(d => {
+  const r = d.getBoundingClientRect();
+  return {x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height,
+          svgs: d.querySelectorAll('svg.main-svg').length};
+}))"""
+
+
+@pytest.mark.parametrize("name", ["run", "compare", "experiment"])
+async def test_a_report_page_loads_cleanly_and_draws_its_charts(name: str, tmp_path: Path) -> None:
+    binary = cdp.find_browser()
+    assert binary, "no Chromium on PATH: run hack/install-test-deps.sh"
+    path, figures = _pages(tmp_path)[name]
+    async with cdp.browser(binary) as page:
+        await page.open(path.as_uri())
+        boxes = json.loads(await page.evaluate(_CHART_BOXES))
+        assert len(boxes) == figures
+        assert all(b["svgs"] >= 1 and b["w"] > 300 and b["h"] > 200 for b in boxes), boxes
+        await page.screenshot(tmp_path / f"{name}.png")
+        for i, b in enumerate(boxes):
+            shot = await page.screenshot(
+                tmp_path / f"{name}-chart-{i + 1}.png", clip=(b["x"], b["y"], b["w"], b["h"])
+            )
+            marked = _marked(png.read(shot))
+            assert marked >= _MIN_MARKED_PIXELS, f"{shot.name}: {marked} coloured pixels"
+        assert page.errors == [], page.errors
+
+
+async def test_the_check_sees_a_chart_that_failed_to_draw(tmp_path: Path) -> None:
+    # The same page with plotly.js cut out: the browser reports the error and no chart draws,
+    # so the test above can fail.
+    binary = cdp.find_browser()
+    assert binary, "no Chromium on PATH: run hack/install-test-deps.sh"
+    text = charts.page("t", [Section("s", [charts.latency_cdfs(Series("A", [1.0], [1.0]))])])
+    start = text.index('<script type="text/javascript">')
+    end = text.index("</script>", start) + len("</script>")
+    broken = tmp_path / "broken.html"
+    broken.write_text(text[:start] + text[end:])
+    async with cdp.browser(binary) as page:
+        await page.open(broken.as_uri())
+        assert any("Plotly is not defined" in e for e in page.errors), page.errors
+        assert json.loads(await page.evaluate(_CHART_BOXES)) == []
