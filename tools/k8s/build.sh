@@ -33,173 +33,182 @@ releases() {
   done
 }
 
-release="$default_release"
-print_dir=""
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --print-dir) print_dir=1 ;;
-    --releases) releases | sort -uV; exit 0 ;;
-    --kubernetes) release="${2:-}"; shift ;;
-    --kubernetes=*) release="${1#*=}" ;;
-    -h | --help) sed -n '2,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) echo "error: unknown argument $1 (see --help)" >&2; exit 2 ;;
-  esac
-  shift
-done
-release="${release#v}"
-if [[ "$release" == "$default_release" ]]; then
-  kube_module=kubernetes
-else
-  kube_module="kubernetes-$release"
-fi
-if [[ ! "$release" =~ ^[0-9]+\.[0-9]+$ || ! -f "$here/$kube_module/go.mod" ]]; then
-  echo "error: no pinned module for Kubernetes '$release'; releases: $(releases | sort -uV | paste -sd, | sed 's/,/, /g')" >&2
-  exit 2
-fi
-
-kube_version="$(pinned "$kube_module" k8s.io/kubernetes)"
-etcd_version="$(pinned etcd go.etcd.io/etcd/server/v3)"
-kwok_version="$(pinned kwok sigs.k8s.io/kwok)"
-key="kube-${kube_version}_etcd-${etcd_version}_kwok-${kwok_version}"
-cache_root="${DRA_TESTBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dra-testbed}"
-out="$cache_root/bin/$key"
-
-if [[ -n "$print_dir" ]]; then
-  echo "${DRA_TESTBED_BIN_DIR:-$out}"
-  exit 0
-fi
-
-complete() {
-  local b
-  for b in "${binaries[@]}"; do [[ -x "$1/$b" ]] || return 1; done
-}
-
-if [[ -n "${DRA_TESTBED_BIN_DIR:-}" ]]; then
-  if ! complete "$DRA_TESTBED_BIN_DIR"; then
-    echo "error: DRA_TESTBED_BIN_DIR=$DRA_TESTBED_BIN_DIR lacks one of: ${binaries[*]}" >&2
-    exit 1
+# Everything below runs from main, which bash reads whole before running it: editing or
+# checking out this file while a build runs cannot change what that build does.
+main() {
+  release="$default_release"
+  print_dir=""
+  while [[ $# -gt 0 ]]; do
+    case "$1" in
+      --print-dir) print_dir=1 ;;
+      --releases) releases | sort -uV; exit 0 ;;
+      --kubernetes) release="${2:-}"; shift ;;
+      --kubernetes=*) release="${1#*=}" ;;
+      -h | --help) sed -n '2,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+      *) echo "error: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+  done
+  release="${release#v}"
+  if [[ "$release" == "$default_release" ]]; then
+    kube_module=kubernetes
+  else
+    kube_module="kubernetes-$release"
   fi
-  echo "$DRA_TESTBED_BIN_DIR"
-  exit 0
-fi
-
-if complete "$out"; then
-  echo "$out"
-  exit 0
-fi
-
-if ! command -v go >/dev/null 2>&1; then
-  echo "error: go is not on PATH; install Go >= 1.26 or set DRA_TESTBED_BIN_DIR to existing binaries" >&2
-  exit 1
-fi
-
-mkdir -p "$cache_root/logs"
-# Two first `testbed up`s (or a set-up and a test run) would build into the same staging
-# directory; the second waits here, then finds the cache complete.
-if command -v flock >/dev/null 2>&1; then
-  exec 9>"$cache_root/build-$key.lock"
-  if ! flock -n 9; then
-    echo "another build of $key is running; waiting for it to finish" >&2
-    flock 9
+  if [[ ! "$release" =~ ^[0-9]+\.[0-9]+$ || ! -f "$here/$kube_module/go.mod" ]]; then
+    echo "error: no pinned module for Kubernetes '$release'; releases: $(releases | sort -uV | paste -sd, | sed 's/,/, /g')" >&2
+    exit 2
   fi
+
+  kube_version="$(pinned "$kube_module" k8s.io/kubernetes)"
+  etcd_version="$(pinned etcd go.etcd.io/etcd/server/v3)"
+  kwok_version="$(pinned kwok sigs.k8s.io/kwok)"
+  key="kube-${kube_version}_etcd-${etcd_version}_kwok-${kwok_version}"
+  cache_root="${DRA_TESTBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dra-testbed}"
+  out="$cache_root/bin/$key"
+
+  if [[ -n "$print_dir" ]]; then
+    echo "${DRA_TESTBED_BIN_DIR:-$out}"
+    exit 0
+  fi
+
+  complete() {
+    local b
+    for b in "${binaries[@]}"; do [[ -x "$1/$b" ]] || return 1; done
+  }
+
+  if [[ -n "${DRA_TESTBED_BIN_DIR:-}" ]]; then
+    if ! complete "$DRA_TESTBED_BIN_DIR"; then
+      echo "error: DRA_TESTBED_BIN_DIR=$DRA_TESTBED_BIN_DIR lacks one of: ${binaries[*]}" >&2
+      exit 1
+    fi
+    echo "$DRA_TESTBED_BIN_DIR"
+    exit 0
+  fi
+
   if complete "$out"; then
     echo "$out"
     exit 0
   fi
-fi
 
-log="$cache_root/logs/build-$key.log"
-staging="$out.partial"
-rm -rf "$staging"
-mkdir -p "$staging"
-
-export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
-build_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-kube_minor="$(echo "$kube_version" | cut -d. -f2)"
-kube_ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  kube_ldflags+=" -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$kube_minor"
-  kube_ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
-done
-kwok_ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_version#v}"
-kwok_ldflags+=" -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${kube_version#v}"
-
-# Wall seconds each binary took on a 2-core machine with empty Go caches, downloads
-# included (the first binary of each module downloads its dependencies; later ones reuse
-# most of the first one's compiled packages), between a quiet and a busy machine: the
-# 1.36 build took 649/196/16/47/50/227/42 s with five other jobs running. Scaled by the
-# cores here for the estimate.
-declare -A cost=(
-  [kube-apiserver]=420 [kube-controller-manager]=150 [kube-scheduler]=20 [kubectl]=45
-  [etcd]=50 [kwok]=150 [kwokctl]=30
-)
-cores="$(nproc 2>/dev/null || echo 2)"
-scale() { echo $(($1 * 2 / (cores < 8 ? cores : 8))); }
-remaining_cost() {
-  local b sum=0 seen=""
-  for b in "${binaries[@]}"; do
-    [[ "$b" == "$1" ]] && seen=1
-    [[ -n "$seen" ]] && sum=$((sum + ${cost[$b]}))
-  done
-  scale "$sum"
-}
-clock() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
-
-# Prints, while a build runs, a line that says it is alive: which binary, how long this
-# build has run, how much is left by the estimate. On a terminal the line is rewritten in
-# place every 5 s; otherwise a new line every 60 s.
-heartbeat() {
-  local name="$1" n="$2" total="$3" every=60 t=0 left fetched
-  [[ -t 2 ]] && every=5
-  while sleep 1; do
-    kill -0 $$ 2>/dev/null || exit 0 # the build was killed
-    t=$((t + 1))
-    ((t % every == 0)) || continue
-    left=$(($(remaining_cost "$name") - (SECONDS - binary_start)))
-    ((left < 10)) && left=10
-    local line
-    line="   building $name ($n/$total): $(clock "$SECONDS") elapsed, about $(clock "$left") left"
-    fetched="$(grep -c '^go: downloading' "$log" || true)"
-    ((fetched > 0)) && line+=" ($fetched modules downloaded)"
-    if [[ -t 2 ]]; then printf '\r%s ' "$line" >&2; else echo "$line" >&2; fi
-  done
-}
-
-beat=""
-trap '[[ -n "$beat" ]] && kill "$beat" 2>/dev/null; true' EXIT
-
-# build MODULE_DIR BINARY PACKAGE LDFLAGS N
-build() {
-  binary_start=$SECONDS
-  echo ">> go build $3 ($1)" >>"$log"
-  heartbeat "$2" "$5" "${#binaries[@]}" &
-  beat=$!
-  if ! (cd "$here/$1" && go build -trimpath -ldflags "$4" -o "$staging/$2" "$3") >>"$log" 2>&1; then
-    kill "$beat" 2>/dev/null || true
-    [[ -t 2 ]] && echo >&2
-    echo "error: building $2 failed; full log: $log" >&2
+  if ! command -v go >/dev/null 2>&1; then
+    echo "error: go is not on PATH; install Go >= 1.26 or set DRA_TESTBED_BIN_DIR to existing binaries" >&2
     exit 1
   fi
-  kill "$beat" 2>/dev/null || true
-  wait "$beat" 2>/dev/null || true
+
+  mkdir -p "$cache_root/logs"
+  # Two first `testbed up`s (or a set-up and a test run) would build into the same staging
+  # directory; the second waits here, then finds the cache complete.
+  if command -v flock >/dev/null 2>&1; then
+    exec 9>"$cache_root/build-$key.lock"
+    if ! flock -n 9; then
+      echo "another build of $key is running; waiting for it to finish" >&2
+      flock 9
+    fi
+    if complete "$out"; then
+      echo "$out"
+      exit 0
+    fi
+  fi
+
+  log="$cache_root/logs/build-$key.log"
+  staging="$out.partial"
+  rm -rf "$staging"
+  mkdir -p "$staging"
+
+  export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
+  build_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  kube_minor="$(echo "$kube_version" | cut -d. -f2)"
+  kube_ldflags="-s -w"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    kube_ldflags+=" -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$kube_minor"
+    kube_ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
+  done
+  kwok_ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_version#v}"
+  kwok_ldflags+=" -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${kube_version#v}"
+
+  # Wall seconds each binary took on a 2-core machine with empty Go caches, downloads
+  # included (the first binary of each module downloads its dependencies; later ones reuse
+  # most of the first one's compiled packages), between a quiet and a busy machine: the
+  # 1.36 build took 649/196/16/47/50/227/42 s with five other jobs running. Scaled by the
+  # cores here for the estimate.
+  declare -A cost=(
+    [kube-apiserver]=420 [kube-controller-manager]=150 [kube-scheduler]=20 [kubectl]=45
+    [etcd]=50 [kwok]=150 [kwokctl]=30
+  )
+  cores="$(nproc 2>/dev/null || echo 2)"
+  scale() { echo $(($1 * 2 / (cores < 8 ? cores : 8))); }
+  remaining_cost() {
+    local b sum=0 seen=""
+    for b in "${binaries[@]}"; do
+      [[ "$b" == "$1" ]] && seen=1
+      [[ -n "$seen" ]] && sum=$((sum + ${cost[$b]}))
+    done
+    scale "$sum"
+  }
+  clock() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+  # Prints, while a build runs, a line that says it is alive: which binary, how long this
+  # build has run, how much is left by the estimate. On a terminal the line is rewritten in
+  # place every 5 s; otherwise a new line every 60 s.
+  heartbeat() {
+    local name="$1" n="$2" total="$3" every=60 t=0 left fetched
+    [[ -t 2 ]] && every=5
+    while sleep 1; do
+      kill -0 $$ 2>/dev/null || exit 0 # the build was killed
+      t=$((t + 1))
+      ((t % every == 0)) || continue
+      left=$(($(remaining_cost "$name") - (SECONDS - binary_start)))
+      local line="   building $name ($n/$total): $(clock "$SECONDS") elapsed, "
+      if ((left > 0)); then
+        line+="about $(clock "$left") left"
+      else
+        line+="past the estimate (a busy machine builds slower)"
+      fi
+      fetched="$(grep -c '^go: downloading' "$log" || true)"
+      ((fetched > 0)) && line+=" ($fetched modules downloaded)"
+      if [[ -t 2 ]]; then printf '\r%s ' "$line" >&2; else echo "$line" >&2; fi
+    done
+  }
+
   beat=""
-  [[ -t 2 ]] && printf '\r\033[K' >&2
-  echo "   built $2 ($5/${#binaries[@]}) in $((SECONDS - binary_start))s, $(clock "$SECONDS") elapsed" | tee -a "$log" >&2
+  trap '[[ -n "$beat" ]] && kill "$beat" 2>/dev/null; true' EXIT
+
+  # build MODULE_DIR BINARY PACKAGE LDFLAGS N
+  build() {
+    binary_start=$SECONDS
+    echo ">> go build $3 ($1)" >>"$log"
+    heartbeat "$2" "$5" "${#binaries[@]}" &
+    beat=$!
+    if ! (cd "$here/$1" && go build -trimpath -ldflags "$4" -o "$staging/$2" "$3") >>"$log" 2>&1; then
+      kill "$beat" 2>/dev/null || true
+      [[ -t 2 ]] && echo >&2
+      echo "error: building $2 failed; full log: $log" >&2
+      exit 1
+    fi
+    kill "$beat" 2>/dev/null || true
+    wait "$beat" 2>/dev/null || true
+    beat=""
+    [[ -t 2 ]] && printf '\r\033[K' >&2
+    echo "   built $2 ($5/${#binaries[@]}) in $((SECONDS - binary_start))s, $(clock "$SECONDS") elapsed" | tee -a "$log" >&2
+  }
+
+  : >"$log"
+  SECONDS=0
+  echo "building the control plane ($key) into $out;" \
+    "a first build takes about $(clock "$(remaining_cost kube-apiserver)") on $cores cores" \
+    "(later runs reuse it); log: $log" >&2
+  n=0
+  for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+    build "$kube_module" "$b" "k8s.io/kubernetes/cmd/$b" "$kube_ldflags" $((n += 1))
+  done
+  build etcd etcd go.etcd.io/etcd/server/v3 "-s -w" $((n += 1))
+  build kwok kwok sigs.k8s.io/kwok/cmd/kwok "$kwok_ldflags" $((n += 1))
+  build kwok kwokctl sigs.k8s.io/kwok/cmd/kwokctl "$kwok_ldflags" $((n += 1))
+
+  rm -rf "$out"
+  mv "$staging" "$out"
+  echo "$out"
 }
 
-: >"$log"
-SECONDS=0
-echo "building the control plane ($key) into $out;" \
-  "a first build takes about $(clock "$(remaining_cost kube-apiserver)") on $cores cores" \
-  "(later runs reuse it); log: $log" >&2
-n=0
-for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
-  build "$kube_module" "$b" "k8s.io/kubernetes/cmd/$b" "$kube_ldflags" $((n += 1))
-done
-build etcd etcd go.etcd.io/etcd/server/v3 "-s -w" $((n += 1))
-build kwok kwok sigs.k8s.io/kwok/cmd/kwok "$kwok_ldflags" $((n += 1))
-build kwok kwokctl sigs.k8s.io/kwok/cmd/kwokctl "$kwok_ldflags" $((n += 1))
-
-rm -rf "$out"
-mv "$staging" "$out"
-echo "$out"
+main "$@"
