@@ -507,6 +507,22 @@ async def repetition(kube: Kube, s: Settings, ext: Extender, rep: int) -> Rep:
     return r
 
 
+async def wait_until_clean(kube: Kube, s: Settings, within: float) -> list[str]:
+    """What is left in the cluster once it is clean, or once something left is not on its
+    way out: runs deleted just before (their namespaces terminating) are waited for, for at
+    most `within` seconds, rather than refused."""
+    deadline = time.monotonic() + within
+    while True:
+        problems = await leftovers(kube, s, {})
+        if not problems or time.monotonic() > deadline:
+            return problems
+        namespaces = (await kube.list(resources.NAMESPACES)).items
+        runs = [n for n in namespaces if n["metadata"]["name"].startswith("loadgen-")]
+        if not runs or not all(n["metadata"].get("deletionTimestamp") for n in runs):
+            return problems
+        await asyncio.sleep(2)
+
+
 # --- the whole run ------------------------------------------------------------------------
 
 
@@ -517,7 +533,7 @@ async def main_async(s: Settings, repetitions: int) -> dict[str, Any]:
     async with await Kube.connect(
         kubeconfig=s.kubeconfig, settings=ClientSettings(qps=100, burst=200)
     ) as kube:
-        before = await leftovers(kube, s, {})
+        before = await wait_until_clean(kube, s, within=300)
         if before:
             raise SystemExit(f"the cluster is not clean to begin with: {'; '.join(before)}")
         log = s.out / "setup.log"

@@ -328,7 +328,7 @@ def run(config: DemoConfig, console: Console) -> int:
         },
         "invalid_arms": {n: v.reason for n, v in valid.items() if not v.valid},
     }
-    index = report.write(out, rows, meta, [arm.name for arm, _ in results], goals, guide)
+    index = report.write(out, rows, meta, [arm for arm, _ in results], goals, guide)
     bad = {n: why for n, (ok, why) in accounting.items() if not ok}
     for name, why in bad.items():
         console.print(f"[red]arm {name}: not every pod accounted for: {why}")

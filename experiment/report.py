@@ -1,5 +1,6 @@
 """The demo's outputs: a console table, `demo.json` (versioned) and a self-contained
-`index.html` linking each arm's own loadgen report."""
+`index.html` (targets, the side-by-side table, per comparison A and B charts, the guide's
+matrix) linking each arm's own loadgen report."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from rich.console import Console
 from rich.table import Table
 
 from experiment import bandwidth_model, intervals
+from experiment.plan import Arm
 from experiment.summary import SCHEMA_VERSION, GuideRow, Row, Target
+from testbed import charts, units
 
 _ALIGNED, _UNALIGNED = bandwidth_model.PUBLISHED_BUS_BANDWIDTH["all_gather"]
 MODEL_NOTE = (
@@ -146,52 +149,95 @@ def _num(v: float) -> float | None:
     return None if math.isnan(v) else v
 
 
+def _arm_doc(out_dir: Path, name: str) -> dict[str, Any] | None:
+    """An arm's loadgen result, or None where the arm left none (interrupted, refused)."""
+    try:
+        doc: dict[str, Any] = json.loads((out_dir / name / "result.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return doc
+
+
+def _first_pairs(arms: list[Arm]) -> dict[str, list[Arm]]:
+    """Per comparison, its first repeat's two throughput arms (A then B), as run."""
+    pairs: dict[str, list[Arm]] = {}
+    for arm in arms:
+        if arm.repeat == 0 and not arm.latency_of:
+            pairs.setdefault(arm.comparison, []).append(arm)
+    return {c: two for c, two in pairs.items() if len(two) == 2}
+
+
+def _comparison_charts(out_dir: Path, a: Arm, b: Arm) -> list[Any]:
+    """A and B side by side: pod startup CDFs, throughput and GPU allocation over time, and
+    the fleet occupancy at each arm's allocation peak (fragmentation at a glance)."""
+    docs = {arm.variant: _arm_doc(out_dir, arm.name) for arm in (a, b)}
+    if any(d is None for d in docs.values()):
+        return [charts.note("an arm left no result: no charts for this comparison")]
+    got = {k: d for k, d in docs.items() if d is not None}
+    cdfs, rates, alloc, occupancy = [], [], [], {}
+    for name, d in got.items():
+        t = d["timeline"]
+        cdfs.append(charts.Series.points(name, d["cdf_ms"].get("pod_startup", [])))
+        rates.append(charts.named(charts.rate(t["seconds"], t["scheduled"]), name))
+        alloc.append(charts.Series(name, t["seconds"], t["gpu_allocation_ratio"]))
+        occupancy[name] = {n: (u, g) for n, (u, g) in d["fleet"]["occupancy_at_peak"].items()}
+    return [
+        charts.latency_cdfs(*cdfs, title="Pod startup latency (first repeat)"),
+        charts.over_time(*rates, title="Scheduling throughput", y_title="pods/s"),
+        charts.over_time(
+            *alloc, title="Fleet GPU allocation", y_title="share of fleet GPUs", percent=True
+        ),
+        charts.occupancy_heatmap(occupancy),
+    ]
+
+
+def _facts(meta: dict[str, Any]) -> str:
+    keep = ("nodes", "pods", "repeat", "scale_nodes")
+    items = [(k, str(meta[k])) for k in keep if meta.get(k) is not None]
+    items.append(("elapsed", units.duration(float(meta.get("elapsed_seconds", 0.0)))))
+    return charts.facts(items)
+
+
 def write(
     out_dir: Path,
     rows: list[Row],
     meta: dict[str, Any],
-    arm_dirs: list[str],
+    arms: list[Arm],
     targets: list[Target],
     guide: list[GuideRow],
 ) -> Path:
     doc = to_json(rows, meta, targets, guide)
     (out_dir / "demo.json").write_text(json.dumps(doc, indent=2) + "\n")
-    body = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>dra-testbed demo</title>",
-        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
-        "td:first-child,td:nth-child(2){text-align:left}</style></head><body>",
-        "<h1>dra-testbed demo</h1>",
-        f"<p>{html.escape(json.dumps(meta))}</p>",
-        "<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS) + "</tr>",
+    target_rows = [(t.goal, t.measured, t.verdict) for t in targets]
+    sections = [
+        charts.Section("Targets", [charts.targets_table(target_rows)]),
+        charts.Section(
+            "Side by side",
+            [
+                charts.table(COLUMNS, [_cells(r) for r in rows], text_columns=2),
+                charts.note(MODEL_NOTE),
+            ],
+        ),
     ]
-    for r in rows:
-        body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in _cells(r)) + "</tr>")
-    body.append("</table>")
-    body.append(f"<p><em>{html.escape(MODEL_NOTE)}</em></p>")
-    body.append("<h2>Targets</h2><table><tr><th>goal</th><th>measured</th><th>verdict</th></tr>")
-    for t in targets:
-        cells = "".join(f"<td>{html.escape(c)}</td>" for c in (t.goal, t.measured, t.verdict))
-        body.append(f"<tr>{cells}</tr>")
-    body.append(
-        "</table><h2>The DRA guide's matrix vs measured</h2><table><tr><th>aspect</th>"
-        "<th>guide's target</th><th>guide's example</th><th>ours</th><th>verdict</th></tr>"
-    )
-    for g in guide:
-        cells = "".join(
-            f"<td>{html.escape(c)}</td>"
-            for c in (g.aspect, g.target, g.guide, g.measured, g.verdict)
-        )
-        body.append(f"<tr>{cells}</tr>")
+    for comparison, (a, b) in _first_pairs(arms).items():
+        heading = f"{comparison}: {a.variant} vs {b.variant}"
+        sections.append(charts.Section(heading, _comparison_charts(out_dir, a, b)))
+    guide_rows = [(g.aspect, g.target, g.guide, g.measured, g.verdict) for g in guide]
+    if guide_rows:
+        header = ("aspect", "guide's target", "guide's example", "ours", "verdict")
+        table = charts.table(header, guide_rows, text_columns=4, verdict_column=4)
+        sections.append(charts.Section("The DRA guide's matrix vs measured", [table]))
     invalid = meta.get("invalid_arms") or {}
     if invalid:
-        body.append("</table><h2>Invalid arms (left out of every figure)</h2><ul>")
-        body += [f"<li>{html.escape(n)}: {html.escape(why)}</li>" for n, why in invalid.items()]
-        body.append("</ul><table>")
-    body.append("</table><h2>Each arm's report</h2><ul>")
-    for d in arm_dirs:
-        body.append(f"<li><a href='{html.escape(d)}/report.html'>{html.escape(d)}</a></li>")
-    body.append("</ul></body></html>")
+        items = "".join(f"<li>{html.escape(n)}: {html.escape(w)}</li>" for n, w in invalid.items())
+        sections.append(
+            charts.Section("Invalid arms (left out of every figure)", [f"<ul>{items}</ul>"])
+        )
+    links = "".join(
+        f"<li><a href='{html.escape(arm.name)}/report.html'>{html.escape(arm.name)}</a></li>"
+        for arm in arms
+    )
+    sections.append(charts.Section("Each arm's report", [f"<ul>{links}</ul>"]))
     index = out_dir / "index.html"
-    index.write_text("\n".join(body) + "\n")
+    index.write_text(charts.page("dra-testbed demo", sections, intro=_facts(meta)))
     return index

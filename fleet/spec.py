@@ -66,10 +66,12 @@ def _check_labels(labels: dict[str, str]) -> dict[str, str]:
     return labels
 
 
-class Taint(_Model):
+class _TaintBase(_Model):
+    """A key, a value and an effect, checked as label keys and values, as the API has them."""
+
     key: str
     value: str = ""
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+    effect: str
 
     @field_validator("key")
     @classmethod
@@ -88,32 +90,21 @@ class Taint(_Model):
         return out
 
 
-class DeviceTaint(_Model):
+class Taint(_TaintBase):
+    """A node taint."""
+
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+
+
+class DeviceTaint(_TaintBase):
     """A taint on a chosen share of the fleet's physical GPUs (all devices of a chosen GPU:
     the whole GPU, its MIG partitions, its shared device), as a driver marks failing hardware.
     NoSchedule keeps new claims off; NoExecute also evicts pods whose claims use them."""
 
     key: str = vocab.DEVICE_TAINT_KEY
-    value: str = ""
     effect: Literal["NoSchedule", "NoExecute", "None"] = "NoSchedule"
     share: float = Field(gt=0, le=1, description="fraction of the GPUs in scope, chosen by seed")
     pools: list[str] = Field(default_factory=list, description="only these pools (default all)")
-
-    @field_validator("key")
-    @classmethod
-    def _key(cls, v: str) -> str:
-        return check_label_key(v)
-
-    @field_validator("value")
-    @classmethod
-    def _value(cls, v: str) -> str:
-        return check_label_value(v)
-
-    def to_api(self) -> dict[str, str]:
-        out = {"key": self.key, "effect": self.effect}
-        if self.value:
-            out["value"] = self.value
-        return out
 
 
 KWOK_TAINT = Taint(key=vocab.KWOK_TAINT_KEY, value=vocab.KWOK_TAINT_VALUE, effect="NoSchedule")

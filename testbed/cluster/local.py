@@ -397,6 +397,10 @@ class LocalCluster:
             stopped = [c.name for c in current.components if c.pid is None]
             if stopped:
                 notify(f"cluster {cfg.name!r}: starting {', '.join(stopped)} again")
+                # kwokctl skips a component whose pid file names a process that exists, and
+                # a killed one lingers as a zombie until init reaps it: drop its pid file.
+                for name in stopped:
+                    (cfg.cluster_dir / "pids" / f"{name}.pid").unlink(missing_ok=True)
                 self._run([str(b["kwokctl"]), "start", "cluster", "--name", cfg.name], b)
                 if not self._wait_ready(cfg.wait_seconds):
                     raise self._unhealthy(
@@ -410,8 +414,7 @@ class LocalCluster:
                 busy = [
                     c.name
                     for c in self.status().components
-                    if c.pid is None
-                    and "address already in use" in _last_line(logs / f"{c.name}.log")
+                    if c.pid is None and _PORT_TAKEN in _exit_reason(logs / f"{c.name}.log")
                 ]
                 if not busy or attempt == attempts:
                     raise
@@ -437,9 +440,7 @@ class LocalCluster:
         parts = [why] if why else []
         for c in status.components:
             if c.pid is None:
-                parts.append(
-                    f"{c.name} is not running (its log ends: {_last_line(logs / f'{c.name}.log')})"
-                )
+                parts.append(f"{c.name} is not running ({_exit_reason(logs / f'{c.name}.log')})")
             elif c.problem:
                 parts.append(f"{c.name} {c.problem}")
         detail = "; ".join(parts) or status.problems() or "not healthy"
@@ -737,6 +738,20 @@ def _last_line(log: Path) -> str:
     except OSError:
         return "no output"
     return lines[-1][-300:] if lines else "no output"
+
+
+_PORT_TAKEN = "address already in use"
+
+
+def _exit_reason(log: Path) -> str:
+    """Why a component stopped, from its log: a port conflict if its last lines have one (a
+    Go component logs more lines after the failed bind as it unwinds), else the last line."""
+    try:
+        tail = [ln for ln in log.read_text().splitlines() if ln.strip()][-20:]
+    except OSError:
+        return "no output"
+    taken = [ln for ln in tail if _PORT_TAKEN in ln]
+    return (taken or tail or ["no output"])[-1][-300:]
 
 
 def _exited(pid: int) -> bool:

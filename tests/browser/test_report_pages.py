@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from experiment import report
+from experiment.plan import Arm
+from experiment.summary import Figure, Row, Target
 from loadgen import compare, outcome, records
 from loadgen.report import document, html
 from testbed import charts
@@ -23,56 +26,19 @@ from tests.unit.loadgen import synthetic
 _MIN_MARKED_PIXELS = 150
 
 
-def _experiment_page() -> str:
-    """A comparison page as the experiment's index builds it: A/B CDFs, throughput and GPU
-    allocation over time, the fleet occupancy side by side, the targets with verdicts."""
-    seconds = [float(t) for t in range(31)]
-    packed = {f"node-{i:03d}": (8 if i < 40 else 0, 8) for i in range(64)}
-    spread = {f"node-{i:03d}": (5 if i % 3 else 0, 8) for i in range(64)}
-    return charts.page(
-        "extender on vs off",
-        [
-            Section(
-                "Pod startup latency",
-                [
-                    charts.latency_cdfs(
-                        Series.points("A extender", [(120.0 + 8 * i, i / 40) for i in range(41)]),
-                        Series.points("B default", [(150.0 + 12 * i, i / 40) for i in range(41)]),
-                    )
-                ],
-            ),
-            Section(
-                "Over time",
-                [
-                    charts.over_time(
-                        charts.named(charts.rate(seconds, [10.0 * t for t in seconds]), "A"),
-                        charts.named(charts.rate(seconds, [8.0 * t for t in seconds]), "B"),
-                        title="Scheduling throughput",
-                        y_title="pods/s",
-                    ),
-                    charts.over_time(
-                        Series("A", seconds, [min(1.0, t / 25) for t in seconds]),
-                        Series("B", seconds, [min(0.8, t / 30) for t in seconds]),
-                        title="Fleet GPU allocation",
-                        y_title="share of fleet GPUs",
-                        percent=True,
-                    ),
-                ],
-            ),
-            Section("Fleet occupancy", [charts.occupancy_heatmap({"A": packed, "B": spread})]),
-            Section(
-                "Targets",
-                [
-                    charts.targets_table(
-                        [
-                            ("fewer stranded GPUs", "A 0 vs B 144", "met"),
-                            ("p99 within 10 %", "ratio 1.31", "missed (single run)"),
-                        ]
-                    )
-                ],
-            ),
-        ],
-    )
+def _demo_index(tmp_path: Path) -> str:
+    """The demo's index page as `experiment.report.write` builds it, over two arms' real
+    loadgen result files: targets, the side-by-side table, A/B CDFs, throughput and GPU
+    allocation over time, the fleet occupancy side by side."""
+    arms = [Arm("extender", "on", "pods"), Arm("extender", "off", "pods")]
+    for arm, startup_ms in zip(arms, (1000.0, 1500.0), strict=True):
+        (tmp_path / arm.name).mkdir()
+        document.write(document.build(_run(startup_ms)), tmp_path / arm.name)
+    figure = Figure([12.0])
+    rows = [Row("extender", "throughput", "pods/s", "on", figure, "off", figure)]
+    targets = [Target("p99 within 10 %", "ratio 1.31", "missed (single run)")]
+    index = report.write(tmp_path, rows, {"nodes": 36, "pods": 40}, arms, targets, [])
+    return index.read_text()
 
 
 def _run(startup_ms: float) -> outcome.RunResult:
@@ -99,7 +65,7 @@ def _pages(tmp_path: Path) -> dict[str, tuple[Path, int]]:
         # 5 phases' CDFs (run_to_watch is zero by definition), throughput, GPU allocation,
         # occupancy A next to B.
         "compare": (html.render_comparison(prev, cur, compare.formatted(prev, cur)), 8),
-        "experiment": (_experiment_page(), 4),
+        "experiment": (_demo_index(tmp_path), 4),
     }
     out = {}
     for name, (text, figures) in pages.items():

@@ -234,7 +234,10 @@ def test_up_restarts_a_dead_component_and_says_what_it_cannot_repair(tmp_path: P
         os.kill(pid, signal.SIGKILL)
         wait_gone(pid)
         with socket.socket() as squatter:
-            squatter.bind(("127.0.0.1", port))
+            # The killed scheduler's closed connections may hold the port in TIME_WAIT;
+            # a listening squatter still keeps the scheduler off it.
+            squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            bind_when_free(squatter, port)
             squatter.listen()
             failed = run("--name", "mend", "up", home=home)
         assert failed.returncode == 1
@@ -253,6 +256,20 @@ def test_up_restarts_a_dead_component_and_says_what_it_cannot_repair(tmp_path: P
         assert run("--name", "mend", "status", home=home).returncode == 0
     finally:
         run("--name", "mend", "down", home=home)
+
+
+def bind_when_free(sock: socket.socket, port: int, timeout: float = 10.0) -> None:
+    """Bind `sock` to `port` once a killed process's listener is closed (a Go program's
+    other threads exit, and close its sockets, after its main thread)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            sock.bind(("127.0.0.1", port))
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def wait_gone(pid: int, timeout: float = 10.0) -> None:
