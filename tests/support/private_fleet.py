@@ -95,3 +95,26 @@ async def namespace_gone(kube: Kube, run_id: str, within: float = 120) -> None:
         await asyncio.wait_for(watch(), within)
     except TimeoutError:
         raise AssertionError(f"namespace {name} still exists after {within}s") from None
+
+
+LOADGEN = str(Path(sys.executable).parent / "loadgen")
+
+
+async def run_loadgen(*args: str) -> tuple[int, str, str]:
+    """`loadgen ARGS` to completion (at most 120 s): exit code, stdout, stderr."""
+    proc = await asyncio.create_subprocess_exec(
+        LOADGEN, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+def loadgen_args(fleet: Fleet, kubeconfig: str, out: Path, run_id: str) -> list[str]:
+    """loadgen's flags for a quiet run `run_id` on `fleet`, its reports in `out` (the run is
+    remembered, so the fixture removes it if the test does not)."""
+    fleet.run_ids.append(run_id)
+    return [
+        "--kubeconfig", kubeconfig, "--node-selector", f"{FLEET_LABEL}={fleet.suffix}",
+        "--output-dir", str(out), "--run-id", run_id, "-q",
+    ]  # fmt: skip

@@ -6,7 +6,6 @@ import asyncio
 import json
 import secrets
 import signal
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,36 +15,16 @@ from loadgen.report import document, perfdata
 from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from tests.support.private_fleet import FLEET_LABEL, Fleet, namespace_gone
+from tests.support.private_fleet import (
+    LOADGEN,
+    Fleet,
+    loadgen_args,
+    namespace_gone,
+    run_loadgen,
+)
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.cluster
-
-LOADGEN = str(Path(sys.executable).parent / "loadgen")
-
-
-async def _loadgen(*args: str) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        LOADGEN, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 120)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
-
-
-def _fleet_args(fleet: Fleet, kubeconfig: str, out: Path, run_id: str) -> list[str]:
-    fleet.run_ids.append(run_id)
-    return [
-        "--kubeconfig",
-        kubeconfig,
-        "--node-selector",
-        f"{FLEET_LABEL}={fleet.suffix}",
-        "--output-dir",
-        str(out),
-        "--run-id",
-        run_id,
-        "-q",
-    ]
 
 
 def _files(directory: Path, prefix: str) -> list[Path]:
@@ -60,12 +39,12 @@ async def test_an_impossible_slo_exits_one_after_writing_every_output(
     kube: Kube, kubeconfig: str, fleet: Fleet, tmp_path: Path
 ) -> None:
     run_id = f"slo-{fleet.suffix}"
-    code, out, err = await _loadgen(
+    code, out, err = await run_loadgen(
         "run",
         "pods",
         "pods=5",
         *_class_params(fleet),
-        *_fleet_args(fleet, kubeconfig, tmp_path, run_id),
+        *loadgen_args(fleet, kubeconfig, tmp_path, run_id),
         "--slo",
         "pod_startup.p99=1ms",
         "--slo",
@@ -89,12 +68,12 @@ async def test_an_impossible_slo_exits_one_after_writing_every_output(
 
 
 async def test_a_met_slo_exits_zero(kubeconfig: str, fleet: Fleet, tmp_path: Path) -> None:
-    code, _, err = await _loadgen(
+    code, _, err = await run_loadgen(
         "--pods",
         "3",
         "--gpus",
         "0",
-        *_fleet_args(fleet, kubeconfig, tmp_path, f"ok-{fleet.suffix}"),
+        *loadgen_args(fleet, kubeconfig, tmp_path, f"ok-{fleet.suffix}"),
         "--slo",
         "pod_startup.p99=10m",
     )
@@ -118,7 +97,7 @@ async def test_bad_input_exits_two_with_one_line_and_creates_nothing(
 ) -> None:
     run_id = f"bad-{secrets.token_hex(3)}"
     out = tmp_path / "out"
-    code, _, err = await _loadgen(
+    code, _, err = await run_loadgen(
         *args, "--kubeconfig", kubeconfig, "--run-id", run_id, "--output-dir", str(out)
     )
     assert code == 2
@@ -132,7 +111,7 @@ async def test_a_missing_device_class_exits_one_and_creates_nothing(
     kube: Kube, kubeconfig: str, tmp_path: Path
 ) -> None:
     run_id = f"nodc-{secrets.token_hex(3)}"
-    code, _, err = await _loadgen(
+    code, _, err = await run_loadgen(
         "run", "pods", "gpu_class=no-such-class.example.com",
         "--kubeconfig", kubeconfig, "--run-id", run_id, "--output-dir", str(tmp_path),
     )  # fmt: skip
@@ -146,7 +125,7 @@ async def test_a_missing_device_class_exits_one_and_creates_nothing(
 
 async def test_no_cluster_is_one_line_and_exit_one(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    code, _, err = await _loadgen(
+    code, _, err = await run_loadgen(
         "--kubeconfig", str(tmp_path / "missing.yaml"), "--output-dir", str(out)
     )
     assert code == 1
@@ -158,7 +137,7 @@ async def test_no_cluster_is_one_line_and_exit_one(tmp_path: Path) -> None:
         "users: [{name: u, user: {token: x}}]\n"
         "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
     )
-    code, _, err = await _loadgen("--kubeconfig", str(unreachable), "--output-dir", str(out))
+    code, _, err = await run_loadgen("--kubeconfig", str(unreachable), "--output-dir", str(out))
     assert code == 1
     assert "unreachable" in err and len(err.strip().splitlines()) == 2
     assert not out.exists()
@@ -170,7 +149,7 @@ async def test_ctrl_c_writes_a_partial_report_and_leaves_nothing_behind(
     run_id = f"int-{fleet.suffix}"
     proc = await asyncio.create_subprocess_exec(
         LOADGEN, "run", "pods", "pods=30", *_class_params(fleet), "--qps", "3",
-        *_fleet_args(fleet, kubeconfig, tmp_path, run_id),
+        *loadgen_args(fleet, kubeconfig, tmp_path, run_id),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
@@ -215,8 +194,8 @@ async def test_a_scenario_file_runs_its_phases_in_order(
         f"wait: complete, claim: {{gpus: 1, gpu_class: {fleet.gpu_class}}}}}\n"
     )
     out = tmp_path / "out"
-    code, stdout, err = await _loadgen(
-        "run", str(scenario), *_fleet_args(fleet, kubeconfig, out, f"file-{fleet.suffix}")
+    code, stdout, err = await run_loadgen(
+        "run", str(scenario), *loadgen_args(fleet, kubeconfig, out, f"file-{fleet.suffix}")
     )
     assert code == 0, err
     doc = document.load(out / "result.json")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,29 +16,16 @@ from loadgen.report import document
 from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from tests.support.private_fleet import FLEET_LABEL, Fleet, namespace_gone
+from tests.support.private_fleet import (
+    LOADGEN,
+    Fleet,
+    loadgen_args,
+    namespace_gone,
+    run_loadgen,
+)
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.cluster
-
-LOADGEN = str(Path(sys.executable).parent / "loadgen")
-
-
-async def _loadgen(*args: str) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        LOADGEN, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 120)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
-
-
-def _args(fleet: Fleet, kubeconfig: str, out: Path, run_id: str) -> list[str]:
-    fleet.run_ids.append(run_id)
-    return [
-        "--kubeconfig", kubeconfig, "--node-selector", f"{FLEET_LABEL}={fleet.suffix}",
-        "--output-dir", str(out), "--run-id", run_id, "-q",
-    ]  # fmt: skip
 
 
 async def _running(kube: Kube, run_id: str, pod: str) -> None:
@@ -59,13 +45,14 @@ async def test_a_taken_run_id_is_refused_and_the_live_run_is_untouched_and_compl
     live = await asyncio.create_subprocess_exec(
         # 30 pods at 1/s: still creating long after its second pod runs, however slowly the
         # second loadgen starts on a loaded machine.
-        LOADGEN, "--pods", "30", "--qps", "1", *_args(fleet, kubeconfig, tmp_path / "live", run_id),
+        LOADGEN, "--pods", "30", "--qps", "1",
+        *loadgen_args(fleet, kubeconfig, tmp_path / "live", run_id),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
         await _running(kube, run_id, "pods-000001")
-        code, _, err = await _loadgen(
-            "--pods", "2", *_args(fleet, kubeconfig, tmp_path / "second", run_id)
+        code, _, err = await run_loadgen(
+            "--pods", "2", *loadgen_args(fleet, kubeconfig, tmp_path / "second", run_id)
         )
         assert code == 1, err
         assert f"run id {run_id} is taken" in err and "Traceback" not in err
@@ -90,7 +77,7 @@ async def test_a_killed_run_is_listed_abandoned_and_cleanup_releases_every_claim
     run_id = f"kill-{fleet.suffix}"
     proc = await asyncio.create_subprocess_exec(
         LOADGEN, "--pods", "30", "--qps", "2", "--heartbeat-interval", "1s",
-        *_args(fleet, kubeconfig, tmp_path / "killed", run_id),
+        *loadgen_args(fleet, kubeconfig, tmp_path / "killed", run_id),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
@@ -99,7 +86,7 @@ async def test_a_killed_run_is_listed_abandoned_and_cleanup_releases_every_claim
         # The run id comes first, though the output is no terminal.
         assert first.decode().startswith(f"loadgen: run {run_id} ")
         await _running(kube, run_id, "pods-000002")
-        code, out, err = await _loadgen("runs", "--kubeconfig", kubeconfig)
+        code, out, err = await run_loadgen("runs", "--kubeconfig", kubeconfig)
         assert code == 0, err
         assert any(run_id in line and "running" in line for line in out.splitlines()), out
         proc.send_signal(signal.SIGKILL)
@@ -114,7 +101,9 @@ async def test_a_killed_run_is_listed_abandoned_and_cleanup_releases_every_claim
 
     # Another run on the same fleet is told, and leaves those GPUs out of its figures.
     other = f"after-{fleet.suffix}"
-    code, _, err = await _loadgen("--pods", "2", *_args(fleet, kubeconfig, tmp_path / "o", other))
+    code, _, err = await run_loadgen(
+        "--pods", "2", *loadgen_args(fleet, kubeconfig, tmp_path / "o", other)
+    )
     assert code == 0, err
     assert f"held by other namespaces ({ns} " in err
     doc = document.load(tmp_path / "o" / "result.json")
@@ -123,20 +112,20 @@ async def test_a_killed_run_is_listed_abandoned_and_cleanup_releases_every_claim
 
     # Three missed 1 s heartbeats later, the killed run is abandoned.
     for _ in range(30):
-        code, out, err = await _loadgen("runs", "--kubeconfig", kubeconfig)
+        code, out, err = await run_loadgen("runs", "--kubeconfig", kubeconfig)
         line = next(ln for ln in out.splitlines() if run_id in ln)
         if "abandoned" in line:
             break
         await asyncio.sleep(1)
     assert "abandoned" in line, out
-    code, _, err = await _loadgen("cleanup", "--abandoned", "--kubeconfig", kubeconfig)
+    code, _, err = await run_loadgen("cleanup", "--abandoned", "--kubeconfig", kubeconfig)
     assert code == 0, err
     assert f"removed run {run_id}:" in err and "GPUs released" in err
     with pytest.raises(errors.NotFound):
         await kube.get(r.NAMESPACES, ns)
     left = await kube.list(r.RESOURCE_CLAIMS, namespace=ns)
     assert left.items == []
-    code, _, err = await _loadgen("cleanup", run_id, "--kubeconfig", kubeconfig)
+    code, _, err = await run_loadgen("cleanup", run_id, "--kubeconfig", kubeconfig)
     assert code == 0 and "nothing to remove" in err  # idempotent
 
 
@@ -145,7 +134,7 @@ async def test_a_demand_beyond_the_free_gpus_exits_two_with_nothing_created(
 ) -> None:
     run_id = f"over-{fleet.suffix}"
     out = tmp_path / "out"
-    code, _, err = await _loadgen("--pods", "40", *_args(fleet, kubeconfig, out, run_id))
+    code, _, err = await run_loadgen("--pods", "40", *loadgen_args(fleet, kubeconfig, out, run_id))
     assert code == 2, err
     assert "phase pods: needs 40 GPUs at once; the fleet has 32 free" in err
     assert "Traceback" not in err and not out.exists()
@@ -158,9 +147,9 @@ async def test_pods_left_pending_are_reported_with_the_schedulers_reason(
 ) -> None:
     run_id = f"pend-{fleet.suffix}"
     out = tmp_path / "out"
-    code, stdout, err = await _loadgen(
+    code, stdout, err = await run_loadgen(
         "--pods", "34", "--qps", "50", "--timeout", "15s", "--allow-unschedulable",
-        *_args(fleet, kubeconfig, out, run_id),
+        *loadgen_args(fleet, kubeconfig, out, run_id),
     )  # fmt: skip
     assert code == 1, err  # 32 of 34 Running when the phase timed out
     result = json.loads((out / "result.json").read_text())
