@@ -1,0 +1,72 @@
+"""Where an experiment's arms run: the seam between the runner and the cluster under it.
+
+The runner (the demo, `testbed experiment run`) never asks which cluster it is on. It opens a
+`Site` (the embedded local cluster, or a cluster the user already has, reached by kubeconfig
+and context), asks it for the scheduler each variant needs, and hands the site's kubeconfig
+to the child processes (fleet, loadgen). The local site runs schedulers and the extender as
+processes; an existing cluster's site realizes them as objects in the cluster.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True, kw_only=True)
+class SchedulerSetup:
+    """What a variant asks of the scheduler that places its pods."""
+
+    extender: bool = True
+    """Whether the scheduler calls the topology extender."""
+    extender_args: tuple[str, ...] = ()
+    """Extra `extender serve` flags, e.g. ("--weight-packing", "0"); () is the shipped policy."""
+    config: Mapping[str, Any] = field(default_factory=dict)
+    """KubeSchedulerConfiguration fields laid over the shipped configuration, e.g.
+    {"percentageOfNodesToScore": 30}; {} is the shipped configuration."""
+
+    @property
+    def shipped(self) -> bool:
+        """The cluster's own scheduler as shipped: extender on, no overrides."""
+        return self.extender and not self.extender_args and not self.config
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scheduler:
+    """A running scheduler, as loadgen needs to address and scrape it."""
+
+    name: str
+    """The `schedulerName` pods set to pick it."""
+    metrics_url: str
+    """Its /metrics, as loadgen's `--scrape scheduler=` takes it (`kube:/...` goes through
+    the API server)."""
+    extender_metrics_url: str | None = None
+    """The extender it calls, as loadgen's `--scrape extender=` takes it; None: no extender."""
+    log: Path | None = None
+    """kube-scheduler's log where this machine can read it (the validity check reads skipped
+    extender calls there); None where it cannot."""
+
+
+class Site(Protocol):
+    """An opened cluster the runner can put variants on."""
+
+    @property
+    def kubeconfig(self) -> Path:
+        """A kubeconfig file whose current context is the site's cluster (children get it as
+        KUBECONFIG, so fleet and loadgen need no --context)."""
+        ...
+
+    @property
+    def description(self) -> str:
+        """One line for reports: which cluster, where, which Kubernetes release."""
+        ...
+
+    def scheduler(
+        self, setup: SchedulerSetup, workdir: Path
+    ) -> contextlib.AbstractContextManager[Scheduler]:
+        """The scheduler `setup` asks for, running until the block ends (the cluster's own
+        one where `setup.shipped`; otherwise a second scheduler made for it)."""
+        ...
