@@ -167,10 +167,11 @@ def _first_pairs(arms: list[Arm]) -> dict[str, list[Arm]]:
     return {c: two for c, two in pairs.items() if len(two) == 2}
 
 
-def _comparison_charts(out_dir: Path, a: Arm, b: Arm) -> list[Any]:
-    """A and B side by side: pod startup CDFs, throughput and GPU allocation over time, and
-    the fleet occupancy at each arm's allocation peak (fragmentation at a glance)."""
-    docs = {arm.variant: _arm_doc(out_dir, arm.name) for arm in (a, b)}
+def comparison_charts(out_dir: Path, *arms: Arm) -> list[Any]:
+    """The arms (A and B, or an experiment's variants) side by side: pod startup CDFs,
+    throughput and GPU allocation over time, and the fleet occupancy at each arm's allocation
+    peak (fragmentation at a glance)."""
+    docs = {arm.variant: _arm_doc(out_dir, arm.name) for arm in arms}
     if any(d is None for d in docs.values()):
         return [charts.note("an arm left no result: no charts for this comparison")]
     got = {k: d for k, d in docs.items() if d is not None}
@@ -221,7 +222,7 @@ def write(
     ]
     for comparison, (a, b) in _first_pairs(arms).items():
         heading = f"{comparison}: {a.variant} vs {b.variant}"
-        sections.append(charts.Section(heading, _comparison_charts(out_dir, a, b)))
+        sections.append(charts.Section(heading, comparison_charts(out_dir, a, b)))
     guide_rows = [(g.aspect, g.target, g.guide, g.measured, g.verdict) for g in guide]
     if guide_rows:
         header = ("aspect", "guide's target", "guide's example", "ours", "verdict")
