@@ -25,6 +25,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from experiment import comparison, plan
+from fleet import profiles as fleet_profiles
 from fleet import spec as fleet_spec
 from loadgen import scenarios
 from testbed import validation
@@ -370,6 +371,13 @@ def check(exp: Experiment) -> list[str]:
         fleet = fleet_spec.from_data(fleet_document(exp), source="fleet")
     except (fleet_spec.SpecError, fleet_spec.ProfileError) as e:
         raise SpecError(str(e)) from None
+    known = fleet_profiles.catalogue(inline=fleet.spec.profiles or ())
+    for i, pool in enumerate(fleet.spec.pools):
+        if pool.profile not in known:
+            raise SpecError(
+                f"fleet: pools.{i}.profile: {pool.profile!r} is not a known hardware profile "
+                f"(known: {', '.join(sorted(known))})"
+            )
     if any(v.device_plugin for v in exp.variants) and not fleet.spec.extended_resources:
         raise SpecError("fleet.spec: a devicePlugin variant needs extendedResources: true")
     releases = []

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from experiment import report
@@ -94,14 +95,14 @@ def console(rows: Sequence[VariantRow], releases: Sequence[ReleaseRow], out: Con
     for col in ("workload", "metric", *variants):
         table.add_column(col, justify="left" if col in ("workload", "metric") else "right")
     for cells in _variant_cells(rows, variants):
-        table.add_row(*cells)
+        table.add_row(*map(escape, cells))
     out.print(table)
     if releases:
         rt = Table(title="release to release (median over repeats)")
         for col in RELEASE_COLUMNS:
             rt.add_column(col, justify="left" if col in ("workload", "metric") else "right")
         for r in releases:
-            rt.add_row(*_release_cells(r))
+            rt.add_row(*map(escape, _release_cells(r)))
         out.print(rt)
 
 
