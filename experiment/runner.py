@@ -300,10 +300,19 @@ def run(exp: specs.Experiment, config: RunConfig, open_site: SiteOpener, console
     stages = matrix.stages(exp)
     total = sum(len(s.arms) for s in stages)
     p = _Progress([], {}, {}, {}, [])
-    for i, stage in enumerate(stages):
-        with open_site(stage.cluster, out / f"site-{i}") as site:
-            p.sites.append(site.description)
-            _run_stage(exp, stage, site, config, p, total, console)
+    try:
+        for i, stage in enumerate(stages):
+            with open_site(stage.cluster, out / f"site-{i}") as site:
+                p.sites.append(site.description)
+                _run_stage(exp, stage, site, config, p, total, console)
+    except KeyboardInterrupt:
+        # What was measured is kept: each arm's own directory, and the report over them.
+        if p.results:
+            try:
+                _report(exp, p, out, time.monotonic() - started, console)
+            except Exception as e:  # a partial report must not hide the interrupt
+                console.print(f"[yellow]no report over the arms measured so far: {e}")
+        raise
     return _report(exp, p, out, time.monotonic() - started, console)
 
 
