@@ -203,7 +203,7 @@ def run_experiment(cluster: local.LocalCluster, args: argparse.Namespace) -> int
             if exp.builtin is not None
             else f"{len(exp.variants)} variants x {len(exp.workloads)} workloads, {arms} arms"
         )
-        console.print(
+        print(
             f"{args.file}: ok: experiment {exp.name!r}, {what}, {exp.repeats} repeat(s) "
             f"({exp.order}), Kubernetes {', '.join(releases)}, {len(stages)} cluster stage(s)"
         )

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from experiment import cli as experiment_cli
 from experiment import local_site, matrix, plan
 from experiment import spec as specs
 from testbed.cluster import local, second_scheduler
@@ -59,7 +60,16 @@ def test_a_minimal_file_parses_with_the_documented_defaults() -> None:
         ({"variants": [{"name": "Big"}, {"name": "b"}]}, "not a lowercase name"),
         (
             {"variants": [{"name": "a", "scheduler": {"profiles": []}}, {"name": "b"}]},
-            "profiles: not a field a variant may set",
+            "variants.0.scheduler.profiles: Extra inputs are not permitted",
+        ),
+        (
+            {
+                "variants": [
+                    {"name": "a", "scheduler": {"percentageOfNodesToScore": 130}},
+                    {"name": "b"},
+                ]
+            },
+            "percentageOfNodesToScore: Input should be less than or equal to 100",
         ),
         (
             {
@@ -83,6 +93,10 @@ def test_a_minimal_file_parses_with_the_documented_defaults() -> None:
         ({"metrics": ["speed"]}, "'speed': unknown metric"),
         ({"order": "random"}, "order: Input should be 'alternating' or 'fixed'"),
         ({"builtin": {"comparisons": ["extender"]}}, "bring their own variants"),
+        (
+            {"builtin": {"comparisons": ["extender"]}, "variants": [], "workloads": []},
+            "fleet: the built-in comparisons run on profile: demo",
+        ),
     ],
 )
 def test_bad_files_are_one_line_naming_the_field(overrides: dict[str, Any], says: str) -> None:
@@ -275,13 +289,19 @@ def _testbed(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_validate_checks_every_shipped_example_and_creates_nothing(tmp_path: Path) -> None:
+def test_every_shipped_example_and_the_builtin_demo_pass_the_clis_checks() -> None:
     examples = sorted((REPO / "examples" / "experiments").glob("*.yaml"))
     assert len(examples) >= 3
     for path in [*map(str, examples), "builtin:demo"]:
-        proc = _testbed("experiment", "validate", path, cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr
-        assert ": ok: experiment" in proc.stdout
+        exp, releases = experiment_cli.load_checked(path)
+        assert releases and exp.name
+
+
+def test_validate_says_ok_and_creates_nothing(tmp_path: Path) -> None:
+    example = REPO / "examples" / "experiments" / "scheduler-knob-sweep.yaml"
+    proc = _testbed("experiment", "validate", str(example), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert ": ok: experiment 'knob-sweep', 4 variants x 1 workloads, 16 arms" in proc.stdout
     assert list(tmp_path.iterdir()) == []
 
 
