@@ -46,12 +46,14 @@ def experiment(config: DemoConfig) -> specs.Experiment:
     return specs.parse(data, source="demo flags")
 
 
-def run(config: DemoConfig, console: Console) -> int:
-    """Run the demo; 0 when every arm accounted for every pod and ran as labelled, else 1."""
+def run(config: DemoConfig, console: Console, open_site: runner.SiteOpener | None = None) -> int:
+    """Run the demo; 0 when every arm accounted for every pod and ran as labelled, else 1.
+    `open_site`: where (default: the local cluster `config.cluster`)."""
     exp = experiment(config)
-    open_site = local_site.opener(
-        config.cluster, exp.clusters(), console, explicit_release=False, keep=config.keep
-    )
+    if open_site is None:
+        open_site = local_site.opener(
+            config.cluster, exp.clusters(), console, explicit_release=False, keep=config.keep
+        )
     return runner.run(
         exp, runner.RunConfig(output_dir=config.output_dir, keep=config.keep), open_site, console
     )
