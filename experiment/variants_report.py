@@ -186,7 +186,7 @@ def write(
         sections.append(charts.Section("Release to release", [table]))
     for workload, first in _first_repeat(arms).items():
         heading = f"{workload}: {' vs '.join(a.variant for a in first)}"
-        sections.append(charts.Section(heading, report.comparison_charts(out_dir, *first)))
+        sections.append(charts.Section(heading, report._comparison_charts(out_dir, first)))
     invalid = meta.get("invalid_arms") or {}
     if invalid:
         items = "".join(f"<li>{html.escape(n)}: {html.escape(w)}</li>" for n, w in invalid.items())
