@@ -24,7 +24,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Co
             "Bring the local cluster up (building binaries if needed), start the extender "
             "and a second plain scheduler, provision a mixed fleet, run each comparison's "
             "arms alternately on it (extender on/off, placement, fragmentation, DRA vs device "
-            "plugin), print the side-by-side table and write demo.json and index.html."
+            "plugin), print the side-by-side table and write demo.json and index.html. It is "
+            "the built-in experiment file (`testbed experiment run builtin:demo`) with these "
+            "flags laid over it."
         ),
     )
     demo.add_argument("--nodes", type=int, default=1000, help="fleet size (default %(default)s)")
