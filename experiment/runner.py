@@ -309,7 +309,7 @@ def run(exp: specs.Experiment, config: RunConfig, open_site: SiteOpener, console
         # What was measured is kept: each arm's own directory, and the report over them.
         if p.results:
             try:
-                _report(exp, p, out, time.monotonic() - started, console)
+                _report(exp, p, out, time.monotonic() - started, console, interrupted=True)
             except Exception as e:  # a partial report must not hide the interrupt
                 console.print(f"[yellow]no report over the arms measured so far: {e}")
         raise
@@ -317,7 +317,13 @@ def run(exp: specs.Experiment, config: RunConfig, open_site: SiteOpener, console
 
 
 def _report(
-    exp: specs.Experiment, p: _Progress, out: Path, elapsed: float, console: Console
+    exp: specs.Experiment,
+    p: _Progress,
+    out: Path,
+    elapsed: float,
+    console: Console,
+    *,
+    interrupted: bool = False,
 ) -> int:
     results = [(arm, doc) for arm, doc in p.results if p.valid[arm.name].valid]
     accounting = {
@@ -330,6 +336,7 @@ def _report(
         "nodes": exp.fleet.nodes,
         "repeat": exp.repeats,
         "elapsed_seconds": round(elapsed, 1),
+        "interrupted": interrupted,
         "arms": {
             name: {
                 "accounted": ok,
@@ -367,7 +374,12 @@ def _report(
         if not v.valid:
             console.print(f"[red]arm {name} invalid, left out of every figure: {v.reason}")
     console.print(f"report: {index}")
-    if exp.budget_minutes is not None and elapsed > exp.budget_minutes * 60:
+    if interrupted:
+        console.print(
+            f"[yellow]interrupted after {elapsed / 60:.1f} min: the report covers the "
+            f"{len(p.results)} arm(s) measured before"
+        )
+    elif exp.budget_minutes is not None and elapsed > exp.budget_minutes * 60:
         console.print(
             f"[yellow]{exp.name} took {elapsed / 60:.1f} min, over its "
             f"{exp.budget_minutes:g} min budget on this machine: try fewer nodes, pods or "
