@@ -12,10 +12,16 @@ import os
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from hypothesis import settings
 
 from testbed import vocab
 from testbed.cluster import local
 from testbed.kube.client import ClientSettings, Kube
+
+# No per-example deadline: it is a wall-clock assert, and these machines are shared and noisy
+# (a 200 ms deadline failed a YAML round trip under load). Slowness is benches' business.
+settings.register_profile("testbed", deadline=None)
+settings.load_profile("testbed")
 
 
 @pytest.fixture(scope="session")
