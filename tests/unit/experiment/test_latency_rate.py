@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from experiment import plan
+from experiment import plan, report
 
 
 @pytest.mark.parametrize(
@@ -41,3 +41,14 @@ def test_the_rule_never_exceeds_half_the_sustained_rate_nor_the_ceiling() -> Non
 def test_the_definition_states_the_rule_with_its_numbers() -> None:
     text = plan.LATENCY_RATE_DEFINITION
     assert f"{plan.LATENCY_LOAD:g}" in text and f"{plan.LATENCY_MAX_QPS:g} pods/s" in text
+
+
+def test_the_demo_report_states_its_definitions_latency_rule_included() -> None:
+    doc = report.to_json([], {"nodes": 50}, [], [])
+    definitions = doc["definitions"]
+    assert definitions["latency arm"] == plan.LATENCY_RATE_DEFINITION
+    assert {"pod startup", "scheduling throughput", "figures and verdicts", "valid arm"} <= set(
+        definitions
+    )
+    assert "ClusterLoader2" in definitions["pod startup"]
+    assert "scheduler_perf" in definitions["scheduling throughput"]
