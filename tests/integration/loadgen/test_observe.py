@@ -76,28 +76,18 @@ async def test_observe_by_namespace_prefix_measures_pods_of_every_matching_names
         assert watcher.stderr is not None
         line = await asyncio.wait_for(watcher.stderr.readline(), 30)
         assert f"observing pods in namespaces {prefix}*".encode() in line
-        creators = [
-            await asyncio.create_subprocess_exec(
-                LOADGEN,
-                "--pods",
-                str(pods),
-                "--qps",
-                "6",
-                *on_fleet,
-                "--run-id",
-                run_id,
-                "--output-dir",
-                str(tmp_path / run_id),
-                "-q",
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
+        creators = []
+        for run_id, pods in zip(ids, (3, 3, 2), strict=True):
+            creator = await asyncio.create_subprocess_exec(
+                LOADGEN, "--pods", str(pods), "--qps", "6", *on_fleet, "--run-id", run_id,
+                "--output-dir", str(tmp_path / run_id), "-q",
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             )  # fmt: skip
-            for run_id, pods in zip(ids, (3, 3, 2), strict=True)
-        ]
+            creators.append(creator)
         for creator in creators:
             _, err = await asyncio.wait_for(creator.communicate(), 180)
             assert creator.returncode == 0, err.decode()
-        out, err = await asyncio.wait_for(watcher.communicate(), 120)
+        _, err = await asyncio.wait_for(watcher.communicate(), 120)
     finally:
         if watcher.returncode is None:
             watcher.kill()
