@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from loadgen import observe, records
+from loadgen import cli, observe, records
 
 
 def _pod(namespace: str, name: str, *, node: str = "") -> dict[str, Any]:
@@ -71,3 +71,23 @@ def test_an_observe_target_names_its_namespaces() -> None:
     assert observe.where(observe.Target().scope) == "all namespaces"
     with pytest.raises(ValueError, match="exclude each other"):
         observe.Target(namespace="a", namespace_prefix="b")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-n", "a", "-A"], "not allowed with argument"),
+        (["-A", "--namespace-prefix", "x"], "not allowed with argument"),
+        ([], "one of the arguments"),
+        (["--namespace-prefix", ""], "--namespace-prefix must not be empty"),
+        (["-n", ""], "--namespace must not be empty"),
+    ],
+)
+def test_observe_takes_exactly_one_non_empty_namespace_choice(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Usage errors exit 2 before any cluster is contacted.
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["observe", "--kubeconfig", "/nonexistent", *args])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
