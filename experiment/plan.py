@@ -73,7 +73,7 @@ class Arm:
     claims on the plain scheduler): its result is reused rather than measured twice."""
     latency_of: str = ""
     """Set on a latency arm: the throughput arm just before it, whose sustained rate sets this
-    arm's Poisson arrival rate (LATENCY_LOAD of it), so pod startup is service time, not
+    arm's Poisson arrival rate (`latency_rate`), so pod startup is service time, not
     queueing."""
 
     @property
@@ -116,7 +116,32 @@ DEFAULT_COMPARISONS = Workload().comparisons
 # Comparisons at saturation; each of their arms is followed by an unsaturated latency arm.
 THROUGHPUT_COMPARISONS = ("extender", "dra", "scale")
 LATENCY_LOAD = 0.5
-"""A latency arm's Poisson rate as a share of the rate its throughput arm sustained."""
+"""A latency arm's Poisson rate as a share of the rate its throughput arm sustained..."""
+LATENCY_MAX_QPS = 2.0
+"""...and at most this many pods/s. Half the sustained rate still queued: at 1,000 nodes
+(DRA sustains 10-16 pods/s, so 5-8 pods/s) startup p50 stayed far above the service time, and
+at 50 nodes one arm of eight at 2.6 pods/s reached p90 31 s while the arms at 1.9-2.6 pods/s
+stayed under 4 s p99. A sustained rate is measured with a deep queue, which a scheduler
+drains faster than it serves pods arriving one by one, and a shared machine's capacity drifts
+between arms. The ceiling also gives both arms of a comparison the same offered load whenever
+both sustained at least twice it, so their latencies differ by service time alone."""
+LATENCY_RATE_DEFINITION = (
+    f"latency arm: Poisson arrivals at min({LATENCY_LOAD:g} x the rate its throughput arm "
+    f"sustained, {LATENCY_MAX_QPS:g} pods/s), so pod startup is service time, not queueing"
+)
+"""The rule in words, for the reports' definitions."""
+
+
+def latency_rate(sustained: float | None) -> float | None:
+    """The Poisson arrival rate (pods/s) of a latency arm whose throughput arm sustained
+    `sustained` pods/s (scheduler_perf's average): LATENCY_LOAD of it, at most
+    LATENCY_MAX_QPS, rounded to 0.001. None when the throughput arm sustained no rate (it
+    scheduled nothing, or left no result): there is nothing to run below."""
+    if sustained is None or not sustained > 0:  # also NaN
+        return None
+    return round(min(LATENCY_LOAD * float(sustained), LATENCY_MAX_QPS), 3)
+
+
 LATENCY_PODS = 300
 """Pods per latency arm at the most (enough for a p99 by nearest rank)."""
 # Opt-in: it grows the fleet, and 10,000 pods per arm take longer than the demo's budget.

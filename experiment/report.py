@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from experiment import bandwidth_model, intervals
+from experiment import bandwidth_model, intervals, plan
 from experiment.plan import Arm
 from experiment.summary import SCHEMA_VERSION, GuideRow, Row, Target
 from testbed import charts, units
@@ -24,6 +24,24 @@ MODEL_NOTE = (
     f"priced with DRANet's published NCCL figures (all_gather {_ALIGNED:.2f} GB/s aligned on a "
     f"PCIe root, {_UNALIGNED:.2f} GB/s otherwise; arXiv 2506.23628)."
 )
+
+# What the demo's figures mean, stated in every demo.json and index.html. Each arm's own
+# loadgen report carries the definitions of its pod startup and throughput figures.
+DEFINITIONS = {
+    "pod startup": "ClusterLoader2's PodStartupLatency and its phases, from client "
+    "watch-receive times (create = first event seen); nearest-rank percentiles (each arm's "
+    "report states it in full)",
+    "scheduling throughput": "scheduler_perf's SchedulingThroughput: pods scheduled sampled "
+    "on a 1 s ticker, first sample skipped, no zero intervals; the average of the rates",
+    "latency arm": plan.LATENCY_RATE_DEFINITION,
+    "figures and verdicts": f"median over repeats with min-max; each A/B ratio with a seeded "
+    f"bootstrap {intervals.CONFIDENCE:.0%} interval ({intervals.RESAMPLES} resamples); a "
+    "target is met or missed only when the interval clears its threshold, else inconclusive; "
+    f'one repeat says "{intervals.SINGLE_RUN}"',
+    "valid arm": "on the extender's scheduler: the extender answered every call ok, at least "
+    "one filter call per pod scheduled, and kube-scheduler logged no skipped extender call; "
+    "an invalid arm is shown and left out of every figure",
+}
 
 
 def _fmt(value: float, unit: str) -> str:
@@ -116,6 +134,7 @@ def to_json(
         "kind": "DemoResult",
         **meta,
         "model_note": MODEL_NOTE,
+        "definitions": DEFINITIONS,
         "targets": [
             {"goal": t.goal, "measured": t.measured, "verdict": t.verdict, "met": t.met}
             for t in targets
@@ -238,6 +257,7 @@ def write(
         for arm in arms
     )
     sections.append(charts.Section("Each arm's report", [f"<ul>{links}</ul>"]))
+    sections.append(charts.Section("Definitions", [charts.facts(DEFINITIONS.items())]))
     index = out_dir / "index.html"
     index.write_text(charts.page("dra-testbed demo", sections, intro=_facts(meta)))
     return index

@@ -251,17 +251,32 @@ def parser() -> argparse.ArgumentParser:
         parents=[cluster],
         argument_default=argparse.SUPPRESS,
         help="measure pods that something else creates",
-        description="Watch the pods of a namespace (optionally matching a label selector) "
-        "that another tool creates,\nand write the same reports as a run: CL2 pod startup "
+        description="Watch the pods of a namespace, of every namespace (-A) or of the namespaces "
+        "whose name\nstarts with a prefix (optionally matching a label selector) that another "
+        "tool creates,\nand write the same reports as a run: CL2 pod startup "
         "phases, scheduling throughput,\nclaim allocation and placement. Nothing is created "
         "or deleted. Start it before the pods\nare created (a pod's first event seen is its "
         "create, as in ClusterLoader2); it ends on\nCtrl-C (exit 0 after the report), after "
         "--count pods ran, or after --timeout.",
         epilog="examples:\n  loadgen observe -n team-a\n  loadgen observe -n test-1 -l "
-        "app=trainer --count 800 --slo pod_startup.p99=5s",
+        "app=trainer --count 800 --slo pod_startup.p99=5s\n  loadgen observe "
+        "--namespace-prefix cl2-run- -l job-type=short-lived",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    obs.add_argument("-n", "--namespace", required=True, help="namespace of the pods to measure")
+    where = obs.add_mutually_exclusive_group(required=True)
+    where.add_argument("-n", "--namespace", help="namespace of the pods to measure")
+    where.add_argument(
+        "-A",
+        "--all-namespaces",
+        action="store_true",
+        help="pods of every namespace (narrow them with -l)",
+    )
+    where.add_argument(
+        "--namespace-prefix",
+        metavar="PREFIX",
+        help="pods of every namespace whose name starts with PREFIX (tools such as "
+        "ClusterLoader2 make their own namespaces, e.g. <prefix>-1..N)",
+    )
     obs.add_argument(
         "-l",
         "--selector",
@@ -682,8 +697,12 @@ def _observe(opts: dict[str, Any], err: Console) -> int:
         slos = [slo.parse(s) for s in opts.get("slo", [])]
     except ValueError as e:
         raise UsageError(str(e)) from None
+    for flag in ("namespace", "namespace_prefix"):
+        if flag in opts and not opts[flag]:
+            raise UsageError(f"--{flag.replace('_', '-')} must not be empty (-A: every namespace)")
     target = observe.Target(
-        namespace=opts["namespace"],
+        namespace=opts.get("namespace") or "",
+        namespace_prefix=opts.get("namespace_prefix") or "",
         selector=opts.get("selector", {}),
         count=opts.get("count"),
         timeout=opts.get("timeout"),
@@ -710,7 +729,8 @@ def _observe(opts: dict[str, Any], err: Console) -> int:
                 stop=stop,
                 on_progress=update,
                 on_watching=lambda: print(
-                    f"loadgen: observing pods in {target.namespace} (Ctrl-C ends and reports)",
+                    f"loadgen: observing pods in {observe.where(target.scope)} "
+                    "(Ctrl-C ends and reports)",
                     file=sys.stderr,
                     flush=True,
                 ),

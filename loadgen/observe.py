@@ -2,6 +2,11 @@
 and reports as a run, with nothing created or deleted.
 
     result = await observe.observe(kube, observe.Target(namespace="team-a"), stop=ctrl_c)
+    result = await observe.observe(kube, observe.Target(namespace_prefix="test-"), stop=ctrl_c)
+
+A target is one namespace, every namespace (`Target()`), or every namespace whose name starts
+with a prefix: tools like ClusterLoader2 make their own namespaces, whose names are not known
+before they run. Pods and claims of other namespaces are ignored as they arrive.
 
 Start it before the pods are created: like ClusterLoader2, the first event seen of a pod is
 its create, so pods already there when the watch lists count from that moment.
@@ -25,8 +30,10 @@ PHASE = "observed"
 
 @dataclass(frozen=True, kw_only=True)
 class Target:
-    namespace: str
-    """Namespace whose pods are measured."""
+    namespace: str = ""
+    """Namespace whose pods are measured; empty: every namespace (see `namespace_prefix`)."""
+    namespace_prefix: str = ""
+    """Without a namespace: only namespaces whose name starts with this."""
     selector: dict[str, str] = field(default_factory=dict)
     """Only pods with these labels (all pods of the namespace when empty)."""
     count: int | None = None
@@ -39,13 +46,30 @@ class Target:
     run_id: str = field(default_factory=lambda: "observe-" + outcome.new_run_id())
     """Names the report (and its default directory); nothing in the cluster."""
 
+    def __post_init__(self) -> None:
+        if self.namespace and self.namespace_prefix:
+            raise ValueError("a namespace and a namespace prefix exclude each other")
+
+    @property
+    def scope(self) -> records.Scope:
+        return records.Scope(namespace=self.namespace, prefix=self.namespace_prefix)
+
+
+def where(scope: records.Scope) -> str:
+    """The namespaces of `scope` in words: for the scenario's description and the console."""
+    if scope.namespace:
+        return f"namespace {scope.namespace}"
+    if scope.prefix:
+        return f"namespaces {scope.prefix}*"
+    return "all namespaces"
+
 
 def scenario_of(target: Target) -> Scenario:
     """A one-phase scenario that describes what was observed (for the reports)."""
     labels = resources.label_selector(target.selector) if target.selector else "all pods"
     return Scenario(
         name="observe",
-        description=f"pods in namespace {target.namespace} ({labels}), created by others",
+        description=f"pods in {where(target.scope)} ({labels}), created by others",
         phases=[Phase(name=PHASE, kind="pods", count=max(1, target.count or 1), wait="created")],
     )
 
@@ -66,7 +90,7 @@ async def observe(
     await kube.request("GET", "/version", retry=False)
     watcher = tracker.Tracker(
         kube,
-        namespace=target.namespace,
+        namespace=target.scope,
         pod_selector=target.selector,
         node_selector=target.node_selector,
     )
@@ -76,7 +100,7 @@ async def observe(
     rec = watcher.records
     result = outcome.RunResult(
         run_id=target.run_id,
-        namespace=target.namespace,
+        namespace=rec.namespace,
         scenario=scenario_of(target),
         settings=outcome.Settings(
             run_id=target.run_id, node_selector=target.node_selector, scrape=target.scrape

@@ -144,11 +144,40 @@ class Fleet:
     """The run's claim -> the physical GPUs its allocation counts in `busy`."""
 
 
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """The namespaces whose pods and claims are the run's own: one namespace (a run's, or
+    the one `loadgen observe -n` watches), every namespace, or every namespace whose name
+    starts with a prefix (ClusterLoader2 makes `<prefix>-1..N`)."""
+
+    namespace: str = ""
+    """Exactly this namespace; empty: every namespace (narrowed by `prefix`)."""
+    prefix: str = ""
+    """Without a namespace: only namespaces whose name starts with this."""
+
+    def matches(self, namespace: str) -> bool:
+        if self.namespace:
+            return namespace == self.namespace
+        return namespace.startswith(self.prefix)
+
+    @property
+    def watch_namespace(self) -> str | None:
+        """The one namespace to watch, or None: watch all and keep what `matches`."""
+        return self.namespace or None
+
+    @property
+    def label(self) -> str:
+        """How reports name it: the namespace, `<prefix>*`, or `*` for all."""
+        return self.namespace or f"{self.prefix}*"
+
+
 @dataclass(slots=True)
 class Records:
-    """Everything one run observed. `namespace` holds the run's pods and claims."""
+    """Everything one run observed. `scope` says which namespaces are the run's own;
+    `namespace` names it in reports (the namespace itself when there is one)."""
 
     namespace: str
+    scope: Scope
     wall_offset: float = 0.0
     """Epoch = monotonic + offset: converts server timestamps to the records' clock."""
     pods: dict[str, PodRecord] = field(default_factory=dict)
@@ -164,13 +193,27 @@ class Records:
 
 
 def new(
-    namespace: str, node_selector: dict[str, str] | None = None, *, wall_offset: float = 0.0
+    namespace: str | Scope,
+    node_selector: dict[str, str] | None = None,
+    *,
+    wall_offset: float = 0.0,
 ) -> Records:
+    """Records of a run in one namespace (a name), or of the namespaces a `Scope` selects."""
+    scope = namespace if isinstance(namespace, Scope) else Scope(namespace=namespace)
     return Records(
-        namespace=namespace,
+        namespace=scope.label,
+        scope=scope,
         wall_offset=wall_offset,
         fleet=Fleet(node_selector=dict(node_selector or {})),
     )
+
+
+def object_key(rec: Records, meta: dict[str, Any]) -> str:
+    """How a pod or claim is keyed: its name in a one-namespace run (as the reports have
+    always named it), `namespace/name` when the scope spans namespaces (names repeat)."""
+    if rec.scope.namespace:
+        return str(meta["name"])
+    return f"{meta.get('namespace')}/{meta['name']}"
 
 
 def phase_counts(rec: Records, phase: str) -> PhaseCounts:
@@ -241,9 +284,12 @@ def device_attribute(attrs: dict[str, Any], driver: str, name: str) -> str | Non
 
 
 def on_pod(rec: Records, kind: str, pod: dict[str, Any], now: float) -> None:
-    """One watch event of a pod of the run."""
+    """One watch event of a pod of the run (pods of namespaces outside its scope are
+    ignored: an all-namespaces watch sees them)."""
     meta = pod["metadata"]
-    name = meta["name"]
+    if not rec.scope.matches(meta.get("namespace") or ""):
+        return
+    name = object_key(rec, meta)
     r = rec.pods.get(name)
     if r is None:
         if kind == "DELETED":
@@ -318,7 +364,7 @@ def on_claim(rec: Records, kind: str, claim: dict[str, Any], now: float) -> None
             if r.get("driver") == vocab.GPU_DRIVER
             and fleet.pool_node.get((vocab.GPU_DRIVER, r.get("pool", ""))) in fleet.nodes
         )
-    own = meta.get("namespace") == rec.namespace
+    own = rec.scope.matches(meta.get("namespace") or "")
     change = gpus - fleet.gpus_by_claim.get(key, ("", 0))[1]
     if own:
         fleet.gpus_allocated += change
@@ -335,14 +381,17 @@ def on_claim(rec: Records, kind: str, claim: dict[str, Any], now: float) -> None
         _count_busy(fleet, key, [] if kind == "DELETED" else results)
     if not own or kind == "DELETED":
         return
-    c = rec.claims.get(meta["name"])
+    claim_key = object_key(rec, meta)
+    c = rec.claims.get(claim_key)
     if c is None:
         owner = next(
             (o["name"] for o in meta.get("ownerReferences") or [] if o.get("kind") == "Pod"),
             None,
         )
+        if owner is not None:  # keyed as the pod is, so reports can join the two
+            owner = object_key(rec, {**meta, "name": owner})
         c = ClaimRecord(pod=owner, seen=now)
-        rec.claims[meta["name"]] = c
+        rec.claims[claim_key] = c
     if c.allocated is None and results:
         c.allocated = now
         for r in results:
@@ -518,7 +567,7 @@ def gpus_held_by_others(rec: Records) -> dict[str, int]:
     out: dict[str, int] = {}
     for key, (_, gpus) in rec.fleet.gpus_by_claim.items():
         ns = key.split("/", 1)[0]
-        if ns != rec.namespace:
+        if not rec.scope.matches(ns):
             out[ns] = out.get(ns, 0) + gpus
     return out
 

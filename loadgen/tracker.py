@@ -37,7 +37,7 @@ class Tracker:
         self,
         kube: Kube,
         *,
-        namespace: str,
+        namespace: str | records.Scope,
         pod_selector: dict[str, str],
         node_selector: dict[str, str] | None = None,
         clock: Clock = time.monotonic,
@@ -66,7 +66,7 @@ class Tracker:
         stages: list[list[tuple[resources.Resource, str | None, str | None, Handler]]] = [
             [(resources.RESOURCE_SLICES, None, None, records.on_slice)],
             [
-                (resources.PODS, self.records.namespace, selector, records.on_pod),
+                (resources.PODS, self.records.scope.watch_namespace, selector, records.on_pod),
                 (resources.RESOURCE_CLAIMS, None, None, records.on_claim),
             ],
         ]
