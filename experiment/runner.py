@@ -139,9 +139,10 @@ def _apply_fleet(doc: dict[str, Any], out: Path, env: dict[str, str], nodes: int
 
 
 def _latency_qps(arm: plan.Arm, by_name: dict[str, dict[str, Any]]) -> float | None:
-    """LATENCY_LOAD of the rate the arm's throughput arm sustained (None if it has none)."""
+    """The latency arm's rate by plan.latency_rate, from the rate its throughput arm
+    sustained (None if it has none)."""
     sustained = ((by_name.get(arm.latency_of) or {}).get("throughput") or {}).get("Average")
-    return round(plan.LATENCY_LOAD * float(sustained), 3) if sustained else None
+    return plan.latency_rate(float(sustained) if sustained is not None else None)
 
 
 def _log_size(log: Path | None) -> int:

@@ -183,7 +183,7 @@ class Workload(_Model):
     experiment file."""
     params: dict[str, Scalar] = Field(default_factory=dict)
     latency: bool = False
-    """Follow each arm with an unsaturated one (Poisson arrivals at plan.LATENCY_LOAD of the
+    """Follow each arm with an unsaturated one (Poisson arrivals at plan.latency_rate of the
     rate it sustained) for pod startup as service time, not queueing."""
 
     _name = field_validator("name")(_check_name)
