@@ -105,6 +105,13 @@ class NodeView:
     devices: dict[DeviceKey, Device] = field(default_factory=dict)
     summary: Summary | None = None
     """None when stale; the index recomputes it when it is next read."""
+    layout: dict[str, tuple[Member, ...]] | None = None
+    """Per DeviceClass, the node's devices it matches: what a summary counts. Depends on the
+    devices and classes only, so an allocation (the common change) keeps it; None when stale."""
+
+
+Member = tuple[DeviceKey, str | None, int | None]
+"""A device in a node's layout: its key, PCIe root and (resolved) NUMA node."""
 
 
 def device_of(driver: str, device: Mapping[str, Any]) -> Device:

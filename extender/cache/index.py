@@ -154,11 +154,14 @@ class Index:
             view = self.nodes[name] = NodeView(name=name)
         return view
 
-    def _touch(self, name: str) -> None:
-        """The node's devices, labels or presence changed: forget what was derived from it."""
+    def _touch(self, name: str, *, devices: bool = False) -> None:
+        """The node's allocations, labels or presence (or with `devices`, its devices)
+        changed: forget what was derived from it."""
         view = self.nodes.get(name)
         if view is not None:
             view.summary = None
+            if devices:
+                view.layout = None
         for memo in self._node_memos.values():
             memo.pop(name, None)
 
@@ -212,7 +215,7 @@ class Index:
             self._device_node[key] = node
             keys.append(key)
         self._slices[name] = (node, keys)
-        self._touch(node)
+        self._touch(node, devices=True)
 
     def _add_counters(self, slice_name: str, driver: str, pool: str, sets: Any) -> None:
         keys: list[allocation.CounterKey] = []
@@ -242,7 +245,7 @@ class Index:
             self._device_node.pop(key, None)
             if view is not None:
                 view.devices.pop(key, None)
-        self._touch(node)
+        self._touch(node, devices=True)
         if view is not None and not view.known and not view.devices:
             del self.nodes[node]
 
@@ -315,6 +318,7 @@ class Index:
         self._node_memos.clear()
         for view in self.nodes.values():
             view.summary = None
+            view.layout = None
 
     def _upsert_pod(self, obj: dict[str, Any]) -> None:
         key = resources.key_of(obj)
@@ -357,30 +361,42 @@ class Index:
 
     # -- derived -------------------------------------------------------------------------
 
-    def _summarise(self, node: NodeView) -> Summary:
+    def _layout(self, node: NodeView) -> dict[str, tuple[topology.Member, ...]]:
+        """Which of the node's devices each judged class matches (CEL runs here, cached per
+        device), with their PCIe root and NUMA node."""
         numa = topology.resolved_numa(node.devices)
-        out: dict[str, ClassSummary] = {}
+        out: dict[str, tuple[topology.Member, ...]] = {}
         for cls, sel in self.classes.items():
             if sel.not_judged is not None:
                 continue
-            total = free = 0
+            members = tuple(
+                (key, dev.root, numa.get(key))
+                for key, dev in node.devices.items()
+                if sel.matches(dev) is MATCH
+            )
+            if members:
+                out[cls] = members
+        return out
+
+    def _summarise(self, node: NodeView) -> Summary:
+        layout = node.layout
+        if layout is None:
+            layout = node.layout = self._layout(node)
+        allocated = self._allocated
+        out: dict[str, ClassSummary] = {}
+        for cls, members in layout.items():
+            free = 0
             root_free: dict[str, int] = {}
             numa_free: dict[int, int] = {}
-            for key, dev in node.devices.items():
-                if sel.matches(dev) is not MATCH:
-                    continue
-                total += 1
-                if key in self._allocated:
+            for key, root, n in members:
+                if key in allocated:
                     continue
                 free += 1
-                root = dev.root
                 if root is not None:
                     root_free[root] = root_free.get(root, 0) + 1
-                n = numa.get(key)
                 if n is not None:
                     numa_free[n] = numa_free.get(n, 0) + 1
-            if total:
-                out[cls] = ClassSummary(total, free, root_free, numa_free)
+            out[cls] = ClassSummary(len(members), free, root_free, numa_free)
         # Nodes in the same state share one Summary, so scoring work is per distinct state
         # (at 5,000 identical nodes, one computation per call instead of 5,000).
         state = tuple(
