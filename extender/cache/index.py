@@ -51,6 +51,9 @@ class Index:
         self._device_node: dict[DeviceKey, str] = {}
         self._allocated: dict[DeviceKey, set[str]] = {}
         self._claim_devices: dict[str, tuple[DeviceKey, ...]] = {}
+        self._claim_capacity: dict[str, tuple[tuple[DeviceKey, str, Fraction], ...]] = {}
+        self.capacity_in_use: dict[tuple[DeviceKey, str], Fraction] = {}
+        """What allocated claims consume of shared devices' capacities (consumedCapacity)."""
         self._pods: dict[str, tuple[str, str]] = {}
         self.jobs: dict[str, Counter[str]] = {}
         """job -> running pods per node."""
@@ -120,6 +123,7 @@ class Index:
             counters=self.counters,
             counters_in_use=in_use,
             classes=self.classes,
+            capacity_in_use=self.capacity_in_use,
         )
 
     def free_devices(self, node: str) -> set[DeviceKey]:
@@ -262,6 +266,7 @@ class Index:
             for r in results.get("results") or []
             if isinstance(r, dict) and r.get("adminAccess") is not True
         )
+        self._set_capacity(key, _consumed_capacity(results.get("results")))
         old = self._claim_devices.get(key, ())
         if new == old:
             return
@@ -276,9 +281,31 @@ class Index:
         else:
             self._claim_devices.pop(key, None)
 
+    def _set_capacity(self, claim: str, new: tuple[tuple[DeviceKey, str, Fraction], ...]) -> None:
+        """Replace what `claim` consumes of shared devices' capacities."""
+        old = self._claim_capacity.get(claim, ())
+        if new == old:
+            return
+        use = self.capacity_in_use
+        for dk, name, amount in old:
+            left = use.get((dk, name), Fraction(0)) - amount
+            if left > 0:
+                use[(dk, name)] = left
+            else:
+                use.pop((dk, name), None)
+            self._touch(self._device_node.get(dk, ""))
+        for dk, name, amount in new:
+            use[(dk, name)] = use.get((dk, name), Fraction(0)) + amount
+            self._touch(self._device_node.get(dk, ""))
+        if new:
+            self._claim_capacity[claim] = new
+        else:
+            self._claim_capacity.pop(claim, None)
+
     def _delete_claim(self, obj: dict[str, Any]) -> None:
         key = resources.key_of(obj)
         self.claims.pop(key, None)
+        self._set_capacity(key, ())
         self._release(key, self._claim_devices.pop(key, ()))
 
     def _release(self, claim: str, keys: tuple[DeviceKey, ...]) -> None:
@@ -453,3 +480,24 @@ class Index:
         for outcome, count in tally.items():
             if count:
                 self.on_placement(outcome, count)
+
+
+def _consumed_capacity(results: Any) -> tuple[tuple[DeviceKey, str, Fraction], ...]:
+    """(device, qualified capacity name, amount) of each allocation result's consumedCapacity
+    (set on shared devices; admin access consumes nothing)."""
+    out: list[tuple[DeviceKey, str, Fraction]] = []
+    for r in results if isinstance(results, list) else ():
+        if not isinstance(r, dict) or r.get("adminAccess") is True:
+            continue
+        consumed = r.get("consumedCapacity")
+        if not isinstance(consumed, dict):
+            continue
+        driver = str(r.get("driver"))
+        dk = (driver, str(r.get("pool")), str(r.get("device")))
+        for name, qty in consumed.items():
+            try:
+                amount = expressions.parse_quantity(str(qty))
+            except expressions.CelError:
+                continue
+            out.append((dk, name if "/" in name else f"{driver}/{name}", amount))
+    return tuple(out)
