@@ -451,11 +451,11 @@ class Index:
         node = self.nodes.get(self._device_node.get(keys[0], ""))
         if node is None:
             return
-        numa = topology.resolved_numa(node.devices)
         gpus = [k for k in keys if k[0] in self.settings.gpu_drivers and k in node.devices]
         nics = [k for k in keys if k[0] in self.settings.nic_drivers and k in node.devices]
         if not gpus or not nics:
-            return
+            return  # before resolving the node's NUMA: most claims have no pair
+        numa = topology.resolved_numa(node.devices)
         tally: Counter[Outcome] = Counter()
 
         def same_root(g: DeviceKey, n: DeviceKey) -> bool:
