@@ -188,8 +188,11 @@ def judge(
     counters: Mapping[CounterKey, Mapping[str, Fraction]] | None = None,
     counters_in_use: Mapping[tuple[CounterKey, str], Fraction] | None = None,
     classes: Mapping[str, DeviceClassSelector] | None = None,
+    capacity_in_use: Mapping[tuple[DeviceKey, str], Fraction] | None = None,
 ) -> Verdict:
-    """Whether `devices` (one node's) can satisfy `pod`'s requests all at once."""
+    """Whether `devices` (one node's) can satisfy `pod`'s requests all at once.
+    `capacity_in_use` is what other claims' allocations consume of shared devices'
+    capacities (their `consumedCapacity`)."""
     if pod.unjudged is not None:
         return Verdict(None, pod.reason, pod.unjudged)
     if not pod.requests:
@@ -215,7 +218,9 @@ def judge(
     short = _not_enough(pod, devices, in_use, candidates)
     if short is not None:
         return Verdict(False, short)
-    search = _Search(pod, devices, in_use, counters or {}, counters_in_use or {}, candidates)
+    search = _Search(
+        pod, devices, in_use, counters or {}, counters_in_use or {}, candidates, capacity_in_use
+    )
     try:
         ok = search.request(0, _State())
     except _OverBudget:
@@ -258,6 +263,7 @@ class _Search:
     counters: Mapping[CounterKey, Mapping[str, Fraction]]
     counters_in_use: Mapping[tuple[CounterKey, str], Fraction]
     candidates: list[list[list[DeviceKey]]]
+    capacity_in_use: Mapping[tuple[DeviceKey, str], Fraction] | None = None
     why: str = ""
 
     def request(self, i: int, st: _State) -> bool:
@@ -332,7 +338,7 @@ class _Search:
         else:
             if (st.used.get(key, 0) or self.in_use(key)) and not dev.multi:
                 return None
-            if alt.capacity and not dev.multi and _shares(key, dev, alt, _State()) is None:
+            if alt.capacity and not dev.multi and _shares(key, dev, alt, _State(), {}) is None:
                 return None  # asks more than the device has
         taken: list[tuple[int, Any]] = []
         for j, con in enumerate(self.pod.constraints):
@@ -370,7 +376,7 @@ class _Search:
                 consumed.append((ck, amount))
         shares: list[tuple[tuple[DeviceKey, str], Fraction]] = []
         if dev.multi and not alt.admin:
-            taken_share = _shares(key, dev, alt, st)
+            taken_share = _shares(key, dev, alt, st, self.capacity_in_use or {})
             if taken_share is None:
                 return None
             shares = taken_share
@@ -414,20 +420,105 @@ def _qualified(name: str, driver: str) -> str:
 
 
 def _shares(
-    key: DeviceKey, dev: Device, alt: Alternative, st: _State
+    key: DeviceKey,
+    dev: Device,
+    alt: Alternative,
+    st: _State,
+    in_use: Mapping[tuple[DeviceKey, str], Fraction],
 ) -> list[tuple[tuple[DeviceKey, str], Fraction]] | None:
-    """What `alt` takes of a shared device's capacities, or None if it does not fit next to
-    what this pod already took. A capacity the request does not name is taken whole (no
-    request policy is modelled). Other pods' shares are not known here (see README)."""
+    """What `alt` consumes of a shared device's capacities, or None if that breaks the
+    capacity's request policy or does not fit next to what other claims (`in_use`) and this
+    pod already took. As DRA's allocator: a capacity the request names is consumed as the
+    policy rounds it, one it does not name takes the policy's default, else all of it."""
     wanted = {_qualified(n, dev.driver): q for n, q in alt.capacity}
+    if any(name not in dev.capacity for name in wanted):
+        return None  # a capacity the device does not have
     out = []
     for name, text in dev.capacity.items():
         try:
             total = expressions.parse_quantity(text)
+            policy = _policy(dev.policies.get(name))
         except expressions.CelError:
             return None
-        want = wanted.pop(name, total)
-        if st.capacity.get((key, name), Fraction(0)) + want > total:
+        amount = consumed_capacity(wanted.get(name), total, policy)
+        if policy is not None and violates(amount, policy):
             return None
-        out.append(((key, name), want))
-    return None if wanted else out  # a capacity the device does not have
+        held = in_use.get((key, name), Fraction(0)) + st.capacity.get((key, name), Fraction(0))
+        if held + amount > total:
+            return None
+        out.append(((key, name), amount))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """A capacity's requestPolicy: a default, and valid values or a range (min, max, step)."""
+
+    default: Fraction | None = None
+    values: tuple[Fraction, ...] = ()
+    min: Fraction | None = None
+    max: Fraction | None = None
+    step: Fraction | None = None
+    ranged: bool = False
+
+
+def _policy(raw: Any) -> Policy | None:
+    if not isinstance(raw, dict):
+        return None
+
+    def q(v: Any) -> Fraction | None:
+        return None if v is None else expressions.parse_quantity(str(v))
+
+    rng = raw.get("validRange")
+    rng = rng if isinstance(rng, dict) else None
+    values = raw.get("validValues")
+    return Policy(
+        default=q(raw.get("default")),
+        values=tuple(expressions.parse_quantity(str(v)) for v in values)
+        if isinstance(values, list)
+        else (),
+        min=q(rng.get("min")) if rng else None,
+        max=q(rng.get("max")) if rng else None,
+        step=q(rng.get("step")) if rng else None,
+        ranged=rng is not None,
+    )
+
+
+def consumed_capacity(
+    requested: Fraction | None, total: Fraction, policy: Policy | None
+) -> Fraction:
+    """How much of a capacity a request consumes (the allocator's calculateConsumedCapacity)."""
+    if requested is None:
+        return policy.default if policy is not None and policy.default is not None else total
+    if policy is None:
+        return requested
+    if policy.ranged and policy.min is not None:
+        if requested < policy.min:
+            return policy.min
+        if policy.step is None:
+            return requested
+        steps = -((policy.min - _ceil(requested)) // policy.step)  # ceil((req - min) / step)
+        return policy.min + policy.step * steps
+    if policy.values:
+        return next((v for v in policy.values if requested <= v), requested)
+    return requested
+
+
+def violates(amount: Fraction, policy: Policy) -> bool:
+    """Whether a consumed amount breaks the policy (the allocator's violatesPolicy)."""
+    if policy.default is not None and amount == policy.default:
+        return False
+    if policy.ranged:
+        if policy.max is not None and amount > policy.max:
+            return True
+        if policy.step is not None and policy.min is not None:
+            return (_ceil(amount) - policy.min) % policy.step != 0
+        return False
+    if policy.values:
+        return amount not in policy.values
+    return False
+
+
+def _ceil(x: Fraction) -> Fraction:
+    """A quantity's integer value, as Quantity.Value() rounds it (up)."""
+    return Fraction(-(-x.numerator // x.denominator))

@@ -11,7 +11,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from itertools import chain, islice
 from typing import Any
 
@@ -206,7 +206,15 @@ class Core:
                 view = nodes.get(names[i])
                 summary = self.index.summary(view) if view is not None else None
                 terms = scoring.terms(d, view, summary, sib, w)
-                top.append({"node": names[i], **asdict(terms)})
+                top.append(
+                    {
+                        "node": names[i],
+                        "alignment": terms.alignment,
+                        "packing": terms.packing,
+                        "locality": terms.locality,
+                        "score": terms.score,
+                    }
+                )
             self._record("prioritize", pod, d, sib, len(names), 0, {}, top)
         return scores
 

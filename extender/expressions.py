@@ -17,10 +17,12 @@ and Kubernetes' quantity and semver libraries: `quantity('40Gi')`, `isQuantity(s
 The evaluator is the Rust CEL interpreter behind `common-expression-language` (~5-70 µs per
 evaluation here, against ~1 ms for the pure-Python `cel-python` on the same expressions; both
 parse the whole language). Where the two environments differ we follow kube-scheduler:
-- A domain the device lacks reads as an empty map (kube-scheduler's default map); a name the
-  domain lacks is a runtime error ("no such key"), as is a type error.
-- A result that is not a bool is a runtime error (kube-scheduler's checker refuses such an
-  expression when the class or claim is written; offline files have no such check).
+- A domain the device lacks reads as an empty map when indexed (kube-scheduler's default
+  map), while `in` and `has()` see only the domains the device has; a name the domain lacks
+  is a runtime error ("no such key"), as is a type error.
+- What Kubernetes' compiler refuses (an unknown field of `device`, a result that cannot be a
+  bool...) does not compile here either (`typecheck`); a non-bool result the check could not
+  foresee is a runtime error.
 - A runtime error fails the request on that node: the allocator stops with "CEL runtime
   error" and the pod is not scheduled there. `Outcome.ERROR` carries that verdict.
 - Functions outside the environment we implement (Kubernetes' string, list, IP, CIDR, URL
@@ -43,6 +45,7 @@ from typing import Any
 
 import cel
 
+from extender import typecheck
 from extender.topology import Device
 
 log = logging.getLogger(__name__)
@@ -321,7 +324,7 @@ def _compile(expression: str) -> Selector:
     if not isinstance(expression, str) or not expression.strip():
         return Selector(str(expression), error="empty expression")
     try:
-        program = cel.compile(expression)
+        program = cel.compile(_DOMAIN.sub(_defaulted, expression))
         functions = program.functions()
         variables = program.variables()
     except Exception as e:  # the binding raises ValueError, and more on odd input
@@ -331,6 +334,9 @@ def _compile(expression: str) -> Selector:
     )
     if unknown:
         return Selector(expression, program, unsupported=f"function {unknown[0]}")
+    refused = typecheck.check(expression)
+    if refused is not None:
+        return Selector(expression, program, error=refused)
     free = [v for v in variables if v != "device"]
     bound = _bound_names(expression)
     if any(v not in bound for v in free):
@@ -352,6 +358,17 @@ def _compile(expression: str) -> Selector:
         refs=tuple(sorted(set(refs))) if projected else None,
         domains=tuple(sorted(domains)),
     )
+
+
+def _defaulted(m: re.Match[str]) -> str:
+    """`device.attributes['d']` read from the map where a missing domain is empty: in
+    kube-scheduler a missing domain reads as an empty map when indexed, while `'d' in
+    device.attributes` and `has()` see only the domains the device has."""
+    domain = m.group(2) if m.group(2) is not None else m.group(3)
+    return f"device.{m.group(1)}{_DEFAULTED}[{domain!r}]"
+
+
+_DEFAULTED = "OrEmpty"
 
 
 def _bound_names(expression: str) -> set[str]:
@@ -419,14 +436,22 @@ def device_input(sel: Selector, device: Device) -> dict[str, Any]:
             capacity.setdefault(domain or device.driver, {})[name] = quantity_value(text)
         except CelError:
             continue
-    for kind, domain in sel.domains:
-        (attributes if kind == "attributes" else capacity).setdefault(domain, {})
-    return {
+    out: dict[str, Any] = {
         "driver": device.driver,
         "allowMultipleAllocations": device.multi,
         "attributes": attributes,
         "capacity": capacity,
     }
+    if sel.domains:
+        attributes_or_empty = dict(attributes)
+        capacity_or_empty = dict(capacity)
+        for kind, domain in sel.domains:
+            (attributes_or_empty if kind == "attributes" else capacity_or_empty).setdefault(
+                domain, {}
+            )
+        out["attributes" + _DEFAULTED] = attributes_or_empty
+        out["capacity" + _DEFAULTED] = capacity_or_empty
+    return out
 
 
 def _run(sel: Selector, device: Device) -> Outcome:

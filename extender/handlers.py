@@ -10,14 +10,16 @@ import json
 import time
 from typing import Any, Final
 
+import msgspec
 from aiohttp import web
 from pydantic import ValidationError
 
+from extender import decoding
 from extender.core import Core
 from extender.metrics import Metrics
 from testbed import validation
 from testbed.kube.watching import Liveness
-from testbed.wire import MAX_PRIORITY, ExtenderArgs, ExtenderFilterResult
+from testbed.wire import MAX_PRIORITY
 
 CORE: Final = web.AppKey("core", Core)
 METRICS: Final = web.AppKey("metrics", Metrics)
@@ -32,6 +34,7 @@ _HEADS: dict[str, str] = {}
 _HEADS_LIMIT = 65536
 _NAME_MAX = 253  # a Node name is a DNS subdomain
 _encode_str = json.encoder.encode_basestring_ascii
+_encode = msgspec.json.Encoder().encode
 
 
 def _heads(names: list[str]) -> list[str]:
@@ -66,7 +69,7 @@ class BadRequest(Exception):
     """Input the extender refuses; the message goes to the client as is."""
 
 
-async def _args(request: web.Request) -> ExtenderArgs:
+async def _call(request: web.Request) -> decoding.Call:
     try:
         body = await request.read()
     except web.HTTPRequestEntityTooLarge as e:
@@ -75,58 +78,48 @@ async def _args(request: web.Request) -> ExtenderArgs:
     if not body:
         raise BadRequest("empty request body; expected ExtenderArgs JSON")
     try:
-        return ExtenderArgs.model_validate_json(body)
+        return decoding.call(body)
     except ValidationError as e:
         where, msg = validation.first_error(e)
         raise BadRequest(f"invalid ExtenderArgs at {where or 'body'}: {msg}") from e
 
 
 def _observe(request: web.Request, verb: str, started: float, candidates: int) -> None:
-    metrics = request.app[METRICS]
-    metrics.request_seconds.labels(verb).observe(time.perf_counter() - started)
-    metrics.candidates.labels(verb).observe(candidates)
-    outcome = "ok" if request.app[CORE].ready() else "not_ready"
-    metrics.requests.labels(verb, outcome).inc()
+    ready = request.app[CORE].ready()
+    request.app[METRICS].answered(verb, ready, time.perf_counter() - started, candidates)
 
 
 async def filter_nodes(request: web.Request) -> web.Response:
     started = time.perf_counter()
-    args = await _args(request)
-    names = args.candidate_names()
-    out = request.app[CORE].filter(args.Pod, names)
-    if args.NodeNames is not None or args.Nodes is None:
-        # Our own, well-typed values: no need to validate thousands of names again.
-        result = ExtenderFilterResult.model_construct(
-            NodeNames=out.passed,
-            FailedNodes=out.failed,
-            FailedAndUnresolvableNodes=out.unresolvable,
-            Error="",
-        )
+    call = await _call(request)
+    names = call.names
+    out = request.app[CORE].filter(call.pod, names)
+    reply: dict[str, Any] = {}
+    if call.nodes is None:
+        reply["NodeNames"] = out.passed
     else:  # not nodeCacheCapable: hand back the node objects that passed
         keep = set(out.passed)
-        items = [n for n in args.Nodes.items or () if (n.get("metadata") or {}).get("name") in keep]
-        result = ExtenderFilterResult.model_validate(
-            {
-                "Nodes": {"items": items},
-                "FailedNodes": out.failed,
-                "FailedAndUnresolvableNodes": out.unresolvable,
-            }
-        )
-    body = result.model_dump_json(exclude_none=True)
+        items = [n for n in call.nodes if (n.get("metadata") or {}).get("name") in keep]
+        reply["Nodes"] = {"items": items}
+    # ExtenderFilterResult's fields, in its order, None left out.
+    reply["FailedNodes"] = out.failed
+    reply["FailedAndUnresolvableNodes"] = out.unresolvable
+    reply["Error"] = ""
+    body = _encode(reply)
     metrics = request.app[METRICS]
     if out.failed:
         metrics.rejections.labels("alignment").inc(len(out.failed))
     if out.unresolvable:
         metrics.rejections.labels("locality").inc(len(out.unresolvable))
     _observe(request, "filter", started, len(names))
-    return web.Response(text=body, content_type=_JSON)
+    return web.Response(body=body, content_type=_JSON)
 
 
 async def prioritize_nodes(request: web.Request) -> web.Response:
     started = time.perf_counter()
-    args = await _args(request)
-    names = args.candidate_names()
-    scores = request.app[CORE].prioritize(args.Pod, names)
+    call = await _call(request)
+    names = call.names
+    scores = request.app[CORE].prioritize(call.pod, names)
     body = encode_priorities(names, scores)
     _observe(request, "prioritize", started, len(names))
     return web.Response(text=body, content_type=_JSON)
@@ -155,10 +148,10 @@ async def judge(request: web.Request) -> web.Response:
     """Per candidate node, whether the pod's unallocated claims fit its devices as allocated
     now (DRA's request semantics): `fits` true, false, or null when not judged. Takes the
     body of a scheduler call (ExtenderArgs); for checks against the real allocator."""
-    args = await _args(request)
+    call = await _call(request)
     core = request.app[CORE]
-    names = args.candidate_names()
-    d = core.demand(args.Pod)
+    names = call.names
+    d = core.demand(call.pod)
     verdicts = core.verdicts(d, names)
     nodes = {
         name: {"fits": v.fits, "reason": v.reason, "unjudged": v.unjudged}

@@ -83,6 +83,24 @@ class Metrics:
             registry=registry,
         )
 
+        self._answered: dict[tuple[str, bool], tuple[Any, Any, Any]] = {}
+        self._lag: dict[str, Any] = {}
+
+    def answered(self, verb: str, ready: bool, seconds: float, candidates: int) -> None:
+        """One scheduler call answered (ok, or not_ready before the first sync). The label
+        children are looked up once: `labels()` costs more than the observation itself."""
+        children = self._answered.get((verb, ready))
+        if children is None:
+            children = self._answered[(verb, ready)] = (
+                self.request_seconds.labels(verb),
+                self.candidates.labels(verb),
+                self.requests.labels(verb, "ok" if ready else "not_ready"),
+            )
+        duration, count, outcome = children
+        duration.observe(seconds)
+        count.observe(candidates)
+        outcome.inc()
+
     def placement(self, outcome: Outcome, count: int) -> None:
         self.placements.labels(outcome).inc(count)
 
@@ -99,7 +117,10 @@ class Metrics:
     def event(self, kind: str, obj: dict[str, Any], now: Callable[[], float] = time.time) -> None:
         written = _last_write(obj)
         if written is not None:
-            self.event_lag.labels(kind).observe(max(0.0, now() - written))
+            child = self._lag.get(kind)
+            if child is None:
+                child = self._lag[kind] = self.event_lag.labels(kind)
+            child.observe(max(0.0, now() - written))
 
 
 class CacheCollector(Collector):
@@ -124,15 +145,14 @@ class CacheCollector(Collector):
 
 
 def _last_write(obj: dict[str, Any]) -> float | None:
-    times = [
-        f.get("time")
-        for f in (obj.get("metadata") or {}).get("managedFields") or []
-        if isinstance(f, dict)
-    ]
-    newest = max((t for t in times if isinstance(t, str)), default=None)
-    if newest is None:
+    newest = ""
+    for f in (obj.get("metadata") or {}).get("managedFields") or ():
+        t = f.get("time") if isinstance(f, dict) else None
+        if isinstance(t, str) and t > newest:  # RFC 3339 in UTC: text order is time order
+            newest = t
+    if not newest:
         return None
     try:
-        return datetime.fromisoformat(newest.replace("Z", "+00:00")).timestamp()
+        return datetime.fromisoformat(newest).timestamp()  # 3.11 reads the trailing Z
     except ValueError:
         return None

@@ -29,6 +29,9 @@ class Device:
     """Fully qualified attribute names (`<domain>/<name>`) to plain values."""
     capacity: dict[str, str] = field(default_factory=dict)
     """Fully qualified capacity names to quantity strings."""
+    policies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Fully qualified capacity names to their `requestPolicy` (a shared device's rule for
+    how much of it a request consumes), as the slice gives it."""
     versions: frozenset[str] = frozenset()
     """The attributes that are versions (semver in CEL), not plain strings."""
     multi: bool = False
@@ -105,6 +108,13 @@ class NodeView:
     devices: dict[DeviceKey, Device] = field(default_factory=dict)
     summary: Summary | None = None
     """None when stale; the index recomputes it when it is next read."""
+    layout: dict[str, tuple[Member, ...]] | None = None
+    """Per DeviceClass, the node's devices it matches: what a summary counts. Depends on the
+    devices and classes only, so an allocation (the common change) keeps it; None when stale."""
+
+
+Member = tuple[DeviceKey, str | None, int | None]
+"""A device in a node's layout: its key, PCIe root and (resolved) NUMA node."""
 
 
 def device_of(driver: str, device: Mapping[str, Any]) -> Device:
@@ -116,10 +126,15 @@ def device_of(driver: str, device: Mapping[str, Any]) -> Device:
         if isinstance(t, dict) and "version" in t
     )
     capacity: dict[str, str] = {}
+    policies: dict[str, dict[str, Any]] = {}
     for name, cap in (device.get("capacity") or {}).items():
         value = cap.get("value") if isinstance(cap, dict) else None
         if isinstance(value, str | int) and not isinstance(value, bool):
-            capacity[name if "/" in name else f"{driver}/{name}"] = str(value)
+            qualified = name if "/" in name else f"{driver}/{name}"
+            capacity[qualified] = str(value)
+            policy = cap.get("requestPolicy")
+            if isinstance(policy, dict):
+                policies[qualified] = policy
     consumes: list[tuple[str, str, str]] = []
     for use in device.get("consumesCounters") or []:
         if not isinstance(use, dict):
@@ -132,6 +147,7 @@ def device_of(driver: str, device: Mapping[str, Any]) -> Device:
         driver,
         device_attributes(driver, device),
         capacity=capacity,
+        policies=policies,
         versions=versions,
         multi=device.get("allowMultipleAllocations") is True,
         consumes=tuple(consumes),

@@ -23,6 +23,10 @@ class FilesError(ValueError):
     """A file that cannot be read or parsed; the message is one line naming the file."""
 
 
+_GPU = f"device.driver == '{vocab.GPU_DRIVER}'"
+_TYPED = f"{_GPU} && device.attributes['{vocab.GPU_DRIVER}'].{vocab.GPU_ATTR_TYPE} == "
+_NIC = f"device.driver == '{vocab.NIC_DRIVER}'"
+
 DEFAULT_CLASSES: list[dict[str, Any]] = [
     {
         "apiVersion": vocab.RESOURCE_API_VERSION,
@@ -31,15 +35,14 @@ DEFAULT_CLASSES: list[dict[str, Any]] = [
         "spec": {"selectors": [{"cel": {"expression": expr}}]},
     }
     for name, expr in (
-        (vocab.CLASS_GPU, f"device.driver == '{vocab.GPU_DRIVER}'"),
-        (vocab.CLASS_NIC, f"device.driver == '{vocab.NIC_DRIVER}'"),
-        (
-            vocab.CLASS_RDMA_NIC,
-            f"device.driver == '{vocab.NIC_DRIVER}' && "
-            f"device.attributes['{vocab.NIC_DRIVER}'].rdma == true",
-        ),
+        (vocab.CLASS_GPU, f"{_TYPED}'{vocab.GPU_TYPE_GPU}'"),
+        (vocab.CLASS_MIG, f"{_TYPED}'{vocab.GPU_TYPE_MIG}'"),
+        (vocab.CLASS_NIC, _NIC),
+        (vocab.CLASS_RDMA_NIC, f"{_NIC} && device.attributes['{vocab.NIC_DRIVER}'].rdma == true"),
     )
 ]
+"""The testbed's classes as `fleet render` writes them (whole GPUs, MIG partitions, NICs,
+RDMA NICs; a unit test holds the two equal), judged like any class by `selectors`."""
 
 
 def load(store: Store, paths: list[str | Path]) -> dict[str, int]:

@@ -51,6 +51,9 @@ class Index:
         self._device_node: dict[DeviceKey, str] = {}
         self._allocated: dict[DeviceKey, set[str]] = {}
         self._claim_devices: dict[str, tuple[DeviceKey, ...]] = {}
+        self._claim_capacity: dict[str, tuple[tuple[DeviceKey, str, Fraction], ...]] = {}
+        self.capacity_in_use: dict[tuple[DeviceKey, str], Fraction] = {}
+        """What allocated claims consume of shared devices' capacities (consumedCapacity)."""
         self._pods: dict[str, tuple[str, str]] = {}
         self.jobs: dict[str, Counter[str]] = {}
         """job -> running pods per node."""
@@ -120,6 +123,7 @@ class Index:
             counters=self.counters,
             counters_in_use=in_use,
             classes=self.classes,
+            capacity_in_use=self.capacity_in_use,
         )
 
     def free_devices(self, node: str) -> set[DeviceKey]:
@@ -154,11 +158,14 @@ class Index:
             view = self.nodes[name] = NodeView(name=name)
         return view
 
-    def _touch(self, name: str) -> None:
-        """The node's devices, labels or presence changed: forget what was derived from it."""
+    def _touch(self, name: str, *, devices: bool = False) -> None:
+        """The node's allocations, labels or presence (or with `devices`, its devices)
+        changed: forget what was derived from it."""
         view = self.nodes.get(name)
         if view is not None:
             view.summary = None
+            if devices:
+                view.layout = None
         for memo in self._node_memos.values():
             memo.pop(name, None)
 
@@ -212,7 +219,7 @@ class Index:
             self._device_node[key] = node
             keys.append(key)
         self._slices[name] = (node, keys)
-        self._touch(node)
+        self._touch(node, devices=True)
 
     def _add_counters(self, slice_name: str, driver: str, pool: str, sets: Any) -> None:
         keys: list[allocation.CounterKey] = []
@@ -242,7 +249,7 @@ class Index:
             self._device_node.pop(key, None)
             if view is not None:
                 view.devices.pop(key, None)
-        self._touch(node)
+        self._touch(node, devices=True)
         if view is not None and not view.known and not view.devices:
             del self.nodes[node]
 
@@ -259,6 +266,7 @@ class Index:
             for r in results.get("results") or []
             if isinstance(r, dict) and r.get("adminAccess") is not True
         )
+        self._set_capacity(key, _consumed_capacity(results.get("results")))
         old = self._claim_devices.get(key, ())
         if new == old:
             return
@@ -273,9 +281,31 @@ class Index:
         else:
             self._claim_devices.pop(key, None)
 
+    def _set_capacity(self, claim: str, new: tuple[tuple[DeviceKey, str, Fraction], ...]) -> None:
+        """Replace what `claim` consumes of shared devices' capacities."""
+        old = self._claim_capacity.get(claim, ())
+        if new == old:
+            return
+        use = self.capacity_in_use
+        for dk, name, amount in old:
+            left = use.get((dk, name), Fraction(0)) - amount
+            if left > 0:
+                use[(dk, name)] = left
+            else:
+                use.pop((dk, name), None)
+            self._touch(self._device_node.get(dk, ""))
+        for dk, name, amount in new:
+            use[(dk, name)] = use.get((dk, name), Fraction(0)) + amount
+            self._touch(self._device_node.get(dk, ""))
+        if new:
+            self._claim_capacity[claim] = new
+        else:
+            self._claim_capacity.pop(claim, None)
+
     def _delete_claim(self, obj: dict[str, Any]) -> None:
         key = resources.key_of(obj)
         self.claims.pop(key, None)
+        self._set_capacity(key, ())
         self._release(key, self._claim_devices.pop(key, ()))
 
     def _release(self, claim: str, keys: tuple[DeviceKey, ...]) -> None:
@@ -315,6 +345,7 @@ class Index:
         self._node_memos.clear()
         for view in self.nodes.values():
             view.summary = None
+            view.layout = None
 
     def _upsert_pod(self, obj: dict[str, Any]) -> None:
         key = resources.key_of(obj)
@@ -357,30 +388,42 @@ class Index:
 
     # -- derived -------------------------------------------------------------------------
 
-    def _summarise(self, node: NodeView) -> Summary:
+    def _layout(self, node: NodeView) -> dict[str, tuple[topology.Member, ...]]:
+        """Which of the node's devices each judged class matches (CEL runs here, cached per
+        device), with their PCIe root and NUMA node."""
         numa = topology.resolved_numa(node.devices)
-        out: dict[str, ClassSummary] = {}
+        out: dict[str, tuple[topology.Member, ...]] = {}
         for cls, sel in self.classes.items():
             if sel.not_judged is not None:
                 continue
-            total = free = 0
+            members = tuple(
+                (key, dev.root, numa.get(key))
+                for key, dev in node.devices.items()
+                if sel.matches(dev) is MATCH
+            )
+            if members:
+                out[cls] = members
+        return out
+
+    def _summarise(self, node: NodeView) -> Summary:
+        layout = node.layout
+        if layout is None:
+            layout = node.layout = self._layout(node)
+        allocated = self._allocated
+        out: dict[str, ClassSummary] = {}
+        for cls, members in layout.items():
+            free = 0
             root_free: dict[str, int] = {}
             numa_free: dict[int, int] = {}
-            for key, dev in node.devices.items():
-                if sel.matches(dev) is not MATCH:
-                    continue
-                total += 1
-                if key in self._allocated:
+            for key, root, n in members:
+                if key in allocated:
                     continue
                 free += 1
-                root = dev.root
                 if root is not None:
                     root_free[root] = root_free.get(root, 0) + 1
-                n = numa.get(key)
                 if n is not None:
                     numa_free[n] = numa_free.get(n, 0) + 1
-            if total:
-                out[cls] = ClassSummary(total, free, root_free, numa_free)
+            out[cls] = ClassSummary(len(members), free, root_free, numa_free)
         # Nodes in the same state share one Summary, so scoring work is per distinct state
         # (at 5,000 identical nodes, one computation per call instead of 5,000).
         state = tuple(
@@ -408,11 +451,11 @@ class Index:
         node = self.nodes.get(self._device_node.get(keys[0], ""))
         if node is None:
             return
-        numa = topology.resolved_numa(node.devices)
         gpus = [k for k in keys if k[0] in self.settings.gpu_drivers and k in node.devices]
         nics = [k for k in keys if k[0] in self.settings.nic_drivers and k in node.devices]
         if not gpus or not nics:
-            return
+            return  # before resolving the node's NUMA: most claims have no pair
+        numa = topology.resolved_numa(node.devices)
         tally: Counter[Outcome] = Counter()
 
         def same_root(g: DeviceKey, n: DeviceKey) -> bool:
@@ -437,3 +480,24 @@ class Index:
         for outcome, count in tally.items():
             if count:
                 self.on_placement(outcome, count)
+
+
+def _consumed_capacity(results: Any) -> tuple[tuple[DeviceKey, str, Fraction], ...]:
+    """(device, qualified capacity name, amount) of each allocation result's consumedCapacity
+    (set on shared devices; admin access consumes nothing)."""
+    out: list[tuple[DeviceKey, str, Fraction]] = []
+    for r in results if isinstance(results, list) else ():
+        if not isinstance(r, dict) or r.get("adminAccess") is True:
+            continue
+        consumed = r.get("consumedCapacity")
+        if not isinstance(consumed, dict):
+            continue
+        driver = str(r.get("driver"))
+        dk = (driver, str(r.get("pool")), str(r.get("device")))
+        for name, qty in consumed.items():
+            try:
+                amount = expressions.parse_quantity(str(qty))
+            except expressions.CelError:
+                continue
+            out.append((dk, name if "/" in name else f"{driver}/{name}", amount))
+    return tuple(out)

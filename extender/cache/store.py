@@ -1,6 +1,6 @@
-"""Apply snapshots and changes of each watched kind to the index; track readiness.
+"""Apply snapshots and changes of each watch to the index; track readiness.
 
-Readiness means every kind has had its first full list (a snapshot); until then the handlers
+Readiness means every watch has had its first full list (a snapshot); until then the handlers
 judge nothing (filter passes every node, prioritize scores 0).
 """
 
@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Final
 
 from extender.cache.index import Index
+from extender.config import Settings
+from testbed import vocab
 from testbed.kube import resources
 from testbed.kube.watching import Change, Snapshot
 
@@ -24,6 +27,36 @@ KINDS: Final[dict[str, resources.Resource]] = {
 }
 """Watched kinds, classes first so the first summaries already know them."""
 
+# Only scheduled, unfinished pods matter (job siblings); the API server filters the rest.
+# A pod that finishes leaves the selection, which the watch reports as DELETED.
+POD_FIELD_SELECTOR = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Watch:
+    """One list+watch: the index kind it feeds and the server-side selection."""
+
+    kind: str
+    field_selector: str | None = None
+    label_selector: str | None = None
+
+    @property
+    def resource(self) -> resources.Resource:
+        return KINDS[self.kind]
+
+
+def watches(settings: Settings) -> dict[str, Watch]:
+    """Every watch by name. Pods are read only for job siblings, so only pods of a gang or a
+    Job are watched (two disjoint label selections: a selector cannot say "or"); a pod
+    without either label would cost a decode per status change and change nothing."""
+    out = {kind: Watch(kind) for kind in KINDS if kind != "Pod"}
+    gang = settings.gang_label
+    out["Pod/gang"] = Watch("Pod", POD_FIELD_SELECTOR, gang)
+    if gang != vocab.LABEL_JOB_NAME:
+        out["Pod/job"] = Watch("Pod", POD_FIELD_SELECTOR, f"{vocab.LABEL_JOB_NAME},!{gang}")
+    return out
+
+
 EventObserver = Callable[[str, dict[str, Any]], None]
 
 
@@ -32,39 +65,68 @@ class Store:
         self,
         index: Index,
         *,
-        kinds: tuple[str, ...] = tuple(KINDS),
+        kinds: tuple[str, ...] | None = None,
         on_event: EventObserver | None = None,
     ) -> None:
         self.index = index
-        self.kinds = kinds
+        self.watches = watches(index.settings)
+        self.kinds = kinds if kinds is not None else tuple(self.watches)
+        """The watches that must list before the store is ready."""
         self.on_event = on_event
         self.synced: set[str] = set()
         self.ready = asyncio.Event()
+        self._owner: dict[str, str] = {}
+        """Pod key -> the watch that last reported it (a relabelled pod moves between the
+        two pod selections, and the two streams are not ordered with each other)."""
 
-    def feed(self, kind: str, item: Snapshot | Change) -> None:
+    def _kind(self, watch: str) -> str:
+        w = self.watches.get(watch)
+        return w.kind if w is not None else watch
+
+    def feed(self, watch: str, item: Snapshot | Change) -> None:
         if isinstance(item, Snapshot):
-            self.replace(kind, item.items)
+            self.replace(watch, item.items)
         else:
-            self.apply(kind, item)
+            self.apply(watch, item)
 
-    def replace(self, kind: str, items: list[dict[str, Any]]) -> None:
-        """A full list: objects it lacks are deleted, the rest upserted."""
+    def replace(self, watch: str, items: list[dict[str, Any]]) -> None:
+        """A full list of one watch, or with a kind's name (offline files, tests) of all
+        of that kind: objects it lacks are deleted, the rest upserted."""
+        kind = self._kind(watch)
         present = {resources.key_of(obj) for obj in items}
-        for key in set(self.index.keys(kind)) - present:
+        held = self.index.keys(kind)
+        if kind == "Pod" and watch in self.watches:
+            held = [k for k in held if self._owner.get(k, watch) == watch]
+        for key in set(held) - present:
             self.index.delete(kind, _stub(key))
+            self._owner.pop(key, None)
         for obj in items:
-            self.index.upsert(kind, obj)
-        self.synced.add(kind)
+            self._upsert(watch, kind, obj)
+        if watch in self.watches:
+            self.synced.add(watch)
+        else:
+            self.synced.update(n for n, w in self.watches.items() if w.kind == watch)
         if self.synced.issuperset(self.kinds):
             self.ready.set()
 
-    def apply(self, kind: str, change: Change) -> None:
+    def apply(self, watch: str, change: Change) -> None:
+        kind = self._kind(watch)
         if change.type == "DELETED":
+            if kind == "Pod":
+                key = resources.key_of(change.object)
+                if self._owner.get(key, watch) != watch:
+                    return  # the other selection holds it now
+                self._owner.pop(key, None)
             self.index.delete(kind, change.object)
         else:
-            self.index.upsert(kind, change.object)
+            self._upsert(watch, kind, change.object)
         if self.on_event is not None:
             self.on_event(kind, change.object)
+
+    def _upsert(self, watch: str, kind: str, obj: dict[str, Any]) -> None:
+        if kind == "Pod":
+            self._owner[resources.key_of(obj)] = watch
+        self.index.upsert(kind, obj)
 
 
 def _stub(key: str) -> dict[str, Any]:

@@ -7,6 +7,8 @@ from fractions import Fraction
 from typing import Any
 
 from extender import allocation, selectors, topology
+from extender.cache.index import Index
+from extender.config import Settings
 from extender.topology import DeviceKey
 from tests.support import extender_objects as objects
 
@@ -181,3 +183,80 @@ def test_unknown_classes_and_runtime_errors() -> None:
     missing = [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].nope == 1"}}]
     verdict = judge([exactly("a", 1, selectors=missing)], gpus(2))
     assert verdict.fits is False and "CEL runtime error" in verdict.reason
+
+
+def shared_gpu(policy: dict[str, Any] | None) -> dict[DeviceKey, topology.Device]:
+    memory: dict[str, Any] = {"value": "80Gi"}
+    if policy is not None:
+        memory["requestPolicy"] = policy
+    raw = {"name": "gpu-0", "allowMultipleAllocations": True, "capacity": {"memory": memory}}
+    return {("gpu.nvidia.com", "pool", "gpu-0"): topology.device_of("gpu.nvidia.com", raw)}
+
+
+def test_request_policies_round_what_a_request_consumes() -> None:
+    G = Fraction(2**30)
+    ranged = allocation.Policy(default=8 * G, min=4 * G, step=4 * G, ranged=True)
+    assert allocation.consumed_capacity(None, 80 * G, ranged) == 8 * G  # the default
+    assert allocation.consumed_capacity(None, 80 * G, None) == 80 * G  # no policy: all
+    assert allocation.consumed_capacity(1 * G, 80 * G, ranged) == 4 * G  # up to min
+    assert allocation.consumed_capacity(9 * G, 80 * G, ranged) == 12 * G  # up to a step
+    assert allocation.consumed_capacity(12 * G, 80 * G, ranged) == 12 * G
+    values = allocation.Policy(values=(10 * G, 20 * G, 40 * G))
+    assert allocation.consumed_capacity(11 * G, 80 * G, values) == 20 * G
+    assert allocation.consumed_capacity(50 * G, 80 * G, values) == 50 * G
+    assert allocation.violates(50 * G, values)
+    capped = allocation.Policy(min=4 * G, max=16 * G, ranged=True)
+    assert allocation.violates(20 * G, capped) and not allocation.violates(16 * G, capped)
+
+
+def test_shared_capacity_counts_other_claims_consumption_and_the_policy() -> None:
+    policy = {"default": "8Gi", "validRange": {"min": "4Gi", "step": "4Gi"}}
+    devices = shared_gpu(policy)
+    key = next(iter(devices))
+    name = "gpu.nvidia.com/memory"
+    G = Fraction(2**30)
+
+    def fits(*requests: dict[str, Any], held: Fraction = Fraction(0)) -> bool | None:
+        return judge(list(requests), devices, capacity_in_use={(key, name): held}).fits
+
+    want = {"requests": {"memory": "30Gi"}}  # rounds up to 32Gi
+    assert fits(exactly("a", capacity=want), exactly("b", capacity=want))  # 64 of 80
+    assert not fits(exactly("a", capacity=want), exactly("b", capacity=want), held=20 * G)
+    assert fits(exactly("a", capacity=want), held=48 * G)  # 48 + 32 = 80
+    assert not fits(exactly("a", capacity=want), held=49 * G)
+    assert fits(exactly("a"), held=72 * G)  # no request: the 8Gi default
+    assert not fits(exactly("a"), held=73 * G)
+    capped = shared_gpu({"validRange": {"min": "4Gi", "max": "16Gi"}})
+    big = {"requests": {"memory": "20Gi"}}
+    assert not judge([exactly("a", capacity=big)], capped).fits  # over the policy's max
+
+
+def test_the_index_tracks_consumed_capacity_of_allocated_claims() -> None:
+    index = Index(Settings())
+    claim = {
+        "metadata": {"name": "c", "namespace": "ns"},
+        "spec": {},
+        "status": {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {
+                            "driver": "gpu.nvidia.com",
+                            "pool": "pool",
+                            "device": "gpu-0",
+                            "request": "a",
+                            "consumedCapacity": {"memory": "32Gi"},
+                            "shareID": "x",
+                        }
+                    ]
+                }
+            }
+        },
+    }
+    index.upsert("ResourceClaim", claim)
+    key = (("gpu.nvidia.com", "pool", "gpu-0"), "gpu.nvidia.com/memory")
+    assert index.capacity_in_use == {key: Fraction(32 * 2**30)}
+    index.upsert("ResourceClaim", claim)  # the same claim again: counted once
+    assert index.capacity_in_use == {key: Fraction(32 * 2**30)}
+    index.delete("ResourceClaim", claim)
+    assert index.capacity_in_use == {}

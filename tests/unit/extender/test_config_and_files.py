@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,6 +12,10 @@ from extender import config
 from extender.cache import files
 from extender.cache.index import Index
 from extender.cache.store import Store
+from extender.config import Settings
+from fleet import render
+from fleet import spec as fleet_spec
+from testbed import vocab
 from tests.support import extender_objects as objects
 
 
@@ -49,8 +54,38 @@ def test_loads_lists_directories_and_assumes_standard_classes(tmp_path: Path) ->
     counts = files.load(store, [tmp_path])
     assert counts["Node"] == 1 and counts["ResourceSlice"] == 2
     assert store.ready.is_set()
-    assert set(store.index.classes) == {"gpu.nvidia.com", "dra.net", "rdma.dra.net"}
+    assert set(store.index.classes) == {
+        "gpu.nvidia.com",
+        "mig.nvidia.com",
+        "dra.net",
+        "rdma.dra.net",
+    }
     assert store.index.summary(store.index.nodes["n1"]).pairs("gpu.nvidia.com", "rdma.dra.net") == (
         8,
         8,
     )
+
+
+def test_default_classes_are_the_ones_fleet_renders() -> None:
+    """Offline mode assumes the classes a rendered fleet would install: same names, same CEL
+    (the extender may not import fleet, so the two are held equal here)."""
+
+    def selectors(objs: list[dict[str, Any]]) -> dict[str, list[Any]]:
+        return {o["metadata"]["name"]: o["spec"]["selectors"] for o in objs}
+
+    assert selectors(files.DEFAULT_CLASSES) == selectors(render.device_classes())
+
+
+def test_default_gpu_class_leaves_mig_partitions_to_the_mig_class(tmp_path: Path) -> None:
+    spec = {"name": "m", "pools": [{"name": "p", "profile": "dgx-h100-mig", "count": 1}]}
+    out = render.render(fleet_spec.from_data(spec))
+    (tmp_path / "fleet.json").write_text(
+        json.dumps({"kind": "List", "items": [*out.nodes, *out.slices]})
+    )
+    store = Store(Index(Settings()))
+    files.load(store, [tmp_path])
+    index = store.index
+    (view,) = index.nodes.values()
+    classes = index.summary(view).classes
+    assert classes[vocab.CLASS_GPU].total == 8
+    assert classes[vocab.CLASS_MIG].total == 8 * 14

@@ -102,3 +102,23 @@ def test_unsupported_functions_and_syntax_errors_are_told_apart() -> None:
     broken = expressions.compile_selector("device.driver ==")
     assert broken.error and not broken.judged
     assert expressions.compile_selector("nothing == 1").error  # undeclared reference
+
+
+@pytest.mark.parametrize(
+    ("expression", "outcome"),
+    [
+        # `in` and has() see only the domains the device has, even where the expression also
+        # indexes the missing domain (which reads as an empty map), as in kube-scheduler.
+        ("'dra.net' in device.attributes", Outcome.NO_MATCH),
+        (
+            "'dra.net' in device.attributes && device.attributes['dra.net'].rdma == true",
+            Outcome.NO_MATCH,
+        ),
+        ("!('dra.net' in device.attributes) || device.attributes['dra.net'].rdma", Outcome.MATCH),
+        ("'dra.net' in device.capacity || size(device.capacity['dra.net']) == 0", Outcome.MATCH),
+        ("size(device.attributes['dra.net']) == 0", Outcome.MATCH),
+        ("'gpu.nvidia.com' in device.attributes", Outcome.MATCH),
+    ],
+)
+def test_membership_sees_only_the_domains_the_device_has(expression: str, outcome: Outcome) -> None:
+    assert run(expression) is outcome

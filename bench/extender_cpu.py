@@ -1,0 +1,220 @@
+"""The extender's CPU per pod, this tree against a baseline tree, side by side in one run.
+
+On a running local cluster (`testbed --name C --extender-port P up`) with the demo's mixed
+fleet (applied here, idempotently), runs the demo's extender workload (`loadgen --pods N`,
+one GPU per pod, on the demo fleet) once per arm and repeat, arms in alternating order:
+
+  off       this tree's extender runs and watches, but pods go to the plain second
+            scheduler (no extender entry): the watching cost alone, and the throughput the
+            overhead is measured against
+  baseline  the baseline tree's extender (e.g. `git archive main | tar -x -C DIR`) on the
+            cluster's extender port: the cluster's scheduler calls it
+  this      this tree's extender, the same way
+
+Per arm: the extender's CPU seconds (process_cpu_seconds_total, read just before and just
+after loadgen, so the initial sync is not counted) per pod, its scheduler calls, and
+loadgen's scheduling throughput. CPU seconds do not depend on how busy the machine is the way
+wall time does; the ratios between arms of one run are the figures to compare.
+
+    .venv/bin/python bench/extender_cpu.py --cluster C --extender-port P --baseline DIR \\
+        [--nodes 200] [--pods 300] [--repeat 3] [--profile-dir D]
+
+`--profile-dir` also writes a cProfile (CPU time) of each arm's extender over the loadgen run
+(`python -m pstats FILE`); profiling inflates the CPU figures. `--this DIR` measures another
+tree than this one as "this" (e.g. a `git archive` of a commit, so editing goes on meanwhile).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from experiment import plan
+from testbed import vocab
+from testbed.cluster import local, processes, second_scheduler
+
+ARMS = ("off", "baseline", "this")
+HERE = Path(__file__).resolve().parent.parent
+
+# Runs the extender's CLI from whichever tree is first on sys.path; with a profile path it
+# records CPU time between SIGUSR1 (start) and SIGUSR2 (stop and write).
+_LAUNCH = """
+import os, signal, sys, time
+from extender.cli import main
+out = os.environ.get("EXTENDER_CPU_PROFILE")
+if out:
+    import cProfile
+    prof = cProfile.Profile(time.process_time)
+    signal.signal(signal.SIGUSR1, lambda *_: prof.enable())
+    def stop(*_):
+        prof.disable()
+        prof.dump_stats(out)
+    signal.signal(signal.SIGUSR2, stop)
+sys.argv = ["extender", *sys.argv[1:]]
+main()
+"""
+
+
+@dataclass(frozen=True)
+class Measured:
+    arm: str
+    cpu_ms_per_pod: float
+    calls: int
+    throughput: float
+
+
+def tool(name: str) -> str:
+    return str(Path(sys.executable).parent / name)
+
+
+def scrape(port: int) -> dict[str, float]:
+    """The extender's CPU seconds and answered scheduler calls."""
+    url = f"http://127.0.0.1:{port}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as r:
+        text = r.read().decode()
+    out = {"cpu": 0.0, "calls": 0.0}
+    for line in text.splitlines():
+        if line.startswith("process_cpu_seconds_total "):
+            out["cpu"] = float(line.split()[1])
+        elif line.startswith("extender_requests_total{"):
+            out["calls"] += float(line.rsplit(" ", 1)[1])
+    return out
+
+
+@contextlib.contextmanager
+def extender(
+    tree: Path, port: int, env: dict[str, str], log: Path, profile: Path | None
+) -> Iterator[subprocess.Popen[bytes]]:
+    child_env = {**env, "PYTHONPATH": str(tree)}
+    if profile is not None:
+        child_env["EXTENDER_CPU_PROFILE"] = str(profile)
+    argv = [sys.executable, "-c", _LAUNCH, "serve", "--port", str(port)]
+    with processes.running(
+        f"the extender from {tree}",
+        argv,
+        log=log,
+        health_url=f"http://127.0.0.1:{port}/readyz",
+        timeout=300,
+        env=child_env,
+    ) as proc:
+        yield proc
+
+
+def run_arm(
+    arm: str, pods: int, out: Path, env: dict[str, str], scheduler: str | None
+) -> dict[str, Any]:
+    cmd = [tool("loadgen"), "--pods", str(pods), "--gpus", "1", "-q", "--output-dir", str(out)]
+    cmd += ["--node-selector", f"{vocab.LABEL_FLEET}={plan.FLEET_NAME}"]
+    if scheduler:
+        cmd += ["--scheduler-name", scheduler]
+    code = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL).returncode
+    result = out / "result.json"
+    if code != 0 or not result.is_file():
+        sys.exit(f"loadgen failed in arm {arm} (exit {code}); see {out}")
+    doc: dict[str, Any] = json.loads(result.read_text())
+    return doc
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):6.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cluster", default="dra-testbed", help="local cluster name")
+    ap.add_argument("--extender-port", type=int, default=8888, help="the cluster's extender port")
+    ap.add_argument("--baseline", type=Path, required=True, help="source tree to compare with")
+    ap.add_argument("--this", type=Path, default=HERE, help="source tree measured as this")
+    ap.add_argument("--nodes", type=int, default=200, help="demo fleet size (default 200)")
+    ap.add_argument("--pods", type=int, default=300, help="pods per arm (default 300)")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds of all arms (default 3)")
+    ap.add_argument("--profile-dir", type=Path, help="cProfile each answering arm here")
+    args = ap.parse_args()
+    for flag, tree in (("--baseline", args.baseline), ("--this", args.this)):
+        if not (tree / "extender" / "cli.py").is_file():
+            ap.error(f"{flag} {tree}: not a source tree with extender/cli.py")
+
+    config = local.ClusterConfig(name=args.cluster, extender_port=args.extender_port)
+    cluster = local.LocalCluster(config)
+    if not cluster.status().ready:
+        sys.exit(f"cluster {args.cluster!r} is not running (testbed --name {args.cluster} up)")
+    env = {**os.environ, "KUBECONFIG": str(config.kubeconfig)}
+    work = Path(tempfile.mkdtemp(prefix="extender-cpu-"))
+    spec = work / "fleet.yaml"
+    spec.write_text(yaml.safe_dump(plan.fleet_spec(args.nodes), sort_keys=False))
+    subprocess.run(
+        [tool("fleet"), "apply", "-f", str(spec)], env=env, check=True, stdout=subprocess.DEVNULL
+    )
+    this = args.this.resolve()
+    trees = {"off": this, "baseline": args.baseline.resolve(), "this": this}
+    results: list[Measured] = []
+    port = args.extender_port
+    with second_scheduler.running(config.kubeconfig, work / "plain") as plain:
+        for rep in range(args.repeat):
+            for arm in ARMS if rep % 2 == 0 else ARMS[::-1]:
+                profile = None
+                if args.profile_dir:
+                    args.profile_dir.mkdir(parents=True, exist_ok=True)
+                    profile = (args.profile_dir / f"{rep}-{arm}.prof").resolve()
+                log = work / f"extender-{rep}-{arm}.log"
+                with extender(trees[arm], port, env, log, profile) as proc:
+                    time.sleep(2)  # let the initial sync's last events settle
+                    before = scrape(port)
+                    if profile is not None:
+                        proc.send_signal(10)  # SIGUSR1: start profiling
+                    doc = run_arm(
+                        arm,
+                        args.pods,
+                        work / f"{rep}-{arm}",
+                        env,
+                        plain.name if arm == "off" else None,
+                    )
+                    if profile is not None:
+                        proc.send_signal(12)  # SIGUSR2: write the profile
+                        time.sleep(1)
+                    after = scrape(port)
+                pods = doc["counts"]["expected_pods"]
+                m = Measured(
+                    arm,
+                    (after["cpu"] - before["cpu"]) / pods * 1000,
+                    int(after["calls"] - before["calls"]),
+                    float(doc["throughput"]["Average"]),
+                )
+                results.append(m)
+                print(
+                    f"round {rep + 1} {arm:>8}: extender {m.cpu_ms_per_pod:5.2f} ms CPU/pod, "
+                    f"{m.calls} scheduler calls, {m.throughput:5.1f} pods/s",
+                    flush=True,
+                )
+    print(f"\n{args.pods} pods x {args.repeat} rounds, {args.nodes}-node demo fleet; {work}")
+    print("arm       extender CPU ms/pod, median (min-max)   pods/s, median (min-max)")
+    for arm in ARMS:
+        mine = [m for m in results if m.arm == arm]
+        cpu = spread([m.cpu_ms_per_pod for m in mine])
+        print(f"{arm:>8}  {cpu:>32}   {spread([m.throughput for m in mine]):>22}")
+    by_round = [{m.arm: m for m in results[i : i + len(ARMS)]} for i in range(0, len(results), 3)]
+    cpu_ratio = [r["this"].cpu_ms_per_pod / r["baseline"].cpu_ms_per_pod for r in by_round]
+    overhead = [1 - r["this"].throughput / r["off"].throughput for r in by_round]
+    base_overhead = [1 - r["baseline"].throughput / r["off"].throughput for r in by_round]
+    print(f"this / baseline extender CPU per pod, per round: {spread(cpu_ratio)}")
+    print(f"end-to-end overhead (1 - pods/s vs off), this:     {spread(overhead)}")
+    print(f"end-to-end overhead (1 - pods/s vs off), baseline: {spread(base_overhead)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
