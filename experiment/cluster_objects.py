@@ -1,0 +1,192 @@
+"""The objects an existing cluster needs for an experiment, rendered from manifests/ (pure).
+
+`Manifests.load` reads the files once (the same ones `kubectl apply -k` takes, without
+kustomize: their kustomizations only list files and set kwok's image tag, done here); every
+other function is pure, so a unit test sees exactly what the site will apply:
+- shared objects, created only where missing: the namespace, the DeviceClasses, the
+  extender's read-only ClusterRole and the second scheduler's ServiceAccount and bindings;
+- kwok (controller, CRDs, RBAC, the testbed's Stages), for clusters that do not run it;
+- per variant, a second scheduler of its own: a ConfigMap with the shipped
+  KubeSchedulerConfiguration under the variant's `schedulerName`, with its overrides (and
+  without the extender entry when the variant has no extender), and a Deployment of
+  manifests/second-scheduler whose extender sidecar takes the variant's flags.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from experiment.site import SchedulerSetup
+
+Obj = dict[str, Any]
+
+NAMESPACE = "dra-testbed"
+SCHEDULER = "dra-testbed-scheduler"
+"""The second scheduler's base name (manifests/second-scheduler): its ServiceAccount, and
+the prefix of every variant's Deployment, ConfigMap and `schedulerName`."""
+FIELD_MANAGER = "dra-testbed-experiment"
+LABEL_VARIANT = "testbed.dra.io/experiment-variant"
+"""On every per-variant object: which setup it realizes (and what a cleanup may select)."""
+CONFIG_KEY = "kube-scheduler-config.yaml"
+KWOK_CONTROLLER = ("kube-system", "kwok-controller")
+"""kwok's Deployment as its release (manifests/kwok) names it."""
+SCHEDULER_METRICS_PORT = 10259
+EXTENDER_PORT = 8888
+
+
+def _docs(path: Path) -> list[Obj]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def _resources(directory: Path) -> list[Obj]:
+    """The objects of a kustomization that only lists files."""
+    kustomization = yaml.safe_load((directory / "kustomization.yaml").read_text())
+    return [d for name in kustomization.get("resources") or () for d in _docs(directory / name)]
+
+
+@dataclass(frozen=True)
+class Manifests:
+    namespace: Obj
+    device_classes: list[Obj]
+    extender_role: Obj
+    scheduler_rbac: list[Obj]
+    scheduler_deployment: Obj
+    scheduler_config: Obj
+    kwok: list[Obj]
+
+    @classmethod
+    def load(cls, root: Path) -> Manifests:
+        kwok_dir = root / "kwok"
+        kustomization = yaml.safe_load((kwok_dir / "kustomization.yaml").read_text())
+        tags = {i["name"]: i["newTag"] for i in kustomization.get("images") or ()}
+        kwok = _resources(kwok_dir)
+        for obj in kwok:
+            for c in _containers(obj):
+                if c.get("image") in tags:
+                    c["image"] = f"{c['image']}:{tags[c['image']]}"
+        second = root / "second-scheduler"
+        return cls(
+            namespace=_docs(root / "base" / "namespace.yaml")[0],
+            device_classes=_resources(root / "deviceclasses"),
+            extender_role=_docs(root / "extender" / "clusterrole.yaml")[0],
+            scheduler_rbac=_docs(second / "rbac.yaml"),
+            scheduler_deployment=_docs(second / "deployment.yaml")[0],
+            scheduler_config=_docs(root / "scheduler" / CONFIG_KEY)[0],
+            kwok=kwok,
+        )
+
+
+def _containers(obj: Obj) -> list[Obj]:
+    spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
+
+
+def shared(m: Manifests) -> list[Obj]:
+    """What every variant's scheduler needs, in the order it can be created."""
+    return [copy.deepcopy(o) for o in (m.namespace, *m.device_classes, m.extender_role)] + [
+        copy.deepcopy(o) for o in m.scheduler_rbac
+    ]
+
+
+def kwok(m: Manifests) -> list[Obj]:
+    """kwok's release and the testbed's Stages, CRDs first (a Stage needs its CRD)."""
+    objs = [copy.deepcopy(o) for o in m.kwok]
+    return sorted(objs, key=lambda o: o["kind"] != "CustomResourceDefinition")
+
+
+def variant_name(setup: SchedulerSetup) -> str:
+    """A name per distinct setup, stable across runs: the base name and a digest of it."""
+    key = json.dumps(
+        {"extender": setup.extender, "args": setup.extender_args, "config": setup.config},
+        sort_keys=True,
+    )
+    return f"{SCHEDULER}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+
+
+def _laid_over(base: Mapping[str, Any], over: Mapping[str, Any]) -> Obj:
+    """`over` laid over `base`: mappings merge key by key, anything else replaces."""
+    out = dict(copy.deepcopy(base))
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _laid_over(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def scheduler_config(m: Manifests, setup: SchedulerSetup, name: str) -> Obj:
+    """The variant's KubeSchedulerConfiguration as its pod runs it: the shipped one with the
+    overrides, one profile named `name`, the in-cluster client (no kubeconfig file) and the
+    loopback extender (the sidecar) only when the variant has one."""
+    doc = _laid_over(m.scheduler_config, setup.config)
+    doc.get("clientConnection", {}).pop("kubeconfig", None)
+    doc["profiles"] = [{**p, "schedulerName": name} for p in (doc.get("profiles") or [{}])[:1]]
+    if not setup.extender:
+        doc.pop("extenders", None)
+    return doc
+
+
+def variant(
+    m: Manifests, setup: SchedulerSetup, *, image: str, scheduler_image: str
+) -> tuple[Obj, Obj]:
+    """The variant's ConfigMap and Deployment. Its labels and selector are its own, so two
+    variants' pods never count for each other's Deployment."""
+    name = variant_name(setup)
+    labels = {
+        "app.kubernetes.io/name": name,
+        "app.kubernetes.io/component": "scheduler",
+        LABEL_VARIANT: name.removeprefix(f"{SCHEDULER}-"),
+    }
+    config_map: Obj = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+        "data": {CONFIG_KEY: yaml.safe_dump(scheduler_config(m, setup, name), sort_keys=False)},
+    }
+    dep = copy.deepcopy(m.scheduler_deployment)
+    dep["metadata"] = {"name": name, "namespace": NAMESPACE, "labels": labels}
+    dep["spec"]["selector"] = {"matchLabels": {"app.kubernetes.io/name": name}}
+    pod = dep["spec"]["template"]
+    pod["metadata"] = {"labels": labels}
+    spec = pod["spec"]
+    for volume in spec["volumes"]:
+        if volume["name"] == "shared-config":
+            volume["configMap"]["name"] = name
+    init = []
+    for c in spec["initContainers"]:
+        if c["name"] == "config":
+            c["image"] = image
+            c["command"][-1] = name  # the profile name its program sets (already set: a no-op)
+        elif c["name"] == "extender":
+            if not setup.extender:
+                continue
+            c["image"] = image
+            c["args"] = [*c["args"], *setup.extender_args]
+        init.append(c)
+    spec["initContainers"] = init
+    for c in spec["containers"]:
+        if c["name"] == "kube-scheduler":
+            c["image"] = scheduler_image
+    return config_map, dep
+
+
+def scheduler_image(git_version: str) -> str:
+    """kube-scheduler's image for the cluster's release (`/version`'s gitVersion), e.g.
+    v1.36.3 -> registry.k8s.io/kube-scheduler:v1.36.3 (a build suffix such as +k3s1 or
+    -gke.100 is dropped: those registries publish the upstream release)."""
+    release = git_version.split("+")[0].split("-")[0]
+    return f"registry.k8s.io/kube-scheduler:{release}"
+
+
+def pod_proxy(namespace: str, pod: str, port: int, path: str, *, https: bool) -> str:
+    """A pod's endpoint through the API server, as loadgen's `--scrape` takes it."""
+    target = f"https:{pod}:{port}" if https else f"{pod}:{port}"
+    return f"kube:/api/v1/namespaces/{namespace}/pods/{target}/proxy{path}"
