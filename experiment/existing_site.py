@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from experiment import cluster_objects as co
-from experiment.site import Scheduler, SchedulerSetup
+from experiment.site import Scheduler, SchedulerSetup, Site
 from testbed.cluster import paths
 from testbed.kube import errors, kubeconfig, resources
 from testbed.kube.client import ClientSettings, Kube
@@ -394,3 +394,8 @@ async def _delete_and_wait(kube: Kube, made: list[Created], seconds: float = 120
             except errors.NotFound:
                 break
             await asyncio.sleep(1)
+
+
+def as_site(site: ExistingSite) -> Site:
+    """The site as the runner sees it (and mypy checks that it keeps the protocol)."""
+    return site

@@ -267,3 +267,31 @@ def test_variants_run_through_their_own_schedulers_and_leaving_removes_what_was_
         finally:
             call(site.kubeconfig, lambda k: pf.remove_fleet(k, str(site.kubeconfig), fleet))
     assert call(kubeconfig, snapshot) == before
+
+
+def test_a_variant_that_never_comes_up_fails_in_one_line_and_leaves_nothing(
+    kubeconfig: str, host_node: str, tmp_path: Path
+) -> None:
+    """With the only untainted node cordoned the variant's pod stays unschedulable: the site
+    says so (the scheduler's reason) and deletes the variant's objects."""
+    before = call(kubeconfig, snapshot)
+
+    def cordon(on: bool) -> None:
+        call(kubeconfig, lambda k: k.patch(r.NODES, host_node, {"spec": {"unschedulable": on}}))
+
+    with es.opened(kubeconfig_path=kubeconfig, stand_in=LocalPods(), ready_timeout=20) as site:
+        cordon(True)
+        try:
+            with pytest.raises(es.SiteError) as failed, site.scheduler(KNOB, tmp_path):
+                pytest.fail("a scheduler came up with no node to run on")
+        finally:
+            cordon(False)
+        message = str(failed.value)
+        assert "\n" not in message
+        assert co.variant_name(KNOB) in message and "not scheduled" in message
+        for res in (es.DEPLOYMENTS, r.CONFIG_MAPS):
+            left = call(site.kubeconfig, lambda k, res=res: k.list(  # type: ignore[misc]
+                res, namespace=co.NAMESPACE, label_selector=co.LABEL_VARIANT
+            ))  # fmt: skip
+            assert left.items == []
+    assert call(kubeconfig, snapshot) == before
