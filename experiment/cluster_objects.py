@@ -102,12 +102,16 @@ def kwok(m: Manifests) -> list[Obj]:
     return sorted(objs, key=lambda o: o["kind"] != "CustomResourceDefinition")
 
 
-def variant_name(setup: SchedulerSetup) -> str:
+def variant_name(setup: SchedulerSetup, feature_gates: Mapping[str, bool] | None = None) -> str:
     """A name per distinct setup, stable across runs: the base name and a digest of it."""
-    key = json.dumps(
-        {"extender": setup.extender, "args": setup.extender_args, "config": setup.config},
-        sort_keys=True,
-    )
+    what: dict[str, Any] = {
+        "extender": setup.extender,
+        "args": setup.extender_args,
+        "config": setup.config,
+    }
+    if feature_gates:
+        what["gates"] = dict(feature_gates)
+    key = json.dumps(what, sort_keys=True)
     return f"{SCHEDULER}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
 
 
@@ -135,11 +139,17 @@ def scheduler_config(m: Manifests, setup: SchedulerSetup, name: str) -> Obj:
 
 
 def variant(
-    m: Manifests, setup: SchedulerSetup, *, image: str, scheduler_image: str
+    m: Manifests,
+    setup: SchedulerSetup,
+    *,
+    image: str,
+    scheduler_image: str,
+    feature_gates: Mapping[str, bool] | None = None,
 ) -> tuple[Obj, Obj]:
     """The variant's ConfigMap and Deployment. Its labels and selector are its own, so two
-    variants' pods never count for each other's Deployment."""
-    name = variant_name(setup)
+    variants' pods never count for each other's Deployment. `feature_gates` become
+    kube-scheduler's --feature-gates."""
+    name = variant_name(setup, feature_gates)
     labels = {
         "app.kubernetes.io/name": name,
         "app.kubernetes.io/component": "scheduler",
@@ -175,6 +185,9 @@ def variant(
     for c in spec["containers"]:
         if c["name"] == "kube-scheduler":
             c["image"] = scheduler_image
+            if feature_gates:
+                gates = ",".join(f"{k}={str(v).lower()}" for k, v in sorted(feature_gates.items()))
+                c["command"] = [*c["command"], f"--feature-gates={gates}"]
     return config_map, dep
 
 

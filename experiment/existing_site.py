@@ -27,7 +27,7 @@ import logging
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -121,6 +121,7 @@ class ExistingSite:
     _manifests: co.Manifests
     _image: str
     _scheduler_image: str
+    _feature_gates: dict[str, bool]
     _description: str
     _timeout: float
     _stand_in: PodStandIn | None
@@ -140,7 +141,7 @@ class ExistingSite:
     def scheduler(self, setup: SchedulerSetup, workdir: Path) -> Iterator[Scheduler]:
         """The variant's own second scheduler, from first request until its last block ends
         (a setup asked for again while running is shared, not made twice)."""
-        name = co.variant_name(setup)
+        name = co.variant_name(setup, self._feature_gates)
         if name in self._active:
             count, running = self._active[name]
             self._active[name] = (count + 1, running)
@@ -150,7 +151,11 @@ class ExistingSite:
                 self._release(name)
             return
         config_map, deployment = co.variant(
-            self._manifests, setup, image=self._image, scheduler_image=self._scheduler_image
+            self._manifests,
+            setup,
+            image=self._image,
+            scheduler_image=self._scheduler_image,
+            feature_gates=self._feature_gates,
         )
         made: list[Created] = []
         try:
@@ -325,31 +330,58 @@ async def _ensure(api: _Api, kube: Kube, objs: list[Obj], made: list[Created]) -
 
 
 @contextlib.contextmanager
+def _checked(kubeconfig_path: str | Path | None, context: str | None) -> Iterator[tuple[_Api, str]]:
+    """The context's own kubeconfig (in a private directory, removed afterwards) and the
+    cluster's gitVersion, once the kubeconfig, the context and the cluster pass the checks."""
+    private = Path(tempfile.mkdtemp(prefix="dra-testbed-site-"))
+    try:
+        try:
+            path = kubeconfig.write_minified(kubeconfig_path, context, private / "kubeconfig")
+            api = _Api(path)
+            version = api.run(_check)
+        except errors.ConfigError as e:
+            raise SiteUsageError(str(e)) from e
+        yield api, version
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def preflight(kubeconfig_path: str | Path | None = None, context: str | None = None) -> str:
+    """Check the kubeconfig, the context and the cluster, creating nothing (a run calls it
+    before it makes its output directory); the cluster's gitVersion."""
+    with _checked(kubeconfig_path, context) as (_, version):
+        return version
+
+
+def _minor(version: str) -> str:
+    """v1.36.3 -> 1.36."""
+    return ".".join(version.lstrip("v").split(".")[:2])
+
+
+@contextlib.contextmanager
 def opened(
     *,
     kubeconfig_path: str | Path | None = None,
     context: str | None = None,
     image: str = DEFAULT_IMAGE,
     scheduler_image: str | None = None,
+    release: str | None = None,
+    feature_gates: Mapping[str, bool] | None = None,
     ready_timeout: float = 300.0,
     stand_in: PodStandIn | None = None,
     manifests: Path | None = None,
 ) -> Iterator[ExistingSite]:
     """The cluster of `context` in the kubeconfig (default: $KUBECONFIG, ~/.kube/config; its
     current context), ready for variants until the block ends. `image` runs the extender;
-    `scheduler_image` defaults to kube-scheduler of the cluster's own release."""
+    `scheduler_image` defaults to kube-scheduler of the cluster's own release. `release`
+    (e.g. "1.36"), if given, must be the cluster's; `feature_gates` go to every variant's
+    kube-scheduler (the API server's gates are the cluster's own)."""
     m = co.Manifests.load(manifests or paths.manifests_dir())
-    private = Path(tempfile.mkdtemp(prefix="dra-testbed-site-"))
-    try:
-        try:
-            path = kubeconfig.write_minified(kubeconfig_path, context, private / "kubeconfig")
-        except errors.ConfigError as e:
-            raise SiteUsageError(str(e)) from e
-        api = _Api(path)
-        try:
-            version = api.run(_check)
-        except errors.ConfigError as e:
-            raise SiteUsageError(str(e)) from e
+    with _checked(kubeconfig_path, context) as (api, version):
+        if release and _minor(release) != _minor(version):
+            raise SiteError(
+                f"the experiment asks for Kubernetes {release}; the cluster runs {version}"
+            )
         made: list[Created] = []
         try:
 
@@ -362,22 +394,57 @@ def opened(
                 return kube.host
 
             host = api.run(prepare)
-            site = ExistingSite(
+            yield ExistingSite(
                 _api=api,
                 _manifests=m,
                 _image=image,
                 _scheduler_image=scheduler_image or co.scheduler_image(version),
+                _feature_gates=dict(feature_gates or {}),
                 _description=f"existing cluster {host} "
-                f"(context {kubeconfig.current_context(path)}), Kubernetes {version}",
+                f"(context {kubeconfig.current_context(api.path)}), Kubernetes {version}",
                 _timeout=ready_timeout,
                 _stand_in=stand_in,
                 created=made,
             )
-            yield site
         finally:
             api.run(lambda k: _delete_and_wait(k, made))
-    finally:
-        shutil.rmtree(private, ignore_errors=True)
+
+
+ClusterKey = tuple[str, tuple[tuple[str, bool], ...]]
+"""(release, feature gates) a stage of an experiment runs on (experiment.matrix)."""
+
+
+def opener(
+    keys: list[ClusterKey],
+    *,
+    kubeconfig_path: str | Path | None,
+    context: str | None,
+    image: str = DEFAULT_IMAGE,
+    explicit_release: bool = False,
+) -> Callable[[ClusterKey, Path], contextlib.AbstractContextManager[ExistingSite]]:
+    """The runner's site opener on one existing cluster. It runs one release, so an
+    experiment whose variants need several clusters is refused here (`SiteUsageError`)."""
+    if len(keys) > 1:
+        asked = ", ".join(f"{r} {dict(g) or ''}".strip() for r, g in keys)
+        raise SiteUsageError(
+            "an existing cluster runs one Kubernetes release and one set of API server "
+            f"feature gates; the variants ask for several ({asked}): run them on the local "
+            "cluster, or one cluster at a time"
+        )
+
+    def open_site(
+        key: ClusterKey, workdir: Path
+    ) -> contextlib.AbstractContextManager[ExistingSite]:
+        release, gates = key
+        return opened(
+            kubeconfig_path=kubeconfig_path,
+            context=context,
+            image=image,
+            release=release if explicit_release else None,
+            feature_gates=dict(gates),
+        )
+
+    return open_site
 
 
 async def _delete_and_wait(kube: Kube, made: list[Created], seconds: float = 120.0) -> None:

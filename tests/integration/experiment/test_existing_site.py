@@ -127,7 +127,11 @@ def test_bad_kubeconfig_or_context_fails_in_one_line_and_changes_nothing(
         es.opened(kubeconfig_path=absent),
     ):
         pytest.fail("opened a missing kubeconfig")
-    for err in (dead.value, unknown.value):
+    with pytest.raises(es.SiteError) as release, es.opened(kubeconfig_path=path, release="1.20"):
+        pytest.fail("opened a cluster of another release than asked")
+    assert "asks for Kubernetes 1.20; the cluster runs v1." in str(release.value)
+    assert es.preflight(path).startswith("v1.")
+    for err in (dead.value, unknown.value, release.value):
         assert "\n" not in str(err)
     assert call(kubeconfig, snapshot) == before
 

@@ -112,3 +112,15 @@ def test_pod_proxy_addresses_https_and_plain_ports() -> None:
     assert co.pod_proxy("ns", "p", 8888, "/metrics", https=False).endswith(
         "pods/p:8888/proxy/metrics"
     )
+
+
+def test_feature_gates_reach_kube_scheduler_and_the_name() -> None:
+    gates = {"DRAPartitionableDevices": True, "DRADeviceTaints": False}
+    _, dep = co.variant(M, KNOB, image="i", scheduler_image="s", feature_gates=gates)
+    flags = containers(dep)["kube-scheduler"]["command"]
+    assert flags[-1] == "--feature-gates=DRADeviceTaints=false,DRAPartitionableDevices=true"
+    assert dep["metadata"]["name"] == co.variant_name(KNOB, gates) != co.variant_name(KNOB)
+    _, plain = render(KNOB)
+    assert not any(
+        f.startswith("--feature-gates") for f in containers(plain)["kube-scheduler"]["command"]
+    )
