@@ -391,6 +391,11 @@ def opened(
                     await _ensure(api, kube, co.kwok(m), made)
                     namespace, name = co.KWOK_CONTROLLER
                     await _wait_deployment(kube, namespace, name, ready_timeout)
+                elif await _exists(kube, resources.CRDS, {"metadata": {"name": _STAGE_CRD}}):
+                    # A kwok of the user's: add the testbed's Stages it lacks (a Job's pod
+                    # completing after its delay), keep the ones it has.
+                    stages = [o for o in co.kwok(m) if o["kind"] == "Stage"]
+                    await _ensure(api, kube, stages, made)
                 return kube.host
 
             host = api.run(prepare)

@@ -224,6 +224,11 @@ def test_variants_run_through_their_own_schedulers_and_leaving_removes_what_was_
         assert any(k == "Stage" for k, _ in made) == (
             ("CustomResourceDefinition", "stages.kwok.x-k8s.io") in made
         )
+        # A second site on the same cluster finds everything there: creates and deletes
+        # nothing (kwok included: its controller and every Stage exist).
+        with es.opened(kubeconfig_path=site.kubeconfig, stand_in=pods) as again:
+            assert again.created == []
+        assert call(kubeconfig, snapshot) == during
         # Every object the site applies, and the variants', passes strict validation.
         m = co.Manifests.load(MANIFESTS)
         variants = [o for s in (KNOB, WEIGHTS) for o in co.variant(
