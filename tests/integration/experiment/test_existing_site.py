@@ -38,6 +38,7 @@ from testbed.kube import resources as r
 from testbed.kube.client import Kube
 from tests.support import private_fleet as pf
 from tests.support import small_world as w
+from tests.support.kubeconfigs import with_dead_context
 from tests.support.pod_stand_in import LocalPods
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
@@ -95,23 +96,11 @@ def host_node(kubeconfig: str) -> Iterator[str]:
         call(kubeconfig, lambda kube: kube.delete(r.NODES, name))
 
 
-def two_contexts(kubeconfig: str, tmp: Path) -> Path:
-    """The cluster's kubeconfig with a second context whose server answers nothing."""
-    doc = yaml.safe_load(Path(kubeconfig).read_text())
-    dead = {"name": "dead", "cluster": {"server": "https://127.0.0.1:1"}}
-    doc["clusters"].append(dead)
-    user = doc["contexts"][0]["context"].get("user")
-    doc["contexts"].append({"name": "dead", "context": {"cluster": "dead", "user": user}})
-    path = tmp / "two-contexts"
-    path.write_text(yaml.safe_dump(doc))
-    return path
-
-
 def test_bad_kubeconfig_or_context_fails_in_one_line_and_changes_nothing(
     kubeconfig: str, tmp_path: Path
 ) -> None:
     before = call(kubeconfig, snapshot)
-    path = two_contexts(kubeconfig, tmp_path)
+    path = with_dead_context(kubeconfig, tmp_path / "two-contexts")
     with pytest.raises(es.SiteError) as dead, es.opened(kubeconfig_path=path, context="dead"):
         pytest.fail("opened a cluster that does not answer")
     assert "cannot reach the cluster at https://127.0.0.1:1" in str(dead.value)
