@@ -61,6 +61,8 @@ class Manifests:
     scheduler_deployment: Obj
     scheduler_config: Obj
     kwok: list[Obj]
+    labels: dict[str, str]
+    """The labels manifests/base puts on everything it deploys (kustomize `labels`)."""
 
     @classmethod
     def load(cls, root: Path) -> Manifests:
@@ -73,6 +75,8 @@ class Manifests:
                 if c.get("image") in tags:
                     c["image"] = f"{c['image']}:{tags[c['image']]}"
         second = root / "second-scheduler"
+        base = yaml.safe_load((root / "base" / "kustomization.yaml").read_text())
+        labels = {k: v for entry in base.get("labels") or () for k, v in entry["pairs"].items()}
         return cls(
             namespace=_docs(root / "base" / "namespace.yaml")[0],
             device_classes=_resources(root / "deviceclasses"),
@@ -81,6 +85,7 @@ class Manifests:
             scheduler_deployment=_docs(second / "deployment.yaml")[0],
             scheduler_config=_docs(root / "scheduler" / CONFIG_KEY)[0],
             kwok=kwok,
+            labels=labels,
         )
 
 
@@ -89,11 +94,18 @@ def _containers(obj: Obj) -> list[Obj]:
     return [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
 
 
+def _labelled(obj: Obj, labels: Mapping[str, str]) -> Obj:
+    out = copy.deepcopy(obj)
+    meta = out.setdefault("metadata", {})
+    meta["labels"] = {**(meta.get("labels") or {}), **labels}
+    return out
+
+
 def shared(m: Manifests) -> list[Obj]:
-    """What every variant's scheduler needs, in the order it can be created."""
-    return [copy.deepcopy(o) for o in (m.namespace, *m.device_classes, m.extender_role)] + [
-        copy.deepcopy(o) for o in m.scheduler_rbac
-    ]
+    """What every variant's scheduler needs, in the order it can be created, labelled as
+    manifests/base labels them."""
+    objs = (m.namespace, *m.device_classes, m.extender_role, *m.scheduler_rbac)
+    return [_labelled(o, m.labels) for o in objs]
 
 
 def kwok(m: Manifests) -> list[Obj]:
@@ -151,6 +163,7 @@ def variant(
     kube-scheduler's --feature-gates."""
     name = variant_name(setup, feature_gates)
     labels = {
+        **m.labels,
         "app.kubernetes.io/name": name,
         "app.kubernetes.io/component": "scheduler",
         LABEL_VARIANT: name.removeprefix(f"{SCHEDULER}-"),
