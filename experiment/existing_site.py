@@ -170,6 +170,7 @@ class ExistingSite:
                     )
                 else:
                     running = _in_cluster(name, pod, extender=setup.extender)
+                    stack.callback(self._save_logs, pod, workdir)
                 self._active[name] = (1, running)
                 try:
                     yield running
@@ -177,6 +178,26 @@ class ExistingSite:
                     self._active.pop(name, None)
         finally:
             self._api.run(lambda k: _delete(k, made))
+
+    def _save_logs(self, pod: str, workdir: Path) -> None:
+        """Keep the pod's container logs beside the run (best effort: a cluster may not
+        serve them, and the run's figures never depend on them)."""
+
+        async def fetch(kube: Kube) -> dict[str, str]:
+            path = resources.PODS.path(co.NAMESPACE, pod) + "/log"
+            logs = {}
+            for container in ("kube-scheduler", "extender"):
+                try:
+                    logs[container] = await kube.request(
+                        "GET", path, query=[("container", container)], text=True, retry=False
+                    )
+                except errors.KubeError as e:
+                    log.debug("no %s log of pod %s: %s", container, pod, e)
+            return logs
+
+        for container, text in self._api.run(fetch).items():
+            workdir.mkdir(parents=True, exist_ok=True)
+            (workdir / f"{container}.log").write_text(text)
 
     def _release(self, name: str) -> None:
         count, running = self._active[name]
