@@ -127,23 +127,15 @@ def variant_name(setup: SchedulerSetup, feature_gates: Mapping[str, bool] | None
     return f"{SCHEDULER}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
 
 
-def _laid_over(base: Mapping[str, Any], over: Mapping[str, Any]) -> Obj:
-    """`over` laid over `base`: mappings merge key by key, anything else replaces."""
-    out = dict(copy.deepcopy(base))
-    for key, value in over.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = _laid_over(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
 def scheduler_config(m: Manifests, setup: SchedulerSetup, name: str) -> Obj:
     """The variant's KubeSchedulerConfiguration as its pod runs it: the shipped one with the
-    overrides, one profile named `name`, the in-cluster client (no kubeconfig file) and the
-    loopback extender (the sidecar) only when the variant has one."""
-    doc = _laid_over(m.scheduler_config, setup.config)
-    doc.get("clientConnection", {}).pop("kubeconfig", None)
+    overrides replacing top-level fields (as the local site's second scheduler takes them),
+    one profile named `name`, the in-cluster client (no kubeconfig file) and the loopback
+    extender (the sidecar) only when the variant has one."""
+    doc = {**copy.deepcopy(m.scheduler_config), **copy.deepcopy(dict(setup.config))}
+    doc["clientConnection"] = {
+        k: v for k, v in (doc.get("clientConnection") or {}).items() if k != "kubeconfig"
+    }
     doc["profiles"] = [{**p, "schedulerName": name} for p in (doc.get("profiles") or [{}])[:1]]
     if not setup.extender:
         doc.pop("extenders", None)

@@ -89,19 +89,30 @@ class _Api:
         self._kinds: dict[tuple[str, str], Resource] = {}
 
     def run(self, step: Callable[[Kube], Awaitable[T]]) -> T:
+        """`step` on a fresh client; an API failure it lets through becomes a SiteError (a
+        kubeconfig that cannot be loaded stays a ConfigError: usage, not runtime)."""
+
         async def go() -> T:
             settings = ClientSettings(max_retries=2, request_timeout=20.0)
             async with await Kube.connect(kubeconfig=self.path, settings=settings) as kube:
                 return await step(kube)
 
-        return asyncio.run(go())
+        try:
+            return asyncio.run(go())
+        except errors.ConfigError:
+            raise
+        except errors.KubeError as e:
+            raise SiteError(f"the cluster's API: {e}") from e
 
     async def resource(self, kube: Kube, obj: Obj) -> Resource:
         """The REST resource of `obj`'s kind, from discovery (any kind the server serves)."""
         api_version, kind = obj["apiVersion"], obj["kind"]
         if (api_version, kind) not in self._kinds:
             path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
-            found = await kube.request("GET", path)
+            try:
+                found = await kube.request("GET", path)
+            except errors.NotFound:
+                found = {}
             group, _, version = api_version.rpartition("/")
             for r in found.get("resources") or ():
                 if "/" not in r["name"]:
@@ -127,7 +138,7 @@ class ExistingSite:
     _stand_in: PodStandIn | None
     created: list[Created] = field(default_factory=list)
     """What this site created and deletes on leaving, in creation order."""
-    _active: dict[str, tuple[int, Scheduler]] = field(default_factory=dict)
+    _active: dict[str, Scheduler] = field(default_factory=dict)
 
     @property
     def kubeconfig(self) -> Path:
@@ -139,16 +150,13 @@ class ExistingSite:
 
     @contextlib.contextmanager
     def scheduler(self, setup: SchedulerSetup, workdir: Path) -> Iterator[Scheduler]:
-        """The variant's own second scheduler, from first request until its last block ends
-        (a setup asked for again while running is shared, not made twice)."""
+        """The variant's own second scheduler, until the block ends (a setup asked for again
+        inside that block is shared, not made twice)."""
         name = co.variant_name(setup, self._feature_gates)
         if name in self._active:
-            count, running = self._active[name]
-            self._active[name] = (count + 1, running)
-            try:
-                yield running
-            finally:
-                self._release(name)
+            # Blocks nest (the runner holds a stage's schedulers in one ExitStack), so the
+            # first block, which made it, is the last to end.
+            yield self._active[name]
             return
         config_map, deployment = co.variant(
             self._manifests,
@@ -171,7 +179,7 @@ class ExistingSite:
                 else:
                     running = _in_cluster(name, pod, extender=setup.extender)
                     stack.callback(self._save_logs, pod, workdir)
-                self._active[name] = (1, running)
+                self._active[name] = running
                 try:
                     yield running
                 finally:
@@ -198,10 +206,6 @@ class ExistingSite:
         for container, text in self._api.run(fetch).items():
             workdir.mkdir(parents=True, exist_ok=True)
             (workdir / f"{container}.log").write_text(text)
-
-    def _release(self, name: str) -> None:
-        count, running = self._active[name]
-        self._active[name] = (count - 1, running)
 
     async def _apply_variant(self, kube: Kube, objs: list[Obj], made: list[Created]) -> list[Obj]:
         out = []

@@ -237,6 +237,8 @@ def test_variants_run_through_their_own_schedulers_and_leaving_removes_what_was_
                 name = co.variant_name(setup)
                 with site.scheduler(setup, tmp_path / name) as sched:
                     assert sched.name == name
+                    with site.scheduler(setup, tmp_path / "again") as again:
+                        assert again == sched  # shared, not made twice
                     cm = call(site.kubeconfig, config_map_of(name))
                     cfg = yaml.safe_load(cm["data"][co.CONFIG_KEY])
                     assert cfg.get("percentageOfNodesToScore") == setup.config.get(

@@ -56,11 +56,12 @@ def test_config_map_carries_the_overrides_under_the_variant_name() -> None:
     assert containers(dep)["config"]["command"][-1] == co.variant_name(KNOB)
 
 
-def test_nested_overrides_merge_into_the_shipped_configuration() -> None:
-    cm, _ = render(SchedulerSetup(config={"clientConnection": {"qps": 7}}))
+def test_overrides_replace_top_level_fields_as_on_the_local_site() -> None:
+    cm, _ = render(SchedulerSetup(config={"clientConnection": {"qps": 7, "kubeconfig": "x"}}))
     cfg = yaml.safe_load(cm["data"][co.CONFIG_KEY])
-    assert cfg["clientConnection"] == {"qps": 7, "burst": 10000}
+    assert cfg["clientConnection"] == {"qps": 7}
     assert cfg["extenders"] == M.scheduler_config["extenders"]
+    assert "kubeconfig" in M.scheduler_config["clientConnection"]  # the shipped one untouched
 
 
 def test_extender_sidecar_takes_the_variant_flags_and_images_are_set() -> None:
