@@ -15,13 +15,12 @@ The tests are synchronous, as the runner that opens a site is.
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import ssl
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,9 +36,9 @@ from testbed.kube import kubeconfig as kc
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
 from tests.support import private_fleet as pf
-from tests.support import small_world as w
 from tests.support.kubeconfigs import with_dead_context
 from tests.support.pod_stand_in import LocalPods
+from tests.support.site_checks import MANIFESTS, call, key, snapshot
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
 
@@ -47,53 +46,6 @@ T = TypeVar("T")
 LOADGEN = str(Path(sys.executable).parent / "loadgen")
 KNOB = SchedulerSetup(extender=False, config={"percentageOfNodesToScore": 50})
 WEIGHTS = SchedulerSetup(extender_args=("--weight-packing", "0"))
-MANIFESTS = Path(__file__).resolve().parents[3] / "manifests"
-
-
-def call(kubeconfig: str | Path, step: Callable[[Kube], Awaitable[T]]) -> T:
-    async def go() -> T:
-        async with await Kube.connect(kubeconfig=kubeconfig) as kube:
-            return await step(kube)
-
-    return asyncio.run(go())
-
-
-async def snapshot(kube: Kube) -> set[tuple[str, str]]:
-    """Which of the objects a site may create exist (kind, namespace/name), and every
-    variant's Deployment."""
-    out: set[tuple[str, str]] = set()
-    m = co.Manifests.load(MANIFESTS)
-    api = es._Api(Path("unused"))
-    for obj in [*co.shared(m), *co.kwok(m)]:
-        if obj["kind"] == "Stage":
-            continue  # served only while kwok's CRD is installed; the CRD stands for them
-        res = await api.resource(kube, obj)
-        if await es._exists(kube, res, obj):
-            out.add((res.kind, key(res, obj["metadata"]["name"], obj["metadata"].get("namespace"))))
-    deployments = await kube.list(es.DEPLOYMENTS, label_selector=co.LABEL_VARIANT)
-    out.update(("Deployment", r.key_of(o)) for o in deployments.items)
-    return out
-
-
-def key(res: r.Resource, name: str, namespace: str | None) -> str:
-    return f"{namespace}/{name}" if res.namespaced and namespace else name
-
-
-@pytest.fixture
-def host_node(kubeconfig: str) -> Iterator[str]:
-    """An untainted fake node, where the Deployments' pods land (and kwok fakes them)."""
-    name = f"site-host-{secrets.token_hex(3)}"
-    node = w.fake_node(name)
-    node["spec"] = {}
-
-    async def make(kube: Kube) -> None:
-        await kube.create(r.NODES, node)
-
-    call(kubeconfig, make)
-    try:
-        yield name
-    finally:
-        call(kubeconfig, lambda kube: kube.delete(r.NODES, name))
 
 
 def test_bad_kubeconfig_or_context_fails_in_one_line_and_changes_nothing(
@@ -237,8 +189,8 @@ def test_variants_run_through_their_own_schedulers_and_leaving_removes_what_was_
                 name = co.variant_name(setup)
                 with site.scheduler(setup, tmp_path / name) as sched:
                     assert sched.name == name
-                    with site.scheduler(setup, tmp_path / "again") as again:
-                        assert again == sched  # shared, not made twice
+                    with site.scheduler(setup, tmp_path / "again") as same:
+                        assert same == sched  # shared, not made twice
                     cm = call(site.kubeconfig, config_map_of(name))
                     cfg = yaml.safe_load(cm["data"][co.CONFIG_KEY])
                     assert cfg.get("percentageOfNodesToScore") == setup.config.get(
