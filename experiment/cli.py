@@ -9,11 +9,61 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from experiment import plan
 from testbed import cli
 from testbed.cluster import local
+
+if TYPE_CHECKING:
+    from experiment import matrix, runner
+
+
+def _cluster_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        "an existing cluster, instead of the local one",
+        "With --kubeconfig or --context the run goes to that cluster: it creates only what is "
+        "missing there (namespace, DeviceClasses, RBAC, kwok where it is not installed), a "
+        "second scheduler per variant with the extender as its sidecar, and deletes what it "
+        "created afterwards.",
+    )
+    g.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="kubeconfig of that cluster (with --context alone: $KUBECONFIG, ~/.kube/config)",
+    )
+    g.add_argument("--context", metavar="NAME", help="its context (default: the current one)")
+    g.add_argument(
+        "--image",
+        metavar="IMAGE",
+        help="dra-testbed image the cluster's nodes can pull, for the extender sidecar "
+        "(default dra-testbed:dev)",
+    )
+
+
+def _existing_opener(
+    args: argparse.Namespace, keys: list[matrix.ClusterKey], *, explicit_release: bool
+) -> runner.SiteOpener | None:
+    """The existing cluster's site opener with --kubeconfig/--context, else None. Checked
+    here, before the run makes anything: a bad kubeconfig or context is a usage error, a
+    cluster that does not answer a runtime one."""
+    if not (args.kubeconfig or args.context):
+        return None
+    from experiment import existing_site as es
+
+    try:
+        es.preflight(args.kubeconfig, args.context)
+        return es.opener(
+            keys,
+            kubeconfig_path=args.kubeconfig,
+            context=args.context,
+            image=args.image or es.DEFAULT_IMAGE,
+            explicit_release=explicit_release,
+        )
+    except es.SiteUsageError as e:
+        raise cli.UsageError(str(e)) from e
+    except es.SiteError as e:
+        raise cli.CommandError(str(e)) from e
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Command:
@@ -69,6 +119,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Co
         action="store_true",
         help="leave the fleet and the cluster running afterwards",
     )
+    _cluster_flags(demo)
     return run_demo
 
 
@@ -94,7 +145,7 @@ def workload(args: argparse.Namespace) -> plan.Workload:
 def run_demo(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from experiment import demo
+    from experiment import demo, existing_site
     from testbed.cluster import processes
 
     config = demo.DemoConfig(
@@ -105,9 +156,11 @@ def run_demo(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
         qps=args.qps,
         cluster=cluster.config,
     )
+    keys = demo.experiment(config).clusters()
+    open_site = _existing_opener(args, keys, explicit_release=False)
     try:
-        return demo.run(config, Console())
-    except (demo.DemoError, processes.ProcessError) as e:
+        return demo.run(config, Console(), open_site)
+    except (demo.DemoError, processes.ProcessError, existing_site.SiteError) as e:
         raise cli.CommandError(str(e)) from e
 
 
@@ -143,6 +196,7 @@ def register_experiment(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         action="store_true",
         help="leave the fleet, and clusters the run started, running afterwards",
     )
+    _cluster_flags(run)
     check = verbs.add_parser(
         "validate",
         help="parse and check the file; creates nothing",
@@ -210,18 +264,21 @@ def run_experiment(cluster: local.LocalCluster, args: argparse.Namespace) -> int
             f"({exp.order}), Kubernetes {', '.join(releases)}, {len(stages)} cluster stage(s)"
         )
         return cli.EXIT_OK
-    from experiment import local_site, runner
+    from experiment import existing_site, local_site, runner
     from testbed.cluster import processes
 
     out = args.output_dir or Path("results") / time.strftime(f"{exp.name}-%Y%m%d-%H%M%S")
-    open_site = local_site.opener(
+    explicit_release = any(v.kubernetes for v in exp.variants)
+    open_site = _existing_opener(
+        args, exp.clusters(), explicit_release=explicit_release
+    ) or local_site.opener(
         cluster.config,
         exp.clusters(),
         console,
-        explicit_release=any(v.kubernetes for v in exp.variants),
+        explicit_release=explicit_release,
         keep=args.keep,
     )
     try:
         return runner.run(exp, runner.RunConfig(output_dir=out, keep=args.keep), open_site, console)
-    except (runner.RunError, processes.ProcessError) as e:
+    except (runner.RunError, processes.ProcessError, existing_site.SiteError) as e:
         raise cli.CommandError(str(e)) from e

@@ -1,0 +1,210 @@
+"""The objects an existing cluster needs for an experiment, rendered from manifests/ (pure).
+
+`Manifests.load` reads the files once (the same ones `kubectl apply -k` takes, without
+kustomize: their kustomizations only list files and set kwok's image tag, done here); every
+other function is pure, so a unit test sees exactly what the site will apply:
+- shared objects, created only where missing: the namespace, the DeviceClasses, the
+  extender's read-only ClusterRole and the second scheduler's ServiceAccount and bindings;
+- kwok (controller, CRDs, RBAC, the testbed's Stages), for clusters that do not run it;
+- per variant, a second scheduler of its own: a ConfigMap with the shipped
+  KubeSchedulerConfiguration under the variant's `schedulerName`, with its overrides (and
+  without the extender entry when the variant has no extender), and a Deployment of
+  manifests/second-scheduler whose extender sidecar takes the variant's flags.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from experiment.site import SchedulerSetup
+
+Obj = dict[str, Any]
+
+NAMESPACE = "dra-testbed"
+SCHEDULER = "dra-testbed-scheduler"
+"""The second scheduler's base name (manifests/second-scheduler): its ServiceAccount, and
+the prefix of every variant's Deployment, ConfigMap and `schedulerName`."""
+FIELD_MANAGER = "dra-testbed-experiment"
+LABEL_VARIANT = "testbed.dra.io/experiment-variant"
+"""On every per-variant object: which setup it realizes (and what a cleanup may select)."""
+CONFIG_KEY = "kube-scheduler-config.yaml"
+KWOK_CONTROLLER = ("kube-system", "kwok-controller")
+"""kwok's Deployment as its release (manifests/kwok) names it."""
+SCHEDULER_METRICS_PORT = 10259
+EXTENDER_PORT = 8888
+
+
+def _docs(path: Path) -> list[Obj]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def _resources(directory: Path) -> list[Obj]:
+    """The objects of a kustomization that only lists files."""
+    kustomization = yaml.safe_load((directory / "kustomization.yaml").read_text())
+    return [d for name in kustomization.get("resources") or () for d in _docs(directory / name)]
+
+
+@dataclass(frozen=True)
+class Manifests:
+    namespace: Obj
+    device_classes: list[Obj]
+    extender_role: Obj
+    scheduler_rbac: list[Obj]
+    scheduler_deployment: Obj
+    scheduler_config: Obj
+    kwok: list[Obj]
+    labels: dict[str, str]
+    """The labels manifests/base puts on everything it deploys (kustomize `labels`)."""
+
+    @classmethod
+    def load(cls, root: Path) -> Manifests:
+        kwok_dir = root / "kwok"
+        kustomization = yaml.safe_load((kwok_dir / "kustomization.yaml").read_text())
+        tags = {i["name"]: i["newTag"] for i in kustomization.get("images") or ()}
+        kwok = _resources(kwok_dir)
+        for obj in kwok:
+            for c in _containers(obj):
+                if c.get("image") in tags:
+                    c["image"] = f"{c['image']}:{tags[c['image']]}"
+        second = root / "second-scheduler"
+        base = yaml.safe_load((root / "base" / "kustomization.yaml").read_text())
+        labels = {k: v for entry in base.get("labels") or () for k, v in entry["pairs"].items()}
+        return cls(
+            namespace=_docs(root / "base" / "namespace.yaml")[0],
+            device_classes=_resources(root / "deviceclasses"),
+            extender_role=_docs(root / "extender" / "clusterrole.yaml")[0],
+            scheduler_rbac=_docs(second / "rbac.yaml"),
+            scheduler_deployment=_docs(second / "deployment.yaml")[0],
+            scheduler_config=_docs(root / "scheduler" / CONFIG_KEY)[0],
+            kwok=kwok,
+            labels=labels,
+        )
+
+
+def _containers(obj: Obj) -> list[Obj]:
+    spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
+
+
+def _labelled(obj: Obj, labels: Mapping[str, str]) -> Obj:
+    out = copy.deepcopy(obj)
+    meta = out.setdefault("metadata", {})
+    meta["labels"] = {**(meta.get("labels") or {}), **labels}
+    return out
+
+
+def shared(m: Manifests) -> list[Obj]:
+    """What every variant's scheduler needs, in the order it can be created, labelled as
+    manifests/base labels them."""
+    objs = (m.namespace, *m.device_classes, m.extender_role, *m.scheduler_rbac)
+    return [_labelled(o, m.labels) for o in objs]
+
+
+def kwok(m: Manifests) -> list[Obj]:
+    """kwok's release and the testbed's Stages, CRDs first (a Stage needs its CRD)."""
+    objs = [copy.deepcopy(o) for o in m.kwok]
+    return sorted(objs, key=lambda o: o["kind"] != "CustomResourceDefinition")
+
+
+def variant_name(setup: SchedulerSetup, feature_gates: Mapping[str, bool] | None = None) -> str:
+    """A name per distinct setup, stable across runs: the base name and a digest of it."""
+    what: dict[str, Any] = {
+        "extender": setup.extender,
+        "args": setup.extender_args,
+        "config": setup.config,
+    }
+    if feature_gates:
+        what["gates"] = dict(feature_gates)
+    key = json.dumps(what, sort_keys=True)
+    return f"{SCHEDULER}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+
+
+def scheduler_config(m: Manifests, setup: SchedulerSetup, name: str) -> Obj:
+    """The variant's KubeSchedulerConfiguration as its pod runs it: the shipped one with the
+    overrides replacing top-level fields (as the local site's second scheduler takes them),
+    one profile named `name`, the in-cluster client (no kubeconfig file) and the loopback
+    extender (the sidecar) only when the variant has one."""
+    doc = {**copy.deepcopy(m.scheduler_config), **copy.deepcopy(dict(setup.config))}
+    doc["clientConnection"] = {
+        k: v for k, v in (doc.get("clientConnection") or {}).items() if k != "kubeconfig"
+    }
+    doc["profiles"] = [{**p, "schedulerName": name} for p in (doc.get("profiles") or [{}])[:1]]
+    if not setup.extender:
+        doc.pop("extenders", None)
+    return doc
+
+
+def variant(
+    m: Manifests,
+    setup: SchedulerSetup,
+    *,
+    image: str,
+    scheduler_image: str,
+    feature_gates: Mapping[str, bool] | None = None,
+) -> tuple[Obj, Obj]:
+    """The variant's ConfigMap and Deployment. Its labels and selector are its own, so two
+    variants' pods never count for each other's Deployment. `feature_gates` become
+    kube-scheduler's --feature-gates."""
+    name = variant_name(setup, feature_gates)
+    labels = {
+        **m.labels,
+        "app.kubernetes.io/name": name,
+        "app.kubernetes.io/component": "scheduler",
+        LABEL_VARIANT: name.removeprefix(f"{SCHEDULER}-"),
+    }
+    config_map: Obj = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+        "data": {CONFIG_KEY: yaml.safe_dump(scheduler_config(m, setup, name), sort_keys=False)},
+    }
+    dep = copy.deepcopy(m.scheduler_deployment)
+    dep["metadata"] = {"name": name, "namespace": NAMESPACE, "labels": labels}
+    dep["spec"]["selector"] = {"matchLabels": {"app.kubernetes.io/name": name}}
+    pod = dep["spec"]["template"]
+    pod["metadata"] = {"labels": labels}
+    spec = pod["spec"]
+    for volume in spec["volumes"]:
+        if volume["name"] == "shared-config":
+            volume["configMap"]["name"] = name
+    init = []
+    for c in spec["initContainers"]:
+        if c["name"] == "config":
+            c["image"] = image
+            c["command"][-1] = name  # the profile name its program sets (already set: a no-op)
+        elif c["name"] == "extender":
+            if not setup.extender:
+                continue
+            c["image"] = image
+            c["args"] = [*c["args"], *setup.extender_args]
+        init.append(c)
+    spec["initContainers"] = init
+    for c in spec["containers"]:
+        if c["name"] == "kube-scheduler":
+            c["image"] = scheduler_image
+            if feature_gates:
+                gates = ",".join(f"{k}={str(v).lower()}" for k, v in sorted(feature_gates.items()))
+                c["command"] = [*c["command"], f"--feature-gates={gates}"]
+    return config_map, dep
+
+
+def scheduler_image(git_version: str) -> str:
+    """kube-scheduler's image for the cluster's release (`/version`'s gitVersion), e.g.
+    v1.36.3 -> registry.k8s.io/kube-scheduler:v1.36.3 (a build suffix such as +k3s1 or
+    -gke.100 is dropped: those registries publish the upstream release)."""
+    release = git_version.split("+")[0].split("-")[0]
+    return f"registry.k8s.io/kube-scheduler:{release}"
+
+
+def pod_proxy(namespace: str, pod: str, port: int, path: str, *, https: bool) -> str:
+    """A pod's endpoint through the API server, as loadgen's `--scrape` takes it."""
+    target = f"https:{pod}:{port}" if https else f"{pod}:{port}"
+    return f"kube:/api/v1/namespaces/{namespace}/pods/{target}/proxy{path}"
