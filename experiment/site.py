@@ -67,6 +67,8 @@ class Site(Protocol):
     def scheduler(
         self, setup: SchedulerSetup, workdir: Path
     ) -> contextlib.AbstractContextManager[Scheduler]:
-        """The scheduler `setup` asks for, running until the block ends (the cluster's own
-        one where `setup.shipped`; otherwise a second scheduler made for it)."""
+        """The scheduler `setup` asks for, running until the block ends. The local site uses
+        the cluster's own scheduler where `setup.shipped` and a second scheduler otherwise; an
+        existing cluster's own scheduler does not call our extender, so there every setup gets
+        a second scheduler of its own."""
         ...
