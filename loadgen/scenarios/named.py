@@ -99,13 +99,14 @@ def _inference(p: InferenceParams) -> Scenario:
     base = p.claim()
     phases = []
     for i, gb in enumerate(p.footprints):
+        need = {"gpus": 1, "footprint": f"{gb}G"}
         if p.shape == "mig":
             profile = next(name for most, name in _MIG_FOR_GB if gb <= most)
-            claim = base.model_copy(update={"gpus": 1, "mig_profile": profile})
+            claim = base.model_copy(update={**need, "mig_profile": profile})
         elif p.shape == "capacity":
-            claim = base.model_copy(update={"gpus": 1, "memory": f"{gb}G"})
+            claim = base.model_copy(update={**need, "memory": f"{gb}G"})
         else:
-            claim = base.model_copy(update={"gpus": 1})
+            claim = base.model_copy(update=need)
         phases.append(
             Phase(
                 name=f"mem{gb}gb",
