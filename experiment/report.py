@@ -158,19 +158,19 @@ def _arm_doc(out_dir: Path, name: str) -> dict[str, Any] | None:
     return doc
 
 
-def _first_pairs(arms: list[Arm]) -> dict[str, list[Arm]]:
-    """Per comparison, its first repeat's two throughput arms (A then B), as run."""
-    pairs: dict[str, list[Arm]] = {}
+def _first_arms(arms: list[Arm]) -> dict[str, list[Arm]]:
+    """Per comparison, its first repeat's throughput arms (two, or more), as run."""
+    groups: dict[str, list[Arm]] = {}
     for arm in arms:
         if arm.repeat == 0 and not arm.latency_of:
-            pairs.setdefault(arm.comparison, []).append(arm)
-    return {c: two for c, two in pairs.items() if len(two) == 2}
+            groups.setdefault(arm.comparison, []).append(arm)
+    return {c: group for c, group in groups.items() if len(group) >= 2}
 
 
-def _comparison_charts(out_dir: Path, a: Arm, b: Arm) -> list[Any]:
-    """A and B side by side: pod startup CDFs, throughput and GPU allocation over time, and
+def _comparison_charts(out_dir: Path, group: list[Arm]) -> list[Any]:
+    """The arms side by side: pod startup CDFs, throughput and GPU allocation over time, and
     the fleet occupancy at each arm's allocation peak (fragmentation at a glance)."""
-    docs = {arm.variant: _arm_doc(out_dir, arm.name) for arm in (a, b)}
+    docs = {arm.variant: _arm_doc(out_dir, arm.name) for arm in group}
     if any(d is None for d in docs.values()):
         return [charts.note("an arm left no result: no charts for this comparison")]
     got = {k: d for k, d in docs.items() if d is not None}
@@ -219,9 +219,9 @@ def write(
             ],
         ),
     ]
-    for comparison, (a, b) in _first_pairs(arms).items():
-        heading = f"{comparison}: {a.variant} vs {b.variant}"
-        sections.append(charts.Section(heading, _comparison_charts(out_dir, a, b)))
+    for comparison, group in _first_arms(arms).items():
+        heading = f"{comparison}: {' vs '.join(arm.variant for arm in group)}"
+        sections.append(charts.Section(heading, _comparison_charts(out_dir, group)))
     guide_rows = [(g.aspect, g.target, g.guide, g.measured, g.verdict) for g in guide]
     if guide_rows:
         header = ("aspect", "guide's target", "guide's example", "ours", "verdict")

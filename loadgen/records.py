@@ -163,6 +163,9 @@ class Fleet:
     """Node -> memory of one of its whole GPUs (what a device-plugin GPU there takes)."""
     claim_memory: dict[str, int] = field(default_factory=dict)
     """The run's claim -> GPU memory its allocation takes."""
+    plugin_nodes: set[str] = field(default_factory=set)
+    """Nodes with the device plugin's GPUs in their capacity: there an `nvidia.com/gpu` pod
+    takes the plugin's GPUs; elsewhere DRA serves it with a claim (counted as claims are)."""
     memory_taken: int = 0
     memory_requested: int = 0
 
@@ -339,7 +342,7 @@ def _hold(fleet: Fleet, name: str, r: PodRecord, on: bool) -> None:
     r.holding = on
     sign = 1 if on else -1
     fleet.memory_requested += sign * r.footprint
-    for i in range(r.plugin_gpus):
+    for i in range(r.plugin_gpus if r.node in fleet.plugin_nodes else 0):
         gpu = f"{r.node}/{vocab.EXTENDED_RESOURCE_GPU}/{name}/{i}"
         if on:
             fleet.busy[gpu] = 1
@@ -533,6 +536,9 @@ def on_node(rec: Records, kind: str, node: dict[str, Any], now: float) -> None:
     fleet.node_labels[name] = {k: labels[k] for k in _TOPOLOGY if k in labels}
     if all(labels.get(k) == v for k, v in fleet.node_selector.items()):
         fleet.nodes.add(name)
+    capacity = (node.get("status") or {}).get("capacity") or {}
+    if _int(capacity.get(vocab.EXTENDED_RESOURCE_GPU)) > 0:
+        fleet.plugin_nodes.add(name)
 
 
 def relisting(rec: Records, plural: str) -> None:

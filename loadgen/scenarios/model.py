@@ -301,6 +301,9 @@ class Scenario(_Model):
     name: str
     description: str = ""
     phases: list[Phase] = Field(min_length=1)
+    node_selector: dict[str, str] = {}
+    """Labels every pod's node must have, on top of the run's --node-selector (e.g. one
+    fleet pool's label): the run's fleet figures count only those nodes."""
 
     @model_validator(mode="after")
     def _unique_phases(self) -> Scenario:

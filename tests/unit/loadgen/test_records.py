@@ -307,15 +307,23 @@ def test_memory_requested_against_what_capacity_shares_mig_and_whole_gpus_take()
 
 def test_device_plugin_gpus_are_whole_busy_gpus_of_the_nodes_memory() -> None:
     t = _records()
-    records.on_node(t, "ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
+    node = {
+        "metadata": {"name": "n1", "labels": {"pool": "a"}},
+        "status": {"capacity": {vocab.EXTENDED_RESOURCE_GPU: "8"}},
+    }
+    records.on_node(t, "ADDED", node, 0)
+    records.on_node(t, "ADDED", {"metadata": {"name": "n2", "labels": {"pool": "a"}}}, 0)
     records.on_slice(t, "ADDED", _gpu_slice("n1"), 0)
+    records.on_slice(t, "ADDED", _gpu_slice("n2"), 0)
+    # On n2 (no plugin GPUs) DRA serves the extended resource with a claim: not counted here.
+    records.on_pod(t, "ADDED", _needing("via-dra", 10, node="n2", plugin_gpus=1), 1.0)
     records.on_pod(t, "ADDED", _needing("dp", 10, plugin_gpus=2), 1.0)
     records.on_pod(t, "ADDED", _needing("waiting", 10, node="", plugin_gpus=1), 1.0)
     s = records.take_sample(t, 1.0)
     gib = 2**30
     assert (s.gpus_busy, s.memory_requested, s.memory_taken, s.memory_busy) == (
         2,
-        10 * gib,
+        20 * gib,
         160 * gib,
         160 * gib,
     )
@@ -323,4 +331,4 @@ def test_device_plugin_gpus_are_whole_busy_gpus_of_the_nodes_memory() -> None:
     assert records.take_sample(t, 1.5).gpus_busy == 2
     records.on_pod(t, "DELETED", _needing("dp", 10, plugin_gpus=2), 2.0)
     s = records.take_sample(t, 2.0)
-    assert (s.gpus_busy, s.memory_requested, s.memory_taken) == (0, 0, 0)
+    assert (s.gpus_busy, s.memory_requested, s.memory_taken) == (0, 10 * gib, 0)
