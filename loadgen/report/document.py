@@ -20,7 +20,9 @@ SCHEMA_VERSION: Literal[1] = 1
 
 
 class _Doc(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Fields are only ever added within a schema version, so a reader ignores the ones it
+    # does not know: an older loadgen still compares a newer run's result.
+    model_config = ConfigDict(extra="ignore")
 
 
 class Summary(_Doc):

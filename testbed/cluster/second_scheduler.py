@@ -25,16 +25,21 @@ PLAIN_SCHEDULER_NAME = "plain-scheduler"
 
 
 def config_text(
-    kubeconfig: Path, scheduler_name: str, extenders: Sequence[Mapping[str, Any]] = ()
+    kubeconfig: Path,
+    scheduler_name: str,
+    extenders: Sequence[Mapping[str, Any]] = (),
+    overrides: Mapping[str, Any] | None = None,
 ) -> str:
     """The shipped configuration under `scheduler_name` (pure), without the shipped
-    extenders; `extenders` entries replace them (e.g. an HTTPS extender for a TLS test)."""
+    extenders; `extenders` entries replace them (e.g. an HTTPS extender for a TLS test), and
+    `overrides` replace top-level fields (e.g. {"percentageOfNodesToScore": 30})."""
     source = paths.manifests_dir() / "scheduler" / "kube-scheduler-config.yaml"
     doc = yaml.safe_load(local.scheduler_config_text(source, extender=False))
     doc["clientConnection"]["kubeconfig"] = str(kubeconfig)
     doc["profiles"] = [{**p, "schedulerName": scheduler_name} for p in doc["profiles"][:1]]
     if extenders:
         doc["extenders"] = [dict(e) for e in extenders]
+    doc.update(overrides or {})
     return yaml.safe_dump(doc, sort_keys=False)
 
 
@@ -58,12 +63,18 @@ def running(
     extenders: Sequence[Mapping[str, Any]] = (),
     ready_timeout: float = 60.0,
     extra_gates: Mapping[str, bool] | None = None,
+    release: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> Iterator[SecondScheduler]:
-    """Run the plain scheduler (or one calling `extenders`) until the block ends."""
-    b = bins.ensure(build=False)
+    """Run the plain scheduler (or one calling `extenders`) until the block ends.
+
+    `release` is the cluster's Kubernetes release (`LocalCluster.release()`): the second
+    scheduler runs that release's binary, so both arms are judged by the same code; None is
+    the default release. `overrides` as in `config_text`."""
+    b = bins.ensure(build=False, release=release or bins.DEFAULT_RELEASE)
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / f"{scheduler_name}.yaml"
-    config.write_text(config_text(kubeconfig, scheduler_name, extenders))
+    config.write_text(config_text(kubeconfig, scheduler_name, extenders, overrides))
     port = _free_port()
     argv = [
         str(b["kube-scheduler"]),

@@ -19,7 +19,7 @@ from loadgen.report import document, html
 from testbed import charts
 from testbed.charts import Section, Series
 from tests.support import cdp, png
-from tests.unit.loadgen import synthetic
+from tests.support import synthetic_run as synthetic
 
 # Each chart's plot area must show this many saturated pixels (curves, heatmap cells):
 # a chart whose script failed is a white box with at most grey axes.

@@ -4,14 +4,17 @@ the Dockerfile, pull metric names out of PromQL, run a service process and wait 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -344,6 +347,48 @@ def running(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=5)
+
+
+def venv_env() -> dict[str, str]:
+    """The environment with this checkout's console scripts first on PATH."""
+    return {**os.environ, "PATH": f"{REPO / '.venv/bin'}:{os.environ.get('PATH', '')}"}
+
+
+@contextlib.contextmanager
+def serving_extender(kubeconfig: str, port: int, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """`extender serve` watching the cluster on loopback `port`, once its /readyz answers."""
+    argv = ["extender", "serve", "--kubeconfig", kubeconfig]
+    argv += ["--address", "127.0.0.1", "--port", str(port)]
+    with running(argv, log, venv_env()) as proc:
+        wait_http(f"http://127.0.0.1:{port}/readyz", proc, limit=120)
+        yield proc
+
+
+@contextlib.contextmanager
+def serving_prometheus(config: Obj, workdir: Path) -> Iterator[str]:
+    """Debian's Prometheus with `config` on a free loopback port, once ready: its base URL."""
+    prom = shutil.which("prometheus")
+    assert prom, "prometheus missing: run hack/install-test-deps.sh (Debian package prometheus)"
+    (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
+    url = f"http://127.0.0.1:{free_port()}"
+    argv = [
+        prom,
+        f"--config.file={workdir / 'prometheus.yml'}",
+        f"--storage.tsdb.path={workdir / 'data'}",
+        f"--web.listen-address={url.removeprefix('http://')}",
+    ]
+    with running(argv, workdir / "prometheus.log") as proc:
+        wait_http(f"{url}/-/ready", proc, limit=60)
+        yield url
+
+
+def prometheus_query(url: str, expr: str) -> tuple[str | None, list[Obj]]:
+    """An instant query: (None, result) or (the error Prometheus gave, [])."""
+    status, body = http_get(f"{url}/api/v1/query?{urllib.parse.urlencode({'query': expr})}", 10)
+    reply = json.loads(body)
+    if status != 200 or reply.get("status") != "success":
+        return f"{reply.get('errorType')}: {reply.get('error')}", []
+    return None, list(reply["data"]["result"])
 
 
 # -- what the components export -----------------------------------------------------------

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import shutil
 import signal
 import time
-import urllib.parse
 from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -54,12 +52,9 @@ class Prometheus:
     log_dir: Path
 
     def query(self, expr: str) -> list[dict[str, Any]]:
-        status, body = s.http_get(
-            f"{self.url}/api/v1/query?{urllib.parse.urlencode({'query': expr})}", timeout=10
-        )
-        reply = json.loads(body)
-        assert status == 200 and reply["status"] == "success", f"{expr}: {body[:300]}"
-        return list(reply["data"]["result"])
+        error, result = s.prometheus_query(self.url, expr)
+        assert error is None, f"{expr}: {error}"
+        return result
 
     def wait_until(self, expr: str, *, present: bool = True, limit: float = 90) -> list[Any]:
         """Until `expr` selects something (or, with present=False, nothing)."""
@@ -118,34 +113,15 @@ def stopped(pid: int) -> Iterator[None]:
 async def loop(
     kube: Kube, kubeconfig: str, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Loop]:
-    prom = shutil.which("prometheus")
-    assert prom, "prometheus missing: run hack/install-test-deps.sh (Debian package prometheus)"
     tmp = tmp_path_factory.mktemp("extender-alerts")
     env = w.Env()
     await kube.create(r.NAMESPACES, {"metadata": {"name": env.namespace}})
     try:
         await w.ready_node_with_gpus(kube, env, gpus=1)
-        ext_port, prom_port = s.free_port(), s.free_port()
-        path_env = {**os.environ, "PATH": f"{s.REPO / '.venv/bin'}:{os.environ.get('PATH', '')}"}
+        ext_port = s.free_port()
         with ExitStack() as procs:
-            ext = procs.enter_context(
-                s.running(
-                    [
-                        "extender",
-                        "serve",
-                        "--kubeconfig",
-                        kubeconfig,
-                        "--address",
-                        "127.0.0.1",
-                        "--port",
-                        str(ext_port),
-                    ],
-                    tmp / "extender.log",
-                    path_env,
-                )
-            )
-            await asyncio.to_thread(
-                s.wait_http, f"http://127.0.0.1:{ext_port}/readyz", ext, limit=120
+            ext = await asyncio.to_thread(
+                procs.enter_context, s.serving_extender(kubeconfig, ext_port, tmp / "extender.log")
             )
             sched = procs.enter_context(
                 second_scheduler.running(
@@ -187,22 +163,8 @@ async def loop(
                     },
                 ],
             }
-            (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
-            promp = procs.enter_context(
-                s.running(
-                    [
-                        prom,
-                        f"--config.file={tmp / 'prometheus.yml'}",
-                        f"--storage.tsdb.path={tmp / 'data'}",
-                        f"--web.listen-address=127.0.0.1:{prom_port}",
-                    ],
-                    tmp / "prometheus.log",
-                )
-            )
-            await asyncio.to_thread(
-                s.wait_http, f"http://127.0.0.1:{prom_port}/-/ready", promp, limit=60
-            )
-            prometheus = Prometheus(f"http://127.0.0.1:{prom_port}", tmp)
+            url = await asyncio.to_thread(procs.enter_context, s.serving_prometheus(config, tmp))
+            prometheus = Prometheus(url, tmp)
             await asyncio.to_thread(
                 prometheus.wait_until, 'sum(up{job=~"extender|kube-scheduler"}) == 2'
             )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import secrets
 import shutil
 import urllib.parse
@@ -64,12 +63,7 @@ class Stack:
         return reply["data"]
 
     def query(self, expr: str) -> tuple[str | None, list[Obj]]:
-        url = f"{self.prometheus}/api/v1/query?{urllib.parse.urlencode({'query': expr})}"
-        status, body = s.http_get(url, timeout=10)
-        reply = json.loads(body)
-        if status != 200 or reply.get("status") != "success":
-            return f"{reply.get('errorType')}: {reply.get('error')}", []
-        return None, list(reply["data"]["result"])
+        return s.prometheus_query(self.prometheus, expr)
 
     def known_metrics(self) -> set[str]:
         names = set(self.get("/api/v1/label/__name__/values"))
@@ -209,8 +203,6 @@ def wait_for_query(stack: Stack, expr: str, limit: float = 60) -> None:
 async def stack(
     kube: Kube, kubeconfig: str, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Stack]:
-    prom = shutil.which("prometheus")
-    assert prom, "prometheus missing: run hack/install-test-deps.sh (Debian package prometheus)"
     tmp = tmp_path_factory.mktemp("prometheus")
     env = w.Env()
     await kube.create(r.NAMESPACES, {"metadata": {"name": env.namespace}})
@@ -224,30 +216,16 @@ async def stack(
     rbac: list[Obj] = []
     try:
         rbac = await fleet_identity(kube, kubeconfig, env.namespace, tmp / "fleet.kubeconfig")
-        ports = {name: s.free_port() for name in ("extender", "fleet", "prometheus")}
+        ports = {name: s.free_port() for name in ("extender", "fleet")}
         rules = tmp / "alerts.rules.yaml"
         shutil.copy(s.ALERT_RULES, rules)
         cfg = prometheus_config(
             ports["extender"], ports["fleet"], scheduler_metrics_address(kubeconfig), rules
         )
-        (tmp / "prometheus.yml").write_text(yaml.safe_dump(cfg))
-        path_env = {**os.environ, "PATH": f"{s.REPO / '.venv/bin'}:{os.environ.get('PATH', '')}"}
         with ExitStack() as procs:
-            ext = procs.enter_context(
-                s.running(
-                    [
-                        "extender",
-                        "serve",
-                        "--kubeconfig",
-                        kubeconfig,
-                        "--address",
-                        "127.0.0.1",
-                        "--port",
-                        str(ports["extender"]),
-                    ],
-                    tmp / "extender.log",
-                    path_env,
-                )
+            await asyncio.to_thread(
+                procs.enter_context,
+                s.serving_extender(kubeconfig, ports["extender"], tmp / "extender.log"),
             )
             fleet = procs.enter_context(
                 s.running(
@@ -262,30 +240,14 @@ async def stack(
                         str(ports["fleet"]),
                     ],
                     tmp / "fleet.log",
-                    path_env,
+                    s.venv_env(),
                 )
-            )
-            promp = procs.enter_context(
-                s.running(
-                    [
-                        prom,
-                        f"--config.file={tmp / 'prometheus.yml'}",
-                        f"--storage.tsdb.path={tmp / 'data'}",
-                        f"--web.listen-address=127.0.0.1:{ports['prometheus']}",
-                    ],
-                    tmp / "prometheus.log",
-                )
-            )
-            await asyncio.to_thread(
-                s.wait_http, f"http://127.0.0.1:{ports['extender']}/readyz", ext, limit=120
             )
             await asyncio.to_thread(
                 s.wait_http, f"http://127.0.0.1:{ports['fleet']}/metrics", fleet, limit=60
             )
-            await asyncio.to_thread(
-                s.wait_http, f"http://127.0.0.1:{ports['prometheus']}/-/ready", promp, limit=60
-            )
-            stack = Stack(f"http://127.0.0.1:{ports['prometheus']}", tmp)
+            url = await asyncio.to_thread(procs.enter_context, s.serving_prometheus(cfg, tmp))
+            stack = Stack(url, tmp)
             # Every target scraped once before the load, so rates see the load as increase.
             await asyncio.to_thread(
                 wait_for_query, stack, 'sum(up{job=~"extender|fleet|kube-scheduler"}) == 3'

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ from rich.console import Console
 
 from loadgen import compare, series, slo
 from loadgen.report import console, document, html, perfdata
-from tests.unit.loadgen import synthetic
+from tests.support import synthetic_run as synthetic
 
 
 def test_document_counts_latencies_placement_and_slos() -> None:
@@ -43,6 +44,17 @@ def test_a_file_that_is_not_a_result_is_rejected(tmp_path: Path) -> None:
     bad.write_text('{"schema_version": 2}')
     with pytest.raises(ValueError):
         document.load(bad)
+
+
+def test_a_newer_result_with_more_fields_still_loads(tmp_path: Path) -> None:
+    """Fields are only added within a schema version: this reader drops what it does not know."""
+    doc = document.build(synthetic.run_result())
+    raw = json.loads(document.write(doc, tmp_path).read_text())
+    raw["added_later"] = {"x": 1}
+    raw["counts"]["added_later"] = 2
+    newer = tmp_path / "newer.json"
+    newer.write_text(json.dumps(raw))
+    assert document.load(newer) == doc
 
 
 def test_html_is_self_contained_with_charts() -> None:

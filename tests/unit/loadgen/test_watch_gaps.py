@@ -7,7 +7,7 @@ from rich.console import Console
 from loadgen import records
 from loadgen.records import WatchGap
 from loadgen.report import console, document, html
-from tests.unit.loadgen import synthetic
+from tests.support import synthetic_run as synthetic
 
 
 def test_a_gap_runs_from_the_break_to_the_first_delivery_after_it() -> None:

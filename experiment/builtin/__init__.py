@@ -1,0 +1,1 @@
+"""Built-in experiment files shipped with the package (`spec.builtin(NAME)`)."""

@@ -1,0 +1,144 @@
+"""Generic comparisons of an experiment file's variants, metric by metric (pure).
+
+The demo's built-in comparisons have their own rows (`summary`); an experiment file's
+variants x workloads are compared here: per workload and metric, each variant's median over
+repeats (min-max beside it) and its ratio to the first variant, and, for variants that
+differ only in the Kubernetes release, the release-to-release table (previous, current,
+% change).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from experiment import summary
+from experiment.plan import Arm
+from experiment.summary import Doc, Figure
+
+Getter = Callable[[Doc], float | None]
+
+
+def _catalog() -> dict[str, tuple[str, Getter, str]]:
+    """Every metric the demo knows, by name: (unit, getter, measure). One place: `summary`."""
+    out: dict[str, tuple[str, Getter, str]] = {}
+    for metrics in summary.METRICS.values():
+        for name, unit, get in metrics:
+            out.setdefault(name, (unit, get, "throughput"))
+    for name, unit, get in summary.LATENCY_METRICS:
+        out.setdefault(name, (unit, get, "latency"))
+    return out
+
+
+METRICS = _catalog()
+DEFAULT_METRICS = (
+    "scheduling throughput",
+    "pod startup p50",
+    "pod startup p99",
+    "scheduler CPU per pod",
+    f"pod startup p99{summary.UNSATURATED}",
+)
+"""What a file without `metrics:` compares (each where its arms have a value)."""
+
+
+def metric_names() -> list[str]:
+    return sorted(METRICS)
+
+
+@dataclass(frozen=True)
+class VariantRow:
+    workload: str
+    metric: str
+    unit: str
+    figures: dict[str, Figure]
+    """Per variant (in the file's order), its values over repeats."""
+    baseline: str
+
+    def ratio(self, variant: str) -> float | None:
+        """variant / baseline of the medians; None when the baseline is zero or missing."""
+        base = self.figures[self.baseline].median
+        value = self.figures[variant].median
+        return value / base if base and base == base and value == value else None
+
+
+@dataclass(frozen=True)
+class ReleaseRow:
+    workload: str
+    metric: str
+    unit: str
+    previous: str
+    """`variant (release)` of the older release."""
+    current: str
+    previous_value: Figure
+    current_value: Figure
+
+    @property
+    def change(self) -> float | None:
+        """(current - previous) / previous of the medians, as a fraction; None if undefined."""
+        prev, cur = self.previous_value.median, self.current_value.median
+        return (cur - prev) / prev if prev and prev == prev and cur == cur else None
+
+
+def _by_workload(results: Sequence[tuple[Arm, Doc]]) -> dict[tuple[str, str], dict[str, list[Doc]]]:
+    out: dict[tuple[str, str], dict[str, list[Doc]]] = {}
+    for arm, doc in results:
+        out.setdefault((arm.comparison, arm.measure), {}).setdefault(arm.variant, []).append(doc)
+    return out
+
+
+def _wanted(metrics: Sequence[str]) -> list[str]:
+    return list(metrics) if metrics else [m for m in DEFAULT_METRICS if m in METRICS]
+
+
+def rows(
+    results: Sequence[tuple[Arm, Doc]], variants: Sequence[str], metrics: Sequence[str] = ()
+) -> list[VariantRow]:
+    """One row per workload and metric that some arm has a value for. Pass valid arms only."""
+    out = []
+    for (workload, measure), docs in _by_workload(results).items():
+        present = [v for v in variants if v in docs]
+        if not present:
+            continue
+        for metric in _wanted(metrics):
+            unit, get, kind = METRICS[metric]
+            if kind != measure:
+                continue
+            figures = {
+                v: Figure([x for d in docs[v] if (x := get(d)) is not None]) for v in present
+            }
+            if any(f.values for f in figures.values()):
+                out.append(VariantRow(workload, metric, unit, figures, present[0]))
+    return out
+
+
+def release_rows(
+    results: Sequence[tuple[Arm, Doc]],
+    pairs: Sequence[tuple[str, str, str, str]],
+    metrics: Sequence[str] = (),
+) -> list[ReleaseRow]:
+    """Previous vs current release per (previous variant, its release, current variant, its
+    release) pair, for each workload and metric both have values for."""
+    out = []
+    for (workload, measure), docs in _by_workload(results).items():
+        for prev, prev_release, cur, cur_release in pairs:
+            if prev not in docs or cur not in docs:
+                continue
+            for metric in _wanted(metrics):
+                unit, get, kind = METRICS[metric]
+                if kind != measure:
+                    continue
+                a = Figure([x for d in docs[prev] if (x := get(d)) is not None])
+                b = Figure([x for d in docs[cur] if (x := get(d)) is not None])
+                if a.values and b.values:
+                    out.append(
+                        ReleaseRow(
+                            workload,
+                            metric,
+                            unit,
+                            f"{prev} ({prev_release})",
+                            f"{cur} ({cur_release})",
+                            a,
+                            b,
+                        )
+                    )
+    return out

@@ -1,0 +1,200 @@
+"""The local site: an experiment's variants on the embedded local cluster.
+
+`opened` brings up the cluster a stage needs (its Kubernetes release and feature gates),
+starts the extender the cluster's own scheduler calls, and yields a `LocalSite`; afterwards
+it tears the cluster down if it created it. The site realizes each variant's scheduler as a
+process: the cluster's own kube-scheduler for the shipped set-up, otherwise a second
+kube-scheduler of the cluster's release with the variant's configuration, calling no
+extender, the shipped one, or an extender of its own started with the variant's flags.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import os
+import socket
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+
+from experiment.children import tool
+from experiment.site import Scheduler, SchedulerSetup
+from testbed.cluster import local, paths, processes, second_scheduler
+
+DEFAULT_SCHEDULER = "default-scheduler"
+
+
+def extender(
+    env: dict[str, str], log: Path, port: int, args: tuple[str, ...] = ()
+) -> contextlib.AbstractContextManager[Any]:
+    """`extender serve` on a loopback port (the one a scheduler configuration calls)."""
+    return processes.running(
+        "the extender",
+        [tool("extender"), "serve", "--port", str(port), *args],
+        log=log,
+        health_url=f"http://127.0.0.1:{port}/readyz",
+        timeout=120,
+        env=env,
+    )
+
+
+def extender_entries(port: int) -> list[dict[str, Any]]:
+    """The shipped configuration's extender entries, calling loopback `port` (pure)."""
+    source = paths.manifests_dir() / "scheduler" / "kube-scheduler-config.yaml"
+    doc = yaml.safe_load(local.scheduler_config_text(source, extender=True, extender_port=port))
+    return list(doc.get("extenders") or [])
+
+
+class LocalSite:
+    """A running local cluster with the shipped extender beside it."""
+
+    def __init__(self, cluster: local.LocalCluster, server: str) -> None:
+        self.cluster = cluster
+        self._server = server
+        self.env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.cluster.config.kubeconfig
+
+    @property
+    def description(self) -> str:
+        return (
+            f"local cluster {self.cluster.config.name!r}, Kubernetes {self.cluster.release()}, "
+            f"at {self._server}"
+        )
+
+    @property
+    def extender_metrics_url(self) -> str:
+        return f"http://127.0.0.1:{self.cluster.config.extender_port}/metrics"
+
+    @contextlib.contextmanager
+    def scheduler(self, setup: SchedulerSetup, workdir: Path) -> Iterator[Scheduler]:
+        """The scheduler `setup` asks for; a second one is named after `workdir`."""
+        cfg = self.cluster.config
+        if setup.shipped:
+            secure = self.cluster.component_flag("kube-scheduler", "secure-port")
+            yield Scheduler(
+                name=DEFAULT_SCHEDULER,
+                metrics_url=f"https://127.0.0.1:{secure}/metrics",
+                extender_metrics_url=self.extender_metrics_url,
+                log=cfg.cluster_dir / "logs" / "kube-scheduler.log",
+            )
+            return
+        name = workdir.name
+        with contextlib.ExitStack() as stack:
+            extenders: list[dict[str, Any]] = []
+            # Off, the shipped extender is still scraped: it watches the same pods and claims,
+            # so the difference in its CPU is what answering the scheduler costs.
+            extender_metrics = self.extender_metrics_url
+            if setup.extender:
+                port = cfg.extender_port
+                if setup.extender_args:
+                    port = _free_port()
+                    workdir.mkdir(parents=True, exist_ok=True)
+                    stack.enter_context(
+                        extender(self.env, workdir / "extender.log", port, setup.extender_args)
+                    )
+                    extender_metrics = f"http://127.0.0.1:{port}/metrics"
+                extenders = extender_entries(port)
+            second = stack.enter_context(
+                second_scheduler.running(
+                    self.kubeconfig,
+                    workdir,
+                    scheduler_name=name,
+                    extenders=extenders,
+                    extra_gates=cfg.feature_gates,
+                    release=self.cluster.release(),
+                    overrides=setup.config,
+                )
+            )
+            yield Scheduler(
+                name=second.name,
+                metrics_url=second.metrics_url,
+                extender_metrics_url=extender_metrics,
+                log=workdir / f"{name}.log",
+            )
+
+
+@contextlib.contextmanager
+def opened(
+    config: local.ClusterConfig, workdir: Path, console: Console, *, keep: bool = False
+) -> Iterator[LocalSite]:
+    """The cluster `config` describes, up (built and created if needed), with the shipped
+    extender running; torn down afterwards if this created it (unless `keep`)."""
+    cluster = local.LocalCluster(config)
+    release = config.kubernetes or cluster.release()
+    console.rule(f"control plane: Kubernetes {release}")
+    status, created = cluster.up()
+    state = "started" if created else "already running"
+    console.print(f"cluster {config.name!r} ({release}) {state} at {status.server}")
+    try:
+        site = LocalSite(cluster, status.server or "")
+        workdir.mkdir(parents=True, exist_ok=True)
+        with extender(site.env, workdir / "extender.log", config.extender_port):
+            yield site
+    finally:
+        if created and not keep:
+            cluster.down()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def cluster_config(
+    base: local.ClusterConfig,
+    key: tuple[str, tuple[tuple[str, bool], ...]],
+    keys: list[tuple[str, tuple[tuple[str, bool], ...]]],
+    *,
+    explicit_release: bool,
+) -> local.ClusterConfig:
+    """The cluster for one of an experiment's cluster keys (pure). One key: the user's own
+    cluster (`--name`), on the release the file asks for, if it asks. Several: one cluster
+    each, named after the base and the release (and a gate digest), each calling its own
+    extender port, brought up in turn."""
+    release, gates = key
+    if len(keys) == 1:
+        return dataclasses.replace(
+            base,
+            kubernetes=release if explicit_release else base.kubernetes,
+            feature_gates={**base.feature_gates, **dict(gates)},
+        )
+    suffix = "k" + release.replace(".", "")
+    if gates:
+        suffix += "-" + hashlib.sha256(repr(gates).encode()).hexdigest()[:6]
+    return dataclasses.replace(
+        base,
+        name=f"{base.name}-{suffix}",
+        apiserver_port=0,
+        extender_port=base.extender_port + 1 + keys.index(key),
+        kubernetes=release,
+        feature_gates={**base.feature_gates, **dict(gates)},
+    )
+
+
+def opener(
+    base: local.ClusterConfig,
+    keys: list[tuple[str, tuple[tuple[str, bool], ...]]],
+    console: Console,
+    *,
+    explicit_release: bool,
+    keep: bool = False,
+) -> Callable[[tuple[str, tuple[tuple[str, bool], ...]], Path], AbstractContextManager[LocalSite]]:
+    """The runner's `SiteOpener` for the local cluster(s) of an experiment's cluster keys."""
+
+    def open_site(
+        key: tuple[str, tuple[tuple[str, bool], ...]], workdir: Path
+    ) -> AbstractContextManager[LocalSite]:
+        config = cluster_config(base, key, keys, explicit_release=explicit_release)
+        return opened(config, workdir, console, keep=keep)
+
+    return open_site

@@ -1,0 +1,390 @@
+"""`testbed experiment run` (and `testbed demo`, its built-in file): an experiment end to end.
+
+For each stage (`matrix`): open the site its cluster needs -> the fleet -> the stage's
+schedulers -> its arms, one loadgen run each -> delete the fleet and close the site. Then the
+summary, the top-level JSON and `index.html`. The services run as their own processes
+through their CLIs; the runner knows the cluster only as a `Site`. Ctrl-C stops the running
+arm through loadgen's own interrupt handling (what it measured is written) and cleans up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+
+from experiment import (
+    children,
+    comparison,
+    matrix,
+    plan,
+    report,
+    summary,
+    validity,
+    variants_report,
+)
+from experiment import spec as specs
+from experiment.site import Scheduler, SchedulerSetup, Site
+from testbed import vocab
+from testbed.kube import resources, watching
+from testbed.kube.client import Kube
+
+SiteOpener = Callable[[matrix.ClusterKey, Path], contextlib.AbstractContextManager[Site]]
+"""Opens the site for a stage's cluster (release, gates); the path is its work directory."""
+
+
+class RunError(RuntimeError):
+    """A step failed; the message says which and where its log is."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    output_dir: Path
+    keep: bool = False
+    """Leave the fleet running afterwards (the site decides about its cluster)."""
+
+
+async def _fleet_slices(kubeconfig: Path, fleet: str) -> list[dict[str, Any]]:
+    async with await Kube.connect(kubeconfig=kubeconfig) as kube:
+        selector = resources.label_selector({vocab.LABEL_FLEET: fleet})
+        return (await kube.list(resources.RESOURCE_SLICES, label_selector=selector)).items
+
+
+async def _wait_namespace_gone(kubeconfig: Path, namespace: str, seconds: float) -> bool:
+    """Block until the previous arm's namespace (its pods and claims) is gone, so the next
+    arm starts on a fleet with every device free."""
+    async with await Kube.connect(kubeconfig=kubeconfig) as kube:
+
+        async def gone() -> None:
+            async for ev in watching.informer(
+                kube, resources.NAMESPACES, field_selector=f"metadata.name={namespace}"
+            ):
+                if isinstance(ev, watching.Snapshot) and not ev.items:
+                    return
+                if isinstance(ev, watching.Change) and ev.type == "DELETED":
+                    return
+
+        try:
+            await asyncio.wait_for(gone(), seconds)
+        except TimeoutError:
+            return False
+        return True
+
+
+def _run_arm(
+    arm: plan.Arm,
+    out_dir: Path,
+    env: dict[str, str],
+    qps: float,
+    scheduler: Scheduler,
+    fleet: str,
+    arrival: str = "fixed",
+) -> dict[str, Any]:
+    arm_dir = out_dir / arm.name
+    arm_dir.mkdir(parents=True, exist_ok=True)
+    scenario = arm.scenario
+    if arm.scenario_doc is not None:
+        scenario = str(arm_dir / "scenario.yaml")
+        Path(scenario).write_text(yaml.safe_dump(arm.scenario_doc, sort_keys=False))
+    cmd = [
+        children.tool("loadgen"),
+        "run",
+        scenario,
+        *(f"{k}={v}" for k, v in arm.params.items()),
+        "--node-selector",
+        f"{vocab.LABEL_FLEET}={fleet}",
+        "--output-dir",
+        str(arm_dir),
+        "--qps",
+        str(qps),
+        "--arrival",
+        arrival,
+        "--seed",
+        str(arm.repeat),
+        "--scrape",
+        "apiserver=kube:/metrics",
+        "--scrape",
+        f"scheduler={scheduler.metrics_url}",
+    ]
+    if scheduler.extender_metrics_url:
+        cmd += ["--scrape", f"extender={scheduler.extender_metrics_url}"]
+    if scheduler.name != "default-scheduler":
+        cmd += ["--scheduler-name", scheduler.name]
+    code = children.run(cmd, env)
+    result = arm_dir / "result.json"
+    if not result.is_file():
+        raise RunError(f"loadgen wrote no result for {arm.name} (exit {code})")
+    doc: dict[str, Any] = json.loads(result.read_text())
+    return doc
+
+
+def _apply_fleet(doc: dict[str, Any], out: Path, env: dict[str, str], nodes: int = 0) -> None:
+    """The experiment's fleet (resized to `nodes` for the demo's scale comparison; fleet
+    touches only the difference)."""
+    if nodes:
+        doc = {**plan.fleet_spec(nodes), "name": doc["name"]}
+    path = out / f"fleet-{nodes or 'spec'}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    if children.run([children.tool("fleet"), "apply", "-f", str(path)], env) != 0:
+        raise RunError(f"fleet apply of {path.name} failed")
+
+
+def _latency_qps(arm: plan.Arm, by_name: dict[str, dict[str, Any]]) -> float | None:
+    """LATENCY_LOAD of the rate the arm's throughput arm sustained (None if it has none)."""
+    sustained = ((by_name.get(arm.latency_of) or {}).get("throughput") or {}).get("Average")
+    return round(plan.LATENCY_LOAD * float(sustained), 3) if sustained else None
+
+
+def _log_size(log: Path | None) -> int:
+    try:
+        return log.stat().st_size if log else 0
+    except OSError:
+        return 0
+
+
+def _skipped_since(log: Path | None, offset: int) -> int:
+    """Times kube-scheduler's log says it skipped the extender after byte `offset`."""
+    if log is None:
+        return 0
+    try:
+        with log.open("rb") as f:
+            f.seek(offset)
+            return validity.skipped_in_log(f.read().decode(errors="replace"))
+    except OSError:
+        return 0
+
+
+def _settle(kubeconfig: Path, doc: dict[str, Any], console: Console) -> None:
+    namespace = doc.get("namespace")
+    if namespace and not asyncio.run(_wait_namespace_gone(kubeconfig, namespace, 300)):
+        console.print(f"[yellow]namespace {namespace} still terminating after 300s")
+
+
+def _scheduler_dir(out: Path, key: str) -> Path:
+    """Work directory (and name) of the second scheduler for scheduler key `key`."""
+    return out / ("plain-scheduler" if key == plan.PLAIN else f"{key}-scheduler")
+
+
+@dataclass
+class _Progress:
+    """What the arms measured so far: kept whatever stops the run."""
+
+    results: list[tuple[plan.Arm, dict[str, Any]]]
+    valid: dict[str, validity.Validity]
+    timings: dict[str, dict[str, float | str]]
+    by_name: dict[str, dict[str, Any]]
+    sites: list[str]
+    done: int = 0
+
+
+def _run_stage(
+    exp: specs.Experiment,
+    stage: matrix.Stage,
+    site: Site,
+    config: RunConfig,
+    progress: _Progress,
+    total: int,
+    console: Console,
+) -> None:
+    out = config.output_dir
+    env = {**os.environ, "KUBECONFIG": str(site.kubeconfig)}
+    fleet_doc = specs.fleet_document(exp)
+    fleet = exp.fleet_name
+    fleet_applied = False
+    try:
+        console.rule(f"fleet {fleet!r} on {site.description}")
+        fleet_applied = True
+        _apply_fleet(fleet_doc, out, env)
+        nodes = exp.fleet.nodes or 0
+        shape = plan.shape_of(asyncio.run(_fleet_slices(site.kubeconfig, fleet)))
+        console.print(
+            f"fleet: {shape.nodes} device nodes, {shape.gpus} GPUs, "
+            f"{shape.eight_gpu_nodes} 8-GPU nodes, {shape.aligned_eight_nodes} with 8 RDMA NICs"
+        )
+        arms = list(stage.arms)
+        if exp.builtin is not None:
+            try:
+                arms = plan.arms(shape, matrix.builtin_workload(exp))
+            except ValueError as e:
+                raise RunError(str(e)) from e
+            total = len(arms)
+        setups = matrix.setups(exp)
+        keys = list(dict.fromkeys(arm.scheduler for arm in arms if not arm.same_as))
+        with contextlib.ExitStack() as stack:
+            # Every scheduler of the stage runs for all of it, so each carries the same idle
+            # watch load in every arm and the ratios are fair.
+            schedulers = {
+                k: stack.enter_context(site.scheduler(setups[k], _scheduler_dir(out, k)))
+                for k in keys
+            }
+            fleet_nodes = nodes
+            for arm in arms:
+                progress.done += 1
+                console.rule(f"arm {progress.done}/{total}: {arm.comparison} / {arm.variant}")
+                if arm.fleet_nodes and arm.fleet_nodes != fleet_nodes:
+                    fleet_nodes = arm.fleet_nodes
+                    console.print(f"resizing the fleet to {fleet_nodes} nodes")
+                    _apply_fleet(fleet_doc, out, env, fleet_nodes)
+                _one_arm(exp, arm, out, site, schedulers, setups, env, progress, console)
+    finally:
+        if fleet_applied and not config.keep:
+            children.run([children.tool("fleet"), "delete", "--name", fleet], env)
+
+
+def _one_arm(
+    exp: specs.Experiment,
+    arm: plan.Arm,
+    out: Path,
+    site: Site,
+    schedulers: dict[str, Scheduler],
+    setups: dict[str, SchedulerSetup],
+    env: dict[str, str],
+    p: _Progress,
+    console: Console,
+) -> None:
+    if arm.same_as:
+        # Link, so the report and every reader find the arm's own directory.
+        link = out / arm.name
+        if not link.exists():
+            link.symlink_to(arm.same_as, target_is_directory=True)
+        p.results.append((arm, p.by_name[arm.same_as]))
+        p.valid[arm.name] = p.valid[arm.same_as]
+        p.timings[arm.name] = {"seconds": 0.0, "same_as": arm.same_as}
+        console.print(f"same workload as {arm.same_as}: its result is reused")
+        return
+    qps, arrival = exp.qps, "fixed"
+    if arm.latency_of:
+        latency_qps = _latency_qps(arm, p.by_name)
+        if latency_qps is None:
+            p.valid[arm.name] = validity.Validity(
+                False, f"{arm.latency_of} sustained no rate to run below"
+            )
+            console.print(f"[yellow]arm {arm.name}: {p.valid[arm.name].reason}")
+            return
+        qps, arrival = latency_qps, "poisson"
+        console.print(f"unsaturated: Poisson arrivals at {qps:g} pods/s")
+    scheduler = schedulers[arm.scheduler]
+    started = time.monotonic()
+    log_offset = _log_size(scheduler.log)
+    doc = _run_arm(arm, out, env, qps, scheduler, exp.fleet_name, arrival)
+    p.by_name[arm.name] = doc
+    p.results.append((arm, doc))
+    p.valid[arm.name] = (
+        validity.extender_arm(doc, scheduler_skipped=_skipped_since(scheduler.log, log_offset))
+        if setups[arm.scheduler].extender
+        else validity.VALID
+    )
+    if not p.valid[arm.name].valid:
+        console.print(f"[red]arm {arm.name} is invalid: {p.valid[arm.name].reason}")
+    ran = time.monotonic() - started
+    _settle(site.kubeconfig, doc, console)
+    settled = time.monotonic() - started - ran
+    p.timings[arm.name] = {"seconds": round(ran, 1), "cleanup_seconds": round(settled, 1)}
+    console.print(f"arm {arm.name}: {ran:.0f} s, then {settled:.0f} s to clean up")
+
+
+def run(exp: specs.Experiment, config: RunConfig, open_site: SiteOpener, console: Console) -> int:
+    """Run the experiment; 0 when every arm accounted for every pod and ran as labelled."""
+    started = time.monotonic()
+    out = config.output_dir
+    out.mkdir(parents=True, exist_ok=True)
+    stages = matrix.stages(exp)
+    total = sum(len(s.arms) for s in stages)
+    p = _Progress([], {}, {}, {}, [])
+    try:
+        for i, stage in enumerate(stages):
+            with open_site(stage.cluster, out / f"site-{i}") as site:
+                p.sites.append(site.description)
+                _run_stage(exp, stage, site, config, p, total, console)
+    except KeyboardInterrupt:
+        # What was measured is kept: each arm's own directory, and the report over them.
+        if p.results:
+            try:
+                _report(exp, p, out, time.monotonic() - started, console, interrupted=True)
+            except Exception as e:  # a partial report must not hide the interrupt
+                console.print(f"[yellow]no report over the arms measured so far: {e}")
+        raise
+    return _report(exp, p, out, time.monotonic() - started, console)
+
+
+def _report(
+    exp: specs.Experiment,
+    p: _Progress,
+    out: Path,
+    elapsed: float,
+    console: Console,
+    *,
+    interrupted: bool = False,
+) -> int:
+    results = [(arm, doc) for arm, doc in p.results if p.valid[arm.name].valid]
+    accounting = {
+        arm.name: summary.accounted(doc, probe_phases=plan.PROBE_PHASES.get(arm.comparison, ()))
+        for arm, doc in p.results
+    }
+    meta: dict[str, Any] = {
+        "experiment": exp.name,
+        "sites": p.sites,
+        "nodes": exp.fleet.nodes,
+        "repeat": exp.repeats,
+        "elapsed_seconds": round(elapsed, 1),
+        "interrupted": interrupted,
+        "arms": {
+            name: {
+                "accounted": ok,
+                "detail": why,
+                "valid": p.valid[name].valid,
+                "validity": p.valid[name].reason,
+                **p.timings.get(name, {}),
+            }
+            for name, (ok, why) in accounting.items()
+        },
+        "invalid_arms": {n: v.reason for n, v in p.valid.items() if not v.valid},
+    }
+    if exp.builtin is not None:
+        workload = matrix.builtin_workload(exp)
+        meta.update(pods=workload.pods, scale_nodes=workload.scale_nodes)
+        # Invalid arms are shown (below and in demo.json), never averaged in.
+        rows = summary.rows(results)
+        goals = summary.targets(rows)
+        guide = summary.guide_matrix(rows)
+        report.console_table(rows, console)
+        report.console_targets(goals, console)
+        report.console_guide(guide, console)
+        index = report.write(out, rows, meta, [arm for arm, _ in p.results], goals, guide)
+    else:
+        variant_rows = comparison.rows(results, [v.name for v in exp.variants], exp.metrics)
+        release_rows = comparison.release_rows(results, exp.release_pairs(), exp.metrics)
+        variants_report.console(variant_rows, release_rows, console)
+        index = variants_report.write(
+            out, exp, meta, variant_rows, release_rows, [arm for arm, _ in p.results]
+        )
+    bad = {n: why for n, (ok, why) in accounting.items() if not ok}
+    for name, why in bad.items():
+        console.print(f"[red]arm {name}: not every pod accounted for: {why}")
+    for name, v in p.valid.items():
+        if not v.valid:
+            console.print(f"[red]arm {name} invalid, left out of every figure: {v.reason}")
+    console.print(f"report: {index}")
+    if interrupted:
+        console.print(
+            f"[yellow]interrupted after {elapsed / 60:.1f} min: the report covers the "
+            f"{len(p.results)} arm(s) measured before"
+        )
+    elif exp.budget_minutes is not None and elapsed > exp.budget_minutes * 60:
+        console.print(
+            f"[yellow]{exp.name} took {elapsed / 60:.1f} min, over its "
+            f"{exp.budget_minutes:g} min budget on this machine: try fewer nodes, pods or "
+            "comparisons"
+        )
+    else:
+        console.print(f"done in {elapsed / 60:.1f} min")
+    return 1 if bad or not all(v.valid for v in p.valid.values()) else 0

@@ -1,0 +1,406 @@
+"""Experiment files: a fleet, variants, workloads, repeats, order and the metrics to compare.
+
+An experiment is data: `testbed experiment validate FILE` parses and checks it and creates
+nothing; `testbed experiment run FILE` runs it. A file either names the demo's built-in
+comparisons (`builtin:`, their own variants: extender on/off, DRA vs device plugin, ...) or
+brings its own variants, each run on every workload (a variants x workloads matrix). Variants
+may differ in the scheduler (extender on/off and its flags, configuration overrides) and in
+the cluster (Kubernetes release, feature gates): the runner brings up one cluster per
+release in turn.
+
+Every error is one line naming the field (`validation.one_line`); `check` also asks the
+services' public parsers (the fleet spec, loadgen's scenarios) and the pinned releases.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from experiment import comparison, plan
+from fleet import profiles as fleet_profiles
+from fleet import spec as fleet_spec
+from loadgen import scenarios
+from testbed import validation
+from testbed.cluster import binaries as bins
+from testbed.cluster import feature_gates as fg
+
+KIND = "Experiment"
+DEMO_PROFILE = "demo"
+"""`fleet.profile: demo`: the demo's mixed fleet (`plan.fleet_spec`), not a single profile."""
+MAX_REPEATS = 50
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,28}[a-z0-9])?\Z")
+Scalar = str | int | float | bool
+
+
+class SpecError(ValueError):
+    """An experiment file that cannot run; the message is one line naming the field."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+def _check_name(value: str) -> str:
+    if not _NAME.match(value):
+        raise ValueError(f"{validation.shown(value)} is not a lowercase name (a-z, 0-9, -; <= 30)")
+    return value
+
+
+class FleetRef(_Model):
+    """The fleet every arm runs on: a profile and a node count, or a fleet spec inline."""
+
+    profile: str | None = None
+    """`demo` (the demo's mix of five profiles) or one of the fleet's hardware profiles."""
+    nodes: int | None = Field(None, ge=1, le=100_000)
+    spec: dict[str, Any] | None = None
+    """A fleet spec as `fleet apply -f` reads it (its name is replaced by the experiment's)."""
+
+    @model_validator(mode="after")
+    def _one_way(self) -> FleetRef:
+        if (self.spec is None) == (self.profile is None):
+            raise ValueError("give either profile (with nodes) or spec")
+        if self.profile is not None and self.nodes is None:
+            raise ValueError("nodes: a profile needs a node count")
+        if self.spec is not None and self.nodes is not None:
+            raise ValueError("nodes: an inline spec sets its own pool counts")
+        return self
+
+
+class SchedulerOverrides(_Model):
+    """The top-level KubeSchedulerConfiguration fields a variant may lay over the shipped
+    file, checked here rather than by a kube-scheduler that refuses to start mid-run."""
+
+    percentage_of_nodes_to_score: int | None = Field(
+        None, ge=0, le=100, alias="percentageOfNodesToScore"
+    )
+    """0: the scheduler's adaptive default (50 % at 100 nodes, down to 5 % at 5,000)."""
+    parallelism: int | None = Field(None, ge=1, le=1024)
+    pod_initial_backoff_seconds: int | None = Field(None, ge=1, alias="podInitialBackoffSeconds")
+    pod_max_backoff_seconds: int | None = Field(None, ge=1, alias="podMaxBackoffSeconds")
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        """As configuration fields (only those set)."""
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
+class Variant(_Model):
+    """One way of running the workloads: the scheduler and the cluster it runs in."""
+
+    name: str
+    extender: bool = True
+    """The scheduler calls the topology extender."""
+    extender_flags: dict[str, Scalar] = Field(default_factory=dict, alias="extenderFlags")
+    """`extender serve` flags without the dashes, e.g. {weight-packing: 0}."""
+    scheduler_overrides: SchedulerOverrides = Field(
+        default_factory=lambda: SchedulerOverrides(), alias="scheduler"
+    )
+    """KubeSchedulerConfiguration fields laid over the shipped one."""
+    feature_gates: dict[str, bool] = Field(default_factory=dict, alias="featureGates")
+    kubernetes: str | None = None
+    """The release (`1.35`, `1.36`) of the cluster this variant runs in; None: the default."""
+    device_plugin: bool = Field(False, alias="devicePlugin")
+    """Pods ask for GPUs as extended resources (the device plugin's way) instead of claims."""
+
+    _name = field_validator("name")(_check_name)
+
+    @field_validator("kubernetes", mode="before")
+    @classmethod
+    def _release(cls, value: object) -> object:
+        if isinstance(value, float):  # `kubernetes: 1.35` in YAML is a float
+            return f"{value:.2f}"
+        return value
+
+    @field_validator("extender_flags")
+    @classmethod
+    def _flags(cls, value: dict[str, Scalar]) -> dict[str, Scalar]:
+        for key in value:
+            if not re.fullmatch(r"[a-z][a-z0-9-]*", key):
+                raise ValueError(
+                    f"{validation.shown(key)} is not a flag name (e.g. weight-packing)"
+                )
+            if key in ("port", "kubeconfig", "context"):
+                raise ValueError(f"{key}: set by the runner, not by a variant")
+        return value
+
+    @field_validator("feature_gates")
+    @classmethod
+    def _gates(cls, value: dict[str, bool]) -> dict[str, bool]:
+        try:
+            fg.parse(fg.flag_value(value))
+        except fg.GateError as e:
+            raise ValueError(str(e)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Variant:
+        if self.extender_flags and not self.extender:
+            raise ValueError("extenderFlags: the variant runs without the extender")
+        return self
+
+    @property
+    def scheduler(self) -> dict[str, Any]:
+        return self.scheduler_overrides.fields
+
+    @property
+    def cluster_key(self) -> tuple[str, tuple[tuple[str, bool], ...]]:
+        """Variants with equal keys share one cluster: (release, feature gates)."""
+        return (self.kubernetes or bins.DEFAULT_RELEASE, tuple(sorted(self.feature_gates.items())))
+
+    @property
+    def extender_args(self) -> tuple[str, ...]:
+        return tuple(
+            arg
+            for key, v in sorted(self.extender_flags.items())
+            for arg in (f"--{key}", str(v).lower() if isinstance(v, bool) else str(v))
+        )
+
+    def without_cluster(self) -> tuple[object, ...]:
+        """Everything but the name and the release: variants that differ only in release."""
+        return (
+            self.extender,
+            tuple(sorted(self.extender_flags.items())),
+            repr(sorted(self.scheduler.items())),
+            self.device_plugin,
+            tuple(sorted(self.feature_gates.items())),
+        )
+
+
+class Workload(_Model):
+    """A loadgen scenario with its parameters, run once per variant per repeat."""
+
+    name: str
+    scenario: str
+    """A loadgen scenario name (`loadgen run --help`) or a .yaml file, relative to the
+    experiment file."""
+    params: dict[str, Scalar] = Field(default_factory=dict)
+    latency: bool = False
+    """Follow each arm with an unsaturated one (Poisson arrivals at plan.LATENCY_LOAD of the
+    rate it sustained) for pod startup as service time, not queueing."""
+
+    _name = field_validator("name")(_check_name)
+
+    def loadgen_params(self, variant: Variant) -> dict[str, str]:
+        params = {
+            k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in self.params.items()
+        }
+        if variant.device_plugin:
+            params["device_plugin"] = "true"
+        return params
+
+
+class Builtin(_Model):
+    """The demo's own comparisons (`plan`), each with its own pair of variants."""
+
+    comparisons: list[str] = Field(default_factory=lambda: list(plan.DEFAULT_COMPARISONS))
+    pods: int = Field(1000, ge=1)
+    scale_nodes: int | None = Field(None, ge=1, alias="scaleNodes")
+
+    @field_validator("comparisons")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        unknown = [c for c in value if c not in plan.ALL_COMPARISONS]
+        if unknown or not value:
+            raise ValueError(
+                f"{unknown[0] if unknown else '[]'}: not a built-in comparison "
+                f"(known: {', '.join(plan.ALL_COMPARISONS)})"
+            )
+        return value
+
+
+class Experiment(_Model):
+    api_version: Literal["testbed.dra.io/v1alpha1"] = Field(
+        "testbed.dra.io/v1alpha1", alias="apiVersion"
+    )
+    kind: Literal["Experiment"] = "Experiment"
+    name: str
+    description: str = ""
+    fleet: FleetRef
+    builtin: Builtin | None = None
+    variants: list[Variant] = Field(default_factory=list)
+    workloads: list[Workload] = Field(default_factory=list)
+    repeats: int = Field(1, ge=1, le=MAX_REPEATS)
+    order: Literal["alternating", "fixed"] = "alternating"
+    """alternating: every other repeat runs the variants (and the clusters) in reverse, so
+    machine drift cancels out of the ratios."""
+    qps: float = Field(100.0, gt=0, le=10_000)
+    """loadgen's pod creation rate for every saturating arm."""
+    budget_minutes: float | None = Field(None, gt=0, alias="budgetMinutes")
+    """The run's time budget on this machine: over it, the run ends with a hint to shrink it."""
+    metrics: list[str] = Field(default_factory=list)
+    """What to compare (`comparison.METRICS`); empty: every metric with a value."""
+
+    _name = field_validator("name")(_check_name)
+
+    @field_validator("metrics")
+    @classmethod
+    def _metrics(cls, value: list[str]) -> list[str]:
+        known = comparison.metric_names()
+        for m in value:
+            if m not in known:
+                raise ValueError(
+                    f"{validation.shown(m)}: unknown metric (known: {', '.join(known)})"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _shape(self) -> Experiment:
+        if self.builtin is not None:
+            if self.variants or self.workloads:
+                raise ValueError("builtin: its comparisons bring their own variants and workloads")
+            if self.fleet.profile != DEMO_PROFILE or (self.fleet.nodes or 0) < 10:
+                raise ValueError(
+                    "fleet: the built-in comparisons run on profile: demo with at least 10 nodes"
+                )
+            return self
+        if not self.variants or not self.workloads:
+            raise ValueError("variants: give variants and workloads (or builtin comparisons)")
+        for field_name, names in (
+            ("variants", [v.name for v in self.variants]),
+            ("workloads", [w.name for w in self.workloads]),
+        ):
+            if dup := sorted({n for n in names if names.count(n) > 1}):
+                raise ValueError(f"{field_name}: name {dup[0]!r} is used twice")
+        if len(self.variants) < 2:
+            raise ValueError("variants: an experiment compares at least two")
+        return self
+
+    @property
+    def fleet_name(self) -> str:
+        return self.name
+
+    def clusters(self) -> list[tuple[str, tuple[tuple[str, bool], ...]]]:
+        """The clusters the variants need, in file order (one, unless they differ in release
+        or feature gates)."""
+        keys: list[tuple[str, tuple[tuple[str, bool], ...]]] = []
+        for v in self.variants:
+            if v.cluster_key not in keys:
+                keys.append(v.cluster_key)
+        return keys or [(bins.DEFAULT_RELEASE, ())]
+
+    def release_pairs(self) -> list[tuple[str, str, str, str]]:
+        """(previous variant, its release, current variant, its release): variants alike in
+        all but the release, each next to the one of the release before it."""
+        groups: dict[tuple[object, ...], list[Variant]] = {}
+        for v in self.variants:
+            groups.setdefault(v.without_cluster(), []).append(v)
+        pairs = []
+        for group in groups.values():
+            ordered = sorted(group, key=lambda v: _release_order(v.cluster_key[0]))
+            for prev, cur in itertools.pairwise(ordered):
+                if prev.cluster_key[0] != cur.cluster_key[0]:
+                    pairs.append((prev.name, prev.cluster_key[0], cur.name, cur.cluster_key[0]))
+        return pairs
+
+
+def _release_order(release: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in release.split(".") if p.isdigit())
+
+
+def parse(data: object, *, source: str = "experiment", base: Path | None = None) -> Experiment:
+    """An Experiment from decoded YAML (scenario files resolved against `base`); SpecError."""
+    if not isinstance(data, Mapping):
+        raise SpecError(f"{source}: expected a mapping (an Experiment)")
+    try:
+        exp = Experiment.model_validate(data)
+    except ValidationError as e:
+        raise SpecError(f"{source}: {validation.one_line(e)}") from None
+    if base is not None:
+        workloads = [
+            w.model_copy(update={"scenario": str((base / w.scenario).resolve())})
+            if w.scenario.endswith((".yaml", ".yml")) and not Path(w.scenario).is_absolute()
+            else w
+            for w in exp.workloads
+        ]
+        exp = exp.model_copy(update={"workloads": workloads})
+    return exp
+
+
+def load(path: Path) -> Experiment:
+    """An Experiment from a YAML file; SpecError names the file and the field."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise SpecError(f"cannot read {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise SpecError(f"{path}: not valid UTF-8 text ({e.reason} at byte {e.start})") from None
+    except (ValueError, yaml.YAMLError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise SpecError(f"{path}: not valid YAML: {first}") from None
+    except RecursionError:
+        raise SpecError(f"{path}: not valid YAML: too deeply nested") from None
+    return parse(data, source=str(path), base=path.parent)
+
+
+def builtin(name: str = "demo") -> Experiment:
+    """A built-in experiment shipped with the package (`experiment/builtin/NAME.yaml`)."""
+    text = resources.files("experiment.builtin").joinpath(f"{name}.yaml").read_text()
+    return parse(yaml.safe_load(text), source=f"built-in {name}")
+
+
+def fleet_document(exp: Experiment) -> dict[str, Any]:
+    """The fleet spec `fleet apply -f` gets, named after the experiment (pure)."""
+    ref = exp.fleet
+    if ref.profile == DEMO_PROFILE:
+        doc = plan.fleet_spec(ref.nodes or 0)
+    elif ref.profile is not None:
+        doc = {
+            "seed": 0,
+            "pools": [{"name": ref.profile, "profile": ref.profile, "count": ref.nodes}],
+        }
+    else:
+        doc = dict(ref.spec or {})
+    if any(v.device_plugin for v in exp.variants) and ref.spec is None:
+        doc["extendedResources"] = True  # the device-plugin arms ask for nvidia.com/gpu
+    return {**doc, "name": exp.fleet_name}
+
+
+def unknown_extender_flags(exp: Experiment, serve_help: str) -> list[str]:
+    """Variants' extender flags that `extender serve --help` (its text) does not offer."""
+    offered = set(re.findall(r"--([a-z][a-z0-9-]*)", serve_help))
+    return [
+        f"variants.{i}.extenderFlags.{flag}"
+        for i, v in enumerate(exp.variants)
+        for flag in v.extender_flags
+        if flag not in offered
+    ]
+
+
+def check(exp: Experiment) -> list[str]:
+    """Everything a run would stumble on, before it creates anything: the fleet spec, the
+    releases, the scenarios and their parameters. Returns the clusters' releases; SpecError."""
+    try:
+        fleet = fleet_spec.from_data(fleet_document(exp), source="fleet")
+    except (fleet_spec.SpecError, fleet_spec.ProfileError) as e:
+        raise SpecError(str(e)) from None
+    known = fleet_profiles.catalogue(inline=fleet.spec.profiles or ())
+    for i, pool in enumerate(fleet.spec.pools):
+        if pool.profile not in known:
+            raise SpecError(
+                f"fleet: pools.{i}.profile: {pool.profile!r} is not a known hardware profile "
+                f"(known: {', '.join(sorted(known))})"
+            )
+    if any(v.device_plugin for v in exp.variants) and not fleet.spec.extended_resources:
+        raise SpecError("fleet.spec: a devicePlugin variant needs extendedResources: true")
+    releases = []
+    for i, v in enumerate(exp.variants):
+        try:
+            releases.append(bins.check_release(v.kubernetes or bins.DEFAULT_RELEASE))
+        except bins.UnknownRelease as e:
+            raise SpecError(f"variants.{i}.kubernetes: {e}") from None
+    for i, w in enumerate(exp.workloads):
+        for v in exp.variants:
+            try:
+                scenarios.load(w.scenario, dict(w.loadgen_params(v)))
+            except scenarios.ScenarioError as e:
+                where = f" (variant {v.name})" if v.device_plugin else ""
+                raise SpecError(f"workloads.{i}{where}: {e}") from None
+    return sorted(set(releases)) or [bins.DEFAULT_RELEASE]

@@ -1,0 +1,214 @@
+"""An experiment file's outputs: the console tables, `experiment.json` and `index.html`.
+
+Per workload and metric each variant's median (min-max over repeats) and its ratio to the
+first variant; the release-to-release table where variants differ only in the release; per
+workload the variants' charts side by side (`report.comparison_charts`); each arm's own
+loadgen report linked.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from experiment import report
+from experiment.comparison import ReleaseRow, VariantRow
+from experiment.plan import Arm
+from experiment.spec import Experiment
+from experiment.summary import SCHEMA_VERSION, Figure
+from testbed import charts, units
+
+RELEASE_COLUMNS = ("workload", "metric", "previous", "current", "% change")
+
+
+def _value(value: float, unit: str) -> str:
+    if math.isnan(value):
+        return "-"
+    if unit == "share":
+        return units.percent(value)
+    if unit in ("ms", "count", "nodes"):
+        return f"{value:,.0f}"
+    return f"{value:,.2f}"
+
+
+def _figure(f: Figure, unit: str) -> str:
+    if len(f.values) > 1:
+        low, high = f.spread
+        return f"{_value(f.median, unit)} ({_value(low, unit)}–{_value(high, unit)})"
+    return _value(f.median, unit)
+
+
+def _variant_cell(row: VariantRow, variant: str) -> str:
+    text = _figure(row.figures[variant], row.unit)
+    ratio = row.ratio(variant)
+    if variant != row.baseline and ratio is not None:
+        text += f" ×{ratio:.2f}"
+    return text
+
+
+def _change(row: ReleaseRow) -> str:
+    c = row.change
+    return "-" if c is None else f"{c:+.1%}"
+
+
+def _release_cells(r: ReleaseRow) -> tuple[str, ...]:
+    return (
+        r.workload,
+        f"{r.metric} [{r.unit}]",
+        f"{r.previous}: {_figure(r.previous_value, r.unit)}",
+        f"{r.current}: {_figure(r.current_value, r.unit)}",
+        _change(r),
+    )
+
+
+def _variants(rows: Sequence[VariantRow]) -> list[str]:
+    seen: list[str] = []
+    for r in rows:
+        seen += [v for v in r.figures if v not in seen]
+    return seen
+
+
+def _variant_cells(rows: Sequence[VariantRow], variants: list[str]) -> list[tuple[str, ...]]:
+    return [
+        (
+            r.workload,
+            f"{r.metric} [{r.unit}]",
+            *(_variant_cell(r, v) if v in r.figures else "-" for v in variants),
+        )
+        for r in rows
+    ]
+
+
+def console(rows: Sequence[VariantRow], releases: Sequence[ReleaseRow], out: Console) -> None:
+    variants = _variants(rows)
+    table = Table(
+        title="variants side by side (median, min–max over repeats; ×ratio to the first variant)"
+    )
+    for col in ("workload", "metric", *variants):
+        table.add_column(col, justify="left" if col in ("workload", "metric") else "right")
+    for cells in _variant_cells(rows, variants):
+        table.add_row(*map(escape, cells))
+    out.print(table)
+    if releases:
+        rt = Table(title="release to release (median over repeats)")
+        for col in RELEASE_COLUMNS:
+            rt.add_column(col, justify="left" if col in ("workload", "metric") else "right")
+        for r in releases:
+            rt.add_row(*map(escape, _release_cells(r)))
+        out.print(rt)
+
+
+def _figure_json(f: Figure) -> dict[str, Any]:
+    return {"values": f.values, "median": None if math.isnan(f.median) else f.median}
+
+
+def to_json(
+    exp: Experiment,
+    meta: dict[str, Any],
+    rows: Sequence[VariantRow],
+    releases: Sequence[ReleaseRow],
+) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "ExperimentResult",
+        **meta,
+        "spec": exp.model_dump(mode="json", by_alias=True, exclude_defaults=True),
+        "comparisons": [
+            {
+                "workload": r.workload,
+                "metric": r.metric,
+                "unit": r.unit,
+                "baseline": r.baseline,
+                "variants": {
+                    v: {**_figure_json(f), "ratio_to_baseline": r.ratio(v)}
+                    for v, f in r.figures.items()
+                },
+            }
+            for r in rows
+        ],
+        "releases": [
+            {
+                "workload": r.workload,
+                "metric": r.metric,
+                "unit": r.unit,
+                "previous": {"variant": r.previous, **_figure_json(r.previous_value)},
+                "current": {"variant": r.current, **_figure_json(r.current_value)},
+                "change": r.change,
+            }
+            for r in releases
+        ],
+    }
+
+
+def _first_repeat(arms: Sequence[Arm]) -> dict[str, list[Arm]]:
+    """Per workload, its first repeat's saturating arms in run order."""
+    out: dict[str, list[Arm]] = {}
+    for arm in arms:
+        if arm.repeat == 0 and not arm.latency_of:
+            out.setdefault(arm.comparison, []).append(arm)
+    return out
+
+
+def write(
+    out_dir: Path,
+    exp: Experiment,
+    meta: dict[str, Any],
+    rows: Sequence[VariantRow],
+    releases: Sequence[ReleaseRow],
+    arms: Sequence[Arm],
+) -> Path:
+    doc = to_json(exp, meta, rows, releases)
+    (out_dir / "experiment.json").write_text(json.dumps(doc, indent=2) + "\n")
+    variants = _variants(rows)
+    sections = [
+        charts.Section(
+            "Variants side by side",
+            [
+                charts.table(
+                    ("workload", "metric", *variants),
+                    _variant_cells(rows, variants),
+                    text_columns=2,
+                ),
+                charts.note("Median over repeats (min–max); ×ratio to the first variant."),
+            ],
+        )
+    ]
+    if releases:
+        table = charts.table(RELEASE_COLUMNS, [_release_cells(r) for r in releases], text_columns=2)
+        sections.append(charts.Section("Release to release", [table]))
+    for workload, first in _first_repeat(arms).items():
+        heading = f"{workload}: {' vs '.join(a.variant for a in first)}"
+        sections.append(charts.Section(heading, report._comparison_charts(out_dir, first)))
+    invalid = meta.get("invalid_arms") or {}
+    if invalid:
+        items = "".join(f"<li>{html.escape(n)}: {html.escape(w)}</li>" for n, w in invalid.items())
+        sections.append(
+            charts.Section("Invalid arms (left out of every figure)", [f"<ul>{items}</ul>"])
+        )
+    links = "".join(
+        f"<li><a href='{html.escape(a.name)}/report.html'>{html.escape(a.name)}</a></li>"
+        for a in arms
+    )
+    sections.append(charts.Section("Each arm's report", [f"<ul>{links}</ul>"]))
+    facts = [
+        ("experiment", exp.name),
+        *(("description", exp.description) for _ in [0] if exp.description),
+        *(("site", s) for s in meta.get("sites", [])),
+        ("variants", ", ".join(v.name for v in exp.variants)),
+        ("workloads", ", ".join(w.name for w in exp.workloads)),
+        ("repeats", f"{exp.repeats} ({exp.order})"),
+        ("elapsed", units.duration(float(meta.get("elapsed_seconds", 0.0)))),
+    ]
+    index = out_dir / "index.html"
+    index.write_text(
+        charts.page(f"dra-testbed experiment {exp.name}", sections, intro=charts.facts(facts))
+    )
+    return index

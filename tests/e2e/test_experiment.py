@@ -1,0 +1,132 @@
+"""`testbed experiment run`, tiny, on the real local cluster: variants x a workload, and the
+release axis (one cluster per Kubernetes release, in turn)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from testbed.cluster import local
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(1800)]
+
+
+def _run(file: Path, out: Path, extender_port: int) -> subprocess.CompletedProcess[str]:
+    name = os.environ.get("DRA_TESTBED_TEST_CLUSTER", local.DEFAULT_NAME)
+    cmd = [sys.executable, "-m", "testbed", "--name", name, "--extender-port", str(extender_port)]
+    return subprocess.run(
+        [*cmd, "experiment", "run", str(file), "--output-dir", str(out)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        timeout=1500,
+        check=False,
+    )
+
+
+def _write(tmp_path: Path, doc: dict[str, Any]) -> Path:
+    path = tmp_path / "experiment.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def _arms_accounted(out: Path, doc: dict[str, Any]) -> None:
+    for name, arm in doc["arms"].items():
+        result = json.loads((out / name / "result.json").read_text())
+        assert result["counts"]["pods_seen"] == result["counts"]["expected_pods"], name
+        assert result["cleaned_up"], name
+        assert arm["accounted"] and arm["valid"], (name, arm)
+
+
+def test_two_variants_run_alternately_on_their_own_schedulers_and_are_compared(
+    kubeconfig: str, extender_port: int, tmp_path: Path
+) -> None:
+    file = _write(
+        tmp_path,
+        {
+            "name": "tiny",
+            "fleet": {"profile": "dgx-h100", "nodes": 10},
+            "variants": [
+                {"name": "shipped"},
+                {
+                    "name": "tuned",
+                    "extenderFlags": {"weight-packing": 4},
+                    "scheduler": {"percentageOfNodesToScore": 50},
+                },
+            ],
+            "workloads": [{"name": "gpus", "scenario": "pods", "params": {"pods": 16, "gpus": 1}}],
+            "repeats": 2,
+            "qps": 20,
+        },
+    )
+    out = tmp_path / "out"
+    proc = _run(file, out, extender_port)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+
+    doc = json.loads((out / "experiment.json").read_text())
+    assert doc["kind"] == "ExperimentResult" and doc["invalid_arms"] == {}
+    # Alternating: A B, then B A.
+    assert list(doc["arms"]) == ["gpus-shipped-0", "gpus-tuned-0", "gpus-tuned-1", "gpus-shipped-1"]
+    _arms_accounted(out, doc)
+    # The tuned variant ran on a second scheduler with its overrides, calling its own extender
+    # started with its flags; its arms' extender counters come from that extender.
+    config = yaml.safe_load((out / "tuned-scheduler" / "tuned-scheduler.yaml").read_text())
+    assert config["percentageOfNodesToScore"] == 50
+    assert config["profiles"][0]["schedulerName"] == "tuned-scheduler"
+    tuned = json.loads((out / "gpus-tuned-0" / "result.json").read_text())
+    assert tuned["metrics"]["extender"]["deltas"], tuned["metrics"]["extender"]
+    rows = {(c["workload"], c["metric"]): c for c in doc["comparisons"]}
+    throughput = rows[("gpus", "scheduling throughput")]
+    assert throughput["baseline"] == "shipped"
+    assert [len(v["values"]) for v in throughput["variants"].values()] == [2, 2]
+    assert throughput["variants"]["shipped"]["ratio_to_baseline"] == 1.0
+    index = (out / "index.html").read_text()
+    assert index.count("report.html") == 4 and "Variants side by side" in index
+
+
+def test_two_releases_run_one_cluster_each_and_the_report_compares_them(
+    kubeconfig: str, extender_port: int, tmp_path: Path
+) -> None:
+    file = _write(
+        tmp_path,
+        {
+            "name": "releases",
+            "fleet": {"profile": "dgx-h100", "nodes": 10},
+            "variants": [
+                {"name": "old", "kubernetes": "1.35", "extender": False},
+                {"name": "new", "kubernetes": "1.36", "extender": False},
+            ],
+            "workloads": [{"name": "gpus", "scenario": "pods", "params": {"pods": 16, "gpus": 1}}],
+            "qps": 20,
+        },
+    )
+    out = tmp_path / "out"
+    proc = _run(file, out, extender_port)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-3000:]
+
+    doc = json.loads((out / "experiment.json").read_text())
+    _arms_accounted(out, doc)
+    # One cluster per release, in turn; each torn down after its arms.
+    assert [s.split(", ")[1] for s in doc["sites"]] == ["Kubernetes 1.35", "Kubernetes 1.36"]
+    name = os.environ.get("DRA_TESTBED_TEST_CLUSTER", local.DEFAULT_NAME)
+    for suffix in ("k135", "k136"):
+        cluster = local.LocalCluster(local.ClusterConfig(name=f"{name}-{suffix}"))
+        assert not cluster.status().exists, suffix
+    # Each release's second scheduler ran that release's kube-scheduler.
+    for variant, version in (("old", "v1.35."), ("new", "v1.36.")):
+        sched_log = (out / f"{variant}-scheduler" / f"{variant}-scheduler.log").read_text()
+        assert f'"Starting Kubernetes Scheduler" version="{version}' in sched_log, variant
+    releases = {r["metric"]: r for r in doc["releases"]}
+    row = releases["scheduling throughput"]
+    assert (row["previous"]["variant"], row["current"]["variant"]) == ("old (1.35)", "new (1.36)")
+    prev, cur = row["previous"]["median"], row["current"]["median"]
+    assert row["change"] == pytest.approx((cur - prev) / prev)
+    assert "Release to release" in (out / "index.html").read_text()

@@ -1,0 +1,82 @@
+"""Generic comparisons of an experiment file's variants (`experiment.comparison`, pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from experiment import comparison
+from experiment.plan import Arm
+
+
+def _doc(throughput: float, p99: float) -> dict[str, Any]:
+    return {
+        "throughput": {"Average": throughput},
+        "latency_ms": {
+            "pod_startup": {"count": 10, "Perc50": p99 / 2, "Perc90": p99, "Perc99": p99}
+        },
+    }
+
+
+def _arm(workload: str, variant: str, rep: int, latency: bool = False) -> Arm:
+    return Arm(workload, variant, "pods", scheduler=variant, repeat=rep,
+               latency_of=f"{workload}-{variant}-{rep}" if latency else "")  # fmt: skip
+
+
+def test_each_variant_is_a_median_over_repeats_and_a_ratio_to_the_first() -> None:
+    results = [
+        (_arm("w", "a", 0), _doc(10, 100)),
+        (_arm("w", "b", 0), _doc(5, 300)),
+        (_arm("w", "b", 1), _doc(7, 100)),
+        (_arm("w", "a", 1), _doc(12, 200)),
+    ]
+    rows = {r.metric: r for r in comparison.rows(results, ["a", "b"], ["scheduling throughput"])}
+    row = rows["scheduling throughput"]
+    assert (row.workload, row.unit, row.baseline) == ("w", "pods/s", "a")
+    assert row.figures["a"].median == 11 and row.figures["b"].median == 6
+    assert row.ratio("b") == pytest.approx(6 / 11) and row.ratio("a") == 1.0
+
+
+def test_latency_arms_only_feed_the_unsaturated_metrics() -> None:
+    results = [
+        (_arm("w", "a", 0, latency=True), _doc(1, 50)),
+        (_arm("w", "b", 0, latency=True), _doc(1, 80)),
+        (_arm("w", "a", 0), _doc(10, 500)),
+        (_arm("w", "b", 0), _doc(10, 900)),
+    ]
+    rows = comparison.rows(results, ["a", "b"], ["pod startup p99", "pod startup p99, unsaturated"])
+    by = {r.metric: (r.figures["a"].median, r.figures["b"].median) for r in rows}
+    assert by == {"pod startup p99": (500, 900), "pod startup p99, unsaturated": (50, 80)}
+
+
+def test_without_metrics_the_defaults_with_values_are_shown() -> None:
+    rows = comparison.rows([(_arm("w", "a", 0), _doc(3, 9))], ["a", "b"])
+    assert [r.metric for r in rows] == [
+        "scheduling throughput",
+        "pod startup p50",
+        "pod startup p99",
+    ]
+    assert list(rows[0].figures) == ["a"]
+
+
+def test_release_rows_give_previous_current_and_the_change() -> None:
+    results = [(_arm("w", "old", 0), _doc(10, 100)), (_arm("w", "new", 0), _doc(12, 80))]
+    pairs = [("old", "1.35", "new", "1.36")]
+    rows = {
+        r.metric: r
+        for r in comparison.release_rows(
+            results, pairs, ["scheduling throughput", "pod startup p99"]
+        )
+    }
+    t = rows["scheduling throughput"]
+    assert (t.previous, t.current) == ("old (1.35)", "new (1.36)")
+    assert t.change == pytest.approx(0.2)
+    assert rows["pod startup p99"].change == pytest.approx(-0.2)
+    assert comparison.release_rows(results, [("old", "1.35", "gone", "1.36")]) == []
+
+
+def test_every_metric_name_is_known_once() -> None:
+    names = comparison.metric_names()
+    assert len(names) == len(set(names))
+    assert set(comparison.DEFAULT_METRICS) <= set(names)

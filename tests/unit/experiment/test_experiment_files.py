@@ -1,0 +1,325 @@
+"""Experiment files: parsing and checking (`experiment.spec`), run order (`experiment.matrix`),
+the local site's cluster per release, and the CLI's one-line errors (exit 2, nothing made)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from experiment import cli as experiment_cli
+from experiment import local_site, matrix, plan
+from experiment import spec as specs
+from testbed.cluster import local, second_scheduler
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _doc(**overrides: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "name": "tiny",
+        "fleet": {"profile": "dgx-h100", "nodes": 10},
+        "variants": [{"name": "on"}, {"name": "off", "extender": False}],
+        "workloads": [{"name": "gpus", "scenario": "pods", "params": {"pods": 20, "gpus": 1}}],
+    }
+    doc.update(overrides)
+    return doc
+
+
+def _checked(**overrides: Any) -> specs.Experiment:
+    exp = specs.parse(_doc(**overrides))
+    specs.check(exp)
+    return exp
+
+
+def test_a_minimal_file_parses_with_the_documented_defaults() -> None:
+    exp = _checked()
+    assert (exp.repeats, exp.order, exp.qps) == (1, "alternating", 100.0)
+    assert [v.name for v in exp.variants] == ["on", "off"]
+    assert exp.clusters() == [("1.36", ())]
+    assert specs.fleet_document(exp) == {
+        "seed": 0,
+        "pools": [{"name": "dgx-h100", "profile": "dgx-h100", "count": 10}],
+        "name": "tiny",
+    }
+
+
+@pytest.mark.parametrize(
+    ("overrides", "says"),
+    [
+        ({"variants": [{"name": "a", "colour": "red"}, {"name": "b"}]}, "variants.0.colour"),
+        ({"repeats": 0}, "repeats: Input should be greater than or equal to 1"),
+        ({"repeats": 1000}, "repeats: Input should be less than or equal to 50"),
+        ({"variants": [{"name": "a"}, {"name": "a"}]}, "name 'a' is used twice"),
+        ({"variants": [{"name": "a"}]}, "at least two"),
+        ({"variants": [{"name": "Big"}, {"name": "b"}]}, "not a lowercase name"),
+        (
+            {"variants": [{"name": "a", "scheduler": {"profiles": []}}, {"name": "b"}]},
+            "variants.0.scheduler.profiles: Extra inputs are not permitted",
+        ),
+        (
+            {
+                "variants": [
+                    {"name": "a", "scheduler": {"percentageOfNodesToScore": 130}},
+                    {"name": "b"},
+                ]
+            },
+            "percentageOfNodesToScore: Input should be less than or equal to 100",
+        ),
+        (
+            {
+                "variants": [
+                    {"name": "a", "extender": False, "extenderFlags": {"x": 1}},
+                    {"name": "b"},
+                ]
+            },
+            "runs without the extender",
+        ),
+        (
+            {"variants": [{"name": "a", "extenderFlags": {"port": 1}}, {"name": "b"}]},
+            "set by the runner",
+        ),
+        (
+            {"variants": [{"name": "a", "featureGates": {"lower": True}}, {"name": "b"}]},
+            "is not Name=true",
+        ),
+        ({"fleet": {"profile": "dgx-h100"}}, "a profile needs a node count"),
+        ({"fleet": {}}, "give either profile"),
+        ({"metrics": ["speed"]}, "'speed': unknown metric"),
+        ({"order": "random"}, "order: Input should be 'alternating' or 'fixed'"),
+        ({"builtin": {"comparisons": ["extender"]}}, "bring their own variants"),
+        (
+            {"builtin": {"comparisons": ["extender"]}, "variants": [], "workloads": []},
+            "fleet: the built-in comparisons run on profile: demo",
+        ),
+    ],
+)
+def test_bad_files_are_one_line_naming_the_field(overrides: dict[str, Any], says: str) -> None:
+    with pytest.raises(specs.SpecError, match=says) as e:
+        specs.parse(_doc(**overrides), source="f.yaml")
+    assert "\n" not in str(e.value) and str(e.value).startswith("f.yaml: ")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "says"),
+    [
+        (
+            {"variants": [{"name": "a", "kubernetes": "1.20"}, {"name": "b"}]},
+            "variants.0.kubernetes: no pinned module for Kubernetes '1.20'",
+        ),
+        (
+            {"workloads": [{"name": "w", "scenario": "nosuch"}]},
+            "workloads.0: unknown scenario 'nosuch'",
+        ),
+        (
+            {"workloads": [{"name": "w", "scenario": "pods", "params": {"pods": 0}}]},
+            "workloads.0: scenario pods: pods",
+        ),
+        ({"fleet": {"profile": "no-such-gpu", "nodes": 3}}, "no-such-gpu"),
+        (
+            {
+                "fleet": {"spec": {"pools": [{"name": "p", "profile": "dgx-h100", "count": 2}]}},
+                "variants": [{"name": "a", "devicePlugin": True}, {"name": "b"}],
+            },
+            "needs extendedResources",
+        ),
+    ],
+)
+def test_check_finds_what_a_run_would_stumble_on(overrides: dict[str, Any], says: str) -> None:
+    with pytest.raises(specs.SpecError, match=says):
+        _checked(**overrides)
+
+
+def test_a_release_given_as_a_yaml_number_means_that_release() -> None:
+    exp = specs.parse(
+        yaml.safe_load(
+            "name: r\nfleet: {profile: dgx-h100, nodes: 10}\n"
+            "variants: [{name: old, kubernetes: 1.35}, {name: new, kubernetes: 1.36}]\n"
+            "workloads: [{name: w, scenario: pods}]\n"
+        )
+    )
+    assert specs.check(exp) == ["1.35", "1.36"]
+    assert exp.release_pairs() == [("old", "1.35", "new", "1.36")]
+
+
+def test_release_pairs_pair_only_variants_alike_in_everything_else() -> None:
+    exp = _checked(
+        variants=[
+            {"name": "new-plain", "kubernetes": "1.36", "extender": False},
+            {"name": "old-plain", "kubernetes": "1.35", "extender": False},
+            {"name": "old-ext", "kubernetes": "1.35"},
+        ]
+    )
+    assert exp.release_pairs() == [("old-plain", "1.35", "new-plain", "1.36")]
+
+
+def test_device_plugin_variants_ask_loadgen_for_extended_resources() -> None:
+    exp = _checked(variants=[{"name": "dra"}, {"name": "dp", "devicePlugin": True}])
+    assert specs.fleet_document(exp)["extendedResources"] is True
+    arms = matrix.stages(exp)[0].arms
+    assert [a.params.get("device_plugin") for a in arms] == [None, "true"]
+
+
+def test_extender_flags_become_serve_arguments_and_unknown_ones_are_found() -> None:
+    exp = _checked(variants=[{"name": "a", "extenderFlags": {"weight-packing": 4}}, {"name": "b"}])
+    assert exp.variants[0].extender_args == ("--weight-packing", "4")
+    assert matrix.setup(exp.variants[0]).extender_args == ("--weight-packing", "4")
+    assert specs.unknown_extender_flags(exp, "  --weight-packing W  [1.0]") == []
+    assert specs.unknown_extender_flags(exp, "  --weight-alignment W") == [
+        "variants.0.extenderFlags.weight-packing"
+    ]
+
+
+def test_scenario_files_are_found_beside_the_experiment_file(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text(
+        "name: s\nphases: [{name: p, kind: pods, count: 3, claim: {gpus: 1}}]\n"
+    )
+    doc = _doc(workloads=[{"name": "w", "scenario": "s.yaml"}])
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
+    exp = specs.load(tmp_path / "e.yaml")
+    specs.check(exp)
+    assert exp.workloads[0].scenario == str(tmp_path / "s.yaml")
+
+
+def test_variants_alternate_within_a_cluster_and_every_arm_has_its_own_name() -> None:
+    exp = _checked(repeats=2, workloads=[
+        {"name": "a", "scenario": "pods", "latency": True},
+        {"name": "b", "scenario": "gang"},
+    ])  # fmt: skip
+    (stage,) = matrix.stages(exp)
+    assert [a.name for a in stage.arms] == [
+        "a-on-0", "a-on-0-latency", "a-off-0", "a-off-0-latency", "b-on-0", "b-off-0",
+        "a-off-1", "a-off-1-latency", "a-on-1", "a-on-1-latency", "b-off-1", "b-on-1",
+    ]  # fmt: skip
+    assert {a.scheduler for a in stage.arms} == {"on", "off"}
+    fixed = _checked(repeats=2, order="fixed")
+    assert [a.variant for a in matrix.stages(fixed)[0].arms] == ["on", "off", "on", "off"]
+
+
+def test_releases_run_one_cluster_at_a_time_in_alternating_order() -> None:
+    exp = _checked(
+        repeats=3,
+        variants=[
+            {"name": "old", "kubernetes": "1.35"},
+            {"name": "new", "kubernetes": "1.36"},
+        ],
+    )
+    stages = matrix.stages(exp)
+    # 1.35 1.36 | 1.36 1.35 | 1.35 1.36: consecutive stages on one release share its cluster.
+    assert [s.cluster[0] for s in stages] == ["1.35", "1.36", "1.35", "1.36"]
+    assert [[a.name for a in s.arms] for s in stages] == [
+        ["gpus-old-0"],
+        ["gpus-new-0", "gpus-new-1"],
+        ["gpus-old-1", "gpus-old-2"],
+        ["gpus-new-2"],
+    ]
+
+
+def test_the_builtin_demo_file_is_the_demos_default_workload() -> None:
+    exp = specs.builtin("demo")
+    specs.check(exp)
+    assert exp.fleet.nodes == 1000 and exp.budget_minutes == 15
+    assert matrix.builtin_workload(exp) == plan.Workload(scale_nodes=5000)
+    assert set(matrix.setups(exp)) == {plan.EXTENDER, plan.PLAIN}
+    assert matrix.setups(exp)[plan.EXTENDER].shipped
+    assert specs.fleet_document(exp) == plan.fleet_spec(1000)
+
+
+def test_the_demo_flags_are_laid_over_the_builtin_file(tmp_path: Path) -> None:
+    from experiment import demo
+
+    config = demo.DemoConfig(
+        nodes=50,
+        workload=plan.Workload(
+            pods=200, repeat=2, comparisons=("extender", "dra"), scale_nodes=250
+        ),
+        output_dir=tmp_path,
+        qps=20,
+    )
+    exp = demo.experiment(config)
+    assert (exp.fleet.nodes, exp.repeats, exp.qps) == (50, 2, 20)
+    assert matrix.builtin_workload(exp) == config.workload
+
+
+def test_one_cluster_is_the_users_own_and_several_get_their_own_names_and_ports() -> None:
+    base = local.ClusterConfig(name="mine", extender_port=18901, apiserver_port=16901)
+    one = local_site.cluster_config(base, ("1.36", ()), [("1.36", ())], explicit_release=False)
+    assert (one.name, one.kubernetes, one.apiserver_port) == ("mine", None, 16901)
+    keys = [("1.35", ()), ("1.36", (("DRADeviceTaintRules", True),))]
+    a, b = (local_site.cluster_config(base, k, keys, explicit_release=True) for k in keys)
+    assert (a.name, a.kubernetes, a.extender_port, a.apiserver_port) == (
+        "mine-k135",
+        "1.35",
+        18902,
+        0,
+    )
+    assert b.name.startswith("mine-k136-") and b.extender_port == 18903
+    assert b.feature_gates == {"DRADeviceTaintRules": True}
+
+
+def test_a_variants_scheduler_overrides_reach_the_second_schedulers_configuration(
+    tmp_path: Path,
+) -> None:
+    text = second_scheduler.config_text(
+        tmp_path / "kc",
+        "pct-30",
+        local_site.extender_entries(19999),
+        {"percentageOfNodesToScore": 30},
+    )
+    doc = yaml.safe_load(text)
+    assert doc["percentageOfNodesToScore"] == 30
+    assert doc["profiles"][0]["schedulerName"] == "pct-30"
+    assert "127.0.0.1:19999" in doc["extenders"][0]["urlPrefix"]
+
+
+def _testbed(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DRA_TESTBED_HOME": str(cwd / "state")}
+    return subprocess.run(
+        [sys.executable, "-m", "testbed", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        check=False,
+    )
+
+
+def test_every_shipped_example_and_the_builtin_demo_pass_the_clis_checks() -> None:
+    examples = sorted((REPO / "examples" / "experiments").glob("*.yaml"))
+    assert len(examples) >= 3
+    for path in [*map(str, examples), "builtin:demo"]:
+        exp, releases = experiment_cli.load_checked(path)
+        assert releases and exp.name
+
+
+def test_validate_says_ok_and_creates_nothing(tmp_path: Path) -> None:
+    example = REPO / "examples" / "experiments" / "scheduler-knob-sweep.yaml"
+    proc = _testbed("experiment", "validate", str(example), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert ": ok: experiment 'knob-sweep', 4 variants x 1 workloads, 16 arms" in proc.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bad_file_is_one_line_exit_2_and_run_creates_nothing(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        yaml.safe_dump(_doc(variants=[{"name": "a", "kubernetes": "1.20"}, {"name": "b"}]))
+    )
+    for verb in ("validate", "run"):
+        proc = _testbed("experiment", verb, str(bad), cwd=tmp_path)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.count("\n") == 1 and "no pinned module" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.yaml"]
+
+
+def test_the_readmes_example_file_is_valid() -> None:
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("## Experiments") :]
+    block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    exp = specs.parse(yaml.safe_load(block))
+    assert specs.check(exp) == ["1.35", "1.36"]
