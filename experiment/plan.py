@@ -1,7 +1,8 @@
-"""What `testbed demo` runs: the fleet, the workloads and their A/B arms (pure).
+"""What `testbed demo` runs: the fleet, the workloads and their arms (pure).
 
-Every comparison runs its arms on the same fleet with the same workload, alternating the
-order between repeats (A B, B A, ...) so machine drift cancels out of the ratios.
+Every comparison runs its arms on the same fleet with the same workload, rotating the order
+between repeats (A B, B A, ...; A B C D, B C D A, ...) so machine drift cancels out of the
+ratios.
 """
 
 from __future__ import annotations
@@ -26,11 +27,60 @@ PLAIN = "plain"
 EXTENDER = "extender"
 
 
-def fleet_spec(nodes: int, seed: int = 0) -> dict[str, Any]:
-    """A mixed fleet of `nodes` nodes in blocks and racks, GPUs also as extended resources."""
+# Fleet variants: pools (and device taints) some comparisons add to the demo's fleet while
+# their arms run, each arm's pods kept on its pool by the scenario's `pool` parameter.
+SHARING = "sharing"
+EXTENDED_RESOURCE = "extended-resource"
+TAINTS = "taints"
+TAINTS_CLEAN = "taints-clean"
+FLEET_VARIANTS = (SHARING, EXTENDED_RESOURCE, TAINTS, TAINTS_CLEAN)
+POOL_MIG = "sharing-mig"
+"""Partitionable H100s: the device plugin's, whole-GPU and MIG arms."""
+POOL_SHARED = "sharing-shared"
+"""The same H100s with consumable memory capacity: the capacity arm."""
+POOL_PLUGIN = "er-plugin"
+"""H100s with nvidia.com/gpu in node capacity: the device plugin serves such pods."""
+POOL_DRA_ONLY = "er-dra"
+"""H100s without it: DRA serves the same pods (DeviceClass extendedResourceName)."""
+POOL_TAINTS = "taints"
+TAINTED_SHARE = 0.05
+"""Share of the taints pool's GPUs given a NoSchedule device taint (failing GPUs)."""
+SHARING_FOOTPRINTS_GB = (5, 10, 20, 40, 80)
+SHARING_DEMAND = 2
+"""The sharing probe asks this many pods per GPU of its pool: twice what the device plugin
+can place, so every arm is at saturation or has placed the whole mix."""
+SHARING_ROUNDS = 4
+
+
+VARIANT_NODES = 16
+"""Nodes (8 H100s each) of every pool a fleet variant adds, whatever the fleet's size: the
+question is how devices are shared, not fleet size (the rest of the fleet is still there
+for the scheduler to filter)."""
+
+
+def _variant_pools(variant: str) -> list[dict[str, Any]]:
+    k = VARIANT_NODES
+    if variant == SHARING:
+        return [
+            {"name": POOL_MIG, "profile": "dgx-h100-mig", "count": k},
+            {"name": POOL_SHARED, "profile": "dgx-h100-shared", "count": k},
+        ]
+    if variant == EXTENDED_RESOURCE:
+        return [
+            {"name": POOL_PLUGIN, "profile": "dgx-h100", "count": k},
+            {"name": POOL_DRA_ONLY, "profile": "dgx-h100", "count": k, "extendedResources": False},
+        ]
+    if variant in (TAINTS, TAINTS_CLEAN):
+        return [{"name": POOL_TAINTS, "profile": "dgx-h100", "count": k}]
+    raise ValueError(f"unknown fleet variant {variant!r} (known: {', '.join(FLEET_VARIANTS)})")
+
+
+def fleet_spec(nodes: int, seed: int = 0, variant: str = "") -> dict[str, Any]:
+    """A mixed fleet of `nodes` nodes in blocks and racks, GPUs also as extended resources;
+    with a `variant` (FLEET_VARIANTS), the pools and device taints that variant adds."""
     counts = [int(nodes * share) for _, _, share in DEMO_POOLS]
     counts[0] += nodes - sum(counts)  # rounding goes to the biggest pool
-    return {
+    spec: dict[str, Any] = {
         "name": FLEET_NAME,
         "seed": seed,
         "extendedResources": True,
@@ -41,6 +91,13 @@ def fleet_spec(nodes: int, seed: int = 0) -> dict[str, Any]:
             if count > 0
         ],
     }
+    if variant:
+        spec["pools"] += _variant_pools(variant)
+    if variant == TAINTS:
+        spec["deviceTaints"] = [
+            {"effect": "NoSchedule", "share": TAINTED_SHARE, "pools": [POOL_TAINTS]}
+        ]
+    return spec
 
 
 @dataclass(frozen=True)
@@ -75,6 +132,10 @@ class Arm:
     """Set on a latency arm: the throughput arm just before it, whose sustained rate sets this
     arm's Poisson arrival rate (`latency_rate`), so pod startup is service time, not
     queueing."""
+    fleet: str = ""
+    """A fleet variant (FLEET_VARIANTS) this arm needs: the demo applies `fleet_spec(nodes,
+    variant=fleet)` before it ("" is the demo's fleet as is; fleet touches only the
+    difference, so consecutive arms of one variant apply it once)."""
 
     @property
     def name(self) -> str:
@@ -98,6 +159,7 @@ class Arm:
             doc,
             self.fleet_nodes,
             self.measure,
+            self.fleet,
         )
 
 
@@ -114,7 +176,7 @@ class Workload:
 
 DEFAULT_COMPARISONS = Workload().comparisons
 # Comparisons at saturation; each of their arms is followed by an unsaturated latency arm.
-THROUGHPUT_COMPARISONS = ("extender", "dra", "scale")
+THROUGHPUT_COMPARISONS = ("extender", "dra", "scale", EXTENDED_RESOURCE)
 LATENCY_LOAD = 0.5
 """A latency arm's Poisson rate as a share of the rate its throughput arm sustained..."""
 LATENCY_MAX_QPS = 2.0
@@ -144,8 +206,13 @@ def latency_rate(sustained: float | None) -> float | None:
 
 LATENCY_PODS = 300
 """Pods per latency arm at the most (enough for a p99 by nearest rank)."""
-# Opt-in: it grows the fleet, and 10,000 pods per arm take longer than the demo's budget.
-ALL_COMPARISONS = (*DEFAULT_COMPARISONS, "scale")
+# Opt-in: `scale` grows the fleet, and 10,000 pods per arm take longer than the demo's
+# budget; `sharing`, `extended-resource` and `taints` each add pools to the fleet (MIG
+# slices are the heaviest objects it publishes) and four or two more arms per repeat.
+ALL_COMPARISONS = (*DEFAULT_COMPARISONS, "scale", SHARING, EXTENDED_RESOURCE, TAINTS)
+BASELINES = {SHARING: "device-plugin", EXTENDED_RESOURCE: "device-plugin", TAINTS: "clean"}
+"""Comparisons of more than two arms, or whose B arm is named here: every other arm is
+compared with this one (each row: that arm vs the baseline)."""
 
 
 def fragmentation_scenario(shape: FleetShape) -> dict[str, Any]:
@@ -223,7 +290,91 @@ def alignment_scenario(shape: FleetShape) -> dict[str, Any]:
     }
 
 
-PROBE_PHASES = {"fragmentation": ("whole",), "alignment": ("aligned8", "aligned4")}
+def sharing_arms() -> tuple[Arm, ...]:
+    """One inference mix (footprints in GB) on the same partitionable H100s four ways: the
+    device plugin (a whole GPU per pod), DRA whole GPUs, the smallest MIG partition that
+    holds each footprint, and a capacity share of exactly the footprint on the same number
+    of shareable H100s. A placeability probe: SHARING_DEMAND pods per GPU, interleaved
+    footprints, each pod left until placed or refused, on the plain scheduler (DRA's own
+    allocator, no extender)."""
+    gpus = VARIANT_NODES * 8
+    per_footprint = max(SHARING_ROUNDS, SHARING_DEMAND * gpus // len(SHARING_FOOTPRINTS_GB))
+    common = {
+        "probe": "true",
+        "jobs": str(per_footprint),
+        "rounds": str(SHARING_ROUNDS),
+        "footprints": ",".join(str(gb) for gb in SHARING_FOOTPRINTS_GB),
+    }
+    mig = {**common, "pool": POOL_MIG}
+
+    def arm(variant: str, params: dict[str, str]) -> Arm:
+        return Arm(SHARING, variant, "inference", params, PLAIN, fleet=SHARING)
+
+    return (
+        arm("device-plugin", {**mig, "shape": "whole", "device_plugin": "true"}),
+        arm("whole", {**mig, "shape": "whole"}),
+        arm("mig", {**mig, "shape": "mig"}),
+        arm("capacity", {**common, "shape": "capacity", "pool": POOL_SHARED}),
+    )
+
+
+def extended_resource_arms(workload: Workload) -> tuple[Arm, ...]:
+    """The same `nvidia.com/gpu: 1` pods (no claim) on H100s whose nodes publish the
+    extended resource (the device plugin) and on H100s that do not (DRA serves them through
+    the DeviceClass's extendedResourceName, making a claim per pod); plain scheduler."""
+    pods = str(min(workload.pods, VARIANT_NODES * 8))
+    params = {"pods": pods, "gpus": "1", "device_plugin": "true"}
+
+    def arm(variant: str, pool: str) -> Arm:
+        return Arm(
+            EXTENDED_RESOURCE,
+            variant,
+            "pods",
+            {**params, "pool": pool},
+            PLAIN,
+            fleet=EXTENDED_RESOURCE,
+        )
+
+    return arm("dra", POOL_DRA_ONLY), arm("device-plugin", POOL_PLUGIN)
+
+
+def taints_scenario() -> dict[str, Any]:
+    """One 1-GPU pod per GPU of the taints pool, each left until placed or refused: with
+    TAINTED_SHARE of them tainted NoSchedule, that many pods must be refused."""
+    return {
+        "name": "taints",
+        "description": "one 1-GPU pod per GPU of a pool, some of whose GPUs may be tainted",
+        "node_selector": {vocab.LABEL_POOL: POOL_TAINTS},
+        "phases": [
+            {
+                "name": "every-gpu",
+                "kind": "pods",
+                "count": VARIANT_NODES * 8,
+                "claim": {"gpus": 1},
+                "wait": "settled",
+                "timeout": "300s",
+            }
+        ],
+    }
+
+
+def taints_arms() -> tuple[Arm, ...]:
+    doc = taints_scenario()
+    return (
+        Arm(TAINTS, "tainted", "file", scheduler=PLAIN, scenario_doc=doc, fleet=TAINTS),
+        Arm(TAINTS, "clean", "file", scheduler=PLAIN, scenario_doc=doc, fleet=TAINTS_CLEAN),
+    )
+
+
+PROBE_PHASES = {
+    "fragmentation": ("whole",),
+    "alignment": ("aligned8", "aligned4"),
+    TAINTS: ("every-gpu",),
+    # loadgen's inference probe names its phases r<round>-mem<GB>gb.
+    SHARING: tuple(
+        f"r{r + 1}-mem{gb}gb" for r in range(SHARING_ROUNDS) for gb in SHARING_FOOTPRINTS_GB
+    ),
+}
 """Phases whose pods may be refused by design: how many fit is the measurement."""
 
 
@@ -235,7 +386,7 @@ def arms(shape: FleetShape, workload: Workload) -> list[Arm]:
     # One 4-pod gang per 32 aligned 8-GPU nodes (~1/8 of them busy): enough gangs to see
     # spans, while each 8 GPU + 8 NIC aligned claim costs the scheduler ~0.5 s at 1,000 nodes.
     gangs = max(1, shape.aligned_eight_nodes // 32)
-    pairs: dict[str, tuple[Arm, Arm]] = {
+    pairs: dict[str, tuple[Arm, ...]] = {
         "extender": (
             Arm("extender", "on", "pods", {"pods": str(workload.pods), "gpus": "1"}),
             Arm("extender", "off", "pods", {"pods": str(workload.pods), "gpus": "1"}, PLAIN),
@@ -258,6 +409,12 @@ def arms(shape: FleetShape, workload: Workload) -> list[Arm]:
             ),
         ),
     }
+    if SHARING in workload.comparisons:
+        pairs[SHARING] = sharing_arms()
+    if EXTENDED_RESOURCE in workload.comparisons:
+        pairs[EXTENDED_RESOURCE] = extended_resource_arms(workload)
+    if TAINTS in workload.comparisons:
+        pairs[TAINTS] = taints_arms()
     if "scale" in workload.comparisons:
         if workload.scale_nodes <= 0:
             raise ValueError("the scale comparison needs a larger fleet size (--scale-nodes)")
@@ -268,9 +425,9 @@ def arms(shape: FleetShape, workload: Workload) -> list[Arm]:
     out: list[Arm] = []
     for rep in range(workload.repeat):
         for name in workload.comparisons:
-            a, b = pairs[name]
-            first, second = (a, b) if rep % 2 == 0 else (b, a)
-            for arm in (_with_repeat(first, rep), _with_repeat(second, rep)):
+            group = pairs[name]
+            turn = rep % len(group)  # rotate: every arm runs first once per len(group) repeats
+            for arm in (_with_repeat(a, rep) for a in (*group[turn:], *group[:turn])):
                 out.append(arm)
                 if name in THROUGHPUT_COMPARISONS:
                     out.append(_latency_arm(arm, workload))

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from experiment import bandwidth_model, intervals
+from experiment import bandwidth_model, intervals, plan
 from experiment.plan import Arm
 
 Doc = dict[str, Any]
@@ -124,6 +124,24 @@ def _scheduler_cpu_per_pod(doc: Doc) -> float | None:
     return _per_pod(doc, "cpu_seconds", 1000)
 
 
+def _fleet_figure(key: str) -> Callable[[Doc], float | None]:
+    def get(doc: Doc) -> float | None:
+        value = (doc.get("fleet") or {}).get(key)
+        return float(value) if value is not None else None
+
+    return get
+
+
+def _pods_placed(doc: Doc) -> float | None:
+    return float((doc.get("counts") or {}).get("pods_scheduled", 0))
+
+
+def _placed_share(doc: Doc) -> float | None:
+    counts = doc.get("counts") or {}
+    expected = counts.get("expected_pods") or 0
+    return counts.get("pods_scheduled", 0) / expected if expected else None
+
+
 def _bandwidth(doc: Doc) -> float | None:
     claims = doc.get("claims") or {}
     pairs = claims.get("gpu_nic_pairs") or 0
@@ -197,6 +215,44 @@ METRICS: dict[str, list[Metric]] = {
         ("API server requests", "count", lambda d: _component(d, "api_requests", "apiserver")),
         ("API server + scheduler memory growth per 1,000 pods", "MiB", _memory_per_1000_pods),
     ],
+    # One inference mix on the same H100s four ways (each DRA arm against the device plugin).
+    plan.SHARING: [
+        ("pods placed at saturation", "pods", _pods_placed),
+        ("physical GPUs busy at peak", "GPUs", _fleet_figure("peak_gpus_busy")),
+        ("pods per busy GPU", "pods", _fleet_figure("pods_per_busy_gpu")),
+        (
+            "GPU memory used (footprints / busy GPUs' memory)",
+            "share",
+            _fleet_figure("gpu_memory_used_share"),
+        ),
+        (
+            "GPU memory requested / taken by the allocations",
+            "share",
+            _fleet_figure("gpu_memory_requested_share_of_taken"),
+        ),
+        ("scheduler CPU per pod", "ms", _scheduler_cpu_per_pod),
+        ("pod startup p50", "ms", lambda d: _latency(d, "pod_startup", "Perc50")),
+    ],
+    # The same nvidia.com/gpu pods served by DRA (extendedResourceName) or the device plugin.
+    plan.EXTENDED_RESOURCE: [
+        ("pods placed", "share", _placed_share),
+        ("scheduling throughput", "pods/s", _throughput),
+        ("pod startup p50", "ms", lambda d: _latency(d, "pod_startup", "Perc50")),
+        ("pod startup p99", "ms", lambda d: _latency(d, "pod_startup", "Perc99")),
+        ("scheduler CPU per pod", "ms", _scheduler_cpu_per_pod),
+        (
+            "API server requests per pod",
+            "requests",
+            lambda d: _per_pod(d, "api_requests", component="apiserver"),
+        ),
+    ],
+    # One pod per GPU of a pool with a share of its GPUs tainted NoSchedule, vs untainted.
+    plan.TAINTS: [
+        ("pods placed (one per GPU)", "share", lambda d: _placed(d, "every-gpu")),
+        ("scheduler CPU per pod", "ms", _scheduler_cpu_per_pod),
+        ("scheduler attempts", "count", lambda d: _component(d, "schedule_attempts")),
+        ("pod startup p50", "ms", lambda d: _latency(d, "pod_startup", "Perc50")),
+    ],
     "scale": [
         ("scheduling throughput", "pods/s", _throughput),
         ("pod startup p50", "ms", lambda d: _latency(d, "pod_startup", "Perc50")),
@@ -234,18 +290,26 @@ def rows(results: list[tuple[Arm, Doc]]) -> list[Row]:
             names.append(arm.variant)
     out: list[Row] = []
     for (comparison, measure), variants in by_comparison.items():
-        names = sorted(order[(comparison, measure)], key=_canonical_first)
-        if len(names) != 2:
-            continue
-        a, b = names
         metrics = LATENCY_METRICS if measure == "latency" else METRICS.get(comparison, [])
-        for metric, unit, get in metrics:
-            fa = Figure([v for d in variants[a] if (v := get(d)) is not None])
-            fb = Figure([v for d in variants[b] if (v := get(d)) is not None])
-            row = Row(comparison, metric, unit, a, fa, b, fb)
-            if (fa.values or fb.values) and not (metric in DROP_IF_CONSTANT and row.constant):
-                out.append(row)
+        for a, b in _pairs(comparison, order[(comparison, measure)]):
+            for metric, unit, get in metrics:
+                fa = Figure([v for d in variants[a] if (v := get(d)) is not None])
+                fb = Figure([v for d in variants[b] if (v := get(d)) is not None])
+                row = Row(comparison, metric, unit, a, fa, b, fb)
+                if (fa.values or fb.values) and not (metric in DROP_IF_CONSTANT and row.constant):
+                    out.append(row)
     return out
+
+
+def _pairs(comparison: str, variants: list[str]) -> list[tuple[str, str]]:
+    """The (A, B) variant pairs a comparison's rows compare: each arm against the
+    comparison's baseline (plan.BASELINES), in the plan's arm order; else its two arms, the
+    arm under test first."""
+    baseline = plan.BASELINES.get(comparison)
+    if baseline in variants:
+        return [(v, baseline) for v in variants if v != baseline]
+    names = sorted(variants, key=_canonical_first)
+    return [(names[0], names[1])] if len(names) == 2 else []
 
 
 @dataclass(frozen=True)
@@ -264,8 +328,15 @@ class Target:
         return self.verdict.startswith("met")
 
 
-def _row(rows: list[Row], comparison: str, metric: str) -> Row | None:
-    return next((r for r in rows if (r.comparison, r.metric) == (comparison, metric)), None)
+def _row(rows: list[Row], comparison: str, metric: str, a_name: str = "") -> Row | None:
+    return next(
+        (
+            r
+            for r in rows
+            if (r.comparison, r.metric) == (comparison, metric) and a_name in ("", r.a_name)
+        ),
+        None,
+    )
 
 
 def _ratio_target(
@@ -277,9 +348,11 @@ def _ratio_target(
     *,
     at_least: bool,
     strict: bool = False,
+    a_name: str = "",
 ) -> Target:
-    """A goal on the A/B ratio of one row, judged by the ratio's interval."""
-    row = _row(rows, comparison, metric)
+    """A goal on the A/B ratio of one row (of arm `a_name`, where a comparison has more
+    than two), judged by the ratio's interval."""
+    row = _row(rows, comparison, metric, a_name)
     interval = row.interval if row is not None else None
     if row is None or interval is None or row.ratio is None:
         return Target(goal, "-", f"not measured: run --comparisons {comparison}")
@@ -346,7 +419,55 @@ def targets(rows: list[Row]) -> list[Target]:
             "-",
             "not measured: the demo's arms queue by design; bench/loadgen_cl2_dra.py runs it",
         ),
+        *_sharing_targets(rows),
+        _ratio_target(
+            rows,
+            "nvidia.com/gpu pods served unchanged by DRA: all placed, as by the device plugin",
+            plan.EXTENDED_RESOURCE,
+            "pods placed",
+            1.0,
+            at_least=True,
+        ),
+        _ratio_target(
+            rows,
+            f"pods kept off NoSchedule-tainted GPUs ({plan.TAINTED_SHARE:.0%} of a pool): "
+            "fewer placed than on the clean pool",
+            plan.TAINTS,
+            "pods placed (one per GPU)",
+            1.0,
+            at_least=False,
+            strict=True,
+        ),
     ]
+
+
+SHARING_GAIN = 1.3
+"""The DRA guides' upper claim: MIG or shared GPUs use them 15-30 % better than the device
+plugin's one whole GPU per pod."""
+
+
+def _sharing_targets(rows: list[Row]) -> list[Target]:
+    """MIG and capacity shares against the device plugin, >= SHARING_GAIN x on each of
+    pods placed, pods per busy GPU and GPU memory used."""
+    out = []
+    for variant in ("mig", "capacity"):
+        for metric in (
+            "pods placed at saturation",
+            "pods per busy GPU",
+            "GPU memory used (footprints / busy GPUs' memory)",
+        ):
+            out.append(
+                _ratio_target(
+                    rows,
+                    f"{variant} vs device plugin: {metric} >= {SHARING_GAIN:g}x",
+                    plan.SHARING,
+                    metric,
+                    SHARING_GAIN,
+                    at_least=True,
+                    a_name=variant,
+                )
+            )
+    return out
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ SPEC_SCHEMA: dict[str, Any] = {
                     "labels": _MAP,
                     "taints": _TAINTS,
                     "capacity": _MAP,
+                    "extendedResources": {"type": "boolean"},
                 },
             },
         },

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic.alias_generators import to_camel
 
 from fleet import limits
-from testbed import validation
+from testbed import units, validation
 
 MAX_DEVICES_PER_SLICE = limits.MAX_DEVICES_PER_SLICE
 MAX_STRING_ATTRIBUTE = limits.MAX_STRING_ATTRIBUTE
@@ -41,17 +41,16 @@ class _Model(BaseModel):
     )
 
 
-_QUANTITY = re.compile(r"^(\d+)(Ki|Mi|Gi|Ti|k|M|G|T)?\Z")
-_SUFFIX = {None: 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6}
-_SUFFIX.update({"G": 10**9, "T": 10**12})
-
-
 def quantity_bytes(text: str) -> int:
     """A whole-number Quantity (`81559Mi`, `10Gi`, `1000`) as an integer; ValueError if not."""
-    m = _QUANTITY.match(text)
-    if not m:
-        raise ValueError(f"{validation.shown(text)} is not a whole quantity like 10Gi or 81559Mi")
-    return int(m.group(1)) * _SUFFIX[m.group(2)]
+    try:
+        if "." in text:
+            raise ValueError(text)
+        return units.quantity_bytes(text)
+    except ValueError:
+        raise ValueError(
+            f"{validation.shown(text)} is not a whole quantity like 10Gi or 81559Mi"
+        ) from None
 
 
 Quantity = Annotated[str, Field(min_length=1, max_length=32)]

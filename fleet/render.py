@@ -224,7 +224,10 @@ def node_object(fleet: Fleet, node: DesiredNode) -> Obj:
         "ephemeral-storage": profile.node.ephemeral_storage,
         **pool.capacity,
     }
-    if spec.extended_resources and profile.gpu_count:
+    extended = (
+        spec.extended_resources if pool.extended_resources is None else pool.extended_resources
+    )
+    if extended and profile.gpu_count:
         capacity[vocab.EXTENDED_RESOURCE_GPU] = str(profile.gpu_count)
     taints: list[Taint] = pool.taints if pool.taints is not None else spec.taints
     obj: Obj = {

@@ -138,6 +138,11 @@ class Pool(_Model):
     capacity: dict[str, str] = Field(
         default_factory=dict, description="node capacity overrides, e.g. {cpu: '96'}"
     )
+    extended_resources: bool | None = Field(
+        default=None,
+        description="overrides the fleet's extendedResources for this pool when set (a pool "
+        "without nvidia.com/gpu capacity has such pods served by DRA)",
+    )
 
     @field_validator("name")
     @classmethod

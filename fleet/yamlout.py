@@ -70,7 +70,9 @@ def _key(value: str) -> str:
     return value if _PLAIN.match(value) and value.lower() not in _RESERVED else _quoted(value)
 
 
-Memo = dict[tuple[int, str], list[str]]
+Memo = dict[tuple[object, ...], list[str]]
+"""Lines already written: of a shared container by (identity, indent), and of a one-entry
+leaf mapping by (indent, key, inner key, value, value's type) (see `_emit`)."""
 
 
 def _emit(obj: Any, indent: str, out: list[str], memo: Memo) -> None:
@@ -82,13 +84,20 @@ def _emit(obj: Any, indent: str, out: list[str], memo: Memo) -> None:
     a key because every object stays alive for the whole dump."""
     if isinstance(obj, dict):
         for k, v in obj.items():
-            head = f"{indent}{_key(str(k))}:"
-            if isinstance(v, dict) and len(v) == 1:
-                # Fast path for attribute values like {"string": "gpu"}: no recursion.
+            if type(v) is dict and len(v) == 1:
+                # Fast path for attribute values like {"string": "gpu"}: no recursion, and
+                # the two lines looked up by content (a fleet repeats them thousands of times;
+                # the value's type keeps True apart from 1).
                 ((k2, v2),) = v.items()
                 if not isinstance(v2, dict | list):
-                    out.append(f"{head}\n{indent}  {_key(str(k2))}: {scalar(v2)}")
+                    leaf = (indent, k, k2, v2, type(v2))
+                    lines = memo.get(leaf)
+                    if lines is None:
+                        text = f"{indent}{_key(str(k))}:\n{indent}  {_key(str(k2))}: {scalar(v2)}"
+                        lines = memo[leaf] = [text]
+                    out.append(lines[0])
                     continue
+            head = f"{indent}{_key(str(k))}:"
             if isinstance(v, dict) and v:
                 out.append(head)
                 _emit_shared(v, indent + "  ", out, memo)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import os
 import re
@@ -428,6 +429,9 @@ def _settings(opts: dict[str, Any]) -> tuple[outcome.Settings, list[slo.Slo], Pa
 def _run(opts: dict[str, Any], err: Console) -> int:
     scenario = _scenario(opts)
     settings, slos, out_dir = _settings(opts)
+    if scenario.node_selector:  # the scenario's own (a pool), on top of --node-selector
+        selector = {**settings.node_selector, **scenario.node_selector}
+        settings = dataclasses.replace(settings, node_selector=selector)
     _check_writable(out_dir)
     # First thing, terminal or not: a run killed at any moment can still be found by its id.
     print(

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from loadgen import placement, templates
-from testbed import vocab
+from testbed import units, vocab
 
 _TOPOLOGY: Final = (vocab.LABEL_RACK, vocab.LABEL_BLOCK)
 # Watch restart reasons, mildest first: a gap keeps its worst.
@@ -49,6 +49,12 @@ class PodRecord:
     """The scheduler reported it does not fit (PodScheduled False, reason Unschedulable)."""
     pending_reason: str | None = None
     """While unscheduled: the scheduler's latest word on why (PodScheduled's message)."""
+    footprint: int = 0
+    """GPU memory its workload uses, bytes (the pod's gpu-memory annotation; 0: not given)."""
+    plugin_gpus: int = 0
+    """Whole GPUs asked as the device plugin's extended resource (no claim)."""
+    holding: bool = False
+    """Counted in the fleet's memory figures: scheduled and not yet finished or deleted."""
 
 
 @dataclass(slots=True)
@@ -102,6 +108,13 @@ class Sample:
     gpus_busy: int = 0
     """Physical GPUs with at least one of the run's allocations (a whole GPU, a MIG
     partition of it, or a capacity share): what the run keeps busy."""
+    memory_requested: int = 0
+    """GPU memory the run's scheduled pods say their workloads use (bytes)."""
+    memory_taken: int = 0
+    """GPU memory the run's allocations take: a capacity share's consumed memory, a MIG
+    partition's or a whole GPU's memory (device-plugin GPUs are whole GPUs)."""
+    memory_busy: int = 0
+    """Memory of the physical GPUs the run keeps busy (all of each, however little is used)."""
     phase_scheduled: dict[str, int] = field(default_factory=dict)
     """Pods scheduled so far per scenario phase (throughput per phase)."""
     tick: bool = True
@@ -142,6 +155,19 @@ class Fleet:
     """Physical GPU -> allocations of the run's claims on it."""
     claim_gpus: dict[str, list[str]] = field(default_factory=dict)
     """The run's claim -> the physical GPUs its allocation counts in `busy`."""
+    device_memory: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(pool, GPU device) -> the memory capacity it publishes (a partition's own)."""
+    gpu_memory: dict[str, int] = field(default_factory=dict)
+    """Physical GPU (as in `busy`) -> its whole memory; device-plugin GPUs included."""
+    node_gpu_memory: dict[str, int] = field(default_factory=dict)
+    """Node -> memory of one of its whole GPUs (what a device-plugin GPU there takes)."""
+    claim_memory: dict[str, int] = field(default_factory=dict)
+    """The run's claim -> GPU memory its allocation takes."""
+    plugin_nodes: set[str] = field(default_factory=set)
+    """Nodes with the device plugin's GPUs in their capacity: there an `nvidia.com/gpu` pod
+    takes the plugin's GPUs; elsewhere DRA serves it with a claim (counted as claims are)."""
+    memory_taken: int = 0
+    memory_requested: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +327,8 @@ def on_pod(rec: Records, kind: str, pod: dict[str, Any], now: float) -> None:
             gang=labels.get(vocab.LABEL_GANG),
             created=now,
             created_server=parse_time(meta.get("creationTimestamp")),
+            footprint=_int((meta.get("annotations") or {}).get(vocab.ANNOTATION_GPU_MEMORY)),
+            plugin_gpus=plugin_gpus(pod.get("spec") or {}),
         )
         rec.pods[name] = r
         phase_counts(rec, r.phase).seen += 1
@@ -347,6 +375,59 @@ def on_pod(rec: Records, kind: str, pod: dict[str, Any], now: float) -> None:
         for st in status.get("resourceClaimStatuses") or []:
             if st.get("resourceClaimName"):
                 r.claim = st["resourceClaimName"]
+    done = kind == "DELETED" or r.finished is not None
+    if r.node and not done and not r.holding:
+        _hold(rec.fleet, name, r, True)
+    elif r.holding and done:
+        _hold(rec.fleet, name, r, False)
+
+
+def _hold(fleet: Fleet, name: str, r: PodRecord, on: bool) -> None:
+    """Count a scheduled pod's memory need, and its device-plugin GPUs (whole GPUs, busy
+    and taken), in or out of the fleet's figures."""
+    r.holding = on
+    sign = 1 if on else -1
+    fleet.memory_requested += sign * r.footprint
+    for i in range(r.plugin_gpus if r.node in fleet.plugin_nodes else 0):
+        gpu = f"{r.node}/{vocab.EXTENDED_RESOURCE_GPU}/{name}/{i}"
+        if on:
+            fleet.busy[gpu] = 1
+            fleet.gpu_memory[gpu] = fleet.node_gpu_memory.get(r.node, 0)
+            fleet.memory_taken += fleet.gpu_memory[gpu]
+        else:
+            fleet.busy.pop(gpu, None)
+            fleet.memory_taken -= fleet.gpu_memory.pop(gpu, 0)
+
+
+def plugin_gpus(spec: dict[str, Any]) -> int:
+    """GPUs a pod asks as the device plugin's extended resource (limits, else requests)."""
+    total = 0
+    for c in spec.get("containers") or []:
+        res = c.get("resources") or {}
+        value = (res.get("limits") or {}).get(vocab.EXTENDED_RESOURCE_GPU)
+        value = value or (res.get("requests") or {}).get(vocab.EXTENDED_RESOURCE_GPU)
+        total += _int(value)
+    return total
+
+
+def _int(value: object) -> int:
+    try:
+        return int(str(value)) if value is not None else 0
+    except ValueError:
+        return 0
+
+
+def _bytes(quantity: object) -> int:
+    try:
+        return units.quantity_bytes(str(quantity)) if quantity is not None else 0
+    except ValueError:
+        return 0
+
+
+def busy_memory(fleet: Fleet) -> int:
+    """Memory of the physical GPUs the run keeps busy (each whole)."""
+    memory = fleet.gpu_memory
+    return sum(memory.get(gpu, 0) for gpu in fleet.busy)
 
 
 def on_claim(rec: Records, kind: str, claim: dict[str, Any], now: float) -> None:
@@ -379,6 +460,7 @@ def on_claim(rec: Records, kind: str, claim: dict[str, Any], now: float) -> None
         fleet.gpus_by_claim.pop(key, None)
     if own:
         _count_busy(fleet, key, [] if kind == "DELETED" else results)
+        _count_memory(fleet, key, [] if kind == "DELETED" else results)
     if not own or kind == "DELETED":
         return
     claim_key = object_key(rec, meta)
@@ -426,6 +508,24 @@ def _count_busy(fleet: Fleet, key: str, results: list[dict[str, Any]]) -> None:
             fleet.busy[gpu] = fleet.busy.get(gpu, 0) + 1
 
 
+def _count_memory(fleet: Fleet, key: str, results: list[dict[str, Any]]) -> None:
+    """Keep `fleet.memory_taken` in step with claim `key`'s allocation: a capacity share takes
+    what it consumed, anything else its device's whole memory."""
+    fleet.memory_taken -= fleet.claim_memory.pop(key, 0)
+    taken = 0
+    for r in results:
+        if r.get("driver") != vocab.GPU_DRIVER:
+            continue
+        consumed = (r.get("consumedCapacity") or {}).get(vocab.GPU_CAP_MEMORY)
+        if consumed is not None:
+            taken += _bytes(consumed)
+        else:
+            taken += fleet.device_memory.get((r.get("pool", ""), r.get("device", "")), 0)
+    if taken:
+        fleet.claim_memory[key] = taken
+        fleet.memory_taken += taken
+
+
 def on_slice(rec: Records, kind: str, slc: dict[str, Any], now: float) -> None:
     """One watch event of a ResourceSlice: the fleet's GPUs and every device's topology."""
     fleet = rec.fleet
@@ -460,6 +560,16 @@ def on_slice(rec: Records, kind: str, slc: dict[str, Any], now: float) -> None:
             )
             if gpu:
                 fleet.physical[(pool, dev.get("name", ""))] = gpu
+            memory = _bytes(
+                ((dev.get("capacity") or {}).get(vocab.GPU_CAP_MEMORY) or {}).get("value")
+            )
+            if memory:
+                fleet.device_memory[(pool, dev.get("name", ""))] = memory
+                whole = device_attribute(attrs, driver, vocab.GPU_ATTR_TYPE) != vocab.GPU_TYPE_MIG
+                if whole and gpu:
+                    fleet.gpu_memory[gpu] = memory
+                    if spec.get("nodeName"):
+                        fleet.node_gpu_memory[spec["nodeName"]] = memory
         fleet.devices[(driver, pool, dev.get("name", ""))] = (
             device_attribute(attrs, driver, vocab.ATTR_PCIE_ROOT),
             device_attribute(attrs, driver, numa_attr),
@@ -475,6 +585,9 @@ def on_node(rec: Records, kind: str, node: dict[str, Any], now: float) -> None:
     fleet.node_labels[name] = {k: labels[k] for k in _TOPOLOGY if k in labels}
     if all(labels.get(k) == v for k, v in fleet.node_selector.items()):
         fleet.nodes.add(name)
+    capacity = (node.get("status") or {}).get("capacity") or {}
+    if _int(capacity.get(vocab.EXTENDED_RESOURCE_GPU)) > 0:
+        fleet.plugin_nodes.add(name)
 
 
 def relisting(rec: Records, plural: str) -> None:
@@ -486,6 +599,7 @@ def relisting(rec: Records, plural: str) -> None:
         fleet.devices.clear()
         fleet.pool_node.clear()
         fleet.physical.clear()
+        fleet.device_memory.clear()
     elif plural == "nodes":
         fleet.node_labels.clear()
         fleet.nodes.clear()
@@ -493,8 +607,11 @@ def relisting(rec: Records, plural: str) -> None:
         fleet.gpus_by_claim.clear()
         fleet.gpus_allocated = 0
         fleet.gpus_held_by_others = 0
-        fleet.busy.clear()
         fleet.claim_gpus.clear()
+        # Device-plugin GPUs are counted from pods, not claims: they stay.
+        fleet.busy = {k: v for k, v in fleet.busy.items() if vocab.EXTENDED_RESOURCE_GPU in k}
+        fleet.memory_taken -= sum(fleet.claim_memory.values())
+        fleet.claim_memory.clear()
 
 
 def watch_broke(rec: Records, plural: str, reason: str, now: float) -> None:
@@ -531,6 +648,9 @@ def take_sample(rec: Records, now: float, *, tick: bool = True) -> Sample:
         rec.fleet.gpus_allocated,
         gpus_stranded(rec),
         len(rec.fleet.busy),
+        rec.fleet.memory_requested,
+        rec.fleet.memory_taken,
+        busy_memory(rec.fleet),
         {name: c.scheduled for name, c in rec.counts.items()},
         tick,
     )

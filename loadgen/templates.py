@@ -210,9 +210,14 @@ def pod_spec(
 def _pod_metadata(phase: Phase, run_id: str) -> dict[str, Any]:
     labels = run_labels(run_id) | {LABEL_PHASE: phase.name}
     meta: dict[str, Any] = {"labels": labels}
+    annotations: dict[str, str] = {}
     if phase.kind == "jobs":
         run = phase.run_time if phase.run_time is not None else DEFAULT_JOB_RUN_SECONDS
-        meta["annotations"] = {vocab.KWOK_POD_COMPLETE_DELAY: go_duration(run)}
+        annotations[vocab.KWOK_POD_COMPLETE_DELAY] = go_duration(run)
+    if footprint := phase.claim.footprint_bytes:
+        annotations[vocab.ANNOTATION_GPU_MEMORY] = str(footprint)
+    if annotations:
+        meta["annotations"] = annotations
     return meta
 
 

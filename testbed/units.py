@@ -7,8 +7,22 @@ One place for the console and HTML reports of every tool, so `rss_bytes 8.05183e
 from __future__ import annotations
 
 import math
+import re
+from fractions import Fraction
 
 _KIB = 1024.0
+_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?\Z")
+_SUFFIX = {None: 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6}
+_SUFFIX.update({"G": 10**9, "T": 10**12})
+
+
+def quantity_bytes(text: str) -> int:
+    """A Kubernetes Quantity (`81559Mi`, `10Gi`, `4.5G`, `1000`) as an integer, rounded up;
+    ValueError if it is not one (exponents and milli-units are not needed here)."""
+    m = _QUANTITY.match(text)
+    if not m:
+        raise ValueError(f"{text[:40]!r} is not a quantity like 10Gi or 81559Mi")
+    return math.ceil(Fraction(m.group(1)) * _SUFFIX[m.group(2)])
 
 
 def size(n_bytes: float) -> str:

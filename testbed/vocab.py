@@ -85,6 +85,8 @@ LABEL_GANG: Final = "testbed.dra.io/gang"
 # Pod annotations the extender honours.
 ANNOTATION_REQUIRE_ALIGNMENT: Final = "testbed.dra.io/require-alignment"
 ANNOTATION_REQUIRE_LOCALITY: Final = "testbed.dra.io/require-locality"
+# loadgen: the GPU memory a pod's workload uses (bytes, per pod), for utilization figures.
+ANNOTATION_GPU_MEMORY: Final = "testbed.dra.io/gpu-memory"
 
 # Job label kube-controller-manager sets on a Job's pods.
 LABEL_JOB_NAME: Final = "batch.kubernetes.io/job-name"

@@ -72,6 +72,15 @@ def render(doc: ResultDoc, console: Console) -> None:
             f"physical GPUs busy at peak: {doc.fleet.peak_gpus_busy} "
             f"({doc.fleet.pods_per_busy_gpu:g} pods per busy GPU)"
         )
+    if doc.fleet.gpu_memory_taken_bytes:
+        f = doc.fleet
+        console.print(
+            f"GPU memory requested {units.size(f.gpu_memory_requested_bytes)} of "
+            f"{units.size(f.gpu_memory_taken_bytes)} the allocations take "
+            f"({units.percent(f.gpu_memory_requested_share_of_taken)}), "
+            f"{units.percent(f.gpu_memory_used_share)} of the busy GPUs' "
+            f"{units.size(f.gpu_memory_of_busy_bytes)}"
+        )
     if cl.gpu_nic_pairs:
         console.print(
             f"GPU-NIC pairs: {cl.pcie_aligned_pairs}/{cl.gpu_nic_pairs} on one PCIe root, "

@@ -103,6 +103,18 @@ class Fleet(_Doc):
     MIG partitions or capacity shares, fewer than the devices allocated."""
     pods_per_busy_gpu: float = 0.0
     """Pods running per busy physical GPU at that sample."""
+    gpu_memory_requested_bytes: int = 0
+    """At that sample: GPU memory the scheduled pods say their workloads use (their
+    footprint, or a capacity request's memory)."""
+    gpu_memory_taken_bytes: int = 0
+    """At that sample: GPU memory the allocations take (a capacity share's consumed memory,
+    a MIG partition's memory, a whole GPU's memory; a device-plugin GPU is a whole one)."""
+    gpu_memory_of_busy_bytes: int = 0
+    """At that sample: the whole memory of the busy physical GPUs."""
+    gpu_memory_requested_share_of_taken: float = 0.0
+    """Requested / taken: how much of what the allocations take the workloads use."""
+    gpu_memory_used_share: float = 0.0
+    """Requested / memory of the busy GPUs: the utilization the guides' 15-30 % is about."""
     occupancy_at_peak: dict[str, tuple[int, int]] = {}
     """Per fleet node (GPUs allocated, GPUs) at the sample with the most GPUs allocated
     (sampled each second; anyone's allocations): the occupancy heatmap."""
@@ -340,6 +352,19 @@ def _fleet(result: outcome.RunResult) -> Fleet:
         pods_per_busy_gpu=(
             round((busiest.running - busiest.finished) / busiest.gpus_busy, 3)
             if busiest and busiest.gpus_busy
+            else 0.0
+        ),
+        gpu_memory_requested_bytes=busiest.memory_requested if busiest else 0,
+        gpu_memory_taken_bytes=busiest.memory_taken if busiest else 0,
+        gpu_memory_of_busy_bytes=busiest.memory_busy if busiest else 0,
+        gpu_memory_requested_share_of_taken=(
+            round(busiest.memory_requested / busiest.memory_taken, 4)
+            if busiest and busiest.memory_taken
+            else 0.0
+        ),
+        gpu_memory_used_share=(
+            round(busiest.memory_requested / busiest.memory_busy, 4)
+            if busiest and busiest.memory_busy
             else 0.0
         ),
         occupancy_at_peak=dict(sorted(rec.fleet.peak_occupancy.items())),

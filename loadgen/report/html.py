@@ -177,6 +177,13 @@ def _claims(doc: ResultDoc) -> list[Section]:
             "physical GPUs busy at peak (pods per busy GPU)",
             f"{units.count(doc.fleet.peak_gpus_busy)} ({doc.fleet.pods_per_busy_gpu:g})",
         ),
+        (
+            "GPU memory requested / taken by allocations / of the busy GPUs",
+            f"{units.size(doc.fleet.gpu_memory_requested_bytes)} / "
+            f"{units.size(doc.fleet.gpu_memory_taken_bytes)} / "
+            f"{units.size(doc.fleet.gpu_memory_of_busy_bytes)} "
+            f"({units.percent(doc.fleet.gpu_memory_used_share)} used)",
+        ),
     ]
     parts: list[go.Figure | str] = [charts.table(("figure", "value"), rows)]
     if doc.fleet.occupancy_at_peak:

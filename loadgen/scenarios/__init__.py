@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from loadgen.scenarios.model import Claim, Phase, Scenario, resolve
 from loadgen.scenarios.named import NAMED
-from testbed import validation
+from testbed import validation, vocab
 
 __all__ = ["NAMED", "Claim", "Phase", "Scenario", "ScenarioError", "load", "resolve"]
 
@@ -25,9 +25,13 @@ def load(name_or_file: str, params: dict[str, Any] | None = None) -> Scenario:
     if name_or_file in NAMED:
         named = NAMED[name_or_file]
         try:
-            return named.build(named.params.model_validate(params))
+            p = named.params.model_validate(params)
         except ValidationError as e:
             raise ScenarioError(f"scenario {name_or_file}: {validation.one_line(e)}") from e
+        scenario = named.build(p)
+        if p.pool:
+            scenario = scenario.model_copy(update={"node_selector": {vocab.LABEL_POOL: p.pool}})
+        return scenario
     path = Path(name_or_file)
     if path.suffix not in (".yaml", ".yml") or not path.is_file():
         known = ", ".join(sorted(NAMED))

@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from loadgen import plan
-from testbed import validation, vocab
+from testbed import units, validation, vocab
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*\Z")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -114,6 +114,10 @@ class Claim(_Model):
     memory: str | None = None
     """Per GPU, a capacity request (`capacity.requests.memory`, e.g. `10Gi`): a share of a
     GPU that allows multiple allocations (consumable capacity)."""
+    footprint: str | None = None
+    """GPU memory the pod's workload uses on each of its GPUs (e.g. `10G`), for the report's
+    utilization figures (memory requested vs what the allocations take); a capacity request's
+    `memory` when unset. It changes no request."""
     shared_by: int = Field(1, ge=1, le=1000)
     """Pods per claim: above 1, one ResourceClaim (not a template) serves this many pods."""
     admin_access: bool = False
@@ -142,6 +146,10 @@ class Claim(_Model):
             raise ValueError("align needs GPUs to align the NICs with")
         if self.memory is not None and not _QUANTITY.match(self.memory):
             raise ValueError(f"memory {validation.shown(self.memory)} is not a quantity like 10Gi")
+        if self.footprint is not None and not _QUANTITY.match(self.footprint):
+            raise ValueError(
+                f"footprint {validation.shown(self.footprint)} is not a quantity like 10G"
+            )
         if self.mig_profile is not None:
             if not _MIG_PROFILE.match(self.mig_profile):
                 raise ValueError(
@@ -207,6 +215,12 @@ class Claim(_Model):
             digest = hashlib.sha256("|".join(shape).encode()).hexdigest()
             parts.append(digest[:8])  # other classes or alternatives: a different template
         return "-".join(parts)
+
+    @property
+    def footprint_bytes(self) -> int:
+        """GPU memory the pod's workload uses in all (per GPU x GPUs); 0 when not given."""
+        per_gpu = self.footprint or self.memory
+        return units.quantity_bytes(per_gpu) * self.gpus if per_gpu else 0
 
     @property
     def gpus_per_claim(self) -> int:
@@ -287,6 +301,9 @@ class Scenario(_Model):
     name: str
     description: str = ""
     phases: list[Phase] = Field(min_length=1)
+    node_selector: dict[str, str] = {}
+    """Labels every pod's node must have, on top of the run's --node-selector (e.g. one
+    fleet pool's label): the run's fleet figures count only those nodes."""
 
     @model_validator(mode="after")
     def _unique_phases(self) -> Scenario:

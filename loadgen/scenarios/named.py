@@ -19,6 +19,9 @@ from loadgen.scenarios.model import Claim, Duration, Phase, Scenario
 class _Params(Claim):
     """A named scenario's parameters: the claim fields (checked as a Claim) plus its own."""
 
+    pool: str | None = Field(None, pattern=r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
+    """Only nodes of this fleet pool (a node selector on the pool label)."""
+
     def claim(self) -> Claim:
         return Claim(**self.model_dump(include=set(Claim.model_fields)))
 
@@ -87,25 +90,30 @@ class InferenceParams(_Params):
     completions: int = Field(3, ge=1)
     run_time: Duration = 30.0
     qps: float = Field(20.0, gt=0)
+    probe: bool = False
+    """A placeability probe instead of churn: `jobs` bare pods per footprint that run on,
+    each phase left until every pod is placed or refused (how many fit, not how fast)."""
+    rounds: int = Field(1, ge=1, le=20)
+    """Probe only: ask each footprint's pods in this many rounds, the footprints
+    interleaved, so no one size gets the empty fleet first."""
 
     @model_validator(mode="after")
     def _fits(self) -> InferenceParams:
         if not self.footprints or any(not 0 < f <= 80 for f in self.footprints):
             raise ValueError("footprints are GB between 1 and 80 (an H100 80GB)")
+        if self.rounds > 1 and not self.probe:
+            raise ValueError("rounds applies to the probe (probe=true)")
+        if self.probe and self.jobs < self.rounds:
+            raise ValueError("a probe needs at least one pod per footprint and round")
         return self
 
 
 def _inference(p: InferenceParams) -> Scenario:
+    if p.probe:
+        return _inference_probe(p)
     base = p.claim()
     phases = []
     for i, gb in enumerate(p.footprints):
-        if p.shape == "mig":
-            profile = next(name for most, name in _MIG_FOR_GB if gb <= most)
-            claim = base.model_copy(update={"gpus": 1, "mig_profile": profile})
-        elif p.shape == "capacity":
-            claim = base.model_copy(update={"gpus": 1, "memory": f"{gb}G"})
-        else:
-            claim = base.model_copy(update={"gpus": 1})
         phases.append(
             Phase(
                 name=f"mem{gb}gb",
@@ -116,7 +124,7 @@ def _inference(p: InferenceParams) -> Scenario:
                 qps=p.qps,
                 # Every footprint's Jobs run side by side: only the last phase waits.
                 wait="complete" if i == len(p.footprints) - 1 else "created",
-                claim=Claim.model_validate(claim.model_dump()),
+                claim=_footprint_claim(base, p.shape, gb),
             )
         )
     return Scenario(
@@ -124,6 +132,46 @@ def _inference(p: InferenceParams) -> Scenario:
         description=(
             f"inference mix: {p.jobs} Jobs x {p.completions} completions per footprint "
             f"({', '.join(f'{g}GB' for g in p.footprints)}), {p.shape} GPUs"
+        ),
+        phases=phases,
+    )
+
+
+def _footprint_claim(base: Claim, shape: str, gb: int) -> Claim:
+    """One GPU for a workload of `gb` GB: whole, the smallest MIG profile that holds it, or
+    a capacity share of exactly that much."""
+    need: dict[str, object] = {"gpus": 1, "footprint": f"{gb}G"}
+    if shape == "mig":
+        need["mig_profile"] = next(name for most, name in _MIG_FOR_GB if gb <= most)
+    elif shape == "capacity":
+        need["memory"] = f"{gb}G"
+    return Claim.model_validate(base.model_copy(update=need).model_dump())
+
+
+def _inference_probe(p: InferenceParams) -> Scenario:
+    base = p.claim()
+    phases = []
+    for r in range(p.rounds):
+        # Round r gets its share of each footprint's pods (the first rounds the remainder).
+        count = p.jobs // p.rounds + (1 if r < p.jobs % p.rounds else 0)
+        for gb in p.footprints:
+            phases.append(
+                Phase(
+                    name=f"mem{gb}gb" if p.rounds == 1 else f"r{r + 1}-mem{gb}gb",
+                    kind="pods",
+                    count=count,
+                    qps=p.qps,
+                    wait="settled",
+                    timeout=300.0,
+                    claim=_footprint_claim(base, p.shape, gb),
+                )
+            )
+    return Scenario(
+        name="inference",
+        description=(
+            f"inference mix probe: {p.jobs} pods per footprint "
+            f"({', '.join(f'{g}GB' for g in p.footprints)}) in {p.rounds} round(s), "
+            f"{p.shape} GPUs, each left until placed or refused"
         ),
         phases=phases,
     )

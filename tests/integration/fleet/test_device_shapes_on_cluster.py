@@ -9,6 +9,8 @@ read-backs here catch.
 
 from __future__ import annotations
 
+import asyncio
+import os
 import secrets
 from collections.abc import AsyncIterator
 from typing import Any
@@ -19,9 +21,12 @@ from fleet import profiles, render
 from fleet.reconcile import Reconciler
 from fleet.spec import from_data
 from testbed import vocab
+from testbed.cluster import local
+from testbed.kube import watching
 from testbed.kube.client import Kube
 from testbed.kube.resources import (
     DEVICE_CLASSES,
+    EVENTS,
     NAMESPACES,
     PODS,
     RESOURCE_CLAIMS,
@@ -29,6 +34,7 @@ from testbed.kube.resources import (
 )
 from tests.integration.fleet import dra_objects as dra
 from tests.integration.fleet import fleet_cli
+from tests.integration.testbed.test_feature_gates import reported_gates
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.cluster
@@ -234,5 +240,106 @@ async def test_a_noschedule_device_taint_keeps_new_pods_off_that_device(
         assert code == 0, err
         await wait_for(kube, PODS, dra.running, name="t2", namespace=ns, timeout=120)
         assert set(dra.allocated_devices(await _claim(kube, ns, "t2"))) <= tainted
+    finally:
+        await Reconciler(kube).delete(fleet)
+
+
+EVICTION_EVENT = "DeviceTaintManagerEviction"
+
+
+def _evicted(obj: Obj) -> bool:
+    """Being deleted, or marked for it by the device taint eviction controller."""
+    if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        return True
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return any(
+        c.get("type") == "DisruptionTarget" and c.get("status") == "True" for c in conditions
+    )
+
+
+async def _gone(kube: Kube, ns: str, name: str, timeout: float) -> None:  # noqa: ASYNC109
+    """Block until pod `name` no longer exists (a watch, not a poll)."""
+
+    async def watch() -> None:
+        async for ev in watching.informer(
+            kube, PODS, namespace=ns, field_selector=f"metadata.name={name}"
+        ):
+            if isinstance(ev, watching.Snapshot) and not ev.items:
+                return
+            if isinstance(ev, watching.Change) and ev.type == "DELETED":
+                return
+
+    await asyncio.wait_for(watch(), timeout)
+
+
+def test_the_device_taint_eviction_controller_runs_with_its_gates_on(kubeconfig: str) -> None:
+    """kube-controller-manager starts the eviction controller only with these gates on."""
+    name = os.environ.get("DRA_TESTBED_TEST_CLUSTER", local.DEFAULT_NAME)
+    cluster = local.LocalCluster(local.ClusterConfig(name=name))
+    assert str(cluster.config.kubeconfig) == kubeconfig, "this test needs the local cluster"
+    gates = reported_gates(cluster)["kube-controller-manager"]
+    assert gates.get("DRADeviceTaints") and gates.get("DynamicResourceAllocation"), gates
+
+
+async def test_a_noexecute_device_taint_evicts_running_pods_and_clear_lets_new_ones_on(
+    kube: Kube, ns: str, kubeconfig: str
+) -> None:
+    fleet = f"nex-{secrets.token_hex(3)}"
+    try:
+        await _apply(
+            kube, {"name": fleet, "pools": [{"name": "p", "profile": "l4-4gpu", "count": 1}]}
+        )
+        # Every GPU of the node runs a pod, so the taint hits running pods whatever it picks.
+        device_of: dict[str, str] = {}
+        for i in range(4):
+            await dra.run_with_claim(kube, ns, fleet, f"r{i}", dra.claim(f"r{i}", vocab.CLASS_GPU))
+            (device_of[f"r{i}"],) = dra.allocated_devices(await _claim(kube, ns, f"r{i}"))
+        code, _, err = await fleet_cli.run(
+            "taint", "--name", fleet, "--share", "0.5", "--effect", "NoExecute",
+            kubeconfig=kubeconfig,
+        )  # fmt: skip
+        assert code == 0 and "2 of 4 GPUs" in err, err
+        (gpu_slice,) = [
+            s
+            for s in (
+                await kube.list(RESOURCE_SLICES, label_selector=render.fleet_selector(fleet))
+            ).items
+            if s["spec"]["driver"] == GPU
+        ]
+        tainted = {d["name"] for d in gpu_slice["spec"]["devices"] if d.get("taints")}
+        assert len(tainted) == 2
+        hit = sorted(p for p, d in device_of.items() if d in tainted)
+        spared = sorted(p for p, d in device_of.items() if d not in tainted)
+        assert len(hit) == 2
+
+        # kube-controller-manager's device taint eviction controller deletes the pods whose
+        # claims hold a NoExecute-tainted device (and says so in an event); the others run on.
+        for pod in hit:
+            await _gone(kube, ns, pod, 120)
+            await wait_for(
+                kube,
+                EVENTS,
+                lambda e, pod=pod: (
+                    e.get("reason") == EVICTION_EVENT
+                    and (e.get("involvedObject") or {}).get("name") == pod
+                ),
+                namespace=ns,
+                timeout=60,
+            )
+        for pod in spared:
+            obj = await kube.get(PODS, pod, ns)
+            assert dra.running(obj) and not _evicted(obj), obj["status"]
+
+        # With the evicted pods' claims gone, the only free GPUs are the tainted ones: a new
+        # pod waits, until the taint is cleared.
+        for pod in hit:
+            await kube.delete(RESOURCE_CLAIMS, pod, ns)
+        await dra.pending_with_claim(kube, ns, fleet, "new", dra.claim("new", vocab.CLASS_GPU))
+        code, _, err = await fleet_cli.run(
+            "taint", "--name", fleet, "--clear", kubeconfig=kubeconfig
+        )
+        assert code == 0, err
+        await wait_for(kube, PODS, dra.running, name="new", namespace=ns, timeout=120)
+        assert set(dra.allocated_devices(await _claim(kube, ns, "new"))) <= tainted
     finally:
         await Reconciler(kube).delete(fleet)

@@ -249,3 +249,86 @@ def test_partitions_and_shares_of_one_gpu_keep_one_physical_gpu_busy() -> None:
     records.on_claim(t, "DELETED", _claim("a", "loadgen-r1", []), 3.0)
     records.on_claim(t, "DELETED", _claim("b", "loadgen-r1", []), 3.0)
     assert records.take_sample(t, 3.0).gpus_busy == 1
+
+
+def _gpu_slice(node: str) -> dict[str, Any]:
+    """One 80 GB GPU with a 10 GB MIG partition, and one shareable 80 GB GPU."""
+    slc = _slice(node, vocab.GPU_DRIVER, [("g0", "r0", 0), ("g0-mig", "r0", 0), ("g1", "r1", 0)])
+    devs = slc["spec"]["devices"]
+    for dev, uuid, kind, memory in (
+        (devs[0], "GPU-0", "gpu", "80Gi"),
+        (devs[1], "", "mig", "10Gi"),
+        (devs[2], "GPU-1", "gpu", "80Gi"),
+    ):
+        dev["attributes"][vocab.GPU_ATTR_TYPE] = {"string": kind}
+        key = vocab.GPU_ATTR_UUID if uuid else vocab.GPU_ATTR_PARENT_UUID
+        dev["attributes"][key] = {"string": uuid or "GPU-0"}
+        dev["capacity"] = {vocab.GPU_CAP_MEMORY: {"value": memory}}
+    return slc
+
+
+def _needing(name: str, gib: int, *, node: str = "n1", plugin_gpus: int = 0) -> dict[str, Any]:
+    pod = _pod(name, node=node, phase="Running")
+    pod["metadata"]["annotations"] = {vocab.ANNOTATION_GPU_MEMORY: str(gib * 2**30)}
+    if plugin_gpus:
+        limits = {vocab.EXTENDED_RESOURCE_GPU: str(plugin_gpus)}
+        pod["spec"]["containers"] = [{"name": "main", "resources": {"limits": limits}}]
+    return pod
+
+
+def test_memory_requested_against_what_capacity_shares_mig_and_whole_gpus_take() -> None:
+    t = _records()
+    records.on_node(t, "ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
+    records.on_slice(t, "ADDED", _gpu_slice("n1"), 0)
+    gib = 2**30
+    # Two capacity shares of GPU-1 (each consumed 20Gi for a 15 GiB need), a MIG partition
+    # of GPU-0 (10Gi taken for 5 GiB).
+    share = _claim("s1", "loadgen-r1", [(vocab.GPU_DRIVER, "n1", "g1")])
+    share["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] = {
+        vocab.GPU_CAP_MEMORY: "20Gi"
+    }
+    share2 = {**share, "metadata": {**share["metadata"], "name": "s2"}}
+    records.on_claim(t, "ADDED", share, 1.0)
+    records.on_claim(t, "ADDED", share2, 1.0)
+    records.on_claim(t, "ADDED", _claim("m", "loadgen-r1", [(vocab.GPU_DRIVER, "n1", "g0-mig")]), 1)
+    for name, need in (("p1", 15), ("p2", 15), ("p3", 5)):
+        records.on_pod(t, "ADDED", _needing(name, need), 1.0)
+    s = records.take_sample(t, 1.0)
+    assert (s.memory_requested, s.memory_taken, s.memory_busy) == (35 * gib, 50 * gib, 160 * gib)
+    # A whole GPU takes all of it: the MIG claim replaced by the full GPU-0.
+    records.on_claim(t, "MODIFIED", _claim("m", "loadgen-r1", [(vocab.GPU_DRIVER, "n1", "g0")]), 2)
+    assert records.take_sample(t, 2.0).memory_taken == 120 * gib
+    # Finished pods and deleted claims give it back.
+    records.on_pod(t, "MODIFIED", {**_needing("p3", 5), "status": {"phase": "Succeeded"}}, 3.0)
+    records.on_claim(t, "DELETED", _claim("m", "loadgen-r1", []), 3.0)
+    s = records.take_sample(t, 3.0)
+    assert (s.memory_requested, s.memory_taken, s.memory_busy) == (30 * gib, 40 * gib, 80 * gib)
+
+
+def test_device_plugin_gpus_are_whole_busy_gpus_of_the_nodes_memory() -> None:
+    t = _records()
+    node = {
+        "metadata": {"name": "n1", "labels": {"pool": "a"}},
+        "status": {"capacity": {vocab.EXTENDED_RESOURCE_GPU: "8"}},
+    }
+    records.on_node(t, "ADDED", node, 0)
+    records.on_node(t, "ADDED", {"metadata": {"name": "n2", "labels": {"pool": "a"}}}, 0)
+    records.on_slice(t, "ADDED", _gpu_slice("n1"), 0)
+    records.on_slice(t, "ADDED", _gpu_slice("n2"), 0)
+    # On n2 (no plugin GPUs) DRA serves the extended resource with a claim: not counted here.
+    records.on_pod(t, "ADDED", _needing("via-dra", 10, node="n2", plugin_gpus=1), 1.0)
+    records.on_pod(t, "ADDED", _needing("dp", 10, plugin_gpus=2), 1.0)
+    records.on_pod(t, "ADDED", _needing("waiting", 10, node="", plugin_gpus=1), 1.0)
+    s = records.take_sample(t, 1.0)
+    gib = 2**30
+    assert (s.gpus_busy, s.memory_requested, s.memory_taken, s.memory_busy) == (
+        2,
+        20 * gib,
+        160 * gib,
+        160 * gib,
+    )
+    records.relisting(t, "resourceclaims")  # claims relisted: the plugin's GPUs stay
+    assert records.take_sample(t, 1.5).gpus_busy == 2
+    records.on_pod(t, "DELETED", _needing("dp", 10, plugin_gpus=2), 2.0)
+    s = records.take_sample(t, 2.0)
+    assert (s.gpus_busy, s.memory_requested, s.memory_taken) == (0, 10 * gib, 0)

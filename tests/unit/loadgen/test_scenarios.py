@@ -118,3 +118,6 @@ def test_the_inference_mix_asks_each_footprint_in_the_chosen_shape() -> None:
         ("mem80gb", None, "80G"),  # 80 GB fits an H100's 81559Mi; 80Gi would not
     ]
     assert {c[1:] for c in claims("whole")} == {(None, None)}
+    # Every shape says each pod's footprint, for memory requested vs what allocations take.
+    whole = scenarios.load("inference", {"shape": "whole", "footprints": "5,80"})
+    assert [p.claim.footprint_bytes for p in whole.phases] == [5 * 10**9, 80 * 10**9]

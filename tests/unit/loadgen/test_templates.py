@@ -162,3 +162,20 @@ def test_a_mig_profile_must_look_like_one() -> None:
     for bad in ({"mig_profile": "big"}, {"mig_profile": "1g.10gb", "all_gpus": True}):
         with pytest.raises(ValidationError):
             Claim.model_validate(bad)
+
+
+def test_pods_say_the_gpu_memory_their_workload_uses_for_the_utilization_figures() -> None:
+    def annotations(claim: Claim) -> dict[str, str]:
+        phase = Phase(name="p", kind="pods", count=1, claim=claim)
+        meta = templates.build(phase, 0, "r1", templates.pod_spec(phase, {}))["metadata"]
+        return dict(meta.get("annotations") or {})
+
+    assert annotations(Claim(gpus=2, footprint="10G")) == {
+        vocab.ANNOTATION_GPU_MEMORY: str(2 * 10**10)
+    }
+    # A capacity share says its request; a whole GPU without a footprint says nothing.
+    assert annotations(Claim(memory="4.5Gi")) == {vocab.ANNOTATION_GPU_MEMORY: str(9 * 2**29)}
+    assert annotations(Claim(gpus=1)) == {}
+    assert annotations(Claim(device_plugin=True, footprint="80G")) == {
+        vocab.ANNOTATION_GPU_MEMORY: str(80 * 10**9)
+    }
