@@ -95,9 +95,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Co
     demo.add_argument(
         "--comparisons",
         default=",".join(plan.DEFAULT_COMPARISONS),
-        help="comma-separated, from %(default)s and the opt-in 'scale' (the same --pods on "
-        "--nodes and on --scale-nodes nodes; e.g. --pods 10000 --comparisons scale) "
-        "(default %(default)s)",
+        help="comma-separated, from %(default)s and the opt-in ones: 'scale' (the same "
+        "--pods on --nodes and on --scale-nodes nodes; e.g. --pods 10000 --comparisons "
+        "scale), 'sharing' (device plugin vs DRA whole GPUs vs MIG vs capacity shares), "
+        "'extended-resource' (nvidia.com/gpu pods by DRA vs the device plugin) and 'taints' "
+        "(a NoSchedule device taint on part of a pool) (default %(default)s)",
     )
     demo.add_argument(
         "--scale-nodes",

@@ -127,12 +127,15 @@ def _run_arm(
     return doc
 
 
-def _apply_fleet(doc: dict[str, Any], out: Path, env: dict[str, str], nodes: int = 0) -> None:
-    """The experiment's fleet (resized to `nodes` for the demo's scale comparison; fleet
-    touches only the difference)."""
-    if nodes:
-        doc = {**plan.fleet_spec(nodes), "name": doc["name"]}
-    path = out / f"fleet-{nodes or 'spec'}.yaml"
+def _apply_fleet(
+    doc: dict[str, Any], out: Path, env: dict[str, str], nodes: int = 0, variant: str = ""
+) -> None:
+    """The experiment's fleet: as the file gives it, or the demo's mix at `nodes` nodes
+    (the scale comparison resizes it) with a fleet variant's pools and device taints (the
+    sharing, extended-resource and taints comparisons). fleet touches only the difference."""
+    if nodes or variant:
+        doc = {**plan.fleet_spec(nodes, variant=variant), "name": doc["name"]}
+    path = out / f"fleet-{nodes or 'spec'}{'-' + variant if variant else ''}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     if children.run([children.tool("fleet"), "apply", "-f", str(path)], env) != 0:
         raise RunError(f"fleet apply of {path.name} failed")
@@ -227,14 +230,17 @@ def _run_stage(
                 k: stack.enter_context(site.scheduler(setups[k], _scheduler_dir(out, k)))
                 for k in keys
             }
-            fleet_nodes = nodes
+            fleet_now = (nodes, "")
             for arm in arms:
                 progress.done += 1
                 console.rule(f"arm {progress.done}/{total}: {arm.comparison} / {arm.variant}")
-                if arm.fleet_nodes and arm.fleet_nodes != fleet_nodes:
-                    fleet_nodes = arm.fleet_nodes
-                    console.print(f"resizing the fleet to {fleet_nodes} nodes")
-                    _apply_fleet(fleet_doc, out, env, fleet_nodes)
+                # Back to the stage's own fleet too, after an arm that needed another (the
+                # scale comparison's large arm may come first).
+                wanted = (arm.fleet_nodes or nodes, arm.fleet)
+                if wanted != fleet_now:
+                    fleet_now = wanted
+                    console.print(f"fleet: {wanted[0]} nodes, variant {wanted[1] or '-'}")
+                    _apply_fleet(fleet_doc, out, env, *wanted)
                 _one_arm(exp, arm, out, site, schedulers, setups, env, progress, console)
     finally:
         if fleet_applied and not config.keep:
