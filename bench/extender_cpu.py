@@ -12,7 +12,9 @@ one GPU per pod, on the demo fleet) once per arm and repeat, arms in alternating
   this      this tree's extender, the same way
 
 Per arm: the extender's CPU seconds (process_cpu_seconds_total, read just before and just
-after loadgen, so the initial sync is not counted) per pod, its scheduler calls, and
+after loadgen, so the initial sync is not counted; each arm starts once the previous runs'
+namespaces are gone, so their deletions are not counted either) per pod, the watch events it
+applied, its scheduler calls, and
 loadgen's scheduling throughput. CPU seconds do not depend on how busy the machine is the way
 wall time does; the ratios between arms of one run are the figures to compare.
 
@@ -27,6 +29,7 @@ tree than this one as "this" (e.g. a `git archive` of a commit, so editing goes 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
 import os
@@ -46,6 +49,8 @@ import yaml
 from experiment import plan
 from testbed import vocab
 from testbed.cluster import local, processes, second_scheduler
+from testbed.kube import resources
+from testbed.kube.client import Kube
 
 ARMS = ("off", "baseline", "this")
 HERE = Path(__file__).resolve().parent.parent
@@ -74,6 +79,7 @@ class Measured:
     arm: str
     cpu_ms_per_pod: float
     calls: int
+    events: int
     throughput: float
 
 
@@ -82,13 +88,15 @@ def tool(name: str) -> str:
 
 
 def scrape(port: int) -> dict[str, float]:
-    """The extender's CPU seconds and answered scheduler calls."""
+    """The extender's CPU seconds, answered scheduler calls and applied watch events."""
     url = f"http://127.0.0.1:{port}/metrics"
     with urllib.request.urlopen(url, timeout=10) as r:
         text = r.read().decode()
-    out = {"cpu": 0.0, "calls": 0.0}
+    out = {"cpu": 0.0, "calls": 0.0, "events": 0.0}
     for line in text.splitlines():
-        if line.startswith("process_cpu_seconds_total "):
+        if line.startswith("extender_cache_event_lag_seconds_count{"):
+            out["events"] += float(line.rsplit(" ", 1)[1])
+        elif line.startswith("process_cpu_seconds_total "):
             out["cpu"] = float(line.split()[1])
         elif line.startswith("extender_requests_total{"):
             out["calls"] += float(line.rsplit(" ", 1)[1])
@@ -127,6 +135,23 @@ def run_arm(
         sys.exit(f"loadgen failed in arm {arm} (exit {code}); see {out}")
     doc: dict[str, Any] = json.loads(result.read_text())
     return doc
+
+
+async def _runs_left(kubeconfig: Path) -> int:
+    async with await Kube.connect(kubeconfig=kubeconfig) as kube:
+        listed = await kube.list(resources.NAMESPACES, label_selector=vocab.LABEL_RUN)
+        return len(listed.items)
+
+
+def settle(kubeconfig: Path, timeout: float = 600) -> None:
+    """Wait until no loadgen namespace is left (a run's namespace is still being deleted
+    when loadgen returns): the deletions' watch events would land in the next arm's window
+    and make its CPU per pod depend on what ran before it."""
+    deadline = time.monotonic() + timeout
+    while asyncio.run(_runs_left(kubeconfig)):
+        if time.monotonic() > deadline:
+            sys.exit(f"loadgen namespaces still present after {timeout:.0f}s")
+        time.sleep(2)
 
 
 def spread(values: list[float]) -> str:
@@ -171,6 +196,7 @@ def main() -> int:
                     args.profile_dir.mkdir(parents=True, exist_ok=True)
                     profile = (args.profile_dir / f"{rep}-{arm}.prof").resolve()
                 log = work / f"extender-{rep}-{arm}.log"
+                settle(config.kubeconfig)
                 with extender(trees[arm], port, env, log, profile) as proc:
                     time.sleep(2)  # let the initial sync's last events settle
                     before = scrape(port)
@@ -192,12 +218,14 @@ def main() -> int:
                     arm,
                     (after["cpu"] - before["cpu"]) / pods * 1000,
                     int(after["calls"] - before["calls"]),
+                    int(after["events"] - before["events"]),
                     float(doc["throughput"]["Average"]),
                 )
                 results.append(m)
                 print(
                     f"round {rep + 1} {arm:>8}: extender {m.cpu_ms_per_pod:5.2f} ms CPU/pod, "
-                    f"{m.calls} scheduler calls, {m.throughput:5.1f} pods/s",
+                    f"{m.calls} scheduler calls, {m.events} watch events, "
+                    f"{m.throughput:5.1f} pods/s",
                     flush=True,
                 )
     print(f"\n{args.pods} pods x {args.repeat} rounds, {args.nodes}-node demo fleet; {work}")
