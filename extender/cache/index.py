@@ -255,16 +255,10 @@ class Index:
 
     def _upsert_claim(self, obj: dict[str, Any]) -> None:
         key = resources.key_of(obj)
-        spec = obj.get("spec")
         allocation = (obj.get("status") or {}).get("allocation")
-        held = self.claims.get(key)
-        if held is not None and held["status"]["allocation"] == allocation and held["spec"] == spec:
-            # Most updates of a claim change neither (a finalizer, reservedFor, the pod's
-            # deletion): what is derived from them stands, and the held objects stay.
-            return
         # Keep what demand reads (spec, whether allocated), not managedFields and the rest:
         # tens of thousands of claims are held.
-        self.claims[key] = {"spec": spec, "status": {"allocation": allocation}}
+        self.claims[key] = {"spec": obj.get("spec"), "status": {"allocation": allocation}}
         results = (allocation or {}).get("devices") or {}
         # Admin access uses a device without consuming it (DRA does not count it in use).
         new = tuple(

@@ -15,9 +15,6 @@ log = logging.getLogger(__name__)
 
 RestartObserver = Callable[[str, watching.RestartReason], None]
 
-YIELD_EVERY = 0.001
-"""Seconds of applying events after which a watch lets waiting scheduler calls run."""
-
 
 async def watch_kind(
     kube: Kube,
@@ -35,8 +32,6 @@ async def watch_kind(
         if on_restart is not None:
             on_restart(watch.kind, reason)
 
-    clock = asyncio.get_running_loop().time
-    burst = done = clock()
     async for item in watching.informer(
         kube,
         watch.resource,
@@ -46,18 +41,10 @@ async def watch_kind(
         stop=stop,
         liveness=liveness,
     ):
-        start = clock()
-        if start - done >= YIELD_EVERY:
-            burst = start  # the stream waited for this one: the loop ran meanwhile
         store.feed(name, item)
-        done = clock()
         # One watch read can hold dozens of events; kube-scheduler waits on every call, so
-        # let a pending call in within a burst rather than after it. Not after every event:
-        # most reads hold one, and the stream gives the loop its turn when it waits for the
-        # next; an extra loop turn per event was a measurable share of the watching CPU.
-        if done - burst >= YIELD_EVERY:
-            await asyncio.sleep(0)
-            burst = done = clock()
+        # let a pending call in between events rather than after the whole burst.
+        await asyncio.sleep(0)
 
 
 def start(
