@@ -83,10 +83,12 @@ def test_two_variants_run_alternately_on_their_own_schedulers_and_are_compared(
     tuned = json.loads((out / "gpus-tuned-0" / "result.json").read_text())
     assert tuned["metrics"]["extender"]["deltas"], tuned["metrics"]["extender"]
     rows = {(c["workload"], c["metric"]): c for c in doc["comparisons"]}
-    throughput = rows[("gpus", "scheduling throughput")]
-    assert throughput["baseline"] == "shipped"
-    assert [len(v["values"]) for v in throughput["variants"].values()] == [2, 2]
-    assert throughput["variants"]["shipped"]["ratio_to_baseline"] == 1.0
+    # Pod startup, not throughput: scheduler_perf's throughput skips the first 1 s sample, so
+    # 16 pods scheduled within a second or two may have none (then no ratio, rightly).
+    startup = rows[("gpus", "pod startup p50")]
+    assert startup["baseline"] == "shipped"
+    assert [len(v["values"]) for v in startup["variants"].values()] == [2, 2]
+    assert startup["variants"]["shipped"]["ratio_to_baseline"] == 1.0
     index = (out / "index.html").read_text()
     assert index.count("report.html") == 4 and "Variants side by side" in index
 
@@ -125,7 +127,7 @@ def test_two_releases_run_one_cluster_each_and_the_report_compares_them(
         sched_log = (out / f"{variant}-scheduler" / f"{variant}-scheduler.log").read_text()
         assert f'"Starting Kubernetes Scheduler" version="{version}' in sched_log, variant
     releases = {r["metric"]: r for r in doc["releases"]}
-    row = releases["scheduling throughput"]
+    row = releases["pod startup p50"]  # always > 0 (see the test above on throughput)
     assert (row["previous"]["variant"], row["current"]["variant"]) == ("old (1.35)", "new (1.36)")
     prev, cur = row["previous"]["median"], row["current"]["median"]
     assert row["change"] == pytest.approx((cur - prev) / prev)
