@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import json
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -177,16 +178,17 @@ def _arm_doc(out_dir: Path, name: str) -> dict[str, Any] | None:
     return doc
 
 
-def _first_arms(arms: list[Arm]) -> dict[str, list[Arm]]:
-    """Per comparison, its first repeat's throughput arms (two, or more), as run."""
+def first_repeat_groups(arms: Sequence[Arm], min_size: int = 1) -> dict[str, list[Arm]]:
+    """Per comparison (or workload), its first repeat's throughput arms as run, for groups of
+    at least `min_size` arms."""
     groups: dict[str, list[Arm]] = {}
     for arm in arms:
         if arm.repeat == 0 and not arm.latency_of:
             groups.setdefault(arm.comparison, []).append(arm)
-    return {c: group for c, group in groups.items() if len(group) >= 2}
+    return {c: group for c, group in groups.items() if len(group) >= min_size}
 
 
-def _comparison_charts(out_dir: Path, group: list[Arm]) -> list[Any]:
+def comparison_charts(out_dir: Path, group: list[Arm]) -> list[Any]:
     """The arms side by side: pod startup CDFs, throughput and GPU allocation over time, and
     the fleet occupancy at each arm's allocation peak (fragmentation at a glance)."""
     docs = {arm.variant: _arm_doc(out_dir, arm.name) for arm in group}
@@ -217,6 +219,22 @@ def _facts(meta: dict[str, Any]) -> str:
     return charts.facts(items)
 
 
+def arm_sections(arms: Sequence[Arm], invalid: Mapping[str, str]) -> list[Any]:
+    """The invalid arms with their reasons (if any), then a link to each arm's own report."""
+    sections = []
+    if invalid:
+        items = "".join(f"<li>{html.escape(n)}: {html.escape(w)}</li>" for n, w in invalid.items())
+        sections.append(
+            charts.Section("Invalid arms (left out of every figure)", [f"<ul>{items}</ul>"])
+        )
+    links = "".join(
+        f"<li><a href='{html.escape(arm.name)}/report.html'>{html.escape(arm.name)}</a></li>"
+        for arm in arms
+    )
+    sections.append(charts.Section("Each arm's report", [f"<ul>{links}</ul>"]))
+    return sections
+
+
 def write(
     out_dir: Path,
     rows: list[Row],
@@ -238,25 +256,15 @@ def write(
             ],
         ),
     ]
-    for comparison, group in _first_arms(arms).items():
+    for comparison, group in first_repeat_groups(arms, min_size=2).items():
         heading = f"{comparison}: {' vs '.join(arm.variant for arm in group)}"
-        sections.append(charts.Section(heading, _comparison_charts(out_dir, group)))
+        sections.append(charts.Section(heading, comparison_charts(out_dir, group)))
     guide_rows = [(g.aspect, g.target, g.guide, g.measured, g.verdict) for g in guide]
     if guide_rows:
         header = ("aspect", "guide's target", "guide's example", "ours", "verdict")
         table = charts.table(header, guide_rows, text_columns=4, verdict_column=4)
         sections.append(charts.Section("The DRA guide's matrix vs measured", [table]))
-    invalid = meta.get("invalid_arms") or {}
-    if invalid:
-        items = "".join(f"<li>{html.escape(n)}: {html.escape(w)}</li>" for n, w in invalid.items())
-        sections.append(
-            charts.Section("Invalid arms (left out of every figure)", [f"<ul>{items}</ul>"])
-        )
-    links = "".join(
-        f"<li><a href='{html.escape(arm.name)}/report.html'>{html.escape(arm.name)}</a></li>"
-        for arm in arms
-    )
-    sections.append(charts.Section("Each arm's report", [f"<ul>{links}</ul>"]))
+    sections += arm_sections(arms, meta.get("invalid_arms") or {})
     sections.append(charts.Section("Definitions", [charts.facts(DEFINITIONS.items())]))
     index = out_dir / "index.html"
     index.write_text(charts.page("dra-testbed demo", sections, intro=_facts(meta)))

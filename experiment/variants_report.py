@@ -8,7 +8,6 @@ loadgen report linked.
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from collections.abc import Sequence
@@ -148,15 +147,6 @@ def to_json(
     }
 
 
-def _first_repeat(arms: Sequence[Arm]) -> dict[str, list[Arm]]:
-    """Per workload, its first repeat's saturating arms in run order."""
-    out: dict[str, list[Arm]] = {}
-    for arm in arms:
-        if arm.repeat == 0 and not arm.latency_of:
-            out.setdefault(arm.comparison, []).append(arm)
-    return out
-
-
 def write(
     out_dir: Path,
     exp: Experiment,
@@ -184,20 +174,10 @@ def write(
     if releases:
         table = charts.table(RELEASE_COLUMNS, [_release_cells(r) for r in releases], text_columns=2)
         sections.append(charts.Section("Release to release", [table]))
-    for workload, first in _first_repeat(arms).items():
+    for workload, first in report.first_repeat_groups(arms).items():
         heading = f"{workload}: {' vs '.join(a.variant for a in first)}"
-        sections.append(charts.Section(heading, report._comparison_charts(out_dir, first)))
-    invalid = meta.get("invalid_arms") or {}
-    if invalid:
-        items = "".join(f"<li>{html.escape(n)}: {html.escape(w)}</li>" for n, w in invalid.items())
-        sections.append(
-            charts.Section("Invalid arms (left out of every figure)", [f"<ul>{items}</ul>"])
-        )
-    links = "".join(
-        f"<li><a href='{html.escape(a.name)}/report.html'>{html.escape(a.name)}</a></li>"
-        for a in arms
-    )
-    sections.append(charts.Section("Each arm's report", [f"<ul>{links}</ul>"]))
+        sections.append(charts.Section(heading, report.comparison_charts(out_dir, first)))
+    sections += report.arm_sections(arms, meta.get("invalid_arms") or {})
     facts = [
         ("experiment", exp.name),
         *(("description", exp.description) for _ in [0] if exp.description),
