@@ -60,17 +60,8 @@ SHAPES: dict[str, tuple[str, dict[str, str]]] = {
 async def _namespace_gone(namespace: str, seconds: float) -> None:
     """Block until a run's namespace is gone, so the next shape starts on free devices."""
     async with await Kube.connect() as kube:
-
-        async def gone() -> None:
-            async for ev in watching.informer(
-                kube, resources.NAMESPACES, field_selector=f"metadata.name={namespace}"
-            ):
-                if isinstance(ev, watching.Snapshot) and not ev.items:
-                    return
-                if isinstance(ev, watching.Change) and ev.type == "DELETED":
-                    return
-
-        await asyncio.wait_for(gone(), seconds)
+        if not await watching.until_deleted(kube, resources.NAMESPACES, namespace, seconds):
+            raise TimeoutError(f"namespace {namespace} still there after {seconds:.0f}s")
 
 
 def _run(

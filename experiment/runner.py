@@ -63,21 +63,7 @@ async def _wait_namespace_gone(kubeconfig: Path, namespace: str, seconds: float)
     """Block until the previous arm's namespace (its pods and claims) is gone, so the next
     arm starts on a fleet with every device free."""
     async with await Kube.connect(kubeconfig=kubeconfig) as kube:
-
-        async def gone() -> None:
-            async for ev in watching.informer(
-                kube, resources.NAMESPACES, field_selector=f"metadata.name={namespace}"
-            ):
-                if isinstance(ev, watching.Snapshot) and not ev.items:
-                    return
-                if isinstance(ev, watching.Change) and ev.type == "DELETED":
-                    return
-
-        try:
-            await asyncio.wait_for(gone(), seconds)
-        except TimeoutError:
-            return False
-        return True
+        return await watching.until_deleted(kube, resources.NAMESPACES, namespace, seconds)
 
 
 def _run_arm(

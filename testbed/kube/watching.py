@@ -257,3 +257,20 @@ async def _wait_or_stop(waiting: Awaitable[None], stop: asyncio.Event | None) ->
     finally:
         for fut in (waiter, stopper):
             fut.cancel()
+
+
+async def until_deleted(kube: Kube, res: Resource, name: str, seconds: float) -> bool:
+    """Wait until the cluster-scoped object `name` is gone (True), at most `seconds` (False)."""
+
+    async def gone() -> None:
+        async for ev in informer(kube, res, field_selector=f"metadata.name={name}"):
+            if isinstance(ev, Snapshot) and not ev.items:
+                return
+            if isinstance(ev, Change) and ev.type == "DELETED":
+                return
+
+    try:
+        await asyncio.wait_for(gone(), seconds)
+    except TimeoutError:
+        return False
+    return True
