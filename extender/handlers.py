@@ -7,6 +7,7 @@ with a one-line message; it never reaches the core and changes nothing.
 from __future__ import annotations
 
 import json
+import operator
 import time
 from typing import Any, Final
 
@@ -61,8 +62,11 @@ def _heads(names: list[str]) -> list[str]:
 def encode_priorities(names: list[str], scores: list[int]) -> str:
     """kube-scheduler's HostPriorityList: a bare array of {"Host", "Score"}. Hand-joined
     because this is the hot path at 5,000 nodes (3x faster than json.dumps of dicts)."""
-    tails = _SCORE_TAIL
-    return "[" + ",".join([h + tails[s] for h, s in zip(_heads(names), scores, strict=True)]) + "]"
+    if len(names) != len(scores):
+        raise ValueError(f"{len(names)} names but {len(scores)} scores")
+    return (
+        "[" + ",".join(map(operator.add, _heads(names), map(_SCORE_TAIL.__getitem__, scores))) + "]"
+    )
 
 
 class BadRequest(Exception):

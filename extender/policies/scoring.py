@@ -85,9 +85,16 @@ def score_nodes(
     if demand.empty:
         return [MIN_PRIORITY] * len(names)
     key = f"score|{demand.gpu_class}|{demand.gpus}|{demand.nic_class}|{demand.nics}|{fits_key}"
+    with_siblings = bool(siblings.pods)
+    if not with_siblings:
+        # The common case (no job siblings): a node's score is one int per pod shape, so a
+        # call whose nodes are all remembered is one C-level look-up per name.
+        plain = node_memo(key + "|plain")
+        scores = list(map(plain.get, names))
+        if None not in scores:
+            return scores  # type: ignore[return-value]  # no None left
     memo = node_memo(key)
     racks, blocks = siblings.racks, siblings.blocks
-    with_siblings = bool(siblings.pods)
     out: list[int] = []
     append = out.append
     memo_get = memo.get
@@ -96,7 +103,7 @@ def score_nodes(
         if entry is None:
             node = nodes.get(name)
             if node is None or not node.known:
-                append(MIN_PRIORITY)
+                append(MIN_PRIORITY)  # not remembered: made-up names must not pile up
                 continue
             summary = node.summary or summary_of(node)
             by_place = summary.memo.get(key)
@@ -108,7 +115,8 @@ def score_nodes(
             entry = memo[name] = (by_place, node.rack, node.block)
         by_place, rack, block = entry
         if not with_siblings:
-            append(by_place[3])
+            plain[name] = score = by_place[3]
+            append(score)
         elif rack is not None and rack in racks:
             append(by_place[0])
         elif block is not None and block in blocks:
