@@ -21,11 +21,14 @@ from extender.cache.index import Index
 from extender.config import Settings
 from extender.policies import locality, scoring
 from extender.topology import NodeView
+from testbed import vocab
 from testbed.wire import MIN_PRIORITY
 
 log = logging.getLogger(__name__)
 
 _TOP = 5
+_REQUIRE_ALIGNMENT = vocab.ANNOTATION_REQUIRE_ALIGNMENT
+_REQUIRE_LOCALITY = vocab.ANNOTATION_REQUIRE_LOCALITY
 _FAILED_SHOWN = 20
 
 
@@ -144,6 +147,11 @@ class Core:
 
     def filter(self, pod: dict[str, Any], names: list[str]) -> FilterOutcome:
         if not self.ready():
+            return FilterOutcome(passed=names)
+        annotations = (pod.get("metadata") or {}).get("annotations") or {}
+        if not (_REQUIRE_ALIGNMENT in annotations or _REQUIRE_LOCALITY in annotations):
+            # Most pods require nothing: pass them without working out their demand (which
+            # prioritize does, and counts what it cannot judge, once per pod).
             return FilterOutcome(passed=names)
         d = self.demand(pod)
         if d.require_alignment is None and d.require_locality is None:

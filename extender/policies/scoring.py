@@ -85,26 +85,16 @@ def score_nodes(
     if demand.empty:
         return [MIN_PRIORITY] * len(names)
     key = f"score|{demand.gpu_class}|{demand.gpus}|{demand.nic_class}|{demand.nics}|{fits_key}"
-    with_siblings = bool(siblings.pods)
-    if not with_siblings:
-        # The common case (no job siblings): a node's score is one int per pod shape, so a
-        # call whose nodes are all remembered is one C-level look-up per name.
-        plain = node_memo(key + "|plain")
-        scores = list(map(plain.get, names))
-        if None not in scores:
-            return scores  # type: ignore[return-value]  # no None left
     memo = node_memo(key)
-    racks, blocks = siblings.racks, siblings.blocks
-    out: list[int] = []
-    append = out.append
-    memo_get = memo.get
-    for name in names:
-        entry = memo_get(name)
+
+    def entry_of(name: str) -> tuple[tuple[int, int, int, int], str | None, str | None] | None:
+        """The node's scores by place (remembered), or None for a node the index does not
+        know (not remembered: made-up names must not pile up)."""
+        entry = memo.get(name)
         if entry is None:
             node = nodes.get(name)
             if node is None or not node.known:
-                append(MIN_PRIORITY)  # not remembered: made-up names must not pile up
-                continue
+                return None
             summary = node.summary or summary_of(node)
             by_place = summary.memo.get(key)
             if by_place is None:
@@ -113,11 +103,37 @@ def score_nodes(
             if fits is not None and fits(node) is False:
                 by_place = _NO_FIT
             entry = memo[name] = (by_place, node.rack, node.block)
+        return entry
+
+    if not siblings.pods:
+        # The common case: a node's score is one int per pod shape, so a call costs one
+        # C-level look-up per name, and only the nodes that changed since (a handful: the
+        # last pods' nodes) are scored again.
+        plain = node_memo(key + "|plain")
+        scores: list[int | None] = list(map(plain.get, names))
+        i = -1
+        while True:
+            try:
+                i = scores.index(None, i + 1)
+            except ValueError:
+                return scores  # type: ignore[return-value]  # no None left
+            name = names[i]
+            entry = entry_of(name)
+            if entry is None:
+                scores[i] = MIN_PRIORITY
+            else:
+                scores[i] = plain[name] = entry[0][3]
+
+    racks, blocks = siblings.racks, siblings.blocks
+    out: list[int] = []
+    append = out.append
+    for name in names:
+        entry = entry_of(name)
+        if entry is None:
+            append(MIN_PRIORITY)
+            continue
         by_place, rack, block = entry
-        if not with_siblings:
-            plain[name] = score = by_place[3]
-            append(score)
-        elif rack is not None and rack in racks:
+        if rack is not None and rack in racks:
             append(by_place[0])
         elif block is not None and block in blocks:
             append(by_place[1])
