@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import statistics
 import subprocess
@@ -42,11 +41,9 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import yaml
+from demo_arms import apply_demo_fleet, run_arm  # bench/ is on sys.path
 
-from experiment import plan
 from testbed import vocab
 from testbed.cluster import local, processes, second_scheduler
 from testbed.kube import resources
@@ -83,10 +80,6 @@ class Measured:
     throughput: float
 
 
-def tool(name: str) -> str:
-    return str(Path(sys.executable).parent / name)
-
-
 def scrape(port: int) -> dict[str, float]:
     """The extender's CPU seconds, answered scheduler calls and applied watch events."""
     url = f"http://127.0.0.1:{port}/metrics"
@@ -120,21 +113,6 @@ def extender(
         env=child_env,
     ) as proc:
         yield proc
-
-
-def run_arm(
-    arm: str, pods: int, out: Path, env: dict[str, str], scheduler: str | None
-) -> dict[str, Any]:
-    cmd = [tool("loadgen"), "--pods", str(pods), "--gpus", "1", "-q", "--output-dir", str(out)]
-    cmd += ["--node-selector", f"{vocab.LABEL_FLEET}={plan.FLEET_NAME}"]
-    if scheduler:
-        cmd += ["--scheduler-name", scheduler]
-    code = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL).returncode
-    result = out / "result.json"
-    if code != 0 or not result.is_file():
-        sys.exit(f"loadgen failed in arm {arm} (exit {code}); see {out}")
-    doc: dict[str, Any] = json.loads(result.read_text())
-    return doc
 
 
 async def _runs_left(kubeconfig: Path) -> int:
@@ -179,11 +157,7 @@ def main() -> int:
         sys.exit(f"cluster {args.cluster!r} is not running (testbed --name {args.cluster} up)")
     env = {**os.environ, "KUBECONFIG": str(config.kubeconfig)}
     work = Path(tempfile.mkdtemp(prefix="extender-cpu-"))
-    spec = work / "fleet.yaml"
-    spec.write_text(yaml.safe_dump(plan.fleet_spec(args.nodes), sort_keys=False))
-    subprocess.run(
-        [tool("fleet"), "apply", "-f", str(spec)], env=env, check=True, stdout=subprocess.DEVNULL
-    )
+    apply_demo_fleet(args.nodes, work, env)
     this = args.this.resolve()
     trees = {"off": this, "baseline": args.baseline.resolve(), "this": this}
     results: list[Measured] = []

@@ -30,11 +30,9 @@ their devices) and rejected, and more nodes are checked per pod.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import ssl
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -44,10 +42,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from demo_arms import apply_demo_fleet, run_arm, tool  # bench/ is on sys.path
 
-from experiment import plan
 from loadgen import series
-from testbed import vocab
 from testbed.cluster import local, processes, second_scheduler
 
 ARMS = ("off", "on", "on-no-pack", "prio-only")
@@ -61,10 +58,6 @@ class Measured:
     filtered_nodes_per_pod: float
     filter_ms_per_pod: float
     """Wall time of the Filter extension point (all plugins), per pod."""
-
-
-def tool(name: str) -> str:
-    return str(Path(sys.executable).parent / name)
 
 
 def extender(port: int, env: dict[str, str], log: Path, *extra: str) -> Any:
@@ -97,22 +90,6 @@ def profile(port: int, seconds: int, out: Path, ctx: ssl.SSLContext) -> threadin
     thread = threading.Thread(target=fetch, daemon=True)
     thread.start()
     return thread
-
-
-def run_arm(
-    arm: str, pods: int, out: Path, env: dict[str, str], scheduler: str | None, metrics_url: str
-) -> dict[str, Any]:
-    cmd = [tool("loadgen"), "--pods", str(pods), "--gpus", "1", "-q", "--output-dir", str(out)]
-    cmd += ["--node-selector", f"{vocab.LABEL_FLEET}={plan.FLEET_NAME}"]
-    cmd += ["--scrape", f"scheduler={metrics_url}"]
-    if scheduler:
-        cmd += ["--scheduler-name", scheduler]
-    code = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL).returncode
-    result = out / "result.json"
-    if code != 0 or not result.is_file():
-        sys.exit(f"loadgen failed in arm {arm} (exit {code}); see {out}")
-    doc: dict[str, Any] = json.loads(result.read_text())
-    return doc
 
 
 def measured(arm: str, doc: dict[str, Any]) -> Measured:
@@ -158,11 +135,7 @@ def main() -> int:
     env = {**os.environ, "KUBECONFIG": str(config.kubeconfig)}
     ctx = admin_tls(config.cluster_dir)
     work = Path(tempfile.mkdtemp(prefix="extender-overhead-"))
-    spec = work / "fleet.yaml"
-    spec.write_text(yaml.safe_dump(plan.fleet_spec(args.nodes), sort_keys=False))
-    subprocess.run(
-        [tool("fleet"), "apply", "-f", str(spec)], env=env, check=True, stdout=subprocess.DEVNULL
-    )
+    apply_demo_fleet(args.nodes, work, env)
     own_port = int(cluster.component_flag("kube-scheduler", "secure-port") or 0)
     results: list[Measured] = []
     # The cluster scheduler's extender entry, minus its filter verb.
@@ -193,7 +166,8 @@ def main() -> int:
                         work / f"{rep}-{arm}",
                         env,
                         scheduler.name if scheduler else None,
-                        f"https://127.0.0.1:{port}/metrics",
+                        "--scrape",
+                        f"scheduler=https://127.0.0.1:{port}/metrics",
                     )
                     if fetch:
                         fetch.join()
