@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import secrets
+from collections.abc import AsyncIterator
 from typing import Any
 
 from testbed import vocab
@@ -136,3 +138,41 @@ def schedulable(node: dict[str, Any]) -> bool:
     """Ready, and the node lifecycle controller has lifted its not-ready taint."""
     taints = {t["key"] for t in node.get("spec", {}).get("taints") or []}
     return condition(node, "Ready") == "True" and taints == {vocab.KWOK_TAINT_KEY}
+
+
+@contextlib.asynccontextmanager
+async def world(kube: Kube) -> AsyncIterator[Env]:
+    """A fresh Env with its namespace and DeviceClass made; afterwards the namespace, the node
+    (its ResourceSlice goes with it, by owner reference) and the class are deleted."""
+    e = Env()
+    await kube.create(r.NAMESPACES, {"metadata": {"name": e.namespace}})
+    await kube.create(
+        r.DEVICE_CLASSES,
+        {
+            "metadata": {"name": e.device_class},
+            "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{e.driver}'"}}]},
+        },
+    )
+    try:
+        yield e
+    finally:
+        await kube.delete(r.NAMESPACES, e.namespace)
+        await kube.delete(r.NODES, e.node)
+        await kube.delete(r.DEVICE_CLASSES, e.device_class)
+
+
+async def one_gpu_pod_running(kube: Kube, env: Env, *, node_gpus: int) -> dict[str, Any]:
+    """A pod `trainer` with a one-GPU claim, on the env's fresh node of `node_gpus` GPUs,
+    scheduled by the real scheduler (DRA's allocation) and Running; returns the pod."""
+    await ready_node_with_gpus(kube, env, gpus=node_gpus)
+    await kube.create(r.RESOURCE_CLAIM_TEMPLATES, claim_template(env, "one-gpu", 1))
+    await kube.create(r.PODS, pod(env, "trainer", "one-gpu"))
+    running = await wait_for(
+        kube,
+        r.PODS,
+        lambda p: p.get("status", {}).get("phase") == "Running",
+        name="trainer",
+        namespace=env.namespace,
+    )
+    assert running["spec"]["nodeName"] == env.node
+    return running

@@ -10,6 +10,7 @@ from tests.support.small_world import (
     Env,
     claim_template,
     fake_node,
+    one_gpu_pod_running,
     pod,
     ready_node_with_gpus,
 )
@@ -27,18 +28,7 @@ async def test_kwok_node_becomes_ready(kube: Kube, env: Env) -> None:
 async def test_pod_with_one_gpu_claim_is_allocated_scheduled_and_running(
     kube: Kube, env: Env
 ) -> None:
-    await ready_node_with_gpus(kube, env, gpus=2)
-    await kube.create(r.RESOURCE_CLAIM_TEMPLATES, claim_template(env, "one-gpu", 1))
-    await kube.create(r.PODS, pod(env, "trainer", "one-gpu"))
-
-    running = await wait_for(
-        kube,
-        r.PODS,
-        lambda p: p.get("status", {}).get("phase") == "Running",
-        name="trainer",
-        namespace=env.namespace,
-    )
-    assert running["spec"]["nodeName"] == env.node
+    running = await one_gpu_pod_running(kube, env, node_gpus=2)
 
     statuses = running["status"].get("resourceClaimStatuses") or []
     assert [s["name"] for s in statuses] == ["gpu"]

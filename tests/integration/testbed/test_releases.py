@@ -17,12 +17,10 @@ import pytest
 
 from testbed.cluster import binaries, local
 from testbed.cluster import feature_gates as fg
-from testbed.kube import resources as r
 from testbed.kube.client import Kube
 from tests.integration.testbed.test_feature_gates import reported_gates
 from tests.support import small_world as w
 from tests.support.children import testbed as run
-from tests.support.waiting import wait_for
 
 RELEASE = "1.35"
 # A cold build of the release's binaries happens inside this test when nothing built it first.
@@ -80,28 +78,8 @@ async def one_gpu_pod_runs(kubeconfig: Path) -> str:
     """A pod with a one-GPU claim on a fresh kwok node reaches Running; returns its node."""
     kube = await Kube.connect(kubeconfig=str(kubeconfig))
     try:
-        env = w.Env()
-        await kube.create(r.NAMESPACES, {"metadata": {"name": env.namespace}})
-        await kube.create(
-            r.DEVICE_CLASSES,
-            {
-                "metadata": {"name": env.device_class},
-                "spec": {
-                    "selectors": [{"cel": {"expression": f"device.driver == '{env.driver}'"}}]
-                },
-            },
-        )
-        await w.ready_node_with_gpus(kube, env, gpus=1)
-        await kube.create(r.RESOURCE_CLAIM_TEMPLATES, w.claim_template(env, "one-gpu", 1))
-        await kube.create(r.PODS, w.pod(env, "trainer", "one-gpu"))
-        running = await wait_for(
-            kube,
-            r.PODS,
-            lambda p: p.get("status", {}).get("phase") == "Running",
-            name="trainer",
-            namespace=env.namespace,
-        )
-        assert running["spec"]["nodeName"] == env.node
-        return str(running["spec"]["nodeName"])
+        async with w.world(kube) as env:
+            running = await w.one_gpu_pod_running(kube, env, node_gpus=1)
+            return str(running["spec"]["nodeName"])
     finally:
         await kube.close()
