@@ -72,14 +72,19 @@ def render(doc: ResultDoc, console: Console) -> None:
             f"physical GPUs busy at peak: {doc.fleet.peak_gpus_busy} "
             f"({doc.fleet.pods_per_busy_gpu:g} pods per busy GPU)"
         )
-    if doc.fleet.gpu_memory_taken_bytes:
-        f = doc.fleet
+    f = doc.fleet
+    if f.gpu_memory_taken_bytes and f.gpu_memory_requested_bytes:
         console.print(
             f"GPU memory requested {units.size(f.gpu_memory_requested_bytes)} of "
             f"{units.size(f.gpu_memory_taken_bytes)} the allocations take "
             f"({units.percent(f.gpu_memory_requested_share_of_taken)}), "
             f"{units.percent(f.gpu_memory_used_share)} of the busy GPUs' "
             f"{units.size(f.gpu_memory_of_busy_bytes)}"
+        )
+    elif f.gpu_memory_taken_bytes:
+        console.print(
+            f"GPU memory the allocations take: {units.size(f.gpu_memory_taken_bytes)} "
+            "(no pod declares a footprint, so no utilization)"
         )
     if cl.gpu_nic_pairs:
         console.print(

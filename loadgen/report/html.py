@@ -14,7 +14,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 
 from loadgen import stats
-from loadgen.report.document import ResultDoc, Summary
+from loadgen.report.document import Fleet, ResultDoc, Summary
 from testbed import charts, units
 from testbed.charts import Section, Series
 
@@ -177,13 +177,7 @@ def _claims(doc: ResultDoc) -> list[Section]:
             "physical GPUs busy at peak (pods per busy GPU)",
             f"{units.count(doc.fleet.peak_gpus_busy)} ({doc.fleet.pods_per_busy_gpu:g})",
         ),
-        (
-            "GPU memory requested / taken by allocations / of the busy GPUs",
-            f"{units.size(doc.fleet.gpu_memory_requested_bytes)} / "
-            f"{units.size(doc.fleet.gpu_memory_taken_bytes)} / "
-            f"{units.size(doc.fleet.gpu_memory_of_busy_bytes)} "
-            f"({units.percent(doc.fleet.gpu_memory_used_share)} used)",
-        ),
+        ("GPU memory requested / taken by allocations / of the busy GPUs", _memory(doc.fleet)),
     ]
     parts: list[go.Figure | str] = [charts.table(("figure", "value"), rows)]
     if doc.fleet.occupancy_at_peak:
@@ -329,4 +323,16 @@ def render_comparison(
             Section("Over time and fleet occupancy", over_time),
         ],
         intro=intro,
+    )
+
+
+def _memory(f: Fleet) -> str:
+    """Footprints the pods declare against what their allocations take; without footprints
+    there is nothing to call used."""
+    taken = f"{units.size(f.gpu_memory_taken_bytes)} / {units.size(f.gpu_memory_of_busy_bytes)}"
+    if not f.gpu_memory_requested_bytes:
+        return f"no footprint declared / {taken}"
+    return (
+        f"{units.size(f.gpu_memory_requested_bytes)} / {taken} "
+        f"({units.percent(f.gpu_memory_used_share)} used)"
     )

@@ -74,6 +74,27 @@ def test_console_summary_mentions_the_key_figures() -> None:
     assert "15/20 on one PCIe root" in text
 
 
+def test_gpu_memory_is_called_used_only_when_pods_declare_footprints() -> None:
+    doc = document.build(synthetic.run_result())
+    taken = doc.fleet.model_copy(
+        update={"gpu_memory_taken_bytes": 80 << 30, "gpu_memory_of_busy_bytes": 80 << 30}
+    )
+    for fleet, shown, hidden in (
+        (taken, "no pod declares a footprint", "GPU memory requested"),
+        (
+            taken.model_copy(update={"gpu_memory_requested_bytes": 40 << 30}),
+            "GPU memory requested 40",
+            "no pod declares",
+        ),
+    ):
+        con = Console(record=True, width=200)
+        console.render(doc.model_copy(update={"fleet": fleet}), con)
+        text = con.export_text()
+        assert shown in text and hidden not in text
+        page = html.render(doc.model_copy(update={"fleet": fleet}))
+        assert ("no footprint declared" in page) == (hidden == "GPU memory requested")
+
+
 def test_compare_reports_percent_change() -> None:
     prev = document.build(synthetic.run_result(startup_ms=1000.0))
     cur = document.build(synthetic.run_result(startup_ms=1500.0))
