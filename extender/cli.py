@@ -79,7 +79,9 @@ def _parser() -> argparse.ArgumentParser:
         nargs="+",
         metavar="PATH",
         help="offline: load Nodes, ResourceSlices, ResourceClaims, DeviceClasses from YAML/JSON "
-        "files or directories (e.g. `fleet render` output) instead of watching a cluster",
+        "files or directories (e.g. `fleet render` output) instead of watching a cluster; "
+        "JSON lines (`fleet render --format json`) load ~10x faster than YAML at thousands "
+        "of nodes",
     )
     s.add_argument("--config", help="settings file (YAML/JSON): weights, label keys, limits")
     w = s.add_argument_group("weights", _WEIGHTS_HELP)
