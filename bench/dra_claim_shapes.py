@@ -2,9 +2,9 @@
 
 One fleet with up to three pools of the same size (`--nodes` each), those the chosen shapes
 use: whole H100s (dgx-h100), partitionable ones (dgx-h100-mig) and shareable ones
-(dgx-h100-shared). The same number of
-pods (`--pods`, at most --nodes: `all` takes a node each) asks each shape in turn, on its pool,
-scheduled by a plain second kube-scheduler of its own (no extender: DRA's allocator alone):
+(dgx-h100-shared). The same number of pods (`--pods`, at most --nodes: `all` takes a node
+each) asks each shape in turn, on its pool, scheduled by a plain second kube-scheduler of its
+own (no extender: DRA's allocator alone):
 
     whole      one GPU                              (dgx-h100)
     mig        one 1g.10gb MIG partition            (dgx-h100-mig)
@@ -126,7 +126,7 @@ def main() -> None:
         "pools": [
             {"name": n, "profile": prof, "count": args.nodes}
             for n, prof in POOLS.items()
-            if any(SHAPES[s][0] == n for s in shapes)
+            if n in {SHAPES[s][0] for s in shapes}
         ],
     }
     args.out.mkdir(parents=True, exist_ok=True)

@@ -27,8 +27,6 @@ from testbed.wire import MIN_PRIORITY
 log = logging.getLogger(__name__)
 
 _TOP = 5
-_REQUIRE_ALIGNMENT = vocab.ANNOTATION_REQUIRE_ALIGNMENT
-_REQUIRE_LOCALITY = vocab.ANNOTATION_REQUIRE_LOCALITY
 _FAILED_SHOWN = 20
 
 
@@ -149,7 +147,8 @@ class Core:
         if not self.ready():
             return FilterOutcome(passed=names)
         annotations = (pod.get("metadata") or {}).get("annotations") or {}
-        if not (_REQUIRE_ALIGNMENT in annotations or _REQUIRE_LOCALITY in annotations):
+        required = (vocab.ANNOTATION_REQUIRE_ALIGNMENT, vocab.ANNOTATION_REQUIRE_LOCALITY)
+        if not any(key in annotations for key in required):
             # Most pods require nothing: pass them without working out their demand (which
             # prioritize does, and counts what it cannot judge, once per pod).
             return FilterOutcome(passed=names)
