@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from loadgen.scenarios import Scenario
+from testbed import units
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,8 @@ def problems(scenario: Scenario, cap: Capacity) -> list[str]:
         smallest = min((a.gpus for a in claim.first_available), default=claim.gpus)
         if smallest > cap.largest_node and not claim.all_gpus:
             out.append(
-                f"phase {p.name}: each pod asks {smallest} GPUs, no fleet node has more "
-                f"than {cap.largest_node}"
+                f"phase {p.name}: each pod asks {units.counted(smallest, 'GPU')}, no fleet node "
+                f"has more than {cap.largest_node}"
             )
         need = kept + p.gpus_held
         if need > cap.free:
@@ -57,7 +58,7 @@ def problems(scenario: Scenario, cap: Capacity) -> list[str]:
                 else ""
             )
             out.append(
-                f"phase {p.name}: needs {need} GPUs at once{held}; the fleet has "
+                f"phase {p.name}: needs {units.counted(need, 'GPU')} at once{held}; the fleet has "
                 f"{cap.free} free{others}"
             )
         if p.wait != "complete":

@@ -78,6 +78,11 @@ def count(n: float) -> str:
     return f"{n:,.0f}" if float(n).is_integer() else f"{n:,.1f}"
 
 
+def counted(n: int, noun: str) -> str:
+    """`n` and its noun, singular for one: "1 GPU", "8 GPUs"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def change(pct: float | None) -> str:
     """A relative change in percent (+12.5 %); n/a when undefined."""
     return "n/a" if pct is None or math.isnan(pct) else f"{pct:+.1f} %"

@@ -122,3 +122,11 @@ def test_a_settled_probe_means_to_saturate() -> None:
 def test_device_plugin_phases_ask_no_dra_gpus() -> None:
     dp = {"name": "dp", "kind": "pods", "count": 5000, "claim": {"device_plugin": True}}
     assert preflight.problems(_scenario(dp), CAP) == []
+
+
+def test_a_fleet_without_gpus_is_named_in_the_singular_for_one_gpu() -> None:
+    sc = _scenario({"name": "one", "kind": "pods", "count": 1, "claim": {"gpus": 1}})
+    assert preflight.problems(sc, preflight.Capacity(gpus=0, held_by_others=0, largest_node=0)) == [
+        "phase one: each pod asks 1 GPU, no fleet node has more than 0",
+        "phase one: needs 1 GPU at once; the fleet has 0 free",
+    ]
