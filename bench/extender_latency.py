@@ -9,8 +9,11 @@ process (one core), then times kube-scheduler-shaped calls from this process:
 
 for a pod asking 8 GPU+RDMA-NIC pairs whose job siblings already run (every term active), and
 a filter with `require-alignment: pcie-root` (the filter's per-node path). Sequential calls give
-the latency percentiles (nearest rank) and calls/s; the server's own CPU time per call (from
-/proc) gives the calls per CPU-second one core sustains, which a busy machine does not skew.
+the round-trip percentiles (nearest rank) and calls/s; the server's own latency histogram
+gives a bound on the handler's p99 (the smallest bucket holding 99 % of the calls: the time
+inside the handler, without the client's or the HTTP stack's); the server's CPU time per call
+(from /proc) gives the calls per CPU-second one core sustains, which a busy machine does not
+skew.
 
     .venv/bin/python bench/extender_latency.py [--nodes 5000] [--calls 2000] [--json out.json]
         [--cel-classes]
@@ -30,6 +33,7 @@ import json
 import math
 import os
 import random
+import re
 import socket
 import sys
 import tempfile
@@ -174,15 +178,39 @@ def nearest_rank(sorted_values: list[float], p: float) -> float:
     return sorted_values[max(0, math.ceil(len(sorted_values) * p / 100) - 1)]
 
 
-async def handler_seconds(session: aiohttp.ClientSession, base: str, verb: str) -> float:
-    """Total time the server spent inside its `verb` handler so far (from its own metrics)."""
+async def handler_seconds(
+    session: aiohttp.ClientSession, base: str, verb: str
+) -> tuple[float, dict[float, float]]:
+    """Time the server spent inside its `verb` handler so far, and its calls by latency
+    bucket (cumulative, upper bound in seconds), from its own metrics."""
     async with session.get(f"{base}/metrics") as r:
         text = await r.text()
-    prefix = f'extender_request_duration_seconds_sum{{verb="{verb}"}} '
+    total = 0.0
+    buckets: dict[float, float] = {}
     for line in text.splitlines():
-        if line.startswith(prefix):
-            return float(line[len(prefix) :])
-    return 0.0
+        if not line.startswith("extender_request_duration_seconds") or f'verb="{verb}"' not in line:
+            continue
+        name, value = line.rsplit(" ", 1)
+        if name.startswith("extender_request_duration_seconds_sum"):
+            total = float(value)
+        elif (le := _LE.search(name)) is not None:
+            buckets[float(le.group(1))] = float(value)
+    return total, buckets
+
+
+_LE = re.compile(r'le="([^"]+)"')
+
+
+def bucket_p99(before: dict[float, float], after: dict[float, float]) -> float:
+    """The smallest histogram bound that holds 99 % of the calls between two scrapes: the
+    handler's p99 is at most this (the server's own timing, without the client's or the
+    HTTP stack's time)."""
+    counts = {le: after[le] - before.get(le, 0.0) for le in after}
+    total = counts.get(math.inf, 0.0)
+    for le in sorted(counts):
+        if total and counts[le] >= 0.99 * total:
+            return le
+    return math.inf
 
 
 def cpu_seconds(pid: int) -> float:
@@ -199,7 +227,7 @@ async def measure(
         async with session.post(url, data=body) as r:
             await r.read()
     times = []
-    inside = await handler_seconds(session, base, verb)
+    inside, buckets = await handler_seconds(session, base, verb)
     cpu = cpu_seconds(pid)
     started = time.perf_counter()
     for _ in range(calls):
@@ -211,7 +239,8 @@ async def measure(
         times.append(time.perf_counter() - t0)
     wall = time.perf_counter() - started
     cpu = cpu_seconds(pid) - cpu
-    inside = await handler_seconds(session, base, verb) - inside
+    inside_after, buckets_after = await handler_seconds(session, base, verb)
+    inside = inside_after - inside
     times.sort()
     return {
         "calls": calls,
@@ -221,6 +250,7 @@ async def measure(
         "max_ms": 1000 * times[-1],
         "calls_per_s": calls / wall,
         "handler_mean_ms": 1000 * inside / calls,
+        "handler_p99_at_most_ms": 1000 * bucket_p99(buckets, buckets_after),
         "server_cpu_ms_per_call": 1000 * cpu / calls,
         "calls_per_cpu_s": calls / cpu if cpu else float("inf"),
     }
@@ -281,7 +311,8 @@ async def main() -> int:
                     f"{case:28s} p50 {res['p50_ms']:6.2f} ms  "
                     f"p90 {res['p90_ms']:6.2f} ms  p99 {res['p99_ms']:6.2f} ms  "
                     f"max {res['max_ms']:6.2f} ms  {res['calls_per_s']:7.0f} calls/s  "
-                    f"(handler mean {res['handler_mean_ms']:5.2f} ms, server CPU "
+                    f"(handler mean {res['handler_mean_ms']:5.2f} ms, "
+                    f"p99 <= {res['handler_p99_at_most_ms']:g} ms; server CPU "
                     f"{res['server_cpu_ms_per_call']:5.2f} ms/call = "
                     f"{res['calls_per_cpu_s']:5.0f} calls per CPU-second)",
                     flush=True,
