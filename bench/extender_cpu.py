@@ -103,7 +103,9 @@ def extender(
     child_env = {**env, "PYTHONPATH": str(tree)}
     if profile is not None:
         child_env["EXTENDER_CPU_PROFILE"] = str(profile)
-    argv = [sys.executable, "-c", _LAUNCH, "serve", "--port", str(port)]
+    # -P: no current directory ahead of PYTHONPATH, which `-c` would otherwise put first (a
+    # bench started from a checkout would run that checkout's extender in every arm).
+    argv = [sys.executable, "-P", "-c", _LAUNCH, "serve", "--port", str(port)]
     with processes.running(
         f"the extender from {tree}",
         argv,

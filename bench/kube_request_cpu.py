@@ -45,7 +45,8 @@ runtime.run(main(int(sys.argv[1])))
 
 def cpu_us_per_request(tree: Path, requests: int, env: dict[str, str]) -> float:
     done = subprocess.run(
-        [sys.executable, "-c", _CLIENT, str(requests)],
+        # -P: PYTHONPATH first (`-c` would put the current directory, maybe a checkout, first).
+        [sys.executable, "-P", "-c", _CLIENT, str(requests)],
         env={**env, "PYTHONPATH": str(tree)},
         capture_output=True,
         text=True,
