@@ -28,3 +28,13 @@ def test_bench_script_answers_help(script: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "usage:" in done.stdout
+
+
+def test_benches_that_measure_another_tree_start_python_with_dash_p() -> None:
+    """A child started as `python -c` with a tree on PYTHONPATH imports the current directory
+    first (a checkout, when the bench runs from one), so every arm would run the same code;
+    `-P` leaves the current directory out."""
+    for script in SCRIPTS:
+        text = script.read_text()
+        if '"PYTHONPATH"' in text and '"-c"' in text:
+            assert '"-P", "-c"' in text, f"{script.name} starts a tree's child without -P"
