@@ -45,7 +45,7 @@ def restart_apiserver(local_cluster: local.LocalCluster, kube: Kube) -> RestartA
                 break
             if time.monotonic() - started > 120:
                 log = local_cluster.config.cluster_dir / "logs" / "kube-apiserver.log"
-                await asyncio.to_thread(_repair, local_cluster)
+                await asyncio.to_thread(_kill_and_repair, local_cluster)
                 raise AssertionError(
                     f"kube-apiserver did not come back in 120s (log: {log}); "
                     "the cluster was repaired for the tests after this one"
@@ -54,14 +54,14 @@ def restart_apiserver(local_cluster: local.LocalCluster, kube: Kube) -> RestartA
         outage = time.monotonic() - started
         dead = [c.name for c in local_cluster.status().components if c.pid is None]
         if dead:
-            await asyncio.to_thread(_repair, local_cluster)
+            await asyncio.to_thread(local_cluster.up, build=False)
         assert not dead, f"{', '.join(dead)} did not survive the API server restart"
         return outage
 
     return restart
 
 
-def _repair(cluster: local.LocalCluster) -> None:
+def _kill_and_repair(cluster: local.LocalCluster) -> None:
     """Kill a kube-apiserver that runs but does not answer, then start what is not running
     (`testbed up` on an existing cluster)."""
     pid_file = cluster.config.cluster_dir / "pids" / "kube-apiserver.pid"
