@@ -124,7 +124,7 @@ def test_device_plugin_phases_ask_no_dra_gpus() -> None:
     assert preflight.problems(_scenario(dp), CAP) == []
 
 
-def test_a_fleet_without_gpus_is_named_in_the_singular_for_one_gpu() -> None:
+def test_one_gpu_is_said_in_the_singular() -> None:
     sc = _scenario({"name": "one", "kind": "pods", "count": 1, "claim": {"gpus": 1}})
     assert preflight.problems(sc, preflight.Capacity(gpus=0, held_by_others=0, largest_node=0)) == [
         "phase one: each pod asks 1 GPU, no fleet node has more than 0",
