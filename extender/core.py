@@ -147,8 +147,10 @@ class Core:
         if not self.ready():
             return FilterOutcome(passed=names)
         annotations = (pod.get("metadata") or {}).get("annotations") or {}
-        required = (vocab.ANNOTATION_REQUIRE_ALIGNMENT, vocab.ANNOTATION_REQUIRE_LOCALITY)
-        if not any(key in annotations for key in required):
+        if (
+            vocab.ANNOTATION_REQUIRE_ALIGNMENT not in annotations
+            and vocab.ANNOTATION_REQUIRE_LOCALITY not in annotations
+        ):
             # Most pods require nothing: pass them without working out their demand (which
             # prioritize does, and counts what it cannot judge, once per pod).
             return FilterOutcome(passed=names)
