@@ -85,7 +85,8 @@ class Kube:
     observer: RequestObserver | None = None
     _bucket: TokenBucket = field(init=False)
     _session: aiohttp.ClientSession = field(init=False)
-    _proxy: dict[str, Any] = field(init=False)
+    _per_request: dict[str, Any] = field(init=False)
+    """The same for every request: proxy and TLS server name."""
 
     def __post_init__(self) -> None:
         self._bucket = TokenBucket(self.settings.qps, self.settings.burst)
@@ -96,7 +97,9 @@ class Kube:
         self._session = aiohttp.ClientSession(
             connector=rest.pool_manager.connector, connector_owner=False, read_bufsize=2**21
         )
-        self._proxy = _proxy_for(self.host, rest.proxy, rest.proxy_headers)
+        self._per_request = _proxy_for(self.host, rest.proxy, rest.proxy_headers)
+        if rest.server_hostname:
+            self._per_request["server_hostname"] = rest.server_hostname
 
     @classmethod
     async def connect(
@@ -211,17 +214,9 @@ class Kube:
         }
         await self.api.update_params_for_auth(headers, query, ["BearerToken"])
         url = self.host + path + ("?" + urlencode(query) if query else "")
-        server_hostname = self.api.rest_client.server_hostname
-        extra = {"server_hostname": server_hostname} if server_hostname else {}
         try:
             resp: aiohttp.ClientResponse = await self._session.request(
-                method,
-                url,
-                data=data,
-                headers=headers,
-                timeout=client_timeout,
-                **self._proxy,
-                **extra,
+                method, url, data=data, headers=headers, timeout=client_timeout, **self._per_request
             )
         except (aiohttp.ClientError, TimeoutError, OSError) as e:
             raise errors.Unreachable(f"API server {self.host} unreachable: {e}") from e
