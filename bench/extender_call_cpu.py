@@ -16,7 +16,6 @@ extender's CPU in the demo, where it shares the machine with the control plane.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 import time
@@ -62,7 +61,7 @@ def pod(i: int) -> dict[str, Any]:
     }
 
 
-async def measure(nodes: int, pods: int, allocate: bool) -> dict[str, float]:
+def measure(nodes: int, pods: int, allocate: bool) -> dict[str, float]:
     rendered = render(from_data(plan.fleet_spec(nodes)))
     application = extender_app.build(Settings())
     store, core = application[extender_app.STORE], application[handlers.CORE]
@@ -136,7 +135,7 @@ def main() -> int:
     args = p.parse_args()
     if args.nodes < 10 or args.pods < 1:
         p.error("--nodes must be at least 10 and --pods at least 1")
-    got = asyncio.run(measure(args.nodes, args.pods, args.allocate))
+    got = measure(args.nodes, args.pods, args.allocate)
     names = int(args.nodes * SCORED_SHARE)
     print(f"{args.nodes} nodes, {names} names per call, {args.pods} pods; CPU per pod (µs):")
     for part, us in got.items():

@@ -11,7 +11,6 @@ stretches the wall time but not the figure). Target (issue 14): <= 10 s at 5,000
 from __future__ import annotations
 
 import argparse
-import asyncio
 import subprocess
 import sys
 import tempfile
@@ -26,7 +25,7 @@ from extender.config import Settings
 FLEET = str(Path(sys.executable).parent / "fleet")
 
 
-async def load_cpu(path: Path) -> tuple[float, dict[str, int]]:
+def load_cpu(path: Path) -> tuple[float, dict[str, int]]:
     store = Store(Index(Settings()))
     started = time.process_time()
     counts = files.load(store, [path])
@@ -49,7 +48,7 @@ def main() -> int:
                 subprocess.run(
                     [*render, "--name", "bench", "--format", fmt], stdout=out, check=True
                 )
-            cpu, counts = asyncio.run(load_cpu(path))
+            cpu, counts = load_cpu(path)
             size = path.stat().st_size / 2**20
             nodes, slices = counts["Node"], counts["ResourceSlice"]
             print(f"{fmt:<5} {size:6.1f} MiB  {cpu:6.1f} s CPU  {nodes} nodes, {slices} slices")
