@@ -7,6 +7,7 @@ import contextlib
 import os
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
@@ -40,15 +41,21 @@ def restart_apiserver(local_cluster: local.LocalCluster, kube: Kube) -> RestartA
         started = time.monotonic()
         await asyncio.to_thread(local_cluster.restart_component, "kube-apiserver")
         while True:
-            with contextlib.suppress(errors.KubeError):
-                await kube.request("GET", "/api/v1/namespaces/default", retry=False)
+            # Each probe bounded: a server that accepts but never answers would otherwise hold
+            # one for the client's whole request timeout (60 s).
+            with contextlib.suppress(errors.KubeError, TimeoutError):
+                probe = kube.request("GET", "/api/v1/namespaces/default", retry=False)
+                await asyncio.wait_for(probe, 5)
                 break
             if time.monotonic() - started > 120:
-                log = local_cluster.config.cluster_dir / "logs" / "kube-apiserver.log"
+                # The log goes with the cluster at the session's end: keep its tail here.
+                tail = _tail(local_cluster.config.cluster_dir / "logs" / "kube-apiserver.log")
+                alive = [c.name for c in local_cluster.status().components if c.pid is not None]
                 await asyncio.to_thread(_kill_and_repair, local_cluster)
                 raise AssertionError(
-                    f"kube-apiserver did not come back in 120s (log: {log}); "
-                    "the cluster was repaired for the tests after this one"
+                    "kube-apiserver did not come back in 120s; the cluster was repaired for "
+                    f"the tests after this one. Running then: {', '.join(alive) or 'nothing'}. "
+                    f"The end of its log:\n{tail}"
                 )
             await asyncio.sleep(0.1)
         outage = time.monotonic() - started
@@ -59,6 +66,13 @@ def restart_apiserver(local_cluster: local.LocalCluster, kube: Kube) -> RestartA
         return outage
 
     return restart
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError as e:
+        return f"(unreadable: {e})"
 
 
 def _kill_and_repair(cluster: local.LocalCluster) -> None:
