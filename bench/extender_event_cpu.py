@@ -110,6 +110,8 @@ def main() -> int:
     ap.add_argument("--nodes", type=int, default=1000, help="demo fleet size (default 1000)")
     ap.add_argument("--pods", type=int, default=300, help="pods in the run (default 300)")
     args = ap.parse_args()
+    if args.nodes < 1 or args.pods < 1:
+        ap.error("--nodes and --pods must be at least 1")
     config = local.ClusterConfig(name=args.cluster)
     if not local.LocalCluster(config).status().ready:
         sys.exit(f"cluster {args.cluster!r} is not running (testbed --name {args.cluster} up)")
