@@ -1,7 +1,7 @@
 """The control-plane binaries: built once per Kubernetes release by tools/k8s/build.sh into a
 versioned cache.
 
-Each release has a pinned wrapper module (tools/k8s/kubernetes for the default, 1.36;
+Each release has a pinned wrapper module (tools/k8s/kubernetes for the default, 1.37;
 tools/k8s/kubernetes-1.NN for others); etcd and kwok are shared by all of them.
 """
 
@@ -24,7 +24,7 @@ NAMES = (
     "kwok",
     "kwokctl",
 )
-DEFAULT_RELEASE = "1.36"
+DEFAULT_RELEASE = "1.37"
 
 _CACHE_KEY = re.compile(r"/kube-v(\d+\.\d+)\.\d+[^/]*_etcd-")
 

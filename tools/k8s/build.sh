@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds the local control plane from the pinned Go modules beside this script:
 #   kubernetes/        kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
-#                      of the default release (1.36)
+#                      of the default release (1.37)
 #   kubernetes-1.NN/   the same for another release (--kubernetes 1.NN)
-#   etcd/              etcd
+#   etcd-3.N/          etcd; each kubernetes*/etcd.module names the one its release ships
 #   kwok/              kwok, kwokctl
+# (tools/k8s/pin.sh writes a wrapper module for a new patch release.)
 # into a cache directory keyed by the pinned versions, and prints that directory.
 # A complete cache is reused without invoking go. DRA_TESTBED_BIN_DIR, when set,
 # names a directory of existing binaries to use instead (nothing is built).
@@ -44,7 +45,7 @@ main() {
       --releases) releases | sort -uV; exit 0 ;;
       --kubernetes) release="${2:-}"; shift ;;
       --kubernetes=*) release="${1#*=}" ;;
-      -h | --help) sed -n '2,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+      -h | --help) sed -n '2,19s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
       *) echo "error: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -61,7 +62,8 @@ main() {
   fi
 
   kube_version="$(pinned "$kube_module" k8s.io/kubernetes)"
-  etcd_version="$(pinned etcd go.etcd.io/etcd/server/v3)"
+  etcd_module="$(cat "$here/$kube_module/etcd.module")"
+  etcd_version="$(pinned "$etcd_module" go.etcd.io/etcd/server/v3)"
   kwok_version="$(pinned kwok sigs.k8s.io/kwok)"
   key="kube-${kube_version}_etcd-${etcd_version}_kwok-${kwok_version}"
   cache_root="${DRA_TESTBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dra-testbed}"
@@ -202,7 +204,7 @@ main() {
   for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
     build "$kube_module" "$b" "k8s.io/kubernetes/cmd/$b" "$kube_ldflags" $((n += 1))
   done
-  build etcd etcd go.etcd.io/etcd/server/v3 "-s -w" $((n += 1))
+  build "$etcd_module" etcd go.etcd.io/etcd/server/v3 "-s -w" $((n += 1))
   build kwok kwok sigs.k8s.io/kwok/cmd/kwok "$kwok_ldflags" $((n += 1))
   build kwok kwokctl sigs.k8s.io/kwok/cmd/kwokctl "$kwok_ldflags" $((n += 1))
 

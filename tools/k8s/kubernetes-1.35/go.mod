@@ -116,53 +116,53 @@ require (
 	go.uber.org/zap v1.27.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.3 // indirect
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
-	golang.org/x/crypto v0.45.0 // indirect
+	golang.org/x/crypto v0.53.0 // indirect
 	golang.org/x/exp v0.0.0-20240719175910-8a7402abbf56 // indirect
-	golang.org/x/net v0.47.0 // indirect
+	golang.org/x/net v0.56.0 // indirect
 	golang.org/x/oauth2 v0.30.0 // indirect
-	golang.org/x/sync v0.18.0 // indirect
-	golang.org/x/sys v0.38.0 // indirect
-	golang.org/x/term v0.37.0 // indirect
-	golang.org/x/text v0.31.0 // indirect
+	golang.org/x/sync v0.21.0 // indirect
+	golang.org/x/sys v0.46.0 // indirect
+	golang.org/x/term v0.44.0 // indirect
+	golang.org/x/text v0.39.0 // indirect
 	golang.org/x/time v0.9.0 // indirect
-	golang.org/x/tools v0.38.0 // indirect
+	golang.org/x/tools v0.47.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20250303144028-a0af3efb3deb // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20250528174236-200df99c418a // indirect
 	google.golang.org/grpc v1.72.2 // indirect
-	google.golang.org/protobuf v1.36.8 // indirect
+	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/go-jose/go-jose.v2 v2.6.3 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/api v0.35.4 // indirect
+	k8s.io/api v0.35.8 // indirect
 	k8s.io/apiextensions-apiserver v0.0.0 // indirect
-	k8s.io/apimachinery v0.35.4 // indirect
-	k8s.io/apiserver v0.35.4 // indirect
-	k8s.io/cli-runtime v0.35.4 // indirect
-	k8s.io/client-go v0.35.4 // indirect
-	k8s.io/cloud-provider v0.35.4 // indirect
+	k8s.io/apimachinery v0.35.8 // indirect
+	k8s.io/apiserver v0.35.8 // indirect
+	k8s.io/cli-runtime v0.35.8 // indirect
+	k8s.io/client-go v0.35.8 // indirect
+	k8s.io/cloud-provider v0.35.8 // indirect
 	k8s.io/cluster-bootstrap v0.0.0 // indirect
-	k8s.io/component-base v0.35.4 // indirect
-	k8s.io/component-helpers v0.35.4 // indirect
-	k8s.io/controller-manager v0.35.4 // indirect
-	k8s.io/cri-api v0.35.4 // indirect
+	k8s.io/component-base v0.35.8 // indirect
+	k8s.io/component-helpers v0.35.8 // indirect
+	k8s.io/controller-manager v0.35.8 // indirect
+	k8s.io/cri-api v0.35.8 // indirect
 	k8s.io/cri-client v0.0.0 // indirect
 	k8s.io/csi-translation-lib v0.0.0 // indirect
-	k8s.io/dynamic-resource-allocation v0.35.4 // indirect
+	k8s.io/dynamic-resource-allocation v0.35.8 // indirect
 	k8s.io/endpointslice v0.0.0 // indirect
 	k8s.io/externaljwt v0.0.0 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
-	k8s.io/kms v0.35.4 // indirect
+	k8s.io/kms v0.35.8 // indirect
 	k8s.io/kube-aggregator v0.0.0 // indirect
 	k8s.io/kube-controller-manager v0.0.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20250910181357-589584f1c912 // indirect
 	k8s.io/kube-proxy v0.0.0 // indirect
 	k8s.io/kube-scheduler v0.0.0 // indirect
 	k8s.io/kubectl v0.0.0 // indirect
-	k8s.io/kubelet v0.35.4 // indirect
-	k8s.io/kubernetes v1.35.4 // indirect
-	k8s.io/metrics v0.35.4 // indirect
+	k8s.io/kubelet v0.35.8 // indirect
+	k8s.io/kubernetes v1.35.8 // indirect
+	k8s.io/metrics v0.35.8 // indirect
 	k8s.io/mount-utils v0.0.0 // indirect
 	k8s.io/pod-security-admission v0.0.0 // indirect
 	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4 // indirect
@@ -177,37 +177,37 @@ require (
 )
 
 replace (
-	k8s.io/api => k8s.io/api v0.35.4
-	k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.35.4
-	k8s.io/apimachinery => k8s.io/apimachinery v0.35.4
-	k8s.io/apiserver => k8s.io/apiserver v0.35.4
-	k8s.io/cli-runtime => k8s.io/cli-runtime v0.35.4
-	k8s.io/client-go => k8s.io/client-go v0.35.4
-	k8s.io/cloud-provider => k8s.io/cloud-provider v0.35.4
-	k8s.io/cluster-bootstrap => k8s.io/cluster-bootstrap v0.35.4
-	k8s.io/code-generator => k8s.io/code-generator v0.35.4
-	k8s.io/component-base => k8s.io/component-base v0.35.4
-	k8s.io/component-helpers => k8s.io/component-helpers v0.35.4
-	k8s.io/controller-manager => k8s.io/controller-manager v0.35.4
-	k8s.io/cri-api => k8s.io/cri-api v0.35.4
-	k8s.io/cri-client => k8s.io/cri-client v0.35.4
-	k8s.io/csi-translation-lib => k8s.io/csi-translation-lib v0.35.4
-	k8s.io/dynamic-resource-allocation => k8s.io/dynamic-resource-allocation v0.35.4
-	k8s.io/endpointslice => k8s.io/endpointslice v0.35.4
-	k8s.io/externaljwt => k8s.io/externaljwt v0.35.4
-	k8s.io/kms => k8s.io/kms v0.35.4
-	k8s.io/kube-aggregator => k8s.io/kube-aggregator v0.35.4
-	k8s.io/kube-controller-manager => k8s.io/kube-controller-manager v0.35.4
-	k8s.io/kube-proxy => k8s.io/kube-proxy v0.35.4
-	k8s.io/kube-scheduler => k8s.io/kube-scheduler v0.35.4
-	k8s.io/kubectl => k8s.io/kubectl v0.35.4
-	k8s.io/kubelet => k8s.io/kubelet v0.35.4
-	k8s.io/metrics => k8s.io/metrics v0.35.4
-	k8s.io/mount-utils => k8s.io/mount-utils v0.35.4
-	k8s.io/pod-security-admission => k8s.io/pod-security-admission v0.35.4
-	k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.35.4
-	k8s.io/sample-cli-plugin => k8s.io/sample-cli-plugin v0.35.4
-	k8s.io/sample-controller => k8s.io/sample-controller v0.35.4
+	k8s.io/api => k8s.io/api v0.35.8
+	k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.35.8
+	k8s.io/apimachinery => k8s.io/apimachinery v0.35.8
+	k8s.io/apiserver => k8s.io/apiserver v0.35.8
+	k8s.io/cli-runtime => k8s.io/cli-runtime v0.35.8
+	k8s.io/client-go => k8s.io/client-go v0.35.8
+	k8s.io/cloud-provider => k8s.io/cloud-provider v0.35.8
+	k8s.io/cluster-bootstrap => k8s.io/cluster-bootstrap v0.35.8
+	k8s.io/code-generator => k8s.io/code-generator v0.35.8
+	k8s.io/component-base => k8s.io/component-base v0.35.8
+	k8s.io/component-helpers => k8s.io/component-helpers v0.35.8
+	k8s.io/controller-manager => k8s.io/controller-manager v0.35.8
+	k8s.io/cri-api => k8s.io/cri-api v0.35.8
+	k8s.io/cri-client => k8s.io/cri-client v0.35.8
+	k8s.io/csi-translation-lib => k8s.io/csi-translation-lib v0.35.8
+	k8s.io/dynamic-resource-allocation => k8s.io/dynamic-resource-allocation v0.35.8
+	k8s.io/endpointslice => k8s.io/endpointslice v0.35.8
+	k8s.io/externaljwt => k8s.io/externaljwt v0.35.8
+	k8s.io/kms => k8s.io/kms v0.35.8
+	k8s.io/kube-aggregator => k8s.io/kube-aggregator v0.35.8
+	k8s.io/kube-controller-manager => k8s.io/kube-controller-manager v0.35.8
+	k8s.io/kube-proxy => k8s.io/kube-proxy v0.35.8
+	k8s.io/kube-scheduler => k8s.io/kube-scheduler v0.35.8
+	k8s.io/kubectl => k8s.io/kubectl v0.35.8
+	k8s.io/kubelet => k8s.io/kubelet v0.35.8
+	k8s.io/metrics => k8s.io/metrics v0.35.8
+	k8s.io/mount-utils => k8s.io/mount-utils v0.35.8
+	k8s.io/pod-security-admission => k8s.io/pod-security-admission v0.35.8
+	k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.35.8
+	k8s.io/sample-cli-plugin => k8s.io/sample-cli-plugin v0.35.8
+	k8s.io/sample-controller => k8s.io/sample-controller v0.35.8
 )
 
 tool (
