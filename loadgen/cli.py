@@ -38,6 +38,7 @@ from loadgen import (
     inventory,
     observe,
     outcome,
+    progress,
     report,
     runner,
     runs,
@@ -145,7 +146,16 @@ def _run_options() -> argparse.ArgumentParser:
     g.add_argument(
         "--timeout",
         type=_duration,
-        help="per phase: time to reach its wait condition (default: the phase's own, 10m)",
+        metavar="DURATION",
+        help="per phase: the most time to reach its wait condition (default: the phase's "
+        "own, else none: a phase ends on a stall)",
+    )
+    g.add_argument(
+        "--stall-timeout",
+        type=_duration,
+        metavar="DURATION",
+        help="a phase fails after this long with no pod scheduled, started or finished and "
+        "no new scheduler verdict (default 2m; a Job's run time is added)",
     )
     g.add_argument(
         "--run-id",
@@ -406,6 +416,7 @@ def _settings(opts: dict[str, Any]) -> tuple[outcome.Settings, list[slo.Slo], Pa
         "arrival",
         "keep",
         "timeout",
+        "stall_timeout",
         "seed",
         "scheduler_name",
         "allow_unschedulable",
@@ -512,14 +523,14 @@ def _run_async(
             ),
         )
         try:
-            progress = _Progress(err, enabled=not opts.get("quiet") and err.is_terminal)
-            with progress:
+            display = _Progress(err, quiet=bool(opts.get("quiet")))
+            with display:
                 return await runner.run(
                     kube,
                     scenario,
                     settings,
                     stop=stop,
-                    on_progress=progress.update,
+                    on_progress=display.update,
                     on_measured=on_measured,
                     on_notice=lambda text: err.print(f"[yellow]loadgen:[/] {text}"),
                 )
@@ -530,10 +541,13 @@ def _run_async(
 
 
 class _Progress:
-    """A rich progress bar per phase: pods Running of pods expected."""
+    """A rich progress bar per phase (pods Running of pods expected) on a terminal; else,
+    unless quiet, a line per phase every 30 s (logs, CI, `tee`)."""
 
-    def __init__(self, console: Console, *, enabled: bool) -> None:
-        self.enabled = enabled
+    def __init__(self, console: Console, *, quiet: bool) -> None:
+        self.console = console
+        self.enabled = not quiet and console.is_terminal
+        self.lines = None if quiet or self.enabled else progress.Lines()
         self.bar = runtime.progress_bar(console, detail=True)
         self.tasks: dict[str, Any] = {}
 
@@ -547,6 +561,12 @@ class _Progress:
             self.bar.stop()
 
     def update(self, p: runner.Progress) -> None:
+        if self.lines is not None:
+            text = self.lines.due(
+                p.phase, p.requested, p.scheduled, p.running, p.expected_pods, time.monotonic()
+            )
+            if text is not None:
+                print(f"loadgen: {text}", file=sys.stderr, flush=True)
         if not self.enabled:
             return
         if p.phase not in self.tasks:
@@ -718,15 +738,15 @@ def _observe(opts: dict[str, Any], err: Console) -> int:
 
     async def go(kube: Kube) -> outcome.RunResult:
         stop = runtime.stop_event()
-        progress = _Progress(err, enabled=not opts.get("quiet") and err.is_terminal)
+        display = _Progress(err, quiet=bool(opts.get("quiet")))
         expected = target.count or 0
 
         def update(seen: int, scheduled: int, ran: int) -> None:
-            progress.update(
+            display.update(
                 runner.Progress(observe.PHASE, expected or seen, seen, seen, scheduled, ran, 0)
             )
 
-        with progress:
+        with display:
             return await observe.observe(
                 kube,
                 target,

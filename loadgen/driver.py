@@ -79,7 +79,11 @@ async def create_objects(
         if stop.is_set() or fatal:
             break
         if gate is not None:
-            await until_stopped(gate(), stop)
+            try:
+                await until_stopped(gate(), stop)
+            except Exception as e:  # the gate gave up (a stalled phase): stop creating
+                fatal.append(e)
+                break
         elif schedule is not None:
             delay = start + schedule[n] - loop.time()
             if delay > 0:
@@ -154,3 +158,5 @@ async def until_stopped(aw: Awaitable[Any], stop: asyncio.Event) -> None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+    if not task.cancelled():
+        task.result()  # its exception, if it failed

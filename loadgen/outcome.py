@@ -36,7 +36,11 @@ class Settings:
     keep: bool = False
     """Leave the namespace and everything in it after the run."""
     timeout: float | None = None
-    """Overrides every phase's timeout (seconds) for reaching its wait condition."""
+    """Caps every phase's wait for its condition (seconds), overriding the phase's own cap;
+    None: the phase's own, else no cap (a phase then ends only on a stall)."""
+    stall_timeout: float = 120.0
+    """A phase's wait fails after this many seconds in which no pod was seen, scheduled,
+    given a new scheduler verdict, started or finished (a Job's run time is added)."""
     seed: int = 0
     """Seed of Poisson arrivals."""
     scrape: dict[str, str] = field(default_factory=dict)

@@ -77,6 +77,9 @@ class PhaseCounts:
     failed: int = 0
     unschedulable: int = 0
     """Pods the scheduler found unschedulable and that are not scheduled (yet)."""
+    verdicts: int = 0
+    """Scheduler verdicts on unscheduled pods that differed from the pod's last one: a
+    scheduler still at work on pods it cannot place yet (a phase's wait sees progress)."""
 
 
 @dataclass(slots=True)
@@ -348,6 +351,9 @@ def on_pod(rec: Records, kind: str, pod: dict[str, Any], now: float) -> None:
     elif r.scheduled is None:
         verdict = scheduling_verdict(status)
         if verdict is not None:
+            if verdict != r.pending_reason:
+                counts.verdicts += 1
+                total.verdicts += 1
             r.pending_reason = verdict
             if not r.unschedulable and is_unschedulable(status):
                 r.unschedulable = True

@@ -28,6 +28,7 @@ from loadgen import (
     runs,
     scrape,
     series,
+    stall,
     templates,
     tracker,
 )
@@ -288,7 +289,7 @@ async def _run_phase(
         max_in_flight=settings.max_in_flight,
         seed=settings.seed,
     )
-    timeout = settings.timeout if settings.timeout is not None else phase.timeout
+    waiting = _Waiting(watcher, phase, pr, settings, stop)
     stats = pr.stats
 
     def made() -> int:
@@ -298,13 +299,11 @@ async def _run_phase(
     if arrival == "closed":
 
         async def gate() -> None:
-            await watcher.wait_until(
-                lambda: (
-                    (stats.requested - stats.failed) * concurrent - counts.running
-                    < settings.max_in_flight
-                ),
-                None,
-            )
+            def room() -> bool:
+                outstanding = (stats.requested - stats.failed) * concurrent - counts.running
+                return outstanding < settings.max_in_flight
+
+            await waiting.until(room, "Running", lambda: counts.running, made)
 
     def build(i: int) -> dict[str, object]:
         return templates.build(phase, i, settings.run_id, spec)
@@ -319,31 +318,35 @@ async def _run_phase(
         )
         if stop.is_set():
             return
-        if phase.wave_size is not None and not await _wait(
-            watcher, lambda: counts.running >= made(), timeout, stop
+        if phase.wave_size is not None and not await waiting.until(
+            lambda: counts.running >= made(), "Running", lambda: counts.running, made
         ):
-            return _fail_unless_stopped(pr, phase, counts.running, made(), "Running", timeout, stop)
+            return
     pr.created = watcher.clock()
-    if phase.wait == "running":
-        ok = await _wait(watcher, lambda: counts.running >= made() * concurrent, timeout, stop)
-        if not ok:
-            return _fail_unless_stopped(
-                pr, phase, counts.running, made() * concurrent, "Running", timeout, stop
-            )
-    elif phase.wait == "settled":
-        ok = await _wait(
-            watcher, lambda: counts.scheduled + counts.unschedulable >= made(), timeout, stop
-        )
-        if not ok:
-            settled = counts.scheduled + counts.unschedulable
-            return _fail_unless_stopped(pr, phase, settled, made(), "settled", timeout, stop)
-    elif phase.wait == "complete":
-        target = made() * phase.completions
-        ok = await _wait(watcher, lambda: counts.succeeded + counts.failed >= target, timeout, stop)
-        if not ok:
-            done = counts.succeeded + counts.failed
-            return _fail_unless_stopped(pr, phase, done, target, "finished", timeout, stop)
+    wait = _condition(phase, counts, made)
+    if wait is not None:
+        reached, target, what = wait
+        if not await waiting.until(lambda: reached() >= target(), what, reached, target):
+            return
     pr.finished = watcher.clock()
+
+
+Count = Callable[[], int]
+
+
+def _condition(
+    phase: Phase, counts: records.PhaseCounts, made: Count
+) -> tuple[Count, Count, str] | None:
+    """What the phase waits for before the next one: (pods reached, pods wanted, in words);
+    None for `wait: created`."""
+    if phase.wait == "running":
+        return (lambda: counts.running), (lambda: made() * phase.concurrent), "Running"
+    if phase.wait == "settled":
+        return (lambda: counts.scheduled + counts.unschedulable), made, "settled"
+    if phase.wait == "complete":
+        done = lambda: counts.succeeded + counts.failed  # noqa: E731
+        return done, (lambda: made() * phase.completions), "finished"
+    return None
 
 
 def _wave_ranges(phase: Phase) -> list[range]:
@@ -356,32 +359,77 @@ def _wave_ranges(phase: Phase) -> list[range]:
     return out
 
 
-async def _wait(
-    watcher: tracker.Tracker, predicate: Callable[[], bool], within: float, stop: asyncio.Event
-) -> bool:
-    ok = False
+class _Waiting:
+    """A phase's waits for its pods: each ends when its condition holds, fails (RunError)
+    when the phase stalls or its explicit timeout runs out, returns False when stopped."""
 
-    async def waiting() -> None:
-        nonlocal ok
-        ok = await watcher.wait_until(predicate, within)
+    def __init__(
+        self,
+        watcher: tracker.Tracker,
+        phase: Phase,
+        pr: outcome.PhaseResult,
+        settings: outcome.Settings,
+        stop: asyncio.Event,
+    ) -> None:
+        self.watcher = watcher
+        self.phase = phase
+        self.pr = pr
+        self.stop = stop
+        self.cap = settings.timeout if settings.timeout is not None else phase.timeout
+        # A Job's pods legitimately sit Running for their run time before anything moves.
+        self.stall = settings.stall_timeout + (phase.run_time or 0.0)
+        self.counts = records.phase_counts(watcher.records, phase.name)
 
-    await driver.until_stopped(waiting(), stop)
-    return ok
+    def mark(self) -> tuple[int, ...]:
+        c = self.counts
+        return (c.seen, c.scheduled, c.verdicts, c.running, c.succeeded, c.failed)
 
+    async def until(
+        self,
+        predicate: Callable[[], bool],
+        what: str,
+        reached: Callable[[], int],
+        target: Callable[[], int],
+    ) -> bool:
+        """True once `predicate()` holds; False when stopped first; RunError on a stall
+        (nothing moved for the stall time) or when the phase's timeout runs out."""
+        clock = self.watcher.clock
+        watch = stall.Watch(stall=self.stall, cap=self.cap, started=clock(), mark=self.mark())
 
-def _fail_unless_stopped(
-    pr: outcome.PhaseResult,
-    phase: Phase,
-    reached: int,
-    target: int,
-    what: str,
-    timeout: float,
-    stop: asyncio.Event,
-) -> None:
-    if stop.is_set():
-        return
-    pr.timed_out = True
-    raise RunError(f"phase {phase.name}: {reached} of {target} pods {what} after {timeout:g}s")
+        def holds() -> bool:  # checked after every event: progress moves the deadline
+            watch.observe(self.mark(), clock())
+            return predicate()
+
+        ok = False
+
+        async def wait() -> None:
+            nonlocal ok
+            while not ok and watch.expired(clock()) is None:
+                ok = await self.watcher.wait_until(holds, watch.remaining(clock()))
+
+        await driver.until_stopped(wait(), self.stop)
+        if ok or self.stop.is_set():
+            return ok
+        self.pr.timed_out = True
+        name = self.phase.name
+        if watch.expired(clock()) == "capped":
+            raise RunError(
+                f"phase {name}: {reached()} of {target()} pods {what} after {self.cap:g}s"
+            )
+        idle = round(watch.idle(clock()))
+        raise RunError(
+            f"phase {name}: stalled: {reached()} of {target()} pods {what}; for {idle}s no pod "
+            f"was scheduled, started or finished and the scheduler gave no new verdict"
+            f"{self._pending()} (--stall-timeout sets how long a stall may last)"
+        )
+
+    def _pending(self) -> str:
+        """The scheduler's commonest word on the pods still pending."""
+        pending = records.pending(self.watcher.records)
+        if not pending:
+            return ""
+        reason, n = next(iter(pending.items()))
+        return f"; {sum(pending.values())} pending, {n} of them: {reason}"
 
 
 def _progress(result: outcome.RunResult) -> list[Progress]:

@@ -430,6 +430,7 @@ def _settings(settings: outcome.Settings) -> dict[str, object]:
         "node_selector": settings.node_selector,
         "keep": settings.keep,
         "timeout": settings.timeout,
+        "stall_timeout": settings.stall_timeout,
         "seed": settings.seed,
         "scrape": settings.scrape,
     }

@@ -256,7 +256,9 @@ class Phase(_Model):
     """Before the next phase: all pods Running, all pods Succeeded (Jobs), nothing, or every
     pod either scheduled or found unschedulable by the scheduler (a placeability probe: how
     many fit, not how fast)."""
-    timeout: Duration = 600.0
+    timeout: Duration | None = None
+    """Caps the wait for the phase's condition; None: no cap, the wait fails only on a
+    stall (the run's stall timeout), so a slow but busy scheduler is left to finish."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Phase:

@@ -146,6 +146,20 @@ async def test_poisson_arrivals_create_exactly_the_requested_objects(
     assert sorted(res.records.pods) == [f"pods-{i:06d}" for i in range(15)]
 
 
+async def test_pods_no_scheduler_can_place_fail_the_phase_as_a_stall(
+    kube: Kube, fleet: Fleet
+) -> None:
+    # No timeout: the phase ends because nothing moves, and says why the pods wait.
+    params = {"pods": "2", "min_memory": "1000Gi", **fleet.params()}
+    res = await runner.run(kube, scenarios.load("pods", params), fleet.settings(stall_timeout=3.0))
+    assert res.error is not None and res.error.startswith(
+        "phase pods: stalled: 0 of 2 pods Running; for 3s no pod was scheduled"
+    ), res.error
+    assert "2 pending, 2 of them: " in res.error and "--stall-timeout" in res.error
+    assert res.phases[0].timed_out and res.cleaned_up
+    await namespace_gone(kube, res.run_id)
+
+
 async def test_unschedulable_pods_time_out_as_a_run_error_and_are_cleaned_up(
     kube: Kube, fleet: Fleet
 ) -> None:

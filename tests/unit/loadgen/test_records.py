@@ -57,6 +57,25 @@ def test_a_pod_found_unschedulable_counts_until_it_is_scheduled() -> None:
     )
 
 
+def _verdict(name: str, message: str) -> dict[str, Any]:
+    pod = _pod(name)
+    pod["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+    ]
+    return pod
+
+
+def test_only_a_changed_scheduler_verdict_counts_as_news() -> None:
+    t = _records()
+    records.on_pod(t, "ADDED", _pod("a"), 0.1)
+    records.on_pod(t, "MODIFIED", _verdict("a", "0/8 nodes are available"), 0.2)
+    records.on_pod(t, "MODIFIED", _verdict("a", "0/8 nodes are available"), 0.3)
+    assert records.phase_counts(t, "p").verdicts == 1  # the same word again is no news
+    records.on_pod(t, "MODIFIED", _verdict("a", "0/9 nodes are available"), 0.4)
+    records.on_pod(t, "MODIFIED", _verdict("b", "0/9 nodes are available"), 0.5)
+    assert (records.phase_counts(t, "p").verdicts, t.total.verdicts) == (3, 3)
+
+
 def test_create_is_the_first_event_received_as_in_cl2() -> None:
     t = _records()
     # The server says it was created at epoch 1000 (monotonic 0); the watch saw it at 3.0:
