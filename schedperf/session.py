@@ -1,0 +1,127 @@
+"""`testbed perf` at run time: check the release and workload, build (or reuse) the release's
+benchmark, run it --repeat times and write the result files."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from fleet import profiles
+from schedperf import build, fleetconfig, result, runner, workloads
+from testbed import cli
+
+
+def _release(release: str) -> tuple[str, Path]:
+    """`release` without a leading v, and its upstream directory; UsageError if unknown."""
+    norm = release.removeprefix("v")
+    try:
+        return norm, build.upstream_dir(norm)
+    except build.UnknownRelease as e:
+        raise cli.UsageError(f"--kubernetes: {e}") from None
+    except build.BuildError as e:
+        raise cli.CommandError(str(e)) from None
+
+
+def _configs(upstream: Path) -> dict[str, str]:
+    """The text of each of upstream's DRA workload files this release has."""
+    return {
+        f.path: (upstream / f.path).read_text()
+        for f in workloads.UPSTREAM_FILES
+        if (upstream / f.path).is_file()
+    }
+
+
+def _fleet_profiles() -> list[str]:
+    return sorted(profiles.builtin())
+
+
+def select(
+    name: str, release: str, upstream: Path, *, nodes: int, pods: int, workdir: Path
+) -> workloads.Selected:
+    """The workload `name` resolved for this release; UsageError naming what exists."""
+    configs = _configs(upstream)
+    if name.startswith(workloads.FLEET_PREFIX):
+        profile = name.removeprefix(workloads.FLEET_PREFIX)
+        if profile in _fleet_profiles():
+            return fleetconfig.selected(profile, nodes, pods, str(workdir))
+    elif (found := workloads.upstream(name, str(upstream), configs)) is not None:
+        return found
+    raise cli.UsageError(workloads.unknown(name, release, configs, _fleet_profiles()))
+
+
+def list_workloads(release: str) -> int:
+    release, upstream = _release(release)
+    configs = _configs(upstream)
+    print(f"Kubernetes {release}: ours (sized by --nodes/--pods)")
+    for p in _fleet_profiles():
+        print(f"  {workloads.FLEET_PREFIX}{p}")
+    for f in workloads.UPSTREAM_FILES:
+        if f.path in configs:
+            print(f"upstream's {f.path} (allocator {f.allocator})")
+            for n in workloads.names_in(configs[f.path]):
+                print(f"  {n}")
+    return cli.EXIT_OK
+
+
+def run(
+    name: str,
+    *,
+    release: str,
+    repeat: int,
+    nodes: int,
+    pods: int,
+    gomaxprocs: int | None,
+    timeout: float,
+    output_dir: Path | None,
+) -> int:
+    release, upstream = _release(release)
+    out_dir = output_dir or Path("results") / time.strftime("perf-%Y%m%d-%H%M%S")
+    selected = select(
+        name, release, upstream, nodes=nodes, pods=pods, workdir=(out_dir / "workload").resolve()
+    )
+    try:
+        bench = build.ensure(release)
+    except build.UnknownRelease as e:
+        raise cli.UsageError(f"--kubernetes: {e}") from None
+    except build.BuildError as e:
+        raise cli.CommandError(str(e)) from None
+
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    repeats: list[result.Repeat] = []
+    for i in range(1, repeat + 1):
+        run_dir = out_dir / f"run-{i}"
+        settings = {**result.machine(gomaxprocs), "repeat": i, "repeats": repeat}
+        print(
+            f"perf: {selected.name} on Kubernetes {bench.kubernetes_version}, repeat {i}/{repeat}"
+            f" (load {settings['load_average_1m_5m_15m'][0]})",
+            file=sys.stderr,
+            flush=True,
+        )
+        outcome = runner.run(bench, selected, run_dir, timeout=timeout, gomaxprocs=gomaxprocs)
+        run_id = f"perf-{release}-{stamp}-{i}"
+        doc = result.doc(outcome, selected, bench, run_id, settings)
+        if doc is not None:
+            result.write_run(doc, run_dir)
+            t = doc.throughput
+            print(
+                f"  run-{i}: SchedulingThroughput Average {t.Average:.1f} pods/s "
+                f"(Perc50 {t.Perc50:.1f}, Perc90 {t.Perc90:.1f}, Perc99 {t.Perc99:.1f}) "
+                f"in {outcome.seconds:.0f}s"
+            )
+        else:
+            print(f"  run-{i}: no data: {outcome.problem}")
+        repeats.append(result.Repeat(dir=run_dir, outcome=outcome, result=doc))
+
+    chosen = result.write_summary(repeats, selected, bench, out_dir)
+    if chosen is None or chosen.result is None:
+        print(
+            f"perf: no data: no repeat took a throughput sample ({out_dir / result.SUMMARY_FILE})"
+        )
+        return cli.EXIT_RUNTIME
+    print(
+        f"median of {sum(r.result is not None for r in repeats)}: {chosen.dir.name}, "
+        f"Average {chosen.result.throughput.Average:.1f} pods/s; result: "
+        f"{out_dir / 'result.json'}"
+    )
+    return cli.EXIT_OK
