@@ -106,7 +106,7 @@ class Variant(_Model):
     """KubeSchedulerConfiguration fields laid over the shipped one."""
     feature_gates: dict[str, bool] = Field(default_factory=dict, alias="featureGates")
     kubernetes: str | None = None
-    """The release (`1.35`, `1.36`) of the cluster this variant runs in; None: the default."""
+    """The release (`1.35` .. `1.37`) of the cluster this variant runs in; None: the default."""
     device_plugin: bool = Field(False, alias="devicePlugin")
     """Pods ask for GPUs as extended resources (the device plugin's way) instead of claims."""
 
@@ -144,6 +144,13 @@ class Variant(_Model):
     def _consistent(self) -> Variant:
         if self.extender_flags and not self.extender:
             raise ValueError("extenderFlags: the variant runs without the extender")
+        release = self.kubernetes or bins.DEFAULT_RELEASE
+        try:
+            fg.check(release, self.feature_gates, fg.known(bins.check_release(release)))
+        except bins.UnknownRelease:
+            pass  # named by the release check, with the releases there are
+        except fg.GateError as e:
+            raise ValueError(f"featureGates: {e}") from None
         return self
 
     @property

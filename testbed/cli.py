@@ -141,6 +141,7 @@ def main(argv: list[str] | None = None) -> None:
         if release is not None:
             release = bins.check_release(release)
         gates = fg.parse(getattr(args, "feature_gates", None) or "")
+        fg.check(release or bins.DEFAULT_RELEASE, gates, fg.known(release or bins.DEFAULT_RELEASE))
     except (bins.UnknownRelease, fg.GateError) as e:
         flag = "--kubernetes" if isinstance(e, bins.UnknownRelease) else "--feature-gates"
         _fail(EXIT_USAGE, f"{flag}: {e}")

@@ -2,7 +2,8 @@
 versioned cache.
 
 Each release has a pinned wrapper module (tools/k8s/kubernetes for the default, 1.37;
-tools/k8s/kubernetes-1.NN for others); etcd and kwok are shared by all of them.
+tools/k8s/kubernetes-1.NN for others), built with the etcd its release ships
+(tools/k8s/etcd-3.N, named in the module's etcd.module) and the one kwok.
 """
 
 from __future__ import annotations
@@ -64,6 +65,15 @@ def releases() -> list[str]:
     for go_mod in (root / "tools" / "k8s").glob("kubernetes-*/go.mod"):
         found.add(go_mod.parent.name.removeprefix("kubernetes-"))
     return sorted(found, key=lambda r: tuple(int(p) for p in r.split(".") if p.isdigit()))
+
+
+def module_dir(release: str) -> Path | None:
+    """The pinned wrapper module of `release` (`1.NN`) in this checkout; None outside one."""
+    root = paths.repo_root()
+    if root is None:
+        return None
+    name = "kubernetes" if release == DEFAULT_RELEASE else f"kubernetes-{release}"
+    return root / "tools" / "k8s" / name
 
 
 def check_release(release: str) -> str:

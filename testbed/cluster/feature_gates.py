@@ -1,20 +1,26 @@
 """The feature gates the local cluster's kube-apiserver, kube-controller-manager and
 kube-scheduler run with.
 
-The DRA shapes the testbed publishes, requests and judges each sit behind a gate. In 1.36
-they are all on by default (GA or beta), in 1.35 several are alpha and off; so `testbed up`
-sets every one of them on explicitly, for whichever release it runs, and a user's
-`--feature-gates` adds to (or overrides) them. Read from `pkg/features/kube_features.go` of
-each pinned `k8s.io/kubernetes` module; setting a gate that is GA and locked on to `true`
-is allowed (the component only warns).
+The DRA shapes the testbed publishes, requests and judges each sit behind a gate, at a
+different stage in each release (in 1.35 several are alpha and off; in 1.37 some are GA and
+locked on). `testbed up` turns every needed gate on where the release has it and lets it be
+set; a gate the release lacks (removed, or not yet added) is never set, since a component
+refuses to start with an unknown gate. A user's `--feature-gates` adds to (or overrides)
+them, and naming a gate the release does not know, or setting a locked gate against its
+default, is refused before anything starts.
 
-Pure: the gate set, its flag value, and the APIs a gate needs served.
+What each release knows comes from its own gate registry: `tools/k8s/<module>/
+feature-gates.txt`, written by tools/k8s/pin.sh (one line per gate: name, stage, default,
+locked). Parsing and the gate arithmetic are pure; `known` reads that file.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
+
+from testbed.cluster import binaries as bins
 
 NEEDED: tuple[str, ...] = (
     "DynamicResourceAllocation",  # ResourceClaims, DeviceClasses, ResourceSlices
@@ -27,16 +33,49 @@ NEEDED: tuple[str, ...] = (
     "DRAResourceClaimDeviceStatus",  # a claim's status.devices
     "DRASchedulerFilterTimeout",  # the DynamicResources filter gives up instead of hanging
 )
-"""Gates on in every `testbed up` (each exists in 1.35 and 1.36)."""
+"""Gates on in every `testbed up`, where the release has them and they are not locked."""
 
 # Gates that only work with an API version the API server does not serve by default: the
-# `--runtime-config` entry that serves it, per release.
+# `--runtime-config` entry that serves it, per release (GA in 1.37: served as v1).
 _APIS: dict[str, dict[str, str]] = {
     "DRADeviceTaintRules": {
         "1.35": "resource.k8s.io/v1alpha3=true",
         "1.36": "resource.k8s.io/v1beta2=true",
     },
 }
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One gate as a release's components know it."""
+
+    stage: str
+    """ALPHA, BETA, GA or DEPRECATED."""
+    default: bool
+    locked: bool
+    """Locked to its default: setting it otherwise makes the component refuse to start."""
+
+
+def parse_known(text: str) -> dict[str, Gate]:
+    """A release's `feature-gates.txt` (`Name STAGE default locked` per line; pure)."""
+    out = {}
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        name, stage, default, locked = line.split()
+        out[name] = Gate(stage, default == "true", locked == "true")
+    return out
+
+
+def known(release: str) -> dict[str, Gate] | None:
+    """The gates `release` knows, from its pinned module's gate list; None where no list is
+    at hand (an installed package without the repository's tools/k8s)."""
+    module = bins.module_dir(release)
+    listing = module / "feature-gates.txt" if module else None
+    if listing is None or not listing.is_file():
+        return None
+    return parse_known(listing.read_text())
+
 
 _GATE = re.compile(r"[A-Z][A-Za-z0-9]*")
 
@@ -58,9 +97,37 @@ def parse(text: str) -> dict[str, bool]:
     return out
 
 
-def gates(extra: Mapping[str, bool] | None = None) -> dict[str, bool]:
-    """Every needed gate on, then `extra` (the user's) on top."""
-    return {**dict.fromkeys(NEEDED, True), **(extra or {})}
+def check(release: str, wanted: Mapping[str, bool], table: Mapping[str, Gate] | None) -> None:
+    """GateError naming the first of `wanted` that `release` does not have, or that sets a
+    locked gate against its default (pure; `table` from `known`, None: nothing to check)."""
+    if table is None:
+        return
+    for name, value in sorted(wanted.items()):
+        gate = table.get(name)
+        if gate is None:
+            raise GateError(f"Kubernetes {release} has no feature gate {name}")
+        if gate.locked and value != gate.default:
+            raise GateError(
+                f"{name} is {gate.stage} and locked to {str(gate.default).lower()} in "
+                f"Kubernetes {release}"
+            )
+
+
+def gates(
+    extra: Mapping[str, bool] | None = None, table: Mapping[str, Gate] | None = None
+) -> dict[str, bool]:
+    """Every needed gate `table` has and lets be set on (all of them without a table), then
+    `extra` (the user's, checked with `check`) on top (pure)."""
+    needed = [g for g in NEEDED if table is None or (g in table and not table[g].locked)]
+    return {**dict.fromkeys(needed, True), **(extra or {})}
+
+
+def for_release(release: str, extra: Mapping[str, bool] | None = None) -> dict[str, bool]:
+    """The gates the components of `release` run with: `gates` over the release's own list,
+    after `check`ing `extra` against it (GateError)."""
+    table = known(release)
+    check(release, extra or {}, table)
+    return gates(extra, table)
 
 
 def flag_value(g: Mapping[str, bool]) -> str:

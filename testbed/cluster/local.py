@@ -160,9 +160,9 @@ def create_command(
     if config.apiserver_port:
         cmd += ["--kube-apiserver-port", str(config.apiserver_port)]
     # kwokctl passes these to kube-apiserver, kube-controller-manager and kube-scheduler.
-    gates = fg.gates(config.feature_gates)
-    cmd += ["--kube-feature-gates", fg.flag_value(gates)]
     release = config.kubernetes or bins.DEFAULT_RELEASE
+    gates = fg.for_release(release, config.feature_gates)
+    cmd += ["--kube-feature-gates", fg.flag_value(gates)]
     if apis := fg.runtime_config(release, gates):
         cmd += ["--kube-runtime-config", ",".join(apis)]
     extra = [

@@ -71,7 +71,9 @@ def running(
     `release` is the cluster's Kubernetes release (`LocalCluster.release()`): the second
     scheduler runs that release's binary, so both arms are judged by the same code; None is
     the default release. `overrides` as in `config_text`."""
-    b = bins.ensure(build=False, release=release or bins.DEFAULT_RELEASE)
+    b_release = release or bins.DEFAULT_RELEASE
+    b = bins.ensure(build=False, release=b_release)
+    gates = feature_gates.for_release(b_release, extra_gates)
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / f"{scheduler_name}.yaml"
     config.write_text(config_text(kubeconfig, scheduler_name, extenders, overrides))
@@ -85,7 +87,7 @@ def running(
         f"--authorization-kubeconfig={kubeconfig}",
         "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
         # The same DRA gates as the cluster's own scheduler, so both arms judge alike.
-        f"--feature-gates={feature_gates.flag_value(feature_gates.gates(extra_gates))}",
+        f"--feature-gates={feature_gates.flag_value(gates)}",
     ]
     with processes.running(
         f"the second kube-scheduler ({scheduler_name})",

@@ -5,13 +5,14 @@
 #   tools/k8s/pin.sh etcd DIR vX.Y.Z             e.g. etcd-3.7 v3.7.3 / etcd v3.6.16
 #   tools/k8s/pin.sh scheduler-perf FILE vX.Y.Z  e.g. go.mod v1.37.2 / 1.36.mod v1.36.4
 # The replace block for k8s.io/kubernetes is derived from the pinned release's own go.mod
-# (every staging module at v0.Y.Z), the route kubernetes-sigs/scheduler-plugins takes.
+# (every staging module at v0.Y.Z), the route kubernetes-sigs/scheduler-plugins takes; a
+# release's feature-gates.txt is written from its own gate registry (gates.go).
 # scheduler-perf/ is one module (one benchmark file) with a module file per release: go.mod
 # for the default one, 1.NN.mod (+ 1.NN.sum) for the others, used with `go -modfile`.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 kind="${1:-}" dir="${2:-}" version="${3:-}"
-usage() { sed -n '2,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2; exit 2; }
+usage() { sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2; exit 2; }
 [[ "$kind" =~ ^(kubernetes|etcd|scheduler-perf)$ && -n "$dir" && "$version" =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] || usage
 
 # The require line and replace block of a module that builds from k8s.io/kubernetes $1.
@@ -39,6 +40,9 @@ kubernetes)
     printf ')\n'
   } >go.mod
   GOFLAGS=-mod=mod go mod tidy
+  # Every gate the release knows, with its stage and default (testbed/cluster/feature_gates.py
+  # reads it: gates the release lacks are never set, and a user's unknown gate is refused).
+  go run ../gates.go >feature-gates.txt
   ;;
 etcd)
   mkdir -p "$here/$dir"

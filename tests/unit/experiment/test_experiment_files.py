@@ -15,7 +15,7 @@ import yaml
 from experiment import cli as experiment_cli
 from experiment import local_site, matrix, plan
 from experiment import spec as specs
-from testbed.cluster import local, second_scheduler
+from testbed.cluster import binaries, local, second_scheduler
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -41,7 +41,7 @@ def test_a_minimal_file_parses_with_the_documented_defaults() -> None:
     exp = _checked()
     assert (exp.repeats, exp.order, exp.qps) == (1, "alternating", 100.0)
     assert [v.name for v in exp.variants] == ["on", "off"]
-    assert exp.clusters() == [("1.36", ())]
+    assert exp.clusters() == [(binaries.DEFAULT_RELEASE, ())]
     assert specs.fleet_document(exp) == {
         "seed": 0,
         "pools": [{"name": "dgx-h100", "profile": "dgx-h100", "count": 10}],
@@ -322,4 +322,4 @@ def test_the_readmes_example_file_is_valid() -> None:
     section = readme[readme.index("## Experiments") :]
     block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
     exp = specs.parse(yaml.safe_load(block))
-    assert specs.check(exp) == ["1.35", "1.36"]
+    assert specs.check(exp) == ["1.35", binaries.DEFAULT_RELEASE]

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -56,7 +59,7 @@ def test_create_command_passes_the_gates_and_their_apis_to_kwokctl(tmp_path: Pat
     b = binaries.Binaries(tmp_path)
     plain = local.create_command(local.ClusterConfig(name="x", home=tmp_path), b, tmp_path / "s")
     args = dict(itertools.pairwise(plain))
-    assert fg.parse(args["--kube-feature-gates"]) == fg.gates()
+    assert fg.parse(args["--kube-feature-gates"]) == fg.for_release(binaries.DEFAULT_RELEASE)
     assert "--kube-runtime-config" not in plain
     config = local.ClusterConfig(
         name="x", home=tmp_path, kubernetes="1.35", feature_gates={"DRADeviceTaintRules": True}
@@ -84,3 +87,77 @@ def test_a_release_is_known_by_its_minor_and_found_in_a_cache_path() -> None:
     path = "/c/dra-testbed/bin/kube-v1.35.4_etcd-v3.6.10_kwok-v0.8.0/kube-apiserver"
     assert binaries.release_of(path) == "1.35"
     assert binaries.release_of("/usr/local/bin/kube-apiserver") is None
+
+
+TABLE = fg.parse_known(
+    "# name stage default locked\n"
+    "DynamicResourceAllocation GA true true\n"
+    "DRAAdminAccess BETA true false\n"
+    "DRADeviceTaints ALPHA false false\n"
+    "GenericWorkload BETA false false\n"
+)
+
+
+def test_a_release_list_is_read_line_by_line() -> None:
+    assert TABLE["DynamicResourceAllocation"] == fg.Gate("GA", default=True, locked=True)
+    assert TABLE["DRADeviceTaints"] == fg.Gate("ALPHA", default=False, locked=False)
+    assert len(TABLE) == 4
+
+
+def test_needed_gates_are_set_only_where_the_release_has_them_and_lets_them_be_set() -> None:
+    g = fg.gates({"GenericWorkload": True}, TABLE)
+    # Locked (GA) and absent gates are left out: a component refuses an unknown gate.
+    assert g == {"DRAAdminAccess": True, "DRADeviceTaints": True, "GenericWorkload": True}
+
+
+def test_a_gate_the_release_lacks_or_a_locked_gate_against_its_default_is_refused() -> None:
+    with pytest.raises(fg.GateError, match=r"Kubernetes 1\.37 has no feature gate GangScheduling"):
+        fg.check("1.37", {"GangScheduling": True}, TABLE)
+    with pytest.raises(fg.GateError, match="locked to true"):
+        fg.check("1.37", {"DynamicResourceAllocation": False}, TABLE)
+    fg.check("1.37", {"DynamicResourceAllocation": True, "GenericWorkload": True}, TABLE)
+    fg.check("1.37", {"Anything": True}, None)  # no list at hand: nothing to check
+
+
+@pytest.mark.parametrize("release", binaries.releases())
+def test_every_pinned_release_has_its_gate_list_and_every_needed_gate(release: str) -> None:
+    table = fg.known(release)
+    assert table is not None, f"tools/k8s: no feature-gates.txt for {release} (run pin.sh)"
+    assert set(fg.NEEDED) <= set(table)
+    on = fg.for_release(release)
+    assert all(on[g] for g in on)
+    assert not [g for g in on if table[g].locked]
+
+
+def test_the_releases_gate_lists_carry_what_changed_upstream() -> None:
+    # Read from each release's own registry: GangScheduling was folded into GenericWorkload
+    # in 1.37, and 1.35 has DRA's newer shapes as alpha gates that `testbed up` turns on.
+    assert "GangScheduling" in (fg.known("1.36") or {})
+    assert "GangScheduling" not in (fg.known("1.37") or {})
+    assert (fg.known("1.35") or {})["DRAPartitionableDevices"].stage == "ALPHA"
+    assert fg.for_release("1.35")["DRAPartitionableDevices"] is True
+    with pytest.raises(fg.GateError, match=r"1\.37 has no feature gate GangScheduling"):
+        fg.for_release("1.37", {"GangScheduling": True})
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--kubernetes", "1.34"], "no pinned module for Kubernetes '1.34'; releases: 1.35"),
+        (["--kubernetes", "1.38"], "no pinned module for Kubernetes '1.38'"),
+        (["--feature-gates", "GangScheduling=true"], "has no feature gate GangScheduling"),
+        (
+            ["--kubernetes", "1.36", "--feature-gates", "DRAAdminAccess=false"],
+            "DRAAdminAccess is GA and locked to true in Kubernetes 1.36",
+        ),
+    ],
+)
+def test_testbed_up_refuses_a_release_or_gate_it_cannot_run_in_one_line(
+    tmp_path: Path, args: list[str], says: str
+) -> None:
+    env = {**os.environ, "DRA_TESTBED_HOME": str(tmp_path)}
+    cmd = [sys.executable, "-m", "testbed", "--name", "gates-refused", "up", "--no-build", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and says in proc.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing started, nothing written
