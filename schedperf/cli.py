@@ -3,6 +3,7 @@ through the `testbed.commands` entry point).
 
     testbed perf list [--kubernetes 1.NN]
     testbed perf run WORKLOAD [--kubernetes 1.NN] [--repeat N] [--nodes N --pods N]
+    testbed perf releases WORKLOAD [--releases 1.35,1.36,1.37] [--repeat N]
 
 Only the parser and the checks of its flags live here; everything a run does is in
 `schedperf.session`, imported when the command runs.
@@ -52,36 +53,54 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Co
     run.add_argument(
         "--kubernetes", metavar="RELEASE", default=binaries.DEFAULT_RELEASE, help=release_help
     )
-    run.add_argument("--repeat", type=int, default=1, help="runs (default %(default)s)")
-    run.add_argument(
+    _run_options(run)
+    rel = verbs.add_parser(
+        "releases",
+        help="one workload on several releases, then PFN's release-to-release table",
+        description="Run WORKLOAD --repeat times on each release in turn (into "
+        "<output-dir>/<release>/, as `run` does) and print and write releases.md: the median "
+        "SchedulingThroughput per release and the change from each release to the next.",
+    )
+    rel.add_argument("workload", help="upstream's <test case>/<workload>, or fleet/<profile>")
+    rel.add_argument(
+        "--releases",
+        metavar="A,B,...",
+        help="releases, oldest first (default: every release with a pinned module)",
+    )
+    _run_options(rel)
+    return _run
+
+
+def _run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--repeat", type=int, default=1, help="runs (default %(default)s)")
+    p.add_argument(
         "--nodes", type=int, default=500, help="fleet/<profile> only: nodes (default %(default)s)"
     )
-    run.add_argument(
+    p.add_argument(
         "--pods",
         type=int,
         default=2500,
         help="fleet/<profile> only: pods measured (default %(default)s)",
     )
-    run.add_argument(
+    p.add_argument(
         "--gomaxprocs",
         type=int,
         metavar="N",
         help="GOMAXPROCS of the benchmark (default: Go's, the machine's cores)",
     )
-    run.add_argument(
+    p.add_argument(
         "--timeout",
         type=float,
         default=3600.0,
         metavar="SECONDS",
         help="give up on a repeat after this long (default %(default)s)",
     )
-    run.add_argument(
+    p.add_argument(
         "--output-dir",
         type=Path,
         metavar="DIR",
         help="where results go (default results/perf-<time>)",
     )
-    return _run
 
 
 def _run(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
@@ -95,9 +114,7 @@ def _run(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
             raise cli.UsageError(f"--{flag} {value}: must be at least 1")
     if args.timeout <= 0:
         raise cli.UsageError(f"--timeout {args.timeout}: must be positive")
-    return session.run(
-        args.workload,
-        release=args.kubernetes,
+    options = session.Options(
         repeat=args.repeat,
         nodes=args.nodes,
         pods=args.pods,
@@ -105,3 +122,7 @@ def _run(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
         timeout=args.timeout,
         output_dir=args.output_dir,
     )
+    if args.verb == "releases":
+        chosen = [r for r in (args.releases or "").split(",") if r] or session.all_releases()
+        return session.releases(args.workload, chosen, options)
+    return session.run(args.workload, args.kubernetes, options)

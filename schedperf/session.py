@@ -5,20 +5,40 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from fleet import profiles
-from schedperf import build, fleetconfig, result, runner, workloads
+from loadgen.report import document
+from schedperf import build, fleetconfig, result, runner, table, workloads
 from testbed import cli
 
 
-def _release(release: str) -> tuple[str, Path]:
+@dataclass(frozen=True)
+class Options:
+    """How `run` and `releases` run a workload (the CLI's checked flags)."""
+
+    repeat: int = 1
+    nodes: int = 500
+    """fleet/<profile> only."""
+    pods: int = 2500
+    """fleet/<profile> only."""
+    gomaxprocs: int | None = None
+    timeout: float = runner.DEFAULT_TIMEOUT_SECONDS
+    output_dir: Path | None = None
+
+
+def all_releases() -> list[str]:
+    return build.releases()
+
+
+def _release(release: str, flag: str = "--kubernetes") -> tuple[str, Path]:
     """`release` without a leading v, and its upstream directory; UsageError if unknown."""
     norm = release.removeprefix("v")
     try:
         return norm, build.upstream_dir(norm)
     except build.UnknownRelease as e:
-        raise cli.UsageError(f"--kubernetes: {e}") from None
+        raise cli.UsageError(f"{flag}: {e}") from None
     except build.BuildError as e:
         raise cli.CommandError(str(e)) from None
 
@@ -64,41 +84,36 @@ def list_workloads(release: str) -> int:
     return cli.EXIT_OK
 
 
-def run(
-    name: str,
-    *,
-    release: str,
-    repeat: int,
-    nodes: int,
-    pods: int,
-    gomaxprocs: int | None,
-    timeout: float,
-    output_dir: Path | None,
-) -> int:
-    release, upstream = _release(release)
-    out_dir = output_dir or Path("results") / time.strftime("perf-%Y%m%d-%H%M%S")
-    selected = select(
-        name, release, upstream, nodes=nodes, pods=pods, workdir=(out_dir / "workload").resolve()
-    )
+def _ensure(release: str) -> build.Build:
     try:
-        bench = build.ensure(release)
+        return build.ensure(release)
     except build.UnknownRelease as e:
         raise cli.UsageError(f"--kubernetes: {e}") from None
     except build.BuildError as e:
         raise cli.CommandError(str(e)) from None
 
+
+def _repeats(
+    bench: build.Build,
+    selected: workloads.Selected,
+    release: str,
+    out_dir: Path,
+    o: Options,
+) -> result.Repeat | None:
+    """Run `selected` `repeat` times into `out_dir`; the median repeat, None for no data."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     repeats: list[result.Repeat] = []
+    repeat = o.repeat
     for i in range(1, repeat + 1):
         run_dir = out_dir / f"run-{i}"
-        settings = {**result.machine(gomaxprocs), "repeat": i, "repeats": repeat}
+        settings = {**result.machine(o.gomaxprocs), "repeat": i, "repeats": repeat}
         print(
             f"perf: {selected.name} on Kubernetes {bench.kubernetes_version}, repeat {i}/{repeat}"
             f" (load {settings['load_average_1m_5m_15m'][0]})",
             file=sys.stderr,
             flush=True,
         )
-        outcome = runner.run(bench, selected, run_dir, timeout=timeout, gomaxprocs=gomaxprocs)
+        outcome = runner.run(bench, selected, run_dir, timeout=o.timeout, gomaxprocs=o.gomaxprocs)
         run_id = f"perf-{release}-{stamp}-{i}"
         doc = result.doc(outcome, selected, bench, run_id, settings)
         if doc is not None:
@@ -118,10 +133,56 @@ def run(
         print(
             f"perf: no data: no repeat took a throughput sample ({out_dir / result.SUMMARY_FILE})"
         )
-        return cli.EXIT_RUNTIME
+        return None
     print(
         f"median of {sum(r.result is not None for r in repeats)}: {chosen.dir.name}, "
         f"Average {chosen.result.throughput.Average:.1f} pods/s; result: "
         f"{out_dir / 'result.json'}"
     )
-    return cli.EXIT_OK
+    return chosen
+
+
+def _default_out() -> Path:
+    return Path("results") / time.strftime("perf-%Y%m%d-%H%M%S")
+
+
+def run(name: str, release: str, o: Options) -> int:
+    release, upstream = _release(release)
+    out_dir = o.output_dir or _default_out()
+    workdir = (out_dir / "workload").resolve()
+    selected = select(name, release, upstream, nodes=o.nodes, pods=o.pods, workdir=workdir)
+    bench = _ensure(release)
+    chosen = _repeats(bench, selected, release, out_dir, o)
+    return cli.EXIT_OK if chosen is not None else cli.EXIT_RUNTIME
+
+
+def releases(name: str, chosen: list[str], o: Options) -> int:
+    """The workload on each release in turn (each into `<out>/<release>/`), then PFN's
+    table (`releases.md`). Every release and the workload in each are checked first."""
+    out_dir = o.output_dir or _default_out()
+    found = [_release(r, "--releases") for r in chosen]  # every release first, then the workload in each
+    plans = [
+        (
+            norm,
+            select(
+                name,
+                norm,
+                up,
+                nodes=o.nodes,
+                pods=o.pods,
+                workdir=(out_dir / norm / "workload").resolve(),
+            ),
+        )
+        for norm, up in found
+    ]
+    columns: list[tuple[str, document.ResultDoc | None]] = []
+    for norm, selected in plans:
+        bench = _ensure(norm)
+        best = _repeats(bench, selected, norm, out_dir / norm, o)
+        columns.append((bench.kubernetes_version, best.result if best else None))
+    text = table.markdown(columns)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "releases.md").write_text(text)
+    print(f"\n{name}, median of {o.repeat} per release:\n\n{text}")
+    print(f"table: {out_dir / 'releases.md'}")
+    return cli.EXIT_OK if all(d is not None for _, d in columns) else cli.EXIT_RUNTIME
