@@ -160,7 +160,8 @@ def releases(name: str, chosen: list[str], o: Options) -> int:
     """The workload on each release in turn (each into `<out>/<release>/`), then PFN's
     table (`releases.md`). Every release and the workload in each are checked first."""
     out_dir = o.output_dir or _default_out()
-    found = [_release(r, "--releases") for r in chosen]  # every release first, then the workload in each
+    # Every release first, then the workload in each.
+    found = [_release(r, "--releases") for r in chosen]
     plans = [
         (
             norm,
