@@ -88,6 +88,15 @@ def test_a_minimal_file_parses_with_the_documented_defaults() -> None:
             {"variants": [{"name": "a", "featureGates": {"lower": True}}, {"name": "b"}]},
             "is not Name=true",
         ),
+        (
+            {
+                "variants": [
+                    {"name": "a", "kubernetes": "1.37", "featureGates": {"GangScheduling": True}},
+                    {"name": "b"},
+                ]
+            },
+            "variants.0.featureGates: Kubernetes 1.37 has no feature gate GangScheduling",
+        ),
         ({"fleet": {"profile": "dgx-h100"}}, "a profile needs a node count"),
         ({"fleet": {}}, "give either profile"),
         ({"metrics": ["speed"]}, "'speed': unknown metric"),
