@@ -53,7 +53,9 @@ def _configs(upstream: Path) -> dict[str, str]:
 
 
 def _fleet_profiles() -> list[str]:
-    return sorted(profiles.builtin())
+    """Built-in profiles with GPUs: the pods' claims ask for one (on a CPU-only fleet they
+    would wait until the timeout)."""
+    return sorted(name for name, p in profiles.builtin().items() if p.gpu_count)
 
 
 def select(
