@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from experiment import plan
+from experiment.demo import plan
 from testbed import vocab
 
 

@@ -21,7 +21,7 @@ import sys
 import time
 from typing import Any
 
-from experiment import plan
+from experiment.demo import plan
 from extender import app as extender_app
 from extender import decoding, handlers
 from extender.config import Settings

@@ -1,7 +1,10 @@
-"""`testbed demo`: registered with `testbed` through the `testbed.commands` entry point.
+"""`testbed demo` and `testbed experiment`: registered with `testbed` through the
+`testbed.commands` entry point. The roof over both floors: it alone picks the demo wing's
+planner and reporter for a file of built-in comparisons, the engine's for any other.
 
-Only the parser and the checks of its flags live here; the orchestration (`experiment.demo`)
-is imported when the command runs, so `testbed up` loads none of it.
+Only the parsers and the checks of their flags live here; the orchestration
+(`experiment.demo.command`, `experiment.runner`) is imported when a command runs, so
+`testbed up` loads none of it.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from experiment import plan
+from experiment.demo import plan
 from testbed import cli
 from testbed.cluster import local
 
@@ -147,7 +150,8 @@ def workload(args: argparse.Namespace) -> plan.Workload:
 def run_demo(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from experiment import demo, existing_site
+    from experiment import existing_site
+    from experiment.demo import command as demo
     from testbed.cluster import processes
 
     config = demo.DemoConfig(
@@ -216,20 +220,25 @@ def load_checked(source: str) -> tuple[Any, list[str]]:
 
     from experiment import children
     from experiment import spec as specs
+    from experiment.demo import command as demo
+    from experiment.demo import wing
 
     try:
         if source.startswith("builtin:"):
             name = source.removeprefix("builtin:")
             try:
-                exp = specs.builtin(name)
+                exp = demo.builtin(name)
             except FileNotFoundError:
-                raise specs.SpecError(f"no built-in experiment {name!r} (known: demo)") from None
+                known = ", ".join(demo.BUILTIN)
+                raise specs.SpecError(f"no built-in experiment {name!r} (known: {known})") from None
         else:
             exp = specs.load(Path(source))
     except specs.SpecError as e:
         raise cli.UsageError(str(e)) from e
     try:
         releases = specs.check(exp)
+        if exp.builtin is not None:
+            wing.check(exp)
     except specs.SpecError as e:
         raise cli.UsageError(f"{source}: {e}") from e
     if any(v.extender_flags for v in exp.variants):
@@ -250,14 +259,16 @@ def run_experiment(cluster: local.LocalCluster, args: argparse.Namespace) -> int
     from rich.console import Console
 
     from experiment import matrix
+    from experiment.demo import wing
 
     exp, releases = load_checked(args.file)
     console = Console()
-    stages = matrix.stages(exp)
+    planner = wing.Planner() if exp.builtin is not None else matrix.Planner()
+    stages = planner.stages(exp)
     if args.verb == "validate":
         arms = sum(len(s.arms) for s in stages)
         what = (
-            f"built-in comparisons {', '.join(exp.builtin.comparisons)}"
+            f"built-in comparisons {', '.join(wing.workload_of(exp).comparisons)}"
             if exp.builtin is not None
             else f"{len(exp.variants)} variants x {len(exp.workloads)} workloads, {arms} arms"
         )
@@ -267,6 +278,7 @@ def run_experiment(cluster: local.LocalCluster, args: argparse.Namespace) -> int
         )
         return cli.EXIT_OK
     from experiment import existing_site, local_site, runner
+    from experiment.demo import command as demo
     from testbed.cluster import processes
 
     out = args.output_dir or Path("results") / time.strftime(f"{exp.name}-%Y%m%d-%H%M%S")
@@ -280,7 +292,10 @@ def run_experiment(cluster: local.LocalCluster, args: argparse.Namespace) -> int
         explicit_release=explicit_release,
         keep=args.keep,
     )
+    config = runner.RunConfig(output_dir=out, keep=args.keep)
     try:
-        return runner.run(exp, runner.RunConfig(output_dir=out, keep=args.keep), open_site, console)
+        if exp.builtin is not None:
+            return demo.run_experiment(exp, config, open_site, console)
+        return runner.run(exp, config, open_site, console)
     except (runner.RunError, processes.ProcessError, existing_site.SiteError) as e:
         raise cli.CommandError(str(e)) from e

@@ -1,42 +1,26 @@
 """Generic comparisons of an experiment file's variants, metric by metric (pure).
 
-The demo's built-in comparisons have their own rows (`summary`); an experiment file's
-variants x workloads are compared here: per workload and metric, each variant's median over
-repeats (min-max beside it) and its ratio to the first variant, and, for variants that
-differ only in the Kubernetes release, the release-to-release table (previous, current,
-% change).
+The demo's built-in comparisons have their own rows (`experiment.demo.summary`); an
+experiment file's variants x workloads are compared here: per workload and metric (from the
+catalogue, `figures.METRICS`), each variant's median over repeats (min-max beside it) and its
+ratio to the first variant, and, for variants that differ only in the Kubernetes release, the
+release-to-release table (previous, current, % change).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from experiment import summary
-from experiment.plan import Arm
-from experiment.summary import Doc, Figure
+from experiment.arms import Arm
+from experiment.figures import METRICS, UNSATURATED, Doc, Figure
 
-Getter = Callable[[Doc], float | None]
-
-
-def _catalog() -> dict[str, tuple[str, Getter, str]]:
-    """Every metric the demo knows, by name: (unit, getter, measure). One place: `summary`."""
-    out: dict[str, tuple[str, Getter, str]] = {}
-    for metrics in summary.METRICS.values():
-        for name, unit, get in metrics:
-            out.setdefault(name, (unit, get, "throughput"))
-    for name, unit, get in summary.LATENCY_METRICS:
-        out.setdefault(name, (unit, get, "latency"))
-    return out
-
-
-METRICS = _catalog()
 DEFAULT_METRICS = (
     "scheduling throughput",
     "pod startup p50",
     "pod startup p99",
     "scheduler CPU per pod",
-    f"pod startup p99{summary.UNSATURATED}",
+    f"pod startup p99{UNSATURATED}",
 )
 """What a file without `metrics:` compares (each where its arms have a value)."""
 

@@ -1,6 +1,6 @@
 """An experiment's run order: which cluster runs which arms, in turn (pure).
 
-A file's variants x workloads become `plan.Arm`s (comparison = workload, variant = variant,
+A file's variants x workloads become `Arm`s (comparison = workload, variant = variant,
 scheduler = the variant's name). Variants needing different clusters (release, feature gates)
 run in stages, one cluster at a time; with `order: alternating` every other repeat reverses
 both the clusters and the variants within one, so drift (a warming machine, a growing etcd)
@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
-from experiment import plan
+from experiment import arms as arm_types
+from experiment.arms import Arm
+from experiment.fleet_shape import FleetShape
 from experiment.site import SchedulerSetup
 from experiment.spec import Experiment, Variant, Workload
 
@@ -23,9 +26,9 @@ ClusterKey = tuple[str, tuple[tuple[str, bool], ...]]
 class Stage:
     cluster: ClusterKey
     """(release, feature gates) of the cluster the arms run in."""
-    arms: tuple[plan.Arm, ...]
-    """The arms in run order; () for the built-in comparisons, planned once the fleet's
-    shape is known (`plan.arms`)."""
+    arms: tuple[Arm, ...]
+    """The arms in run order; () where a planner plans them once the fleet's shape is known
+    (the demo's)."""
 
 
 def setup(variant: Variant) -> SchedulerSetup:
@@ -34,33 +37,14 @@ def setup(variant: Variant) -> SchedulerSetup:
     )
 
 
-def builtin_setups() -> dict[str, SchedulerSetup]:
-    """The demo's two schedulers: the cluster's own with the extender, and a plain one."""
-    return {plan.EXTENDER: SchedulerSetup(), plan.PLAIN: SchedulerSetup(extender=False)}
-
-
 def setups(exp: Experiment) -> dict[str, SchedulerSetup]:
-    """Scheduler key (`plan.Arm.scheduler`) -> what it asks of the site."""
-    if exp.builtin is not None:
-        return builtin_setups()
+    """Scheduler key (`Arm.scheduler`, the variant's name) -> what it asks of the site."""
     return {v.name: setup(v) for v in exp.variants}
 
 
-def builtin_workload(exp: Experiment) -> plan.Workload:
-    b = exp.builtin
-    assert b is not None
-    nodes = exp.fleet.nodes or 0
-    return plan.Workload(
-        pods=b.pods,
-        repeat=exp.repeats,
-        comparisons=tuple(b.comparisons),
-        scale_nodes=b.scale_nodes if b.scale_nodes is not None else 5 * nodes,
-    )
-
-
-def _arm(workload: Workload, variant: Variant, rep: int) -> plan.Arm:
+def _arm(workload: Workload, variant: Variant, rep: int) -> Arm:
     is_file = workload.scenario.endswith((".yaml", ".yml"))
-    return plan.Arm(
+    return Arm(
         comparison=workload.name,
         variant=variant.name,
         scenario=workload.scenario,
@@ -70,18 +54,16 @@ def _arm(workload: Workload, variant: Variant, rep: int) -> plan.Arm:
     )
 
 
-def _latency_arm(arm: plan.Arm) -> plan.Arm:
+def _latency_arm(arm: Arm) -> Arm:
     params = dict(arm.params)
     if "pods" in params:
-        params["pods"] = str(min(int(params["pods"]), plan.LATENCY_PODS))
+        params["pods"] = str(min(int(params["pods"]), arm_types.LATENCY_PODS))
     return dataclasses.replace(arm, params=params, latency_of=arm.name)
 
 
 def stages(exp: Experiment) -> list[Stage]:
     """Every stage in run order; consecutive repeats on one cluster merge into one stage."""
     clusters: list[ClusterKey] = exp.clusters()
-    if exp.builtin is not None:
-        return [Stage(clusters[0], ())]
     out: list[Stage] = []
     for rep in range(exp.repeats):
         reverse = exp.order == "alternating" and rep % 2 == 1
@@ -89,7 +71,7 @@ def stages(exp: Experiment) -> list[Stage]:
             variants = [v for v in exp.variants if v.cluster_key == cluster]
             if reverse:
                 variants.reverse()
-            arms: list[plan.Arm] = []
+            arms: list[Arm] = []
             for workload in exp.workloads:
                 for variant in variants:
                     arm = _arm(workload, variant, rep)
@@ -101,3 +83,23 @@ def stages(exp: Experiment) -> list[Stage]:
             else:
                 out.append(Stage(cluster, tuple(arms)))
     return out
+
+
+class Planner:
+    """The engine's own planner (`experiment.wing.Planner`) for a file's variants x
+    workloads: its arms are known before the fleet is up, on the file's own fleet."""
+
+    def stages(self, exp: Experiment) -> list[Stage]:
+        return stages(exp)
+
+    def arms(self, exp: Experiment, stage: Stage, shape: FleetShape) -> list[Arm]:
+        return list(stage.arms)
+
+    def setups(self, exp: Experiment) -> dict[str, SchedulerSetup]:
+        return setups(exp)
+
+    def fleet(self, exp: Experiment, nodes: int, variant: str) -> dict[str, Any]:
+        raise ValueError("a file's arms run on its own fleet: none asks for another")
+
+    def probe_phases(self, arm: Arm) -> tuple[str, ...]:
+        return ()

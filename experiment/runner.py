@@ -1,8 +1,10 @@
 """`testbed experiment run` (and `testbed demo`, its built-in file): an experiment end to end.
 
-For each stage (`matrix`): open the site its cluster needs -> the fleet -> the stage's
-schedulers -> its arms, one loadgen run each -> delete the fleet and close the site. Then the
-summary, the top-level JSON and `index.html`. The services run as their own processes
+For each stage (the planner's: `wing.Planner`): open the site its cluster needs -> the fleet
+-> the stage's schedulers -> its arms, one loadgen run each -> delete the fleet and close the
+site. Then the reporter's summary, top-level JSON and `index.html` (`wing.Reporter`). The
+runner knows no experiment's comparisons: a file's variants x workloads come with the
+engine's own planner and reporter, the demo's with its own. The services run as their own processes
 through their CLIs; the runner knows the cluster only as a `Site`. Ctrl-C stops the running
 arm through loadgen's own interrupt handling (what it measured is written) and cleans up.
 """
@@ -22,18 +24,11 @@ from typing import Any
 import yaml
 from rich.console import Console
 
-from experiment import (
-    children,
-    comparison,
-    matrix,
-    plan,
-    report,
-    summary,
-    validity,
-    variants_report,
-)
+from experiment import accounting, arms, children, fleet_shape, matrix, validity, variants_report
 from experiment import spec as specs
+from experiment.arms import Arm
 from experiment.site import Scheduler, SchedulerSetup, Site
+from experiment.wing import Planner, Reporter
 from testbed import vocab
 from testbed.kube import resources, watching
 from testbed.kube.client import Kube
@@ -67,7 +62,7 @@ async def _wait_namespace_gone(kubeconfig: Path, namespace: str, seconds: float)
 
 
 def _run_arm(
-    arm: plan.Arm,
+    arm: Arm,
     out_dir: Path,
     env: dict[str, str],
     qps: float,
@@ -113,25 +108,34 @@ def _run_arm(
     return doc
 
 
-def _apply_fleet(
-    doc: dict[str, Any], out: Path, env: dict[str, str], nodes: int = 0, variant: str = ""
-) -> None:
-    """The experiment's fleet: as the file gives it, or the demo's mix at `nodes` nodes
-    (the scale comparison resizes it) with a fleet variant's pools and device taints (the
-    sharing, extended-resource and taints comparisons). fleet touches only the difference."""
-    if nodes or variant:
-        doc = {**plan.fleet_spec(nodes, variant=variant), "name": doc["name"]}
-    path = out / f"fleet-{nodes or 'spec'}{'-' + variant if variant else ''}.yaml"
+def _apply_fleet(doc: dict[str, Any], path: Path, env: dict[str, str]) -> None:
+    """`fleet apply` the fleet spec `doc` (written to `path`): fleet touches only the
+    difference from what runs."""
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     if children.run([children.tool("fleet"), "apply", "-f", str(path)], env) != 0:
         raise RunError(f"fleet apply of {path.name} failed")
 
 
-def _latency_qps(arm: plan.Arm, by_name: dict[str, dict[str, Any]]) -> float | None:
-    """The latency arm's rate by plan.latency_rate, from the rate its throughput arm
+def _fleet_for(
+    exp: specs.Experiment,
+    planner: Planner,
+    doc: dict[str, Any],
+    nodes: int,
+    variant: str,
+    out: Path,
+) -> tuple[dict[str, Any], Path]:
+    """The fleet an arm needs and where its spec goes: the planner's at `nodes` nodes (the
+    scale comparison resizes it) with a fleet `variant`'s pools, or the experiment's `doc`."""
+    if nodes or variant:
+        doc = {**planner.fleet(exp, nodes, variant), "name": doc["name"]}
+    return doc, out / f"fleet-{nodes or 'spec'}{'-' + variant if variant else ''}.yaml"
+
+
+def _latency_qps(arm: Arm, by_name: dict[str, dict[str, Any]]) -> float | None:
+    """The latency arm's rate by arms.latency_rate, from the rate its throughput arm
     sustained (None if it has none)."""
     sustained = ((by_name.get(arm.latency_of) or {}).get("throughput") or {}).get("Average")
-    return plan.latency_rate(float(sustained) if sustained is not None else None)
+    return arms.latency_rate(float(sustained) if sustained is not None else None)
 
 
 def _log_size(log: Path | None) -> int:
@@ -161,14 +165,14 @@ def _settle(kubeconfig: Path, doc: dict[str, Any], console: Console) -> None:
 
 def _scheduler_dir(out: Path, key: str) -> Path:
     """Work directory (and name) of the second scheduler for scheduler key `key`."""
-    return out / ("plain-scheduler" if key == plan.PLAIN else f"{key}-scheduler")
+    return out / f"{key}-scheduler"
 
 
 @dataclass
 class _Progress:
     """What the arms measured so far: kept whatever stops the run."""
 
-    results: list[tuple[plan.Arm, dict[str, Any]]]
+    results: list[tuple[Arm, dict[str, Any]]]
     valid: dict[str, validity.Validity]
     timings: dict[str, dict[str, float | str]]
     by_name: dict[str, dict[str, Any]]
@@ -178,6 +182,7 @@ class _Progress:
 
 def _run_stage(
     exp: specs.Experiment,
+    planner: Planner,
     stage: matrix.Stage,
     site: Site,
     config: RunConfig,
@@ -193,22 +198,20 @@ def _run_stage(
     try:
         console.rule(f"fleet {fleet!r} on {site.description}")
         fleet_applied = True
-        _apply_fleet(fleet_doc, out, env)
+        _apply_fleet(*_fleet_for(exp, planner, fleet_doc, 0, "", out), env)
         nodes = exp.fleet.nodes or 0
-        shape = plan.shape_of(asyncio.run(_fleet_slices(site.kubeconfig, fleet)))
+        shape = fleet_shape.shape_of(asyncio.run(_fleet_slices(site.kubeconfig, fleet)))
         console.print(
             f"fleet: {shape.nodes} device nodes, {shape.gpus} GPUs, "
             f"{shape.eight_gpu_nodes} 8-GPU nodes, {shape.aligned_eight_nodes} with 8 RDMA NICs"
         )
-        arms = list(stage.arms)
-        if exp.builtin is not None:
-            try:
-                arms = plan.arms(shape, matrix.builtin_workload(exp))
-            except ValueError as e:
-                raise RunError(str(e)) from e
-            total = len(arms)
-        setups = matrix.setups(exp)
-        keys = list(dict.fromkeys(arm.scheduler for arm in arms if not arm.same_as))
+        try:
+            planned = planner.arms(exp, stage, shape)
+        except ValueError as e:
+            raise RunError(str(e)) from e
+        total += len(planned) - len(stage.arms)
+        setups = planner.setups(exp)
+        keys = list(dict.fromkeys(arm.scheduler for arm in planned if not arm.same_as))
         with contextlib.ExitStack() as stack:
             # Every scheduler of the stage runs for all of it, so each carries the same idle
             # watch load in every arm and the ratios are fair.
@@ -217,7 +220,7 @@ def _run_stage(
                 for k in keys
             }
             fleet_now = (nodes, "")
-            for arm in arms:
+            for arm in planned:
                 progress.done += 1
                 console.rule(f"arm {progress.done}/{total}: {arm.comparison} / {arm.variant}")
                 # Back to the stage's own fleet too, after an arm that needed another (the
@@ -226,7 +229,7 @@ def _run_stage(
                 if wanted != fleet_now:
                     fleet_now = wanted
                     console.print(f"fleet: {wanted[0]} nodes, variant {wanted[1] or '-'}")
-                    _apply_fleet(fleet_doc, out, env, *wanted)
+                    _apply_fleet(*_fleet_for(exp, planner, fleet_doc, *wanted, out), env)
                 _one_arm(exp, arm, out, site, schedulers, setups, env, progress, console)
     finally:
         if fleet_applied and not config.keep:
@@ -235,7 +238,7 @@ def _run_stage(
 
 def _one_arm(
     exp: specs.Experiment,
-    arm: plan.Arm,
+    arm: Arm,
     out: Path,
     site: Site,
     schedulers: dict[str, Scheduler],
@@ -285,32 +288,55 @@ def _one_arm(
     console.print(f"arm {arm.name}: {ran:.0f} s, then {settled:.0f} s to clean up")
 
 
-def run(exp: specs.Experiment, config: RunConfig, open_site: SiteOpener, console: Console) -> int:
-    """Run the experiment; 0 when every arm accounted for every pod and ran as labelled."""
+def run(
+    exp: specs.Experiment,
+    config: RunConfig,
+    open_site: SiteOpener,
+    console: Console,
+    *,
+    planner: Planner | None = None,
+    reporter: Reporter | None = None,
+) -> int:
+    """Run the experiment; 0 when every arm accounted for every pod and ran as labelled.
+    `planner` and `reporter`: a wing's (default: the engine's, for a file's variants x
+    workloads)."""
+    planner = planner or matrix.Planner()
+    reporter = reporter or variants_report.Reporter()
     started = time.monotonic()
     out = config.output_dir
     out.mkdir(parents=True, exist_ok=True)
-    stages = matrix.stages(exp)
+    stages = planner.stages(exp)
     total = sum(len(s.arms) for s in stages)
     p = _Progress([], {}, {}, {}, [])
     try:
         for i, stage in enumerate(stages):
             with open_site(stage.cluster, out / f"site-{i}") as site:
                 p.sites.append(site.description)
-                _run_stage(exp, stage, site, config, p, total, console)
+                _run_stage(exp, planner, stage, site, config, p, total, console)
     except KeyboardInterrupt:
         # What was measured is kept: each arm's own directory, and the report over them.
         if p.results:
             try:
-                _report(exp, p, out, time.monotonic() - started, console, interrupted=True)
+                _report(
+                    exp,
+                    planner,
+                    reporter,
+                    p,
+                    out,
+                    time.monotonic() - started,
+                    console,
+                    interrupted=True,
+                )
             except Exception as e:  # a partial report must not hide the interrupt
                 console.print(f"[yellow]no report over the arms measured so far: {e}")
         raise
-    return _report(exp, p, out, time.monotonic() - started, console)
+    return _report(exp, planner, reporter, p, out, time.monotonic() - started, console)
 
 
 def _report(
     exp: specs.Experiment,
+    planner: Planner,
+    reporter: Reporter,
     p: _Progress,
     out: Path,
     elapsed: float,
@@ -320,7 +346,7 @@ def _report(
 ) -> int:
     results = [(arm, doc) for arm, doc in p.results if p.valid[arm.name].valid]
     accounting = {
-        arm.name: summary.accounted(doc, probe_phases=plan.PROBE_PHASES.get(arm.comparison, ()))
+        arm.name: accounting.accounted(doc, probe_phases=planner.probe_phases(arm))
         for arm, doc in p.results
     }
     meta: dict[str, Any] = {
@@ -342,24 +368,7 @@ def _report(
         },
         "invalid_arms": {n: v.reason for n, v in p.valid.items() if not v.valid},
     }
-    if exp.builtin is not None:
-        workload = matrix.builtin_workload(exp)
-        meta.update(pods=workload.pods, scale_nodes=workload.scale_nodes)
-        # Invalid arms are shown (below and in demo.json), never averaged in.
-        rows = summary.rows(results)
-        goals = summary.targets(rows)
-        guide = summary.guide_matrix(rows)
-        report.console_table(rows, console)
-        report.console_targets(goals, console)
-        report.console_guide(guide, console)
-        index = report.write(out, rows, meta, [arm for arm, _ in p.results], goals, guide)
-    else:
-        variant_rows = comparison.rows(results, [v.name for v in exp.variants], exp.metrics)
-        release_rows = comparison.release_rows(results, exp.release_pairs(), exp.metrics)
-        variants_report.console(variant_rows, release_rows, console)
-        index = variants_report.write(
-            out, exp, meta, variant_rows, release_rows, [arm for arm, _ in p.results]
-        )
+    index = reporter.report(exp, results, [arm for arm, _ in p.results], meta, out, console)
     bad = {n: why for n, (ok, why) in accounting.items() if not ok}
     for name, why in bad.items():
         console.print(f"[red]arm {name}: not every pod accounted for: {why}")

@@ -2,11 +2,11 @@
 
 An experiment is data: `testbed experiment validate FILE` parses and checks it and creates
 nothing; `testbed experiment run FILE` runs it. A file either names the demo's built-in
-comparisons (`builtin:`, their own variants: extender on/off, DRA vs device plugin, ...) or
-brings its own variants, each run on every workload (a variants x workloads matrix). Variants
-may differ in the scheduler (extender on/off and its flags, configuration overrides) and in
-the cluster (Kubernetes release, feature gates): the runner brings up one cluster per
-release in turn.
+comparisons (`builtin:`, their own variants: extender on/off, DRA vs device plugin, ...;
+`experiment.demo` checks and runs them) or brings its own variants, each run on every
+workload (a variants x workloads matrix). Variants may differ in the scheduler (extender
+on/off and its flags, configuration overrides) and in the cluster (Kubernetes release,
+feature gates): the runner brings up one cluster per release in turn.
 
 Every error is one line naming the field (`validation.one_line`); `check` also asks the
 services' public parsers (the fleet spec, loadgen's scenarios) and the pinned releases.
@@ -17,14 +17,13 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Mapping
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from experiment import comparison, plan
+from experiment import comparison, mixed_fleet
 from fleet import profiles as fleet_profiles
 from fleet import spec as fleet_spec
 from loadgen import scenarios
@@ -33,8 +32,8 @@ from testbed.cluster import binaries as bins
 from testbed.cluster import feature_gates as fg
 
 KIND = "Experiment"
-DEMO_PROFILE = "demo"
-"""`fleet.profile: demo`: the demo's mixed fleet (`plan.fleet_spec`), not a single profile."""
+DEMO_PROFILE = mixed_fleet.PROFILE
+"""`fleet.profile: demo`: the mixed fleet (`mixed_fleet`), not a single profile."""
 MAX_REPEATS = 50
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,28}[a-z0-9])?\Z")
 Scalar = str | int | float | bool
@@ -190,7 +189,7 @@ class Workload(_Model):
     experiment file."""
     params: dict[str, Scalar] = Field(default_factory=dict)
     latency: bool = False
-    """Follow each arm with an unsaturated one (Poisson arrivals at plan.latency_rate of the
+    """Follow each arm with an unsaturated one (Poisson arrivals at arms.latency_rate of the
     rate it sustained) for pod startup as service time, not queueing."""
 
     _name = field_validator("name")(_check_name)
@@ -205,22 +204,13 @@ class Workload(_Model):
 
 
 class Builtin(_Model):
-    """The demo's own comparisons (`plan`), each with its own pair of variants."""
+    """The demo's own comparisons (`experiment.demo.plan`), each with its own pair of
+    variants; the demo checks their names (`experiment.demo.wing.check`)."""
 
-    comparisons: list[str] = Field(default_factory=lambda: list(plan.DEFAULT_COMPARISONS))
+    comparisons: list[str] | None = None
+    """None: the demo's default ones."""
     pods: int = Field(1000, ge=1)
     scale_nodes: int | None = Field(None, ge=1, alias="scaleNodes")
-
-    @field_validator("comparisons")
-    @classmethod
-    def _known(cls, value: list[str]) -> list[str]:
-        unknown = [c for c in value if c not in plan.ALL_COMPARISONS]
-        if unknown or not value:
-            raise ValueError(
-                f"{unknown[0] if unknown else '[]'}: not a built-in comparison "
-                f"(known: {', '.join(plan.ALL_COMPARISONS)})"
-            )
-        return value
 
 
 class Experiment(_Model):
@@ -347,17 +337,11 @@ def load(path: Path) -> Experiment:
     return parse(data, source=str(path), base=path.parent)
 
 
-def builtin(name: str = "demo") -> Experiment:
-    """A built-in experiment shipped with the package (`experiment/builtin/NAME.yaml`)."""
-    text = resources.files("experiment.builtin").joinpath(f"{name}.yaml").read_text()
-    return parse(yaml.safe_load(text), source=f"built-in {name}")
-
-
 def fleet_document(exp: Experiment) -> dict[str, Any]:
     """The fleet spec `fleet apply -f` gets, named after the experiment (pure)."""
     ref = exp.fleet
     if ref.profile == DEMO_PROFILE:
-        doc = plan.fleet_spec(ref.nodes or 0)
+        doc = mixed_fleet.spec(ref.nodes or 0)
     elif ref.profile is not None:
         doc = {
             "seed": 0,

@@ -2,7 +2,7 @@
 
 Per workload and metric each variant's median (min-max over repeats) and its ratio to the
 first variant; the release-to-release table where variants differ only in the release; per
-workload the variants' charts side by side (`report.comparison_charts`); each arm's own
+workload the variants' charts side by side (`arm_charts`); each arm's own
 loadgen report linked.
 """
 
@@ -18,11 +18,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from experiment import report
+from experiment import arm_charts, comparison
+from experiment.arms import Arm
 from experiment.comparison import ReleaseRow, VariantRow
-from experiment.plan import Arm
+from experiment.figures import SCHEMA_VERSION, Doc, Figure
 from experiment.spec import Experiment
-from experiment.summary import SCHEMA_VERSION, Figure
 from testbed import charts, units
 
 RELEASE_COLUMNS = ("workload", "metric", "previous", "current", "% change")
@@ -86,7 +86,9 @@ def _variant_cells(rows: Sequence[VariantRow], variants: list[str]) -> list[tupl
     ]
 
 
-def console(rows: Sequence[VariantRow], releases: Sequence[ReleaseRow], out: Console) -> None:
+def console_tables(
+    rows: Sequence[VariantRow], releases: Sequence[ReleaseRow], out: Console
+) -> None:
     variants = _variants(rows)
     table = Table(
         title="variants side by side (median, min–max over repeats; ×ratio to the first variant)"
@@ -174,10 +176,10 @@ def write(
     if releases:
         table = charts.table(RELEASE_COLUMNS, [_release_cells(r) for r in releases], text_columns=2)
         sections.append(charts.Section("Release to release", [table]))
-    for workload, first in report.first_repeat_groups(arms).items():
+    for workload, first in arm_charts.first_repeat_groups(arms).items():
         heading = f"{workload}: {' vs '.join(a.variant for a in first)}"
-        sections.append(charts.Section(heading, report.comparison_charts(out_dir, first)))
-    sections += report.arm_sections(arms, meta.get("invalid_arms") or {})
+        sections.append(charts.Section(heading, arm_charts.comparison_charts(out_dir, first)))
+    sections += arm_charts.arm_sections(arms, meta.get("invalid_arms") or {})
     facts = [
         ("experiment", exp.name),
         *(("description", exp.description) for _ in [0] if exp.description),
@@ -192,3 +194,22 @@ def write(
         charts.page(f"dra-testbed experiment {exp.name}", sections, intro=charts.facts(facts))
     )
     return index
+
+
+class Reporter:
+    """The engine's own reporter (`experiment.wing.Reporter`) for a file's variants x
+    workloads: the variants side by side and release to release."""
+
+    def report(
+        self,
+        exp: Experiment,
+        results: list[tuple[Arm, Doc]],
+        arms: list[Arm],
+        meta: dict[str, Any],
+        out_dir: Path,
+        console: Console,
+    ) -> Path:
+        rows = comparison.rows(results, [v.name for v in exp.variants], exp.metrics)
+        releases = comparison.release_rows(results, exp.release_pairs(), exp.metrics)
+        console_tables(rows, releases, console)
+        return write(out_dir, exp, meta, rows, releases, arms)

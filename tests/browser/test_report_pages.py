@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from experiment import report
-from experiment.plan import Arm
-from experiment.summary import Figure, Row, Target
+from experiment.arms import Arm
+from experiment.demo import report
+from experiment.demo.summary import Row, Target
+from experiment.figures import Figure
 from loadgen import compare, outcome, records
 from loadgen.report import document, html
 from testbed import charts
@@ -27,7 +28,7 @@ _MIN_MARKED_PIXELS = 150
 
 
 def _demo_index(tmp_path: Path) -> str:
-    """The demo's index page as `experiment.report.write` builds it, over two arms' real
+    """The demo's index page as `experiment.demo.report.write` builds it, over two arms' real
     loadgen result files: targets, the side-by-side table, A/B CDFs, throughput and GPU
     allocation over time, the fleet occupancy side by side."""
     arms = [Arm("extender", "on", "pods"), Arm("extender", "off", "pods")]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from experiment import plan
+from experiment.demo import plan
 from testbed import vocab
 from testbed.cluster import local
 from testbed.kube import errors

@@ -1,6 +1,6 @@
 """Every bench script starts: `--help` answers with a usage line.
 
-The benches import the services' modules (fleet.render, loadgen.series, experiment.plan, ...)
+The benches import the services' modules (fleet.render, loadgen.series, experiment.demo.plan, ...)
 and each other's helpers; a module moved or renamed there breaks them only when run, so this
 imports each one the way a user runs it.
 """

@@ -20,7 +20,7 @@ def test_testbed_finds_demo_yet_loads_no_orchestration_for_other_commands() -> N
         "    cli.main(['status', '--help'])\n"
         "except SystemExit:\n"
         "    pass\n"
-        "print('experiment.cli' in sys.modules, 'experiment.demo' in sys.modules)\n"
+        "print('experiment.cli' in sys.modules, 'experiment.demo.command' in sys.modules)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True

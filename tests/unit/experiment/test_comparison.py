@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from experiment import comparison
-from experiment.plan import Arm
+from experiment.arms import Arm
 
 
 def _doc(throughput: float, p99: float) -> dict[str, Any]:

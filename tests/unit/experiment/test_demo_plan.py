@@ -2,7 +2,11 @@ import itertools
 
 import pytest
 
-from experiment import plan, summary
+from experiment.accounting import accounted
+from experiment.arms import LATENCY_PODS, Arm
+from experiment.demo import plan, summary
+from experiment.figures import Figure
+from experiment.fleet_shape import FleetShape, shape_of
 from testbed import vocab
 
 
@@ -29,12 +33,12 @@ def test_shape_counts_gpus_and_rdma_nics_per_node() -> None:
         _slice("c", vocab.GPU_DRIVER, [{}] * 4),
         _slice("c", vocab.NIC_DRIVER, [plain]),
     ]
-    assert plan.shape_of(slices) == plan.FleetShape(
+    assert shape_of(slices) == FleetShape(
         nodes=3, gpus=20, eight_gpu_nodes=2, aligned_eight_nodes=1
     )
 
 
-SHAPE = plan.FleetShape(nodes=40, gpus=300, eight_gpu_nodes=35, aligned_eight_nodes=30)
+SHAPE = FleetShape(nodes=40, gpus=300, eight_gpu_nodes=35, aligned_eight_nodes=30)
 
 
 def test_arms_pair_up_and_alternate_order_between_repeats() -> None:
@@ -102,8 +106,8 @@ def _doc(thr: float, p99: float) -> dict[str, object]:
 
 
 def test_rows_compare_medians_of_the_two_variants() -> None:
-    arm = plan.Arm("extender", "on", "pods")
-    off = plan.Arm("extender", "off", "pods")
+    arm = Arm("extender", "on", "pods")
+    off = Arm("extender", "off", "pods")
     rows = summary.rows([(off, _doc(10, 100)), (arm, _doc(9, 300)), (arm, _doc(8, 200))])
     thr = next(r for r in rows if r.metric == "scheduling throughput")
     assert (thr.a_name, thr.b_name) == ("on", "off")
@@ -127,10 +131,10 @@ def test_accounting_allows_only_the_probe_phase_to_time_out() -> None:
         "error": "phase whole: 2 of 5 pods Running after 60s",
         "phases": [{"name": "whole", "timed_out": True}],
     }
-    assert summary.accounted(probe, probe_phases=("whole",)) == (True, "ok")
-    assert not summary.accounted(probe)[0]
+    assert accounted(probe, probe_phases=("whole",)) == (True, "ok")
+    assert not accounted(probe)[0]
     missing = {"counts": _counts(10, 9, 9), "error": None, "phases": []}
-    assert summary.accounted(missing) == (False, "saw 9 of 10 pods")
+    assert accounted(missing) == (False, "saw 9 of 10 pods")
     # A settled probe: 3 pods found unschedulable are its measurement, not lost pods, and one
     # placed but not yet Running when the probe ended is placed.
     settled = {
@@ -138,8 +142,8 @@ def test_accounting_allows_only_the_probe_phase_to_time_out() -> None:
         "error": None,
         "phases": [{"name": "whole", "timed_out": False}],
     }
-    assert summary.accounted(settled, probe_phases=("whole",)) == (True, "ok")
-    assert summary.accounted(settled) == (False, "6 of 10 pods ran")
+    assert accounted(settled, probe_phases=("whole",)) == (True, "ok")
+    assert accounted(settled) == (False, "6 of 10 pods ran")
 
 
 def test_the_fragmentation_probe_waits_until_each_pod_is_placed_or_refused() -> None:
@@ -161,7 +165,7 @@ def test_the_scale_comparison_runs_the_same_pods_on_the_small_then_the_large_fle
     ]
     # A latency arm runs on its throughput arm's fleet, with at most LATENCY_PODS pods.
     assert all(a.fleet_nodes == b.fleet_nodes for a, b in zip(arms[::2], arms[1::2], strict=True))
-    assert {a.params["pods"] for a in arms if a.latency_of} == {str(plan.LATENCY_PODS)}
+    assert {a.params["pods"] for a in arms if a.latency_of} == {str(LATENCY_PODS)}
     # 1,000 pods do not fit the small fleet's 300 GPUs: they hold no claim.
     assert {a.params["gpus"] for a in arms} == {"0"}
     fits = plan.arms(SHAPE, plan.Workload(pods=300, comparisons=("scale",), scale_nodes=200))
@@ -185,14 +189,14 @@ def test_an_arm_that_runs_exactly_what_an_earlier_arm_ran_reuses_its_result() ->
 
 
 def _pair(comparison: str, metric: str, a: str, av: float, b: str, bv: float) -> summary.Row:
-    return summary.Row(comparison, metric, "x", a, summary.Figure([av]), b, summary.Figure([bv]))
+    return summary.Row(comparison, metric, "x", a, Figure([av]), b, Figure([bv]))
 
 
 OVERHEAD = "extender overhead on scheduling throughput <= 10 % (on/off >= 0.90)"
 
 
 def _repeats(comparison: str, metric: str, a: list[float], b: list[float]) -> summary.Row:
-    return summary.Row(comparison, metric, "x", "on", summary.Figure(a), "off", summary.Figure(b))
+    return summary.Row(comparison, metric, "x", "on", Figure(a), "off", Figure(b))
 
 
 def test_single_run_targets_say_so_next_to_every_verdict() -> None:
@@ -227,7 +231,7 @@ def test_constant_alignment_rows_are_dropped_and_varying_ones_kept() -> None:
     def gang(aligned: int) -> dict[str, object]:
         return {"claims": {"gpu_nic_pairs": 8, "pcie_aligned_pairs": aligned}, "gangs": []}
 
-    on, off = plan.Arm("placement", "on", "gang"), plan.Arm("placement", "off", "gang")
+    on, off = Arm("placement", "on", "gang"), Arm("placement", "off", "gang")
     constant = summary.rows([(on, gang(8)), (off, gang(8))])
     assert not any("PCIe" in r.metric or "bandwidth" in r.metric for r in constant)
     differ = summary.rows([(on, gang(8)), (off, gang(4))])

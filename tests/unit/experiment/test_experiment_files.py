@@ -13,8 +13,10 @@ import pytest
 import yaml
 
 from experiment import cli as experiment_cli
-from experiment import local_site, matrix, plan
+from experiment import local_site, matrix
 from experiment import spec as specs
+from experiment.demo import command as demo
+from experiment.demo import plan, wing
 from testbed.cluster import binaries, local, second_scheduler
 
 REPO = Path(__file__).resolve().parents[3]
@@ -230,18 +232,16 @@ def test_releases_run_one_cluster_at_a_time_in_alternating_order() -> None:
 
 
 def test_the_builtin_demo_file_is_the_demos_default_workload() -> None:
-    exp = specs.builtin("demo")
+    exp = demo.builtin("demo")
     specs.check(exp)
     assert exp.fleet.nodes == 1000 and exp.budget_minutes == 15
-    assert matrix.builtin_workload(exp) == plan.Workload(scale_nodes=5000)
-    assert set(matrix.setups(exp)) == {plan.EXTENDER, plan.PLAIN}
-    assert matrix.setups(exp)[plan.EXTENDER].shipped
+    assert wing.workload_of(exp) == plan.Workload(scale_nodes=5000)
+    assert set(wing.setups()) == {plan.EXTENDER, plan.PLAIN}
+    assert wing.setups()[plan.EXTENDER].shipped
     assert specs.fleet_document(exp) == plan.fleet_spec(1000)
 
 
 def test_the_demo_flags_are_laid_over_the_builtin_file(tmp_path: Path) -> None:
-    from experiment import demo
-
     config = demo.DemoConfig(
         nodes=50,
         workload=plan.Workload(
@@ -252,7 +252,7 @@ def test_the_demo_flags_are_laid_over_the_builtin_file(tmp_path: Path) -> None:
     )
     exp = demo.experiment(config)
     assert (exp.fleet.nodes, exp.repeats, exp.qps) == (50, 2, 20)
-    assert matrix.builtin_workload(exp) == config.workload
+    assert wing.workload_of(exp) == config.workload
 
 
 def test_one_cluster_is_the_users_own_and_several_get_their_own_names_and_ports() -> None:

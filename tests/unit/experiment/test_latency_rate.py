@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from experiment import plan, report
+from experiment import arms
+from experiment.demo import report
 
 
 @pytest.mark.parametrize(
@@ -22,31 +23,31 @@ from experiment import plan, report
     ],
 )
 def test_half_the_sustained_rate_at_most_the_ceiling(sustained: float, rate: float) -> None:
-    assert plan.latency_rate(sustained) == rate
+    assert arms.latency_rate(sustained) == rate
 
 
 @pytest.mark.parametrize("sustained", [None, 0.0, -1.0, math.nan])
 def test_no_sustained_rate_gives_no_latency_rate(sustained: float | None) -> None:
-    assert plan.latency_rate(sustained) is None
+    assert arms.latency_rate(sustained) is None
 
 
 def test_the_rule_never_exceeds_half_the_sustained_rate_nor_the_ceiling() -> None:
     for tenths in range(1, 2000):
         sustained = tenths / 10
-        rate = plan.latency_rate(sustained)
-        assert rate is not None and 0 < rate <= plan.LATENCY_MAX_QPS
-        assert rate <= plan.LATENCY_LOAD * sustained + 0.0005
+        rate = arms.latency_rate(sustained)
+        assert rate is not None and 0 < rate <= arms.LATENCY_MAX_QPS
+        assert rate <= arms.LATENCY_LOAD * sustained + 0.0005
 
 
 def test_the_definition_states_the_rule_with_its_numbers() -> None:
-    text = plan.LATENCY_RATE_DEFINITION
-    assert f"{plan.LATENCY_LOAD:g}" in text and f"{plan.LATENCY_MAX_QPS:g} pods/s" in text
+    text = arms.LATENCY_RATE_DEFINITION
+    assert f"{arms.LATENCY_LOAD:g}" in text and f"{arms.LATENCY_MAX_QPS:g} pods/s" in text
 
 
 def test_the_demo_report_states_its_definitions_latency_rule_included() -> None:
     doc = report.to_json([], {"nodes": 50}, [], [])
     definitions = doc["definitions"]
-    assert definitions["latency arm"] == plan.LATENCY_RATE_DEFINITION
+    assert definitions["latency arm"] == arms.LATENCY_RATE_DEFINITION
     assert {"pod startup", "scheduling throughput", "figures and verdicts", "valid arm"} <= set(
         definitions
     )

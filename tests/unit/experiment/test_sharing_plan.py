@@ -6,12 +6,14 @@ from typing import Any
 
 import pytest
 
-from experiment import plan, summary
+from experiment.arms import Arm
+from experiment.demo import plan, summary
+from experiment.fleet_shape import FleetShape
 from fleet import spec as fleet_spec
 from loadgen import scenarios
 from testbed import vocab
 
-SHAPE = plan.FleetShape(nodes=900, gpus=5000, eight_gpu_nodes=600, aligned_eight_nodes=200)
+SHAPE = FleetShape(nodes=900, gpus=5000, eight_gpu_nodes=600, aligned_eight_nodes=200)
 NEW = (plan.SHARING, plan.EXTENDED_RESOURCE, plan.TAINTS)
 
 
@@ -102,7 +104,7 @@ def _doc(**fleet: float) -> dict[str, Any]:
     }
 
 
-def _sharing_results(placed: dict[str, list[int]]) -> list[tuple[plan.Arm, dict[str, Any]]]:
+def _sharing_results(placed: dict[str, list[int]]) -> list[tuple[Arm, dict[str, Any]]]:
     out = []
     for variant, values in placed.items():
         for rep, n in enumerate(values):
@@ -113,7 +115,7 @@ def _sharing_results(placed: dict[str, list[int]]) -> list[tuple[plan.Arm, dict[
                 pods_per_busy_gpu=n / busy,
                 gpu_memory_used_share=0.2 if busy == 128 else 0.7,
             )
-            out.append((plan.Arm(plan.SHARING, variant, "inference", repeat=rep), doc))
+            out.append((Arm(plan.SHARING, variant, "inference", repeat=rep), doc))
     return out
 
 
@@ -156,10 +158,10 @@ def test_taints_and_extended_resource_targets() -> None:
         return {"counts": counts, "phases": [{"name": "every-gpu", "counts": counts}]}
 
     results = [
-        (plan.Arm(plan.TAINTS, "tainted", "file"), placed_doc(122)),
-        (plan.Arm(plan.TAINTS, "clean", "file"), placed_doc(128)),
-        (plan.Arm(plan.EXTENDED_RESOURCE, "dra", "pods"), placed_doc(128)),
-        (plan.Arm(plan.EXTENDED_RESOURCE, "device-plugin", "pods"), placed_doc(128)),
+        (Arm(plan.TAINTS, "tainted", "file"), placed_doc(122)),
+        (Arm(plan.TAINTS, "clean", "file"), placed_doc(128)),
+        (Arm(plan.EXTENDED_RESOURCE, "dra", "pods"), placed_doc(128)),
+        (Arm(plan.EXTENDED_RESOURCE, "device-plugin", "pods"), placed_doc(128)),
     ]
     rows = summary.rows(results)
     taint = next(r for r in rows if r.comparison == plan.TAINTS)
@@ -173,7 +175,7 @@ def test_taints_and_extended_resource_targets() -> None:
 
 
 def test_rows_of_two_arm_comparisons_are_unchanged_by_baselines() -> None:
-    on, off = plan.Arm("extender", "on", "pods"), plan.Arm("extender", "off", "pods")
+    on, off = Arm("extender", "on", "pods"), Arm("extender", "off", "pods")
     docs = [{"throughput": {"Average": v}, "counts": {"expected_pods": 1}} for v in (9, 10)]
     rows = summary.rows([(off, docs[1]), (on, docs[0])])
     assert [(r.a_name, r.b_name) for r in rows] == [("on", "off")]

@@ -1,22 +1,23 @@
-"""The demo's outputs: a console table, `demo.json` (versioned) and a self-contained
+"""The demo's report: console tables, `demo.json` (versioned) and a self-contained
 `index.html` (targets, the side-by-side table, per comparison A and B charts, the guide's
 matrix) linking each arm's own loadgen report."""
 
 from __future__ import annotations
 
-import html
 import json
 import math
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from experiment import bandwidth_model, intervals, plan
-from experiment.plan import Arm
-from experiment.summary import SCHEMA_VERSION, GuideRow, Row, Target
+from experiment import arm_charts, bandwidth_model, intervals
+from experiment.arms import LATENCY_RATE_DEFINITION, Arm
+from experiment.demo import summary, wing
+from experiment.demo.summary import GuideRow, Row, Target
+from experiment.figures import SCHEMA_VERSION, Doc
+from experiment.spec import Experiment
 from testbed import charts, units
 
 _ALIGNED, _UNALIGNED = bandwidth_model.PUBLISHED_BUS_BANDWIDTH["all_gather"]
@@ -34,7 +35,7 @@ DEFINITIONS = {
     "report states it in full)",
     "scheduling throughput": "scheduler_perf's SchedulingThroughput: pods scheduled sampled "
     "on a 1 s ticker, first sample skipped, no zero intervals; the average of the rates",
-    "latency arm": plan.LATENCY_RATE_DEFINITION,
+    "latency arm": LATENCY_RATE_DEFINITION,
     "figures and verdicts": f"median over repeats with min-max; each A/B ratio with a seeded "
     f"bootstrap {intervals.CONFIDENCE:.0%} interval ({intervals.RESAMPLES} resamples); a "
     "target is met or missed only when the interval clears its threshold, else inconclusive; "
@@ -169,70 +170,11 @@ def _num(v: float) -> float | None:
     return None if math.isnan(v) else v
 
 
-def _arm_doc(out_dir: Path, name: str) -> dict[str, Any] | None:
-    """An arm's loadgen result, or None where the arm left none (interrupted, refused)."""
-    try:
-        doc: dict[str, Any] = json.loads((out_dir / name / "result.json").read_text())
-    except (OSError, ValueError):
-        return None
-    return doc
-
-
-def first_repeat_groups(arms: Sequence[Arm], min_size: int = 1) -> dict[str, list[Arm]]:
-    """Per comparison (or workload), its first repeat's throughput arms as run, for groups of
-    at least `min_size` arms."""
-    groups: dict[str, list[Arm]] = {}
-    for arm in arms:
-        if arm.repeat == 0 and not arm.latency_of:
-            groups.setdefault(arm.comparison, []).append(arm)
-    return {c: group for c, group in groups.items() if len(group) >= min_size}
-
-
-def comparison_charts(out_dir: Path, group: list[Arm]) -> list[Any]:
-    """The arms side by side: pod startup CDFs, throughput and GPU allocation over time, and
-    the fleet occupancy at each arm's allocation peak (fragmentation at a glance)."""
-    docs = {arm.variant: _arm_doc(out_dir, arm.name) for arm in group}
-    if any(d is None for d in docs.values()):
-        return [charts.note("an arm left no result: no charts for this comparison")]
-    got = {k: d for k, d in docs.items() if d is not None}
-    cdfs, rates, alloc, occupancy = [], [], [], {}
-    for name, d in got.items():
-        t = d["timeline"]
-        cdfs.append(charts.Series.points(name, d["cdf_ms"].get("pod_startup", [])))
-        rates.append(charts.named(charts.rate(t["seconds"], t["scheduled"]), name))
-        alloc.append(charts.Series(name, t["seconds"], t["gpu_allocation_ratio"]))
-        occupancy[name] = {n: (u, g) for n, (u, g) in d["fleet"]["occupancy_at_peak"].items()}
-    return [
-        charts.latency_cdfs(*cdfs, title="Pod startup latency (first repeat)"),
-        charts.over_time(*rates, title="Scheduling throughput", y_title="pods/s"),
-        charts.over_time(
-            *alloc, title="Fleet GPU allocation", y_title="share of fleet GPUs", percent=True
-        ),
-        charts.occupancy_heatmap(occupancy),
-    ]
-
-
 def _facts(meta: dict[str, Any]) -> str:
     keep = ("nodes", "pods", "repeat", "scale_nodes")
     items = [(k, str(meta[k])) for k in keep if meta.get(k) is not None]
     items.append(("elapsed", units.duration(float(meta.get("elapsed_seconds", 0.0)))))
     return charts.facts(items)
-
-
-def arm_sections(arms: Sequence[Arm], invalid: Mapping[str, str]) -> list[Any]:
-    """The invalid arms with their reasons (if any), then a link to each arm's own report."""
-    sections = []
-    if invalid:
-        items = "".join(f"<li>{html.escape(n)}: {html.escape(w)}</li>" for n, w in invalid.items())
-        sections.append(
-            charts.Section("Invalid arms (left out of every figure)", [f"<ul>{items}</ul>"])
-        )
-    links = "".join(
-        f"<li><a href='{html.escape(arm.name)}/report.html'>{html.escape(arm.name)}</a></li>"
-        for arm in arms
-    )
-    sections.append(charts.Section("Each arm's report", [f"<ul>{links}</ul>"]))
-    return sections
 
 
 def write(
@@ -256,16 +198,41 @@ def write(
             ],
         ),
     ]
-    for comparison, group in first_repeat_groups(arms, min_size=2).items():
+    for comparison, group in arm_charts.first_repeat_groups(arms, min_size=2).items():
         heading = f"{comparison}: {' vs '.join(arm.variant for arm in group)}"
-        sections.append(charts.Section(heading, comparison_charts(out_dir, group)))
+        sections.append(charts.Section(heading, arm_charts.comparison_charts(out_dir, group)))
     guide_rows = [(g.aspect, g.target, g.guide, g.measured, g.verdict) for g in guide]
     if guide_rows:
         header = ("aspect", "guide's target", "guide's example", "ours", "verdict")
         table = charts.table(header, guide_rows, text_columns=4, verdict_column=4)
         sections.append(charts.Section("The DRA guide's matrix vs measured", [table]))
-    sections += arm_sections(arms, meta.get("invalid_arms") or {})
+    sections += arm_charts.arm_sections(arms, meta.get("invalid_arms") or {})
     sections.append(charts.Section("Definitions", [charts.facts(DEFINITIONS.items())]))
     index = out_dir / "index.html"
     index.write_text(charts.page("dra-testbed demo", sections, intro=_facts(meta)))
     return index
+
+
+class Reporter:
+    """What the demo hands the runner (`experiment.wing.Reporter`): its rows, targets and
+    guide matrix, on the console and in `demo.json` and `index.html`."""
+
+    def report(
+        self,
+        exp: Experiment,
+        results: list[tuple[Arm, Doc]],
+        arms: list[Arm],
+        meta: dict[str, Any],
+        out_dir: Path,
+        console: Console,
+    ) -> Path:
+        workload = wing.workload_of(exp)
+        meta = {**meta, "pods": workload.pods, "scale_nodes": workload.scale_nodes}
+        # Invalid arms are shown (below and in demo.json), never averaged in.
+        rows = summary.rows(results)
+        goals = summary.targets(rows)
+        guide = summary.guide_matrix(rows)
+        console_table(rows, console)
+        console_targets(goals, console)
+        console_guide(guide, console)
+        return write(out_dir, rows, meta, arms, goals, guide)

@@ -1,4 +1,5 @@
-"""What `testbed demo` runs: the fleet, the workloads and their arms (pure).
+"""The demo's planner: its fleet (and the variants some comparisons add), its comparisons and
+their arms, planned once the fleet's shape is known (pure).
 
 Every comparison runs its arms on the same fleet with the same workload, rotating the order
 between repeats (A B, B A, ...; A B C D, B C D A, ...) so machine drift cancels out of the
@@ -8,23 +9,20 @@ ratios.
 from __future__ import annotations
 
 import dataclasses
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from experiment import arms as arm_types
+from experiment import mixed_fleet
+from experiment.arms import Arm
+from experiment.fleet_shape import FleetShape
 from testbed import vocab
 
-# Share of the fleet per hardware profile (names of the fleet's built-in profiles).
-DEMO_POOLS: tuple[tuple[str, str, float], ...] = (
-    ("h100", "dgx-h100", 0.5),
-    ("h100-4nic", "h100-4nic", 0.2),
-    ("b200", "a4-highgpu-8g", 0.1),
-    ("l4", "l4-4gpu", 0.1),
-    ("cpu", "cpu-only", 0.1),
-)
 FLEET_NAME = "demo"
 PLAIN = "plain"
-EXTENDER = "extender"
+"""The second scheduler's key: kube-scheduler without the extender."""
+EXTENDER = arm_types.DEFAULT_SCHEDULER
+"""The cluster's own scheduler, which calls the extender."""
 
 
 # Fleet variants: pools (and device taints) some comparisons add to the demo's fleet while
@@ -76,91 +74,16 @@ def _variant_pools(variant: str) -> list[dict[str, Any]]:
 
 
 def fleet_spec(nodes: int, seed: int = 0, variant: str = "") -> dict[str, Any]:
-    """A mixed fleet of `nodes` nodes in blocks and racks, GPUs also as extended resources;
-    with a `variant` (FLEET_VARIANTS), the pools and device taints that variant adds."""
-    counts = [int(nodes * share) for _, _, share in DEMO_POOLS]
-    counts[0] += nodes - sum(counts)  # rounding goes to the biggest pool
-    spec: dict[str, Any] = {
-        "name": FLEET_NAME,
-        "seed": seed,
-        "extendedResources": True,
-        "topology": {"hostsPerRack": 8, "racksPerBlock": 4},
-        "pools": [
-            {"name": name, "profile": profile, "count": count}
-            for (name, profile, _), count in zip(DEMO_POOLS, counts, strict=True)
-            if count > 0
-        ],
-    }
+    """The mixed fleet (`mixed_fleet`) of `nodes` nodes; with a `variant` (FLEET_VARIANTS),
+    the pools and device taints that variant adds."""
+    spec = {**mixed_fleet.spec(nodes, seed), "name": FLEET_NAME}
     if variant:
-        spec["pools"] += _variant_pools(variant)
+        spec["pools"] = [*spec["pools"], *_variant_pools(variant)]
     if variant == TAINTS:
         spec["deviceTaints"] = [
             {"effect": "NoSchedule", "share": TAINTED_SHARE, "pools": [POOL_TAINTS]}
         ]
     return spec
-
-
-@dataclass(frozen=True)
-class FleetShape:
-    """What the provisioned fleet offers, read back from its ResourceSlices."""
-
-    nodes: int
-    gpus: int
-    eight_gpu_nodes: int
-    """Nodes with 8 GPUs: where whole-node (8-GPU) pods fit."""
-    aligned_eight_nodes: int
-    """Nodes with 8 GPUs and 8 RDMA NICs: where 8 aligned GPU+NIC pairs fit."""
-
-
-@dataclass(frozen=True)
-class Arm:
-    comparison: str
-    variant: str
-    scenario: str
-    """A loadgen scenario name, or a scenario file written into the run directory."""
-    params: dict[str, str] = field(default_factory=dict)
-    scheduler: str = EXTENDER
-    """EXTENDER: the cluster's scheduler with the extender; PLAIN: the second scheduler."""
-    scenario_doc: dict[str, Any] | None = None
-    repeat: int = 0
-    fleet_nodes: int = 0
-    """Fleet size this arm needs (0: the demo's --nodes); the demo resizes the fleet first."""
-    same_as: str = ""
-    """An earlier arm of the same repeat that runs exactly this (e.g. extender off = DRA
-    claims on the plain scheduler): its result is reused rather than measured twice."""
-    latency_of: str = ""
-    """Set on a latency arm: the throughput arm just before it, whose sustained rate sets this
-    arm's Poisson arrival rate (`latency_rate`), so pod startup is service time, not
-    queueing."""
-    fleet: str = ""
-    """A fleet variant (FLEET_VARIANTS) this arm needs: the demo applies `fleet_spec(nodes,
-    variant=fleet)` before it ("" is the demo's fleet as is; fleet touches only the
-    difference, so consecutive arms of one variant apply it once)."""
-
-    @property
-    def name(self) -> str:
-        suffix = "-latency" if self.latency_of else ""
-        return f"{self.comparison}-{self.variant}-{self.repeat}{suffix}"
-
-    @property
-    def measure(self) -> str:
-        return "latency" if self.latency_of else "throughput"
-
-    @property
-    def run_key(self) -> tuple[object, ...]:
-        """What the arm runs, where and how: equal keys measure the same thing."""
-        doc = json.dumps(self.scenario_doc, sort_keys=True)
-        params = tuple(sorted(self.params.items()))
-        return (
-            self.repeat,
-            self.scenario,
-            params,
-            self.scheduler,
-            doc,
-            self.fleet_nodes,
-            self.measure,
-            self.fleet,
-        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,35 +100,6 @@ class Workload:
 DEFAULT_COMPARISONS = Workload().comparisons
 # Comparisons at saturation; each of their arms is followed by an unsaturated latency arm.
 THROUGHPUT_COMPARISONS = ("extender", "dra", "scale", EXTENDED_RESOURCE)
-LATENCY_LOAD = 0.5
-"""A latency arm's Poisson rate as a share of the rate its throughput arm sustained..."""
-LATENCY_MAX_QPS = 2.0
-"""...and at most this many pods/s. Half the sustained rate still queued: at 1,000 nodes
-(DRA sustains 10-16 pods/s, so 5-8 pods/s) startup p50 stayed far above the service time, and
-at 50 nodes one arm of eight at 2.6 pods/s reached p90 31 s while the arms at 1.9-2.6 pods/s
-stayed under 4 s p99. A sustained rate is measured with a deep queue, which a scheduler
-drains faster than it serves pods arriving one by one, and a shared machine's capacity drifts
-between arms. The ceiling also gives both arms of a comparison the same offered load whenever
-both sustained at least twice it, so their latencies differ by service time alone."""
-LATENCY_RATE_DEFINITION = (
-    f"latency arm: Poisson arrivals at min({LATENCY_LOAD:g} x the rate its throughput arm "
-    f"sustained, {LATENCY_MAX_QPS:g} pods/s), so pod startup is service time, not queueing"
-)
-"""The rule in words, for the reports' definitions."""
-
-
-def latency_rate(sustained: float | None) -> float | None:
-    """The Poisson arrival rate (pods/s) of a latency arm whose throughput arm sustained
-    `sustained` pods/s (scheduler_perf's average): LATENCY_LOAD of it, at most
-    LATENCY_MAX_QPS, rounded to 0.001. None when the throughput arm sustained no rate (it
-    scheduled nothing, or left no result): there is nothing to run below."""
-    if sustained is None or not sustained > 0:  # also NaN
-        return None
-    return round(min(LATENCY_LOAD * float(sustained), LATENCY_MAX_QPS), 3)
-
-
-LATENCY_PODS = 300
-"""Pods per latency arm at the most (enough for a p99 by nearest rank)."""
 # Opt-in: `scale` grows the fleet, and 10,000 pods per arm take longer than the demo's
 # budget; `sharing`, `extended-resource` and `taints` each add pools to the fleet (MIG
 # slices are the heaviest objects it publishes) and four or two more arms per repeat.
@@ -435,7 +329,7 @@ def arms(shape: FleetShape, workload: Workload) -> list[Arm]:
 
 
 def _latency_arm(arm: Arm, workload: Workload) -> Arm:
-    pods = str(min(workload.pods, LATENCY_PODS))
+    pods = str(min(workload.pods, arm_types.LATENCY_PODS))
     return dataclasses.replace(arm, params={**arm.params, "pods": pods}, latency_of=arm.name)
 
 
@@ -472,29 +366,3 @@ def _scale_pair(shape: FleetShape, workload: Workload) -> tuple[Arm, Arm]:
 
 def _with_repeat(arm: Arm, rep: int) -> Arm:
     return dataclasses.replace(arm, repeat=rep)
-
-
-def shape_of(slices: list[dict[str, Any]]) -> FleetShape:
-    """The fleet's shape from its ResourceSlices (GPU and RDMA NIC counts per node)."""
-    gpus: dict[str, int] = {}
-    rdma: dict[str, int] = {}
-    for s in slices:
-        spec = s.get("spec", {})
-        node = spec.get("nodeName", "")
-        devices = spec.get("devices") or []
-        if spec.get("driver") == vocab.GPU_DRIVER:
-            gpus[node] = gpus.get(node, 0) + len(devices)
-        elif spec.get("driver") == vocab.NIC_DRIVER:
-            n = sum(
-                1
-                for d in devices
-                if (d.get("attributes") or {}).get(vocab.NIC_ATTR_RDMA, {}).get("bool")
-            )
-            rdma[node] = rdma.get(node, 0) + n
-    nodes = set(gpus) | set(rdma)
-    return FleetShape(
-        nodes=len(nodes),
-        gpus=sum(gpus.values()),
-        eight_gpu_nodes=sum(1 for n in nodes if gpus.get(n, 0) >= 8),
-        aligned_eight_nodes=sum(1 for n in nodes if gpus.get(n, 0) >= 8 and rdma.get(n, 0) >= 8),
-    )

@@ -1,5 +1,6 @@
-"""`testbed demo`: the built-in demo experiment (`experiment/builtin/demo.yaml`) with the
-command's flags laid over it, run on the embedded local cluster by the experiment runner.
+"""`testbed demo`: the built-in demo experiment (`demo.yaml` beside this file) with the
+command's flags laid over it, run on the embedded local cluster by the engine's runner with
+the demo's planner and reporter.
 
 Binaries -> cluster -> extender -> second (plain) scheduler -> mixed fleet -> the comparison
 arms -> summary, `demo.json`, `index.html` -> tear down (unless --keep).
@@ -8,15 +9,20 @@ arms -> summary, `demo.json`, `index.html` -> tear down (unless --keep).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
+import yaml
 from rich.console import Console
 
-from experiment import local_site, plan, runner
+from experiment import local_site, runner
 from experiment import spec as specs
+from experiment.demo import plan, report, wing
 from testbed.cluster import local
 
 DemoError = runner.RunError
+BUILTIN = ("demo",)
+"""The built-in experiment files (`builtin:NAME`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,9 +37,18 @@ class DemoConfig:
     cluster: local.ClusterConfig = field(default_factory=local.ClusterConfig)
 
 
+def builtin(name: str = "demo") -> specs.Experiment:
+    """A built-in experiment file shipped beside this module (`NAME.yaml`); FileNotFoundError
+    if there is none."""
+    if name not in BUILTIN:
+        raise FileNotFoundError(name)
+    text = resources.files("experiment.demo").joinpath(f"{name}.yaml").read_text()
+    return specs.parse(yaml.safe_load(text), source=f"built-in {name}")
+
+
 def experiment(config: DemoConfig) -> specs.Experiment:
     """The built-in demo file with the demo's flags laid over it."""
-    base = specs.builtin("demo")
+    base = builtin("demo")
     w = config.workload
     data = base.model_dump(by_alias=True, exclude_none=True)
     data["fleet"] = {**data["fleet"], "nodes": config.nodes}
@@ -46,6 +61,16 @@ def experiment(config: DemoConfig) -> specs.Experiment:
     return specs.parse(data, source="demo flags")
 
 
+def run_experiment(
+    exp: specs.Experiment, config: runner.RunConfig, open_site: runner.SiteOpener, console: Console
+) -> int:
+    """Run an experiment of built-in comparisons (`builtin:`) with the demo's planner and
+    reporter."""
+    return runner.run(
+        exp, config, open_site, console, planner=wing.Planner(), reporter=report.Reporter()
+    )
+
+
 def run(config: DemoConfig, console: Console, open_site: runner.SiteOpener | None = None) -> int:
     """Run the demo; 0 when every arm accounted for every pod and ran as labelled, else 1.
     `open_site`: where (default: the local cluster `config.cluster`)."""
@@ -54,6 +79,6 @@ def run(config: DemoConfig, console: Console, open_site: runner.SiteOpener | Non
         open_site = local_site.opener(
             config.cluster, exp.clusters(), console, explicit_release=False, keep=config.keep
         )
-    return runner.run(
+    return run_experiment(
         exp, runner.RunConfig(output_dir=config.output_dir, keep=config.keep), open_site, console
     )

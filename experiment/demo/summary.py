@@ -1,38 +1,19 @@
-"""Turn the arms' loadgen result files into side-by-side comparisons (pure).
+"""The demo's summary: its comparisons' rows (arm A vs arm B, medians over repeats), the
+project's targets and the DRA guide's matrix judged against them (pure).
 
-Reads loadgen's versioned result JSON as data (schema_version 1), so the demo never imports
-the load generator. Figures of repeated arms are reported as median and min–max, each A/B
-ratio with a bootstrap 95 % interval, and a verdict needs that interval to clear its
-threshold (`intervals`). Only valid arms reach here (`validity`).
+Figures of repeated arms are reported as median and min–max, each A/B ratio with a bootstrap
+95 % interval, and a verdict needs that interval to clear its threshold (`intervals`). Only
+valid arms reach here (`validity`).
 """
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from experiment import bandwidth_model, intervals, plan
-from experiment.plan import Arm
-
-Doc = dict[str, Any]
-SCHEMA_VERSION = 1
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One metric of one arm over its repeats."""
-
-    values: list[float]
-
-    @property
-    def median(self) -> float:
-        return intervals.median(self.values)
-
-    @property
-    def spread(self) -> tuple[float, float]:
-        return intervals.min_max(self.values)
+from experiment import figures, intervals
+from experiment.arms import Arm
+from experiment.demo import plan
+from experiment.figures import LATENCY_METRICS, UNSATURATED, Doc, Figure, Metric
 
 
 @dataclass(frozen=True)
@@ -62,96 +43,6 @@ class Row:
         return len(set(self.a.values) | set(self.b.values)) == 1
 
 
-def _latency(doc: Doc, phase: str, stat: str) -> float | None:
-    summary = (doc.get("latency_ms") or {}).get(phase)
-    return float(summary[stat]) if summary and summary.get("count") else None
-
-
-def _throughput(doc: Doc) -> float | None:
-    return float(doc["throughput"]["Average"]) if doc.get("throughput") else None
-
-
-def _aligned_share(doc: Doc) -> float | None:
-    claims = doc.get("claims") or {}
-    pairs = claims.get("gpu_nic_pairs") or 0
-    return claims.get("pcie_aligned_pairs", 0) / pairs if pairs else None
-
-
-def _numa_share(doc: Doc) -> float | None:
-    claims = doc.get("claims") or {}
-    pairs = claims.get("gpu_nic_pairs") or 0
-    return claims.get("numa_aligned_pairs", 0) / pairs if pairs else None
-
-
-def _mean_gang(doc: Doc, level: str) -> float | None:
-    gangs = doc.get("gangs") or []
-    return statistics.fmean(g[level] for g in gangs) if gangs else None
-
-
-def _placed(doc: Doc, name: str) -> float | None:
-    """Share of a probe phase's pods the scheduler placed."""
-    for phase in doc.get("phases") or []:
-        if phase.get("name") == name:
-            counts = phase["counts"]
-            expected = counts.get("expected_pods") or 0
-            return counts.get("pods_scheduled", 0) / expected if expected else None
-    return None
-
-
-def _component(doc: Doc, key: str, component: str = "scheduler") -> float | None:
-    summary = ((doc.get("metrics") or {}).get(component) or {}).get("summary") or {}
-    value = summary.get(key)
-    return float(value) if value is not None else None
-
-
-def _memory_per_1000_pods(doc: Doc) -> float | None:
-    """MiB the API server and the scheduler grew by over the arm, per 1,000 pods."""
-    pods = int(doc["counts"]["expected_pods"])
-    growth = [_component(doc, "rss_growth_bytes", c) for c in ("apiserver", "scheduler")]
-    if not pods or None in growth:
-        return None
-    return sum(g for g in growth if g is not None) / 2**20 / pods * 1000
-
-
-def _per_pod(doc: Doc, key: str, scale: float = 1.0, component: str = "scheduler") -> float | None:
-    """A component's summary figure divided by the arm's pods."""
-    pods = int((doc.get("counts") or {}).get("expected_pods") or 0)
-    value = _component(doc, key, component)
-    return value / pods * scale if pods and value is not None else None
-
-
-def _scheduler_cpu_per_pod(doc: Doc) -> float | None:
-    return _per_pod(doc, "cpu_seconds", 1000)
-
-
-def _fleet_figure(key: str) -> Callable[[Doc], float | None]:
-    def get(doc: Doc) -> float | None:
-        value = (doc.get("fleet") or {}).get(key)
-        return float(value) if value is not None else None
-
-    return get
-
-
-def _pods_placed(doc: Doc) -> float | None:
-    return float((doc.get("counts") or {}).get("pods_scheduled", 0))
-
-
-def _placed_share(doc: Doc) -> float | None:
-    counts = doc.get("counts") or {}
-    expected = counts.get("expected_pods") or 0
-    return counts.get("pods_scheduled", 0) / expected if expected else None
-
-
-def _bandwidth(doc: Doc) -> float | None:
-    claims = doc.get("claims") or {}
-    pairs = claims.get("gpu_nic_pairs") or 0
-    if not pairs:
-        return None
-    return bandwidth_model.payoff(claims.get("pcie_aligned_pairs", 0), pairs).mean_gbps
-
-
-Metric = tuple[str, str, Callable[[Doc], float | None]]
-
 # Rows shown only where the arms differ: alignment is enforced by the claims in the placement
 # comparison (both arms 100 %), and modelled bandwidth only restates the alignment share.
 DROP_IF_CONSTANT = {
@@ -159,121 +50,89 @@ DROP_IF_CONSTANT = {
     "GPU-NIC pairs on one NUMA node",
     "modelled bus bandwidth per GPU (all_gather)",
 }
-UNSATURATED = ", unsaturated"
+
+
+def _metrics(*names: str) -> list[Metric]:
+    return [figures.metric(name) for name in names]
+
 
 METRICS: dict[str, list[Metric]] = {
-    "extender": [
-        ("scheduling throughput", "pods/s", _throughput),
-        ("pod startup p50", "ms", lambda d: _latency(d, "pod_startup", "Perc50")),
-        ("pod startup p90", "ms", lambda d: _latency(d, "pod_startup", "Perc90")),
-        ("pod startup p99", "ms", lambda d: _latency(d, "pod_startup", "Perc99")),
-        ("scheduler CPU per pod", "ms", _scheduler_cpu_per_pod),
+    "extender": _metrics(
+        "scheduling throughput",
+        "pod startup p50",
+        "pod startup p90",
+        "pod startup p99",
+        "scheduler CPU per pod",
         # Packing fills nodes, and kube-scheduler still runs DRA's Filter on full nodes before
         # asking the extender: more nodes checked per pod is the policy's cost in the scheduler.
-        ("nodes DRA-filtered per pod", "nodes", lambda d: _per_pod(d, "dra_filter_calls")),
+        "nodes DRA-filtered per pod",
         # Off, the extender still runs and watches the same pods and claims: the difference
         # is what answering the scheduler costs.
-        (
-            "extender CPU per pod",
-            "ms",
-            lambda d: _per_pod(d, "cpu_seconds", 1000, "extender"),
-        ),
-    ],
-    "placement": [
-        ("GPU-NIC pairs on one PCIe root", "share", _aligned_share),
-        ("GPU-NIC pairs on one NUMA node", "share", _numa_share),
-        ("blocks spanned per gang", "blocks", lambda d: _mean_gang(d, "blocks")),
-        ("racks spanned per gang", "racks", lambda d: _mean_gang(d, "racks")),
-        ("modelled bus bandwidth per GPU (all_gather)", "GB/s", _bandwidth),
-        ("pod startup p99", "ms", lambda d: _latency(d, "pod_startup", "Perc99")),
-    ],
-    "fragmentation": [
-        ("8-GPU pods placed after a mixed fill", "share", lambda d: _placed(d, "whole")),
-        (
-            "fleet GPU allocation at saturation",
-            "share",
-            lambda d: float((d.get("fleet") or {}).get("peak_allocation_ratio", 0.0)),
-        ),
-        (
-            "GPUs stranded on partly used nodes at peak",
-            "GPUs",
-            lambda d: float((d.get("fleet") or {}).get("gpus_stranded_at_peak", 0)),
-        ),
-    ],
-    "alignment": [
-        ("aligned 8 GPU + 8 NIC pods placed", "share", lambda d: _placed(d, "aligned8")),
-        ("aligned 4 GPU + 4 NIC pods placed", "share", lambda d: _placed(d, "aligned4")),
-        ("GPU-NIC pairs on one PCIe root", "share", _aligned_share),
-        ("modelled bus bandwidth per GPU (all_gather)", "GB/s", _bandwidth),
-    ],
-    "dra": [
-        ("pod startup p99", "ms", lambda d: _latency(d, "pod_startup", "Perc99")),
-        ("pod startup p50", "ms", lambda d: _latency(d, "pod_startup", "Perc50")),
-        ("scheduling throughput", "pods/s", _throughput),
-        ("scheduler CPU", "s", lambda d: _component(d, "cpu_seconds")),
-        ("scheduler attempts", "count", lambda d: _component(d, "schedule_attempts")),
-        ("API server requests", "count", lambda d: _component(d, "api_requests", "apiserver")),
-        ("API server + scheduler memory growth per 1,000 pods", "MiB", _memory_per_1000_pods),
-    ],
-    # One inference mix on the same H100s four ways (each DRA arm against the device plugin).
-    plan.SHARING: [
-        ("pods placed at saturation", "pods", _pods_placed),
-        ("physical GPUs busy at peak", "GPUs", _fleet_figure("peak_gpus_busy")),
-        ("pods per busy GPU", "pods", _fleet_figure("pods_per_busy_gpu")),
-        (
-            "GPU memory used (footprints / busy GPUs' memory)",
-            "share",
-            _fleet_figure("gpu_memory_used_share"),
-        ),
-        (
-            "GPU memory requested / taken by the allocations",
-            "share",
-            _fleet_figure("gpu_memory_requested_share_of_taken"),
-        ),
-        ("scheduler CPU per pod", "ms", _scheduler_cpu_per_pod),
-        ("pod startup p50", "ms", lambda d: _latency(d, "pod_startup", "Perc50")),
-    ],
-    # The same nvidia.com/gpu pods served by DRA (extendedResourceName) or the device plugin.
-    plan.EXTENDED_RESOURCE: [
-        ("pods placed", "share", _placed_share),
-        ("scheduling throughput", "pods/s", _throughput),
-        ("pod startup p50", "ms", lambda d: _latency(d, "pod_startup", "Perc50")),
-        ("pod startup p99", "ms", lambda d: _latency(d, "pod_startup", "Perc99")),
-        ("scheduler CPU per pod", "ms", _scheduler_cpu_per_pod),
-        (
-            "API server requests per pod",
-            "requests",
-            lambda d: _per_pod(d, "api_requests", component="apiserver"),
-        ),
-    ],
-    # One pod per GPU of a pool with a share of its GPUs tainted NoSchedule, vs untainted.
-    plan.TAINTS: [
-        ("pods placed (one per GPU)", "share", lambda d: _placed(d, "every-gpu")),
-        ("scheduler CPU per pod", "ms", _scheduler_cpu_per_pod),
-        ("scheduler attempts", "count", lambda d: _component(d, "schedule_attempts")),
-        ("pod startup p50", "ms", lambda d: _latency(d, "pod_startup", "Perc50")),
-    ],
-    "scale": [
-        ("scheduling throughput", "pods/s", _throughput),
-        ("pod startup p50", "ms", lambda d: _latency(d, "pod_startup", "Perc50")),
-        ("pod startup p99", "ms", lambda d: _latency(d, "pod_startup", "Perc99")),
-        ("scheduler CPU per pod", "ms", _scheduler_cpu_per_pod),
-        ("API server + scheduler memory growth per 1,000 pods", "MiB", _memory_per_1000_pods),
-    ],
-}
-
-
-# Latency arms (Poisson arrivals below the sustained rate): pod startup as service time.
-LATENCY_METRICS: list[Metric] = [
-    (f"pod startup p50{UNSATURATED}", "ms", lambda d: _latency(d, "pod_startup", "Perc50")),
-    (f"pod startup p90{UNSATURATED}", "ms", lambda d: _latency(d, "pod_startup", "Perc90")),
-    (f"pod startup p99{UNSATURATED}", "ms", lambda d: _latency(d, "pod_startup", "Perc99")),
-    (
-        f"create to schedule p99{UNSATURATED}",
-        "ms",
-        lambda d: _latency(d, "create_to_schedule", "Perc99"),
+        "extender CPU per pod",
     ),
-]
+    "placement": _metrics(
+        "GPU-NIC pairs on one PCIe root",
+        "GPU-NIC pairs on one NUMA node",
+        "blocks spanned per gang",
+        "racks spanned per gang",
+        "modelled bus bandwidth per GPU (all_gather)",
+        "pod startup p99",
+    ),
+    "fragmentation": _metrics(
+        "8-GPU pods placed after a mixed fill",
+        "fleet GPU allocation at saturation",
+        "GPUs stranded on partly used nodes at peak",
+    ),
+    "alignment": _metrics(
+        "aligned 8 GPU + 8 NIC pods placed",
+        "aligned 4 GPU + 4 NIC pods placed",
+        "GPU-NIC pairs on one PCIe root",
+        "modelled bus bandwidth per GPU (all_gather)",
+    ),
+    "dra": _metrics(
+        "pod startup p99",
+        "pod startup p50",
+        "scheduling throughput",
+        "scheduler CPU",
+        "scheduler attempts",
+        "API server requests",
+        "API server + scheduler memory growth per 1,000 pods",
+    ),
+    # One inference mix on the same H100s four ways (each DRA arm against the device plugin).
+    plan.SHARING: _metrics(
+        "pods placed at saturation",
+        "physical GPUs busy at peak",
+        "pods per busy GPU",
+        "GPU memory used (footprints / busy GPUs' memory)",
+        "GPU memory requested / taken by the allocations",
+        "scheduler CPU per pod",
+        "pod startup p50",
+    ),
+    # The same nvidia.com/gpu pods served by DRA (extendedResourceName) or the device plugin.
+    plan.EXTENDED_RESOURCE: _metrics(
+        "pods placed",
+        "scheduling throughput",
+        "pod startup p50",
+        "pod startup p99",
+        "scheduler CPU per pod",
+        "API server requests per pod",
+    ),
+    # One pod per GPU of a pool with a share of its GPUs tainted NoSchedule, vs untainted.
+    plan.TAINTS: _metrics(
+        "pods placed (one per GPU)",
+        "scheduler CPU per pod",
+        "scheduler attempts",
+        "pod startup p50",
+    ),
+    "scale": _metrics(
+        "scheduling throughput",
+        "pod startup p50",
+        "pod startup p99",
+        "scheduler CPU per pod",
+        "API server + scheduler memory growth per 1,000 pods",
+    ),
+}
+"""Each comparison's rows, from the catalogue (`figures.METRICS`)."""
 
 
 def rows(results: list[tuple[Arm, Doc]]) -> list[Row]:
@@ -537,31 +396,3 @@ def guide_matrix(rows: list[Row]) -> list[GuideRow]:
 def _canonical_first(variant: str) -> int:
     """A is the arm under test: extender on, DRA claims, the larger fleet."""
     return 0 if variant in ("on", "claims", "large") else 1
-
-
-def accounted(doc: Doc, *, probe_phases: tuple[str, ...] = ()) -> tuple[bool, str]:
-    """Every pod the arm asked for was seen, and each either ran or is explained.
-
-    `probe_phases` may leave pods the scheduler found unschedulable, or time out, by design
-    (the fragmentation and alignment probes ask for more pods than a fragmented fleet can
-    take; how many fit is the measurement).
-    """
-    counts = doc["counts"]
-    expected = counts["expected_pods"]
-    probe_timeout = any(
-        p.get("name") in probe_phases and p.get("timed_out") for p in doc.get("phases") or []
-    )
-    if doc.get("error") and not probe_timeout:
-        return False, f"error: {doc['error']}"
-    if counts["pods_seen"] != expected:
-        return False, f"saw {counts['pods_seen']} of {expected} pods"
-    timed_out = any(p.get("timed_out") for p in doc.get("phases") or [])
-    ran = counts["pods_running"] + counts["pods_succeeded"]
-    if probe_phases:
-        # The probe ends once each pod is placed or refused: a placed one may not have
-        # reached Running yet (every other phase waited for Running, so for them the two
-        # counts agree).
-        ran = counts["pods_scheduled"] + counts.get("pods_unschedulable", 0)
-    if ran != expected and not timed_out:
-        return False, f"{ran} of {expected} pods ran"
-    return True, "ok"

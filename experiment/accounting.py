@@ -1,0 +1,33 @@
+"""Whether an arm accounted for every pod it asked for, from its loadgen result (pure)."""
+
+from __future__ import annotations
+
+from experiment.figures import Doc
+
+
+def accounted(doc: Doc, *, probe_phases: tuple[str, ...] = ()) -> tuple[bool, str]:
+    """Every pod the arm asked for was seen, and each either ran or is explained.
+
+    `probe_phases` may leave pods the scheduler found unschedulable, or time out, by design
+    (the fragmentation and alignment probes ask for more pods than a fragmented fleet can
+    take; how many fit is the measurement).
+    """
+    counts = doc["counts"]
+    expected = counts["expected_pods"]
+    probe_timeout = any(
+        p.get("name") in probe_phases and p.get("timed_out") for p in doc.get("phases") or []
+    )
+    if doc.get("error") and not probe_timeout:
+        return False, f"error: {doc['error']}"
+    if counts["pods_seen"] != expected:
+        return False, f"saw {counts['pods_seen']} of {expected} pods"
+    timed_out = any(p.get("timed_out") for p in doc.get("phases") or [])
+    ran = counts["pods_running"] + counts["pods_succeeded"]
+    if probe_phases:
+        # The probe ends once each pod is placed or refused: a placed one may not have
+        # reached Running yet (every other phase waited for Running, so for them the two
+        # counts agree).
+        ran = counts["pods_scheduled"] + counts.get("pods_unschedulable", 0)
+    if ran != expected and not timed_out:
+        return False, f"{ran} of {expected} pods ran"
+    return True, "ok"

@@ -1,1 +1,0 @@
-"""Built-in experiment files shipped with the package (`spec.builtin(NAME)`)."""
