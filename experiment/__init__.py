@@ -1,3 +1,38 @@
 """Experiments above the three services: a fleet, variants, workloads and repeats, run through
 the services' CLIs and public APIs, and the comparison report. `testbed demo` is the built-in one.
+
+Two floors, and the commands over both (the `experiment.*` contracts in pyproject.toml hold
+each to its place):
+
+    cli.py               `testbed demo`, `testbed experiment run|validate`: picks the wing
+    ───────────────────────────────────────────────────────────────────────────────────────
+    demo/                the demo wing, standing on the engine:
+      plan.py              its fleet variants, comparisons and arms
+      wing.py              its Planner; its reading of a file's `builtin:` section
+      summary.py           its rows (A vs B), the project's targets, the DRA guide's matrix
+      report.py            its console tables, demo.json and index.html; its Reporter
+      command.py           `testbed demo`: the built-in file with the flags laid over it
+      demo.yaml            the built-in file (`builtin:demo`)
+    ───────────────────────────────────────────────────────────────────────────────────────
+    the engine, which never imports the demo:
+      spec.py              experiment files: parsing and checks (one line naming the field)
+      wing.py              the Planner and Reporter protocols a wing hands the runner
+      runner.py            a run end to end: sites, fleet, schedulers, arms, then the report
+      matrix.py            a file's variants x workloads in stages; the engine's Planner
+      comparison.py        a file's variants compared metric by metric; release to release
+      variants_report.py   a file's console tables, experiment.json and index.html; Reporter
+      arms.py              `Arm` (one loadgen run) and the latency arms' arrival rule
+      figures.py           the metric catalogue read from loadgen results; `Figure`
+      accounting.py        whether an arm accounted for every pod it asked for
+      arm_charts.py        charts and sections every report shares
+      intervals.py         medians, intervals and verdicts over repeats
+      validity.py          whether an arm ran as labelled (the extender answered)
+      fleet_shape.py       what a fleet offers, read back from its ResourceSlices
+      mixed_fleet.py       the mixed fleet `fleet.profile: demo` names
+      bandwidth_model.py   bus bandwidth priced from published NCCL figures
+      site.py              where a run happens: the `Site` and `Scheduler` protocols
+      local_site.py        the embedded local cluster as a site
+      existing_site.py     an existing cluster as a site (what it creates, it deletes)
+      cluster_objects.py   the objects a site applies (RBAC, second schedulers, kwok)
+      children.py          the services' CLIs run as child processes
 """
