@@ -345,7 +345,7 @@ def _report(
     interrupted: bool = False,
 ) -> int:
     results = [(arm, doc) for arm, doc in p.results if p.valid[arm.name].valid]
-    accounting = {
+    accounted = {
         arm.name: accounting.accounted(doc, probe_phases=planner.probe_phases(arm))
         for arm, doc in p.results
     }
@@ -364,12 +364,12 @@ def _report(
                 "validity": p.valid[name].reason,
                 **p.timings.get(name, {}),
             }
-            for name, (ok, why) in accounting.items()
+            for name, (ok, why) in accounted.items()
         },
         "invalid_arms": {n: v.reason for n, v in p.valid.items() if not v.valid},
     }
     index = reporter.report(exp, results, [arm for arm, _ in p.results], meta, out, console)
-    bad = {n: why for n, (ok, why) in accounting.items() if not ok}
+    bad = {n: why for n, (ok, why) in accounted.items() if not ok}
     for name, why in bad.items():
         console.print(f"[red]arm {name}: not every pod accounted for: {why}")
     for name, v in p.valid.items():
