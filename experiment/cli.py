@@ -179,7 +179,7 @@ def register_experiment(sub: argparse._SubParsersAction[argparse.ArgumentParser]
             "scheduler configuration overrides, feature gates, Kubernetes release, device "
             "plugin vs DRA), loadgen workloads, repeats and the metrics to compare. Variants "
             "on different releases run on one local cluster per release, in turn. See "
-            "examples/experiments/ and the README's Experiments section."
+            "examples/experiments/ and docs/experiments.md."
         ),
     )
     verbs = exp.add_subparsers(dest="verb", required=True, metavar="VERB")

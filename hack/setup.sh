@@ -2,7 +2,10 @@
 # Everything a fresh machine needs: a virtual environment with dra-testbed and its test and
 # dev tools, and the control-plane binaries built from the pinned Go modules (cached, reused).
 # Idempotent: a second run only checks. Needs Python >= 3.11 and Go >= 1.26 on PATH.
+# `--python-only`: the virtual environment alone (no Go, no build), for the unit tests.
 set -euo pipefail
+python_only=""
+if [[ "${1:-}" == "--python-only" ]]; then python_only=1; fi
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 python="${PYTHON:-python3}"
@@ -28,6 +31,7 @@ if [[ ! -f "$stamp" ]]; then
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
+if [[ -n "$python_only" ]]; then exit 0; fi
 # The first build prints what it builds, the time so far and an estimate (about 15 minutes
 # on 2 cores); later runs find the cache and print nothing.
 tools/k8s/build.sh >/dev/null

@@ -326,8 +326,8 @@ def test_a_bad_file_is_one_line_exit_2_and_run_creates_nothing(tmp_path: Path) -
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.yaml"]
 
 
-def test_the_readmes_example_file_is_valid() -> None:
-    readme = (REPO / "README.md").read_text()
+def test_the_docs_example_experiment_file_is_valid() -> None:
+    readme = (REPO / "docs" / "experiments.md").read_text()
     section = readme[readme.index("## Experiments") :]
     block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
     exp = specs.parse(yaml.safe_load(block))
