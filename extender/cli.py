@@ -12,8 +12,6 @@ import ssl
 import sys
 from typing import Any
 
-from aiohttp import web
-
 from extender import app as app_mod
 from extender import config
 from extender.cache import files
@@ -39,10 +37,6 @@ Pod annotations it honours:
 _WEIGHTS_HELP = """\
 Scoring weights (config file keys weights.*, defaults in brackets): the score is the weighted
 mean of the terms that apply to a pod, scaled to 0..10."""
-
-
-class ServeError(Exception):
-    """A runtime failure to report in one line (exit 1)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -143,22 +137,12 @@ async def serve(ns: argparse.Namespace, settings: config.Settings) -> None:
         if ns.from_files:
             counts = files.load(application[app_mod.STORE], ns.from_files)
             log.info("offline mode: loaded %s", ", ".join(f"{k}={v}" for k, v in counts.items()))
-        runner = web.AppRunner(application, access_log=None, handle_signals=False)
-        await runner.setup()
-        try:
-            site = web.TCPSite(runner, ns.address, ns.port, ssl_context=tls)
-            try:
-                await site.start()
-            except OSError as e:
-                raise ServeError(
-                    f"cannot listen on {ns.address}:{ns.port}: {e.strerror or e}"
-                ) from e
-            scheme = "https" if tls else "http"
-            log.info("serving on %s://%s:%d", scheme, ns.address, ns.port)
+        async with runtime.listening(
+            application, ns.address, ns.port, ssl_context=tls, access_log=False
+        ) as url:
+            log.info("serving on %s", url)
             await runtime.until_signal()
             log.info("shutting down")
-        finally:
-            await runner.cleanup()
     finally:
         if kube is not None:
             await kube.close()
@@ -177,7 +161,7 @@ def main(argv: list[str] | None = None) -> None:
     except (config.ConfigFileError, files.FilesError) as e:
         print(f"extender: error: {e}", file=sys.stderr)
         sys.exit(1 if isinstance(e, files.FilesError) else 2)
-    except (errors.KubeError, ServeError) as e:
+    except (errors.KubeError, runtime.ListenError) as e:
         print(f"extender: error: {e}", file=sys.stderr)
         sys.exit(1)
     except KeyboardInterrupt:

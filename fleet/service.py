@@ -408,16 +408,10 @@ async def serve(
             ControllerSettings(ready_timeout=ready_timeout),
             liveness=Liveness(kube),
         )
-        runner = web.AppRunner(make_app(controller, registry))
-        await runner.setup()
-        site = web.TCPSite(runner, host, port)
-        await site.start()
-        log.warning("fleet service on http://%s:%d (watching %s)", host, port, crd.CRD_NAME)
-        try:
+        async with runtime.listening(make_app(controller, registry), host, port) as url:
+            log.warning("fleet service on %s (watching %s)", url, crd.CRD_NAME)
             await runtime.until_signal()
             log.warning("fleet service stopping")
-        finally:
-            await runner.cleanup()
     finally:
         await kube.close()
     return 0

@@ -1,6 +1,6 @@
 """Process plumbing the services share, written once: the event loop, waiting for a stop
-signal, the health and metrics endpoints, supervised background tasks, the console progress
-bar and the number types of command-line flags.
+signal, serving an aiohttp app on an address, the health and metrics endpoints, supervised
+background tasks, the console progress bar and the number types of command-line flags.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Callable, Coroutine
+import ssl
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
@@ -68,7 +69,40 @@ def log_exit(log: logging.Logger) -> Callable[[asyncio.Task[Any]], None]:
     return report
 
 
-# -- HTTP: the probes and the scrape endpoint a Deployment and Prometheus expect ---------------
+# -- HTTP: serving an app, the probes and the scrape endpoint a Deployment and Prometheus expect
+
+
+class ListenError(OSError):
+    """A server could not listen on its address; the message says which and why (one line)."""
+
+
+@contextlib.asynccontextmanager
+async def listening(
+    app: web.Application,
+    host: str,
+    port: int,
+    *,
+    ssl_context: ssl.SSLContext | None = None,
+    access_log: bool = True,
+) -> AsyncIterator[str]:
+    """Serve `app` on `host:port` until the block ends, yielding its base URL; the runner (and
+    with it the app's cleanup contexts) is cleaned up on the way out, whatever happens.
+    Signals stay the caller's (`until_signal`)."""
+    runner = (
+        web.AppRunner(app, handle_signals=False)
+        if access_log
+        else web.AppRunner(app, handle_signals=False, access_log=None)
+    )
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
+        try:
+            await site.start()
+        except OSError as e:
+            raise ListenError(f"cannot listen on {host}:{port}: {e.strerror or e}") from e
+        yield f"{'https' if ssl_context else 'http'}://{host}:{port}"
+    finally:
+        await runner.cleanup()
 
 
 def add_probe_routes(
