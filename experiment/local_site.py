@@ -25,7 +25,7 @@ from rich.console import Console
 
 from experiment.children import tool
 from experiment.site import Scheduler, SchedulerSetup
-from testbed.cluster import local, paths, processes, second_scheduler
+from testbed.cluster import holds, local, paths, processes, second_scheduler
 
 DEFAULT_SCHEDULER = "default-scheduler"
 
@@ -137,11 +137,18 @@ def opened(
     try:
         site = LocalSite(cluster, status.server or "")
         workdir.mkdir(parents=True, exist_ok=True)
-        with extender(site.env, workdir / "extender.log", config.extender_port):
+        # Held while it runs: `testbed down` of this cluster says so instead of pulling it.
+        with (
+            holds.hold(config.home, config.name, f"experiment writing to {workdir}"),
+            extender(site.env, workdir / "extender.log", config.extender_port),
+        ):
             yield site
     finally:
         if created and not keep:
-            cluster.down()
+            try:
+                cluster.down()
+            except local.ClusterError as e:  # someone else started using it meanwhile
+                console.print(f"left cluster {config.name!r} up: {e}")
 
 
 def _free_port() -> int:

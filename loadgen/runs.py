@@ -1,11 +1,8 @@
 """Runs found in a cluster, as plain data: who owns a run's namespace, whether the run is
 alive, and what it holds (pure; `loadgen.inventory` lists and removes them).
 
-A run records itself on its namespace: a random owner token (only the process that made
-the namespace knows it, so only that process deletes it on its own authority) and a
-heartbeat, a timestamp it refreshes every `interval` seconds while it runs. A run whose
-heartbeat is older than `STALE_INTERVALS` intervals was killed (SIGKILL, a lost machine):
-its pods and claims are abandoned. A run kept on purpose (`--keep`) says so when it ends.
+How a run records itself on its namespace (owner token, heartbeat) and when it counts as
+alive is `testbed.heartbeats`, in the floor because `testbed down` asks too.
 """
 
 from __future__ import annotations
@@ -14,20 +11,19 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from typing import Any
 
 from loadgen import records
-from testbed import vocab
+from testbed import heartbeats, vocab
 
-ANNOTATION_OWNER: Final = "testbed.dra.io/loadgen-owner"
-ANNOTATION_HEARTBEAT: Final = "testbed.dra.io/loadgen-heartbeat"
-ANNOTATION_INTERVAL: Final = "testbed.dra.io/loadgen-heartbeat-seconds"
-ANNOTATION_STATE: Final = "testbed.dra.io/loadgen-state"
-DEFAULT_INTERVAL: Final = 10.0
-STALE_INTERVALS: Final = 3
-"""Missed heartbeats before a run counts as abandoned: one late patch is no death."""
-
-State = Literal["running", "kept", "abandoned"]
+ANNOTATION_OWNER = heartbeats.ANNOTATION_OWNER
+ANNOTATION_HEARTBEAT = heartbeats.ANNOTATION_HEARTBEAT
+ANNOTATION_INTERVAL = heartbeats.ANNOTATION_INTERVAL
+ANNOTATION_STATE = heartbeats.ANNOTATION_STATE
+DEFAULT_INTERVAL = heartbeats.DEFAULT_INTERVAL
+STALE_INTERVALS = heartbeats.STALE_INTERVALS
+State = heartbeats.State
+state = heartbeats.state
 
 
 def new_token() -> str:
@@ -63,25 +59,6 @@ def kept() -> dict[str, Any]:
 def owned_by(namespace: dict[str, Any], token: str) -> bool:
     annotations = namespace.get("metadata", {}).get("annotations") or {}
     return annotations.get(ANNOTATION_OWNER) == token
-
-
-def state(namespace: dict[str, Any], now: float) -> State:
-    """Whether the run behind `namespace` still runs, was kept, or was abandoned.
-
-    A namespace without a heartbeat (made by an older loadgen) can only be judged
-    abandoned: nothing refreshes it.
-    """
-    annotations = namespace.get("metadata", {}).get("annotations") or {}
-    if annotations.get(ANNOTATION_STATE) == "kept":
-        return "kept"
-    beat = records.parse_time(annotations.get(ANNOTATION_HEARTBEAT))
-    try:
-        interval = float(annotations.get(ANNOTATION_INTERVAL, DEFAULT_INTERVAL))
-    except ValueError:
-        interval = DEFAULT_INTERVAL
-    if beat is None or now - beat > STALE_INTERVALS * interval:
-        return "abandoned"
-    return "running"
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any, Final
 from loadgen.scenarios.model import Claim, Phase, go_duration
 from testbed import vocab
 
-MANAGED_BY: Final = "dra-testbed-loadgen"
+MANAGED_BY: Final = vocab.LOADGEN_MANAGED_BY
 LABEL_PHASE: Final = "testbed.dra.io/loadgen-phase"
 POD_IMAGE: Final = "registry.k8s.io/pause:3.10"
 CLAIM_NAME: Final = "devices"

@@ -120,7 +120,12 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
         action="store_true",
         help="fail instead of building missing binaries",
     )
-    sub.add_parser("down", help="stop the cluster and delete everything it made")
+    down = sub.add_parser("down", help="stop the cluster and delete everything it made")
+    down.add_argument(
+        "--force",
+        action="store_true",
+        help="delete it even while live loadgen runs, experiments or test sessions use it",
+    )
     sub.add_parser("status", help="show whether the cluster runs, its kubeconfig and components")
     commands: dict[str, Command] = {"up": _up, "down": _down, "status": _status}
     return p, {**_application_commands(sub), **commands}
@@ -145,16 +150,19 @@ def main(argv: list[str] | None = None) -> None:
     except (bins.UnknownRelease, fg.GateError) as e:
         flag = "--kubernetes" if isinstance(e, bins.UnknownRelease) else "--feature-gates"
         _fail(EXIT_USAGE, f"{flag}: {e}")
-    config = local.ClusterConfig(
-        kubernetes=release,
-        feature_gates=gates,
-        name=args.name,
-        apiserver_port=getattr(args, "apiserver_port", 0),
-        extender=not getattr(args, "no_extender", False),
-        extender_port=args.extender_port,
-        scheduler_config=getattr(args, "scheduler_config", None),
-        kwok_shards=shards,
-    )
+    try:
+        config = local.ClusterConfig(
+            kubernetes=release,
+            feature_gates=gates,
+            name=args.name,
+            apiserver_port=getattr(args, "apiserver_port", 0),
+            extender=not getattr(args, "no_extender", False),
+            extender_port=args.extender_port,
+            scheduler_config=getattr(args, "scheduler_config", None),
+            kwok_shards=shards,
+        )
+    except local.ClusterError as e:
+        _fail(EXIT_USAGE, f"--name: {e}")
     cluster = local.LocalCluster(config)
     received = [signal.SIGINT]
 
@@ -192,7 +200,7 @@ def _up(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
 
 
 def _down(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
-    if cluster.down():
+    if cluster.down(force=args.force):
         print(f"cluster {cluster.config.name!r} deleted")
     else:
         print(f"cluster {cluster.config.name!r} does not exist; nothing to do")

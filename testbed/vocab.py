@@ -76,6 +76,8 @@ KWOK_POD_COMPLETE_JITTER: Final = "pod-complete.stage.kwok.x-k8s.io/jitter-delay
 
 # Ownership labels: what the testbed made, so it removes exactly that and nothing else.
 LABEL_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
+LOADGEN_MANAGED_BY: Final = "dra-testbed-loadgen"
+"""`LABEL_MANAGED_BY` of a loadgen run's namespace and objects."""
 LABEL_FLEET: Final = "testbed.dra.io/fleet"
 LABEL_POOL: Final = "testbed.dra.io/pool"
 LABEL_PROFILE: Final = "testbed.dra.io/profile"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -23,9 +24,10 @@ import yaml
 from testbed import vocab
 from testbed.cluster import binaries as bins
 from testbed.cluster import feature_gates as fg
-from testbed.cluster import health, kwok_shards, locks, paths, ports
+from testbed.cluster import health, holds, in_use, kwok_shards, locks, paths, ports
 
 DEFAULT_NAME = "dra-testbed"
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 MAX_KWOK_SHARDS = 16
 COMPONENTS = (
     "etcd",
@@ -71,6 +73,14 @@ class ClusterConfig:
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     """Gates set on every component on top of `feature_gates.NEEDED` (which are always on);
     fixed when the cluster is created."""
+
+    def __post_init__(self) -> None:
+        # The name becomes a directory that `down` deletes: never a path, never "..".
+        if not _NAME.fullmatch(self.name):
+            raise ClusterError(
+                f"cluster name {self.name!r} is not a DNS label (lowercase letters, digits "
+                "and '-', at most 63)"
+            )
 
     @property
     def workdir(self) -> Path:
@@ -484,20 +494,36 @@ class LocalCluster:
         except locks.LockTimeout as e:
             raise ClusterError(str(e)) from None
 
-    def down(self) -> bool:
-        """Delete the cluster and everything kwokctl made for it; False if there was none."""
+    def users(self) -> list[str]:
+        """Who still uses this cluster (live experiments, test sessions, loadgen runs)."""
+        cfg = self.config
+        try:
+            kubectl: Path | None = self._binaries()["kubectl"]
+        except bins.BinariesError:
+            kubectl = None
+        return in_use.users(cfg.home, cfg.name, cfg.kubeconfig, kubectl)
+
+    def down(self, *, force: bool = False) -> bool:
+        """Delete the cluster and everything kwokctl made for it; False if there was none.
+        Raises ClusterError, naming them, if others still use it (unless `force`)."""
         cfg = self.config
         if not cfg.cluster_dir.exists():
             return False
         with self._cluster_lock(_quiet):
             if not cfg.cluster_dir.exists():  # a concurrent `down` did it
                 return False
+            if not force and (users := self.users()):
+                raise ClusterError(
+                    f"cluster {cfg.name!r} is in use by {'; '.join(users)}; "
+                    f"`testbed --name {cfg.name} down --force` deletes it anyway"
+                )
             b = self._binaries()
             self._stop_shards()
             if self._run([str(b["kwokctl"]), "delete", "cluster", "--name", cfg.name], b) != 0:
                 raise self._failed("delete")
             shutil.rmtree(cfg.cluster_dir, ignore_errors=True)
             ports.release(cfg.cluster_dir)
+            holds.release_all(cfg.home, cfg.name)
             for leftover in (
                 cfg.home / f"{cfg.name}-scheduler.yaml",
                 cfg.home / f"{cfg.name}-kwokctl.yaml",

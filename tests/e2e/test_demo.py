@@ -16,12 +16,12 @@ pytestmark = [pytest.mark.cluster, pytest.mark.timeout(1800)]
 
 
 def test_tiny_demo_accounts_for_every_pod_and_writes_every_report(
-    kubeconfig: str, extender_port: int, tmp_path: Path
+    kubeconfig: str, extender_port: int, cluster_config: local.ClusterConfig, tmp_path: Path
 ) -> None:
     out = tmp_path / "demo"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     # The session's cluster (named as tests/conftest.py names it), reused by the demo.
-    name = os.environ.get("DRA_TESTBED_TEST_CLUSTER", local.DEFAULT_NAME)
+    name = cluster_config.name
     proc = subprocess.run(
         [
             sys.executable,

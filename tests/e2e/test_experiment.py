@@ -18,8 +18,7 @@ from testbed.cluster import local
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(1800)]
 
 
-def _run(file: Path, out: Path, extender_port: int) -> subprocess.CompletedProcess[str]:
-    name = os.environ.get("DRA_TESTBED_TEST_CLUSTER", local.DEFAULT_NAME)
+def _run(file: Path, out: Path, name: str, extender_port: int) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "testbed", "--name", name, "--extender-port", str(extender_port)]
     return subprocess.run(
         [*cmd, "experiment", "run", str(file), "--output-dir", str(out)],
@@ -46,7 +45,7 @@ def _arms_accounted(out: Path, doc: dict[str, Any]) -> None:
 
 
 def test_two_variants_run_alternately_on_their_own_schedulers_and_are_compared(
-    kubeconfig: str, extender_port: int, tmp_path: Path
+    kubeconfig: str, extender_port: int, cluster_config: local.ClusterConfig, tmp_path: Path
 ) -> None:
     file = _write(
         tmp_path,
@@ -67,7 +66,7 @@ def test_two_variants_run_alternately_on_their_own_schedulers_and_are_compared(
         },
     )
     out = tmp_path / "out"
-    proc = _run(file, out, extender_port)
+    proc = _run(file, out, cluster_config.name, extender_port)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
 
     doc = json.loads((out / "experiment.json").read_text())
@@ -94,7 +93,7 @@ def test_two_variants_run_alternately_on_their_own_schedulers_and_are_compared(
 
 
 def test_two_releases_run_one_cluster_each_and_the_report_compares_them(
-    kubeconfig: str, extender_port: int, tmp_path: Path
+    kubeconfig: str, extender_port: int, cluster_config: local.ClusterConfig, tmp_path: Path
 ) -> None:
     file = _write(
         tmp_path,
@@ -110,7 +109,7 @@ def test_two_releases_run_one_cluster_each_and_the_report_compares_them(
         },
     )
     out = tmp_path / "out"
-    proc = _run(file, out, extender_port)
+    proc = _run(file, out, cluster_config.name, extender_port)
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-3000:]
 
@@ -118,7 +117,7 @@ def test_two_releases_run_one_cluster_each_and_the_report_compares_them(
     _arms_accounted(out, doc)
     # One cluster per release, in turn; each torn down after its arms.
     assert [s.split(", ")[1] for s in doc["sites"]] == ["Kubernetes 1.35", "Kubernetes 1.36"]
-    name = os.environ.get("DRA_TESTBED_TEST_CLUSTER", local.DEFAULT_NAME)
+    name = cluster_config.name
     for suffix in ("k135", "k136"):
         cluster = local.LocalCluster(local.ClusterConfig(name=f"{name}-{suffix}"))
         assert not cluster.status().exists, suffix

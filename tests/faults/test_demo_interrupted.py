@@ -67,11 +67,15 @@ def _terminate_mid_arm(cmd: list[str], arm_dir: Path) -> tuple[int, str]:
 
 
 async def test_a_terminated_demo_writes_what_it_measured_and_leaves_nothing(
-    kube: Kube, kubeconfig: str, extender_port: int, tmp_path: Path
+    kube: Kube,
+    kubeconfig: str,
+    extender_port: int,
+    cluster_config: local.ClusterConfig,
+    tmp_path: Path,
 ) -> None:
     out = tmp_path / "demo"
     arm_dir = out / "extender-on-0"
-    name = os.environ.get("DRA_TESTBED_TEST_CLUSTER", local.DEFAULT_NAME)
+    name = cluster_config.name
     cmd = [
         *(sys.executable, "-m", "testbed", "--name", name),
         *("--extender-port", str(extender_port), "demo", "--nodes", "20"),

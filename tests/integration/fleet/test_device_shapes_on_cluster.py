@@ -10,7 +10,6 @@ read-backs here catch.
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
 from collections.abc import AsyncIterator
 from typing import Any
@@ -272,9 +271,11 @@ async def _gone(kube: Kube, ns: str, name: str, timeout: float) -> None:  # noqa
     await asyncio.wait_for(watch(), timeout)
 
 
-def test_the_device_taint_eviction_controller_runs_with_its_gates_on(kubeconfig: str) -> None:
+def test_the_device_taint_eviction_controller_runs_with_its_gates_on(
+    kubeconfig: str, cluster_config: local.ClusterConfig
+) -> None:
     """kube-controller-manager starts the eviction controller only with these gates on."""
-    name = os.environ.get("DRA_TESTBED_TEST_CLUSTER", local.DEFAULT_NAME)
+    name = cluster_config.name
     cluster = local.LocalCluster(local.ClusterConfig(name=name))
     assert str(cluster.config.kubeconfig) == kubeconfig, "this test needs the local cluster"
     gates = reported_gates(cluster)["kube-controller-manager"]

@@ -24,12 +24,12 @@ def status(url: str, ctx: ssl.SSLContext) -> int:
         return e.code
 
 
-def test_scheduler_pprof_needs_the_admin_certificate(kubeconfig: str, extender_port: int) -> None:
+def test_scheduler_pprof_needs_the_admin_certificate(
+    kubeconfig: str, cluster_config: local.ClusterConfig
+) -> None:
     if os.environ.get("DRA_TESTBED_KUBECONFIG"):
         pytest.skip("an existing cluster's scheduler is not ours to configure")
-    name = os.environ.get("DRA_TESTBED_TEST_CLUSTER", local.DEFAULT_NAME)
-    config = local.ClusterConfig(name=name, extender_port=extender_port)
-    port = local.LocalCluster(config).component_flag("kube-scheduler", "secure-port")
+    port = local.LocalCluster(cluster_config).component_flag("kube-scheduler", "secure-port")
     assert port, "the local kube-scheduler's --secure-port"
     base = f"https://127.0.0.1:{port}"
 
@@ -39,7 +39,7 @@ def test_scheduler_pprof_needs_the_admin_certificate(kubeconfig: str, extender_p
     admin = ssl.create_default_context()
     admin.check_hostname = False
     admin.verify_mode = ssl.CERT_NONE
-    pki = Path(config.cluster_dir) / "pki"
+    pki = Path(cluster_config.cluster_dir) / "pki"
     admin.load_cert_chain(pki / "admin.crt", pki / "admin.key")
 
     assert status(f"{base}/debug/pprof/", anonymous) == 403

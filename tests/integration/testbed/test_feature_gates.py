@@ -4,7 +4,6 @@ as each component itself reports it (`kubernetes_feature_enabled` on its /metric
 
 from __future__ import annotations
 
-import os
 import ssl
 import subprocess
 import urllib.request
@@ -45,8 +44,10 @@ def reported_gates(cluster: local.LocalCluster) -> dict[str, dict[str, bool]]:
     return out
 
 
-def test_every_needed_dra_gate_is_on_in_every_component(kubeconfig: str) -> None:
-    name = os.environ.get("DRA_TESTBED_TEST_CLUSTER", local.DEFAULT_NAME)
+def test_every_needed_dra_gate_is_on_in_every_component(
+    kubeconfig: str, cluster_config: local.ClusterConfig
+) -> None:
+    name = cluster_config.name
     cluster = local.LocalCluster(local.ClusterConfig(name=name))
     assert str(cluster.config.kubeconfig) == kubeconfig, "this test needs the local cluster"
     reported = reported_gates(cluster)
