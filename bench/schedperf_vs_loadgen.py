@@ -1,0 +1,193 @@
+"""The testbed's end-to-end path against scheduler_perf in-process, same workload, same machine.
+
+One workload, two ways, alternated repeat by repeat on one release:
+- `testbed perf run fleet/<profile>`: upstream's scheduler_perf imported as a library, the
+  scheduler, API server and informers in one process (etcd beside it), no kubelet, no kwok;
+- the same Nodes, ResourceSlices, DeviceClasses, claim template and pods (`fleet apply` of the
+  profile, `loadgen run pods`) on the local kwok cluster, through a plain second
+  kube-scheduler of the same release (DRA's allocator alone, no extender).
+
+Both report scheduler_perf's SchedulingThroughput definition; the figure published is the
+ratio loadgen / scheduler_perf per repeat (their median), so the machine's speed cancels out.
+CPU per pod: loadgen's side is the second scheduler's own CPU; scheduler_perf's is the whole
+benchmark process tree (scheduler, API server and etcd together), an upper bound.
+
+    .venv/bin/python bench/schedperf_vs_loadgen.py --nodes 500 --pods 2500 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from testbed import vocab
+from testbed.cluster import binaries, local, second_scheduler
+
+BIN = Path(sys.executable).parent
+WAYS = ("schedperf", "loadgen")
+
+
+def _children_cpu() -> float:
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
+def _throughput(doc: dict[str, Any]) -> float | None:
+    average = (doc.get("throughput") or {}).get("Average")
+    return None if average is None else float(average)
+
+
+def _schedperf(args: argparse.Namespace, out: Path) -> dict[str, float | None]:
+    before = _children_cpu()
+    cmd = [
+        str(BIN / "testbed"),
+        "perf",
+        "run",
+        f"fleet/{args.profile}",
+        "--kubernetes",
+        args.kubernetes,
+        "--nodes",
+        str(args.nodes),
+        "--pods",
+        str(args.pods),
+        "--output-dir",
+        str(out),
+    ]
+    code = subprocess.run(cmd, check=False).returncode
+    cpu = _children_cpu() - before
+    result = out / "result.json"
+    if code != 0 or not result.is_file():
+        raise SystemExit(f"testbed perf run failed (exit {code}); see {out}")
+    doc = json.loads(result.read_text())
+    return {"throughput": _throughput(doc), "cpu_ms_per_pod": cpu / args.pods * 1e3}
+
+
+def _loadgen(
+    args: argparse.Namespace,
+    fleet: str,
+    plain: second_scheduler.SecondScheduler,
+    out: Path,
+    env: dict[str, str],
+) -> dict[str, float | None]:
+    cmd = [
+        str(BIN / "loadgen"),
+        "run",
+        "pods",
+        f"pods={args.pods}",
+        "--node-selector",
+        f"{vocab.LABEL_FLEET}={fleet}",
+        "--scheduler-name",
+        plain.name,
+        "--scrape",
+        f"scheduler={plain.metrics_url}",
+        "--output-dir",
+        str(out),
+        "-q",
+    ]
+    code = subprocess.run(cmd, check=False, env=env).returncode
+    result = out / "result.json"
+    if code != 0 or not result.is_file():
+        raise SystemExit(f"loadgen run failed (exit {code}); see {out}")
+    doc = json.loads(result.read_text())
+    cpu = doc["metrics"]["scheduler"]["summary"]["cpu_seconds"]
+    return {"throughput": _throughput(doc), "cpu_ms_per_pod": cpu / args.pods * 1e3}
+
+
+def _ratios(runs: dict[str, list[dict[str, float | None]]], key: str) -> list[float]:
+    """loadgen / scheduler_perf, repeat by repeat, where both measured."""
+    pairs = zip(runs["loadgen"], runs["schedperf"], strict=True)
+    return [float(lg[key]) / float(sp[key]) for lg, sp in pairs if lg[key] and sp[key]]  # type: ignore[arg-type]
+
+
+def table(runs: dict[str, list[dict[str, float | None]]], args: argparse.Namespace) -> str:
+    """Medians per way and the paired ratios; pure."""
+
+    def median(way: str, key: str) -> str:
+        values = [v for r in runs[way] if (v := r[key]) is not None]
+        return f"{statistics.median(values):.1f}" if values else "no data"
+
+    lines = [
+        f"{args.profile}, {args.nodes} nodes, {args.pods} one-GPU pods, Kubernetes "
+        f"{args.kubernetes}, {args.repeat} alternated repeats, {os.cpu_count()} cores",
+        "| way | throughput (pods/s) | CPU per pod (ms) |",
+        "|---|---|---|",
+    ]
+    for way in WAYS:
+        lines.append(f"| {way} | {median(way, 'throughput')} | {median(way, 'cpu_ms_per_pod')} |")
+    for key, label in (("throughput", "throughput"), ("cpu_ms_per_pod", "CPU per pod")):
+        ratios = _ratios(runs, key)
+        shown = ", ".join(f"{r:.2f}" for r in ratios)
+        middle = f"{statistics.median(ratios):.2f}" if ratios else "no data"
+        lines.append(f"loadgen / scheduler_perf {label}: median {middle} (repeats: {shown})")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument(
+        "--kubernetes", default=binaries.DEFAULT_RELEASE, help="release (default %(default)s)"
+    )
+    p.add_argument("--profile", default="dgx-h100", help="fleet profile (default %(default)s)")
+    p.add_argument("--nodes", type=int, default=500, help="nodes (default %(default)s)")
+    p.add_argument("--pods", type=int, default=2500, help="one-GPU pods (default %(default)s)")
+    p.add_argument("--repeat", type=int, default=3, help="alternated repeats (default %(default)s)")
+    p.add_argument("--out", type=Path, default=Path("results/bench-schedperf-vs-loadgen"))
+    args = p.parse_args()
+    if min(args.nodes, args.pods, args.repeat) < 1:
+        p.error("--nodes, --pods and --repeat must be >= 1")
+    try:
+        args.kubernetes = binaries.check_release(args.kubernetes)
+    except binaries.UnknownRelease as e:
+        p.error(str(e))
+    cluster = local.LocalCluster(
+        local.ClusterConfig(
+            name=f"bench-sp-{args.kubernetes.replace('.', '-')}",
+            kubernetes=args.kubernetes,
+            extender=False,
+        )
+    )
+    status, created = cluster.up()
+    env = {**os.environ, "KUBECONFIG": str(status.kubeconfig)}
+    fleet = f"sp-{secrets.token_hex(3)}"
+    runs: dict[str, list[dict[str, float | None]]] = {w: [] for w in WAYS}
+    try:
+        spec = args.out / "fleet.json"
+        spec.parent.mkdir(parents=True, exist_ok=True)
+        pools = [{"name": "whole", "profile": args.profile, "count": args.nodes}]
+        spec.write_text(json.dumps({"name": fleet, "pools": pools}))
+        subprocess.run([str(BIN / "fleet"), "apply", "-f", str(spec)], check=True, env=env)
+        with (
+            tempfile.TemporaryDirectory() as work,
+            second_scheduler.running(
+                status.kubeconfig, Path(work), scheduler_name=f"sp-{fleet}", release=args.kubernetes
+            ) as plain,
+        ):
+            for rep in range(args.repeat):
+                for way in WAYS if rep % 2 == 0 else WAYS[::-1]:
+                    out = args.out / f"{way}-{rep}"
+                    got = (
+                        _schedperf(args, out)
+                        if way == "schedperf"
+                        else _loadgen(args, fleet, plain, out, env)
+                    )
+                    runs[way].append(got)
+                    print(f"repeat {rep} {way}: {got}", file=sys.stderr, flush=True)
+    finally:
+        subprocess.run([str(BIN / "fleet"), "delete", "--name", fleet], check=False, env=env)
+        if created:
+            cluster.down()
+    (args.out / "schedperf_vs_loadgen.json").write_text(json.dumps(runs, indent=2))
+    print(table(runs, args))
+
+
+if __name__ == "__main__":
+    main()
