@@ -106,13 +106,8 @@ def extender(
     # -P: no current directory ahead of PYTHONPATH, which `-c` would otherwise put first (a
     # bench started from a checkout would run that checkout's extender in every arm).
     argv = [sys.executable, "-P", "-c", _LAUNCH, "serve", "--port", str(port)]
-    with processes.running(
-        f"the extender from {tree}",
-        argv,
-        log=log,
-        health_url=f"http://127.0.0.1:{port}/readyz",
-        timeout=300,
-        env=child_env,
+    with processes.service(
+        f"the extender from {tree}", argv, port, log=log, timeout=300, env=child_env
     ) as proc:
         yield proc
 

@@ -34,7 +34,6 @@ import math
 import os
 import random
 import re
-import socket
 import sys
 import tempfile
 import time
@@ -46,7 +45,7 @@ import aiohttp
 
 from fleet.render import render_profile
 from testbed import vocab
-from testbed.cluster import processes
+from testbed.cluster import ports, processes
 
 NS = "bench"
 
@@ -256,29 +255,20 @@ async def measure(
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.asynccontextmanager
 async def serving(objs: list[dict[str, Any]]) -> AsyncIterator[tuple[str, int]]:
     """`extender serve --from-files` on a free loopback port with `objs`, ready (synced)
     before yielding its base URL and pid; stopped on the way out."""
-    port = _free_port()
+    port = ports.free_port()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "cluster.json"
         path.write_text(json.dumps({"kind": "List", "items": objs}))
         argv = [sys.executable, "-c", "from extender.cli import main; main()"]
         argv += ["serve", "--from-files", str(path), "--port", str(port), "--log-level", "warning"]
-        base = f"http://127.0.0.1:{port}"
         # Waits (blocking: nothing else runs yet) until the extender has synced the files.
-        with processes.running(
-            "the extender", argv, log=Path(tmp) / "extender.log", health_url=f"{base}/readyz",
-            timeout=300,
-        ) as proc:  # fmt: skip
-            yield base, proc.pid
+        log = Path(tmp) / "extender.log"
+        with processes.service("the extender", argv, port, log=log, timeout=300) as proc:
+            yield f"http://127.0.0.1:{port}", proc.pid
 
 
 async def main() -> int:

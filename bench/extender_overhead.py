@@ -61,14 +61,8 @@ class Measured:
 
 
 def extender(port: int, env: dict[str, str], log: Path, *extra: str) -> Any:
-    return processes.running(
-        "the extender",
-        [tool("extender"), "serve", "--port", str(port), *extra],
-        log=log,
-        health_url=f"http://127.0.0.1:{port}/readyz",
-        timeout=300,
-        env=env,
-    )
+    argv = [tool("extender"), "serve", "--port", str(port), *extra]
+    return processes.service("the extender", argv, port, log=log, timeout=300, env=env)
 
 
 def admin_tls(cluster_dir: Path) -> ssl.SSLContext:

@@ -190,10 +190,10 @@ async def extender(
     if kubeconfig:
         args += ["--kubeconfig", kubeconfig]
     argv = [sys.executable, "-c", "from extender.cli import main; main()", *args]
-    with tempfile.TemporaryDirectory() as tmp, processes.running(
-        "the extender", argv, log=Path(tmp) / "extender.log", health_url=f"{base}/readyz",
-        timeout=120,
-    ) as proc:  # fmt: skip
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        processes.service("the extender", argv, port, log=Path(tmp) / "extender.log") as proc,
+    ):
         cpu_before = _cpu_seconds(proc.pid)
         yield scrape
 

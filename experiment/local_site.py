@@ -14,7 +14,6 @@ import contextlib
 import dataclasses
 import hashlib
 import os
-import socket
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -25,7 +24,7 @@ from rich.console import Console
 
 from experiment.children import tool
 from experiment.site import Scheduler, SchedulerSetup
-from testbed.cluster import holds, local, paths, processes, second_scheduler
+from testbed.cluster import holds, local, paths, ports, processes, second_scheduler
 
 DEFAULT_SCHEDULER = "default-scheduler"
 
@@ -34,14 +33,8 @@ def extender(
     env: dict[str, str], log: Path, port: int, args: tuple[str, ...] = ()
 ) -> contextlib.AbstractContextManager[Any]:
     """`extender serve` on a loopback port (the one a scheduler configuration calls)."""
-    return processes.running(
-        "the extender",
-        [tool("extender"), "serve", "--port", str(port), *args],
-        log=log,
-        health_url=f"http://127.0.0.1:{port}/readyz",
-        timeout=120,
-        env=env,
-    )
+    argv = [tool("extender"), "serve", "--port", str(port), *args]
+    return processes.service("the extender", argv, port, log=log, env=env)
 
 
 def extender_entries(port: int) -> list[dict[str, Any]]:
@@ -96,7 +89,7 @@ class LocalSite:
             if setup.extender:
                 port = cfg.extender_port
                 if setup.extender_args:
-                    port = _free_port()
+                    port = ports.free_port()
                     workdir.mkdir(parents=True, exist_ok=True)
                     stack.enter_context(
                         extender(self.env, workdir / "extender.log", port, setup.extender_args)
@@ -149,12 +142,6 @@ def opened(
                 cluster.down()
             except local.ClusterError as e:  # someone else started using it meanwhile
                 console.print(f"left cluster {config.name!r} up: {e}")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def cluster_config(

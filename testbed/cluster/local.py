@@ -10,11 +10,8 @@ import contextlib
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import time
-import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +21,7 @@ import yaml
 from testbed import vocab
 from testbed.cluster import binaries as bins
 from testbed.cluster import feature_gates as fg
-from testbed.cluster import health, holds, in_use, kwok_shards, locks, paths, ports
+from testbed.cluster import health, holds, in_use, kwok_shards, locks, paths, ports, supervision
 
 DEFAULT_NAME = "dra-testbed"
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
@@ -218,16 +215,6 @@ def _env(config: ClusterConfig, b: bins.Binaries) -> dict[str, str]:
     return env
 
 
-def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return True
-    return False
-
-
 @dataclass(frozen=True)
 class ComponentState:
     name: str
@@ -369,7 +356,7 @@ class LocalCluster:
                 f"cluster {cfg.name!r} was left half-created (no kubeconfig in "
                 f"{cfg.cluster_dir}); {self._recovery()}"
             )
-        if cfg.apiserver_port and port_in_use(cfg.apiserver_port):
+        if cfg.apiserver_port and ports.in_use(cfg.apiserver_port):
             raise ClusterError(f"port {cfg.apiserver_port} on 127.0.0.1 is already in use")
         source = (
             cfg.scheduler_config
@@ -382,7 +369,7 @@ class LocalCluster:
         fixed = {"kubeApiserverPort": cfg.apiserver_port} if cfg.apiserver_port else {}
         kwokctl_config = cfg.home / f"{cfg.name}-kwokctl.yaml"
         kwokctl_config.write_text(
-            kwokctl_config_text(ports.reserve(cfg.cluster_dir, fixed, port_in_use))
+            kwokctl_config_text(ports.reserve(cfg.cluster_dir, fixed, ports.in_use))
         )
         if self._run(create_command(cfg, b, sched, kwokctl_config), b) != 0:
             raise _Unhealthy(str(self._failed("create")))
@@ -424,7 +411,8 @@ class LocalCluster:
                 busy = [
                     c.name
                     for c in self.status().components
-                    if c.pid is None and _PORT_TAKEN in _exit_reason(logs / f"{c.name}.log")
+                    if c.pid is None
+                    and supervision.PORT_TAKEN in supervision.exit_reason(logs / f"{c.name}.log")
                 ]
                 if not busy or attempt == attempts:
                     raise
@@ -450,7 +438,9 @@ class LocalCluster:
         parts = [why] if why else []
         for c in status.components:
             if c.pid is None:
-                parts.append(f"{c.name} is not running ({_exit_reason(logs / f'{c.name}.log')})")
+                parts.append(
+                    f"{c.name} is not running ({supervision.exit_reason(logs / f'{c.name}.log')})"
+                )
             elif c.problem:
                 parts.append(f"{c.name} {c.problem}")
         detail = "; ".join(parts) or status.problems() or "not healthy"
@@ -533,13 +523,10 @@ class LocalCluster:
 
     def component_flag(self, name: str, flag: str) -> str | None:
         """The value of `--flag=value` on a running component's command line."""
-        pid = _read_pid(self.config.cluster_dir / "pids" / f"{name}.pid")
+        pid = supervision.read_pid(self.config.cluster_dir / "pids" / f"{name}.pid")
         if pid is None:
             return None
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
-        except OSError:
-            return None
+        argv = supervision.argv(pid)
         prefix = f"--{flag}="
         return next((a.removeprefix(prefix) for a in argv if a.startswith(prefix)), None)
 
@@ -555,33 +542,19 @@ class LocalCluster:
         if name not in known:
             raise ClusterError(f"unknown component {name!r}; one of {', '.join(known)}")
         pid_file = self.config.cluster_dir / "pids" / f"{name}.pid"
-        pid = _read_pid(pid_file)
-        if pid is None or _rss_bytes(pid) is None:
+        pid = supervision.read_pid(pid_file)
+        if pid is None or supervision.rss_bytes(pid) is None:
             raise ClusterError(f"{name} is not running")
-        proc_dir = Path(f"/proc/{pid}")
-        argv = [a.decode() for a in proc_dir.joinpath("cmdline").read_bytes().split(b"\0") if a]
-        env = dict(
-            kv.decode().split("=", 1)
-            for kv in proc_dir.joinpath("environ").read_bytes().split(b"\0")
-            if b"=" in kv
-        )
-        cwd = os.readlink(proc_dir / "cwd")
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_seconds
-        while _rss_bytes(pid) is not None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if _rss_bytes(pid) is not None:
-            os.kill(pid, signal.SIGKILL)
-        # Until it has fully exited it holds its ports (its memory goes first, its sockets
-        # later): a successor started before then fails to bind.
-        deadline = time.monotonic() + 10.0
-        while not _exited(pid) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        launch = supervision.launch_of(pid)
+        supervision.stop([pid], grace_seconds=grace_seconds)
+        supervision.wait_exited(pid)
         time.sleep(down_seconds)
-        with (self.config.cluster_dir / "logs" / f"{name}.log").open("a") as log:
-            proc = subprocess.Popen(
-                argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-            )
+        proc = supervision.start_detached(
+            launch.argv,
+            log=self.config.cluster_dir / "logs" / f"{name}.log",
+            cwd=launch.cwd,
+            env=launch.env,
+        )
         pid_file.write_text(str(proc.pid))
         return proc.pid
 
@@ -606,24 +579,22 @@ class LocalCluster:
             name = kwok_shards.shard_name(shard)
             if self._own_pid(pids_dir / f"{name}.pid") is not None:
                 continue
-            port = _free_port()
-            with (logs_dir / f"{name}.log").open("a") as log:
-                proc = subprocess.Popen(
-                    kwok_shards.shard_argv(base, shard, port),
-                    cwd=base.work_dir,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,  # like kwokctl's: outlives `testbed up`
-                )
+            port = ports.free_port()
+            proc = supervision.start_detached(
+                kwok_shards.shard_argv(base, shard, port),
+                log=logs_dir / f"{name}.log",
+                cwd=base.work_dir,  # like kwokctl's: outlives `testbed up`
+            )
             (pids_dir / f"{name}.pid").write_text(str(proc.pid))
             started.append((name, proc, port))
         deadline = time.monotonic() + timeout
         for name, proc, port in started:
-            while not _answers(f"http://127.0.0.1:{port}/healthz"):
+            while not supervision.answers(f"http://127.0.0.1:{port}/healthz"):
                 if proc.poll() is not None or time.monotonic() > deadline:
                     log_path = logs_dir / f"{name}.log"
                     raise ClusterError(
-                        f"{name} did not become healthy: {_last_line(log_path)} (log: {log_path})"
+                        f"{name} did not become healthy: {supervision.last_line(log_path)} "
+                        f"(log: {log_path})"
                     )
                 time.sleep(0.2)
         return len(started)
@@ -632,24 +603,15 @@ class LocalCluster:
         """Stop every extra kwok controller of this cluster (SIGTERM, then SIGKILL)."""
         pids_dir = self.config.cluster_dir / "pids"
         pid_files = sorted(pids_dir.glob(f"{kwok_shards.SHARD_PREFIX}*.pid"))
-        running = [(f, pid) for f in pid_files if (pid := self._own_pid(f)) is not None]
-        for _, pid in running:
-            os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_seconds
-        for _, pid in running:
-            while _rss_bytes(pid) is not None and time.monotonic() < deadline:
-                _reap(pid)
-                time.sleep(0.05)
-            if _rss_bytes(pid) is not None:
-                os.kill(pid, signal.SIGKILL)
-            _reap(pid)
+        running = [pid for f in pid_files if (pid := self._own_pid(f)) is not None]
+        supervision.stop(running, grace_seconds=grace_seconds)
         for f in pid_files:
             f.unlink(missing_ok=True)
 
     def _own_pid(self, pid_file: Path) -> int | None:
         """The live process in `pid_file` if it is one of this cluster's (not a reused pid)."""
-        pid = _read_pid(pid_file)
-        if pid is None or _rss_bytes(pid) is None:
+        pid = supervision.read_pid(pid_file)
+        if pid is None or supervision.rss_bytes(pid) is None:
             return None
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -681,7 +643,7 @@ class LocalCluster:
         )
 
     def _last_log_line(self) -> str:
-        return _last_line(self.config.log_file)
+        return supervision.last_line(self.config.log_file)
 
     def _ready(self) -> bool:
         """The API server answers /readyz with the cluster's kubeconfig credentials."""
@@ -719,17 +681,17 @@ class LocalCluster:
         out = []
         for name in self._component_names():
             pid = self._own_pid(pids_dir / f"{name}.pid")
-            rss = _rss_bytes(pid) if pid else None
+            rss = supervision.rss_bytes(pid) if pid else None
             if pid is None or rss is None:
                 out.append(ComponentState(name, None, None, "not running"))
                 continue
-            argv = _argv(pid)
+            argv = supervision.argv(pid)
             problem = None
             where = health.endpoint(name, argv)
             if where is None:
                 problem = "has no port on its command line to check"
             elif where.port not in health.listening_ports(pid):
-                taken = "" if not port_in_use(where.port) else ", another process has it"
+                taken = "" if not ports.in_use(where.port) else ", another process has it"
                 problem = f"does not listen on its port {where.port}{taken}"
             elif name == "kube-apiserver":
                 problem = None if ready else "is not ready (/readyz)"
@@ -744,85 +706,9 @@ class LocalCluster:
         return out
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as r:
-            return bool(r.status == 200)
-    except OSError:
-        return False
-
-
-def _last_line(log: Path) -> str:
-    try:
-        lines = [ln for ln in log.read_text().splitlines() if ln.strip()]
-    except OSError:
-        return "no output"
-    return lines[-1][-300:] if lines else "no output"
-
-
-_PORT_TAKEN = "address already in use"
-
-
-def _exit_reason(log: Path) -> str:
-    """Why a component stopped, from its log: a port conflict if its last lines have one (a
-    Go component logs more lines after the failed bind as it unwinds), else the last line."""
-    try:
-        tail = [ln for ln in log.read_text().splitlines() if ln.strip()][-20:]
-    except OSError:
-        return "no output"
-    taken = [ln for ln in tail if _PORT_TAKEN in ln]
-    return (taken or tail or ["no output"])[-1][-300:]
-
-
-def _exited(pid: int) -> bool:
-    """Gone, or every thread a zombie: only then are its files and sockets closed (a Go
-    program's main thread turns zombie while its other threads still hold them)."""
-    try:
-        stats = [t.joinpath("stat").read_text() for t in Path(f"/proc/{pid}/task").iterdir()]
-    except OSError:
-        return True
-    return all(st.rsplit(")", 1)[-1].split()[:1] in (["Z"], ["X"], []) for st in stats)
-
-
-def _reap(pid: int) -> None:
-    """Collect `pid` if it is our own exited child (else it lingers as a zombie)."""
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
-
-
 def _server_of(kubeconfig: Path) -> str | None:
     try:
         doc = yaml.safe_load(kubeconfig.read_text())
         return str(doc["clusters"][0]["cluster"]["server"])
     except (OSError, KeyError, IndexError, TypeError, yaml.YAMLError):
         return None
-
-
-def _argv(pid: int) -> list[str]:
-    try:
-        return [a.decode() for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
-    except OSError:
-        return []
-
-
-def _read_pid(path: Path) -> int | None:
-    try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _rss_bytes(pid: int) -> int | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -31,6 +32,25 @@ OPTIONS = (
 # Downwards from here, like kwokctl: below Linux's ephemeral range (32768-60999), where
 # outgoing connections and port-0 listeners (shard controllers, second schedulers) live.
 _FIRST, _LOWEST = 32766, 10000
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port the system calls free on `host` now (for a listener started right after; the
+    cluster's own components get reserved ones, see `reserve`)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def in_use(port: int, host: str = "127.0.0.1") -> bool:
+    """Something listens on (or holds) `host:port` now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return True
+    return False
 
 
 def registry_path() -> Path:

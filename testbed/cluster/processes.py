@@ -1,5 +1,6 @@
-"""Child processes the testbed starts beside the cluster (the plain scheduler, the demo's
-extender): start with a log file, wait until an HTTP endpoint answers, stop cleanly."""
+"""Child processes started for the length of a block beside the cluster (a second
+kube-scheduler, a service such as `extender serve`): start with a log file, wait until an
+HTTP endpoint answers, stop cleanly. (The cluster's own, detached processes: `supervision`.)"""
 
 from __future__ import annotations
 
@@ -11,17 +12,11 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+from testbed.cluster import supervision
+
 
 class ProcessError(RuntimeError):
     """The process exited or never became healthy; the message names its log."""
-
-
-def _last_line(log: Path) -> str:
-    try:
-        lines = log.read_text().strip().splitlines()
-    except OSError:
-        return "no output"
-    return lines[-1][-300:] if lines else "no output"
 
 
 @contextlib.contextmanager
@@ -45,7 +40,7 @@ def running(
             deadline = time.monotonic() + timeout
             while True:
                 if proc.poll() is not None:
-                    raise ProcessError(f"{what} exited: {_last_line(log)} (log: {log})")
+                    raise ProcessError(f"{what} exited: {supervision.last_line(log)} (log: {log})")
                 with (
                     contextlib.suppress(OSError),
                     urllib.request.urlopen(health_url, timeout=2, context=ctx) as r,
@@ -63,3 +58,19 @@ def running(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def service(
+    what: str,
+    argv: list[str],
+    port: int,
+    *,
+    log: Path,
+    timeout: float = 120.0,
+    env: dict[str, str] | None = None,
+) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
+    """A service's `serve` command (`argv`) listening on loopback `port`, running until the
+    block ends once its /readyz answers (for the extender: its caches have synced)."""
+    return running(
+        what, argv, log=log, health_url=f"http://127.0.0.1:{port}/readyz", timeout=timeout, env=env
+    )

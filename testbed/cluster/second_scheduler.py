@@ -10,7 +10,6 @@ watch load in both arms and the ratio is fair.
 from __future__ import annotations
 
 import contextlib
-import socket
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 import yaml
 
 from testbed.cluster import binaries as bins
-from testbed.cluster import feature_gates, local, paths, processes
+from testbed.cluster import feature_gates, local, paths, ports, processes
 
 PLAIN_SCHEDULER_NAME = "plain-scheduler"
 
@@ -77,7 +76,7 @@ def running(
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / f"{scheduler_name}.yaml"
     config.write_text(config_text(kubeconfig, scheduler_name, extenders, overrides))
-    port = _free_port()
+    port = ports.free_port()
     argv = [
         str(b["kube-scheduler"]),
         f"--config={config}",
@@ -97,9 +96,3 @@ def running(
         timeout=ready_timeout,
     ):
         yield SecondScheduler(scheduler_name, port)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])

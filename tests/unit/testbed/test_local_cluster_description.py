@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from testbed import cli
-from testbed.cluster import binaries, kwok_shards, local, paths
+from testbed.cluster import binaries, kwok_shards, local, paths, ports
 
 
 def test_create_command_uses_local_binaries_our_configs_and_loopback_only(tmp_path: Path) -> None:
@@ -170,7 +170,7 @@ def test_port_in_use_detects_a_bound_port() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
-        assert local.port_in_use(s.getsockname()[1])
+        assert ports.in_use(s.getsockname()[1])
 
 
 def test_the_extender_port_is_rewritten_only_for_the_loopback_extender() -> None:

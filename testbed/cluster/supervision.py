@@ -1,0 +1,162 @@
+"""The processes a local cluster runs detached (kwokctl's components, the kwok shard
+controllers): read through /proc and their pid files, started in a session of their own,
+stopped with SIGTERM then SIGKILL, and why one stopped, from its log.
+
+`LocalCluster` decides which processes to start and stop; this module only knows how.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+PORT_TAKEN = "address already in use"
+
+
+# -- reading a process -------------------------------------------------------------------------
+
+
+def read_pid(path: Path) -> int | None:
+    """The pid in a pid file (None: no file, or not a number)."""
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def rss_bytes(pid: int) -> int | None:
+    """Resident memory of `pid` (None: it is gone, or has already given its memory back)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def argv(pid: int) -> list[str]:
+    """The command line of `pid` (empty if it is gone)."""
+    try:
+        return [a.decode() for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+def exited(pid: int) -> bool:
+    """Gone, or every thread a zombie: only then are its files and sockets closed (a Go
+    program's main thread turns zombie while its other threads still hold them)."""
+    try:
+        stats = [t.joinpath("stat").read_text() for t in Path(f"/proc/{pid}/task").iterdir()]
+    except OSError:
+        return True
+    return all(st.rsplit(")", 1)[-1].split()[:1] in (["Z"], ["X"], []) for st in stats)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How a running process was started: enough to start it again the same way."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+
+
+def launch_of(pid: int) -> Launch:
+    """The arguments, environment and working directory `pid` runs with (raises OSError
+    if it is gone)."""
+    proc_dir = Path(f"/proc/{pid}")
+    env = dict(
+        kv.decode().split("=", 1)
+        for kv in proc_dir.joinpath("environ").read_bytes().split(b"\0")
+        if b"=" in kv
+    )
+    return Launch(argv(pid), env, os.readlink(proc_dir / "cwd"))
+
+
+# -- starting and stopping ---------------------------------------------------------------------
+
+
+def start_detached(
+    argv: list[str], *, log: Path, cwd: str | Path, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start `argv` in a session of its own (it outlives the command that started it, as
+    kwokctl's components do), appending its output to `log`."""
+    with log.open("a") as out:
+        return subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=None if env is None else dict(env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def stop(pids: Iterable[int], *, grace_seconds: float = 5.0) -> None:
+    """SIGTERM every one of `pids` at once, SIGKILL whichever still runs `grace_seconds`
+    later; our own children among them are reaped (else they linger as zombies)."""
+    running = list(pids)
+    for pid in running:
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_seconds
+    for pid in running:
+        while rss_bytes(pid) is not None and time.monotonic() < deadline:
+            reap(pid)
+            time.sleep(0.05)
+        if rss_bytes(pid) is not None:
+            os.kill(pid, signal.SIGKILL)
+        reap(pid)
+
+
+def wait_exited(pid: int, timeout: float = 10.0) -> None:
+    """Wait (at most `timeout`) until `pid` has fully exited: until then it holds its ports
+    (its memory goes first, its sockets later), and a successor fails to bind them."""
+    deadline = time.monotonic() + timeout
+    while not exited(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def reap(pid: int) -> None:
+    """Collect `pid` if it is our own exited child (else it lingers as a zombie)."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+# -- health and logs ---------------------------------------------------------------------------
+
+
+def answers(url: str) -> bool:
+    """`url` answers 200 within two seconds."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+def last_line(log: Path) -> str:
+    """The last non-blank line of `log` (its last 300 characters), or "no output"."""
+    try:
+        lines = [ln for ln in log.read_text().splitlines() if ln.strip()]
+    except OSError:
+        return "no output"
+    return lines[-1][-300:] if lines else "no output"
+
+
+def exit_reason(log: Path) -> str:
+    """Why a component stopped, from its log: a port conflict if its last lines have one (a
+    Go component logs more lines after the failed bind as it unwinds), else the last line."""
+    try:
+        tail = [ln for ln in log.read_text().splitlines() if ln.strip()][-20:]
+    except OSError:
+        return "no output"
+    taken = [ln for ln in tail if PORT_TAKEN in ln]
+    return (taken or tail or ["no output"])[-1][-300:]
