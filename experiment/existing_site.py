@@ -35,7 +35,7 @@ from typing import Any, Protocol, TypeVar
 from experiment import cluster_objects as co
 from experiment.site import Scheduler, SchedulerSetup, Site
 from testbed.cluster import paths
-from testbed.kube import errors, kubeconfig, resources
+from testbed.kube import crds, errors, kubeconfig, resources
 from testbed.kube.client import ClientSettings, Kube
 from testbed.kube.resources import Resource
 
@@ -290,18 +290,6 @@ async def _delete(kube: Kube, made: list[Created]) -> None:
             log.warning("could not delete %s %s: %s", c.res.kind, c.name, e)
 
 
-async def _established(kube: Kube, crd: str, seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + seconds
-    while True:
-        obj = await kube.get(resources.CRDS, crd)
-        conds = (obj.get("status") or {}).get("conditions") or ()
-        if any(c.get("type") == "Established" and c.get("status") == "True" for c in conds):
-            return
-        if time.monotonic() > deadline:
-            raise SiteError(f"CustomResourceDefinition {crd} not established after {seconds:.0f}s")
-        await asyncio.sleep(0.5)
-
-
 async def _check(kube: Kube) -> str:
     """The cluster's gitVersion, once it answers and serves DRA."""
     try:
@@ -350,8 +338,8 @@ async def _ensure(api: _Api, kube: Kube, objs: list[Obj], made: list[Created]) -
             raise SiteError(f"cannot create {_describe(obj)}: {e}") from e
         made.append(Created(res, meta["name"], meta.get("namespace")))
         log.info("created %s", _describe(obj))
-        if res == resources.CRDS:
-            await _established(kube, meta["name"])
+        if res == resources.CRDS and not await crds.wait_established(kube, meta["name"]):
+            raise SiteError(f"CustomResourceDefinition {meta['name']} not established after 60s")
 
 
 @contextlib.contextmanager
