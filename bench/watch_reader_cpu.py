@@ -43,7 +43,7 @@ from yarl import URL
 from testbed import runtime
 from testbed.cluster import local
 from testbed.kube import resources
-from testbed.kube.client import Kube, WatchEvent, _decode_event
+from testbed.kube.client import Kube, WatchEvent, decode_event
 
 CLAIMS = resources.RESOURCE_CLAIMS
 READERS = ("client", "bare")
@@ -153,7 +153,7 @@ async def read(reader: str, kubeconfig: str, namespace: str, events: int) -> Non
             lines += [f"{k}: {v}" for k, v in headers.items()]
             request = ("\r\n".join(lines) + "\r\n\r\n").encode()
             transport, _ = await asyncio.get_running_loop().create_connection(
-                lambda: BareWatch(request, lambda line: tally.add(_decode_event(line, CLAIMS))),
+                lambda: BareWatch(request, lambda line: tally.add(decode_event(line, CLAIMS))),
                 str(url.host),
                 url.port or 443,
                 ssl=tls_context(kube.api.configuration),

@@ -39,7 +39,8 @@ Scoring weights (config file keys weights.*, defaults in brackets): the score is
 mean of the terms that apply to a pod, scaled to 0..10."""
 
 
-def _parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
+    """The `extender` command line (also checked against the manifests' commands by a test)."""
     p = argparse.ArgumentParser(
         prog="extender",
         description=_DESCRIPTION,
@@ -149,7 +150,7 @@ async def serve(ns: argparse.Namespace, settings: config.Settings) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ns = _parser().parse_args(argv)
+    ns = parser().parse_args(argv)
     logging.basicConfig(
         level=ns.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
