@@ -344,11 +344,15 @@ def _report(
     *,
     interrupted: bool = False,
 ) -> int:
-    results = [(arm, doc) for arm, doc in p.results if p.valid[arm.name].valid]
     accounted = {
         arm.name: accounting.accounted(doc, probe_phases=planner.probe_phases(arm))
         for arm, doc in p.results
     }
+    # Only arms that ran as labelled and accounted for every pod (no error, no timeout
+    # outside a probe) feed the figures; the others are listed with their reason.
+    results = [
+        (arm, doc) for arm, doc in p.results if p.valid[arm.name].valid and accounted[arm.name][0]
+    ]
     meta: dict[str, Any] = {
         "experiment": exp.name,
         "sites": p.sites,
