@@ -28,8 +28,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from demo_arms import apply_demo_fleet, run_arm  # bench/ is on sys.path
-from extender_cpu import settle
+from common import apply_demo_fleet, run_arm, settle  # bench/ is on sys.path
 
 from extender.cache.index import Index
 from extender.cache.store import Store
