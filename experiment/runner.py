@@ -145,16 +145,17 @@ def _log_size(log: Path | None) -> int:
         return 0
 
 
-def _skipped_since(log: Path | None, offset: int) -> int:
-    """Times kube-scheduler's log says it skipped the extender after byte `offset`."""
+def _skipped_since(log: Path | None, offset: int) -> int | None:
+    """Times kube-scheduler's log says it skipped the extender after byte `offset`; None
+    when the log cannot be read (the validity check says so, rather than assume 0)."""
     if log is None:
-        return 0
+        return None
     try:
         with log.open("rb") as f:
             f.seek(offset)
             return validity.skipped_in_log(f.read().decode(errors="replace"))
     except OSError:
-        return 0
+        return None
 
 
 def _settle(kubeconfig: Path, doc: dict[str, Any], console: Console) -> None:
@@ -366,6 +367,7 @@ def _report(
                 "detail": why,
                 "valid": p.valid[name].valid,
                 "validity": p.valid[name].reason,
+                "unjudged_share": p.valid[name].unjudged_share,
                 **p.timings.get(name, {}),
             }
             for name, (ok, why) in accounted.items()

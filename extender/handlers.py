@@ -107,7 +107,11 @@ async def _call(request: web.Request) -> decoding.Call:
 
 def _observe(request: web.Request, verb: str, started: float, candidates: int) -> None:
     ready = request.app[CORE].ready()
-    request.app[METRICS].answered(verb, ready, time.perf_counter() - started, candidates)
+    # The scheduler hangs up at its httpTimeout: an answer to a closed connection is late.
+    transport = request.transport
+    gone = transport is None or transport.is_closing()
+    seconds = time.perf_counter() - started
+    request.app[METRICS].answered(verb, ready, seconds, candidates, gone=gone)
 
 
 async def filter_nodes(request: web.Request) -> web.Response:
