@@ -9,10 +9,10 @@ For each N it measures, in this order and each time from an empty start:
 2. `kwokctl scale node --replicas N` (bare nodes, no slices): wall time until N of its nodes
    are Ready, seen on a watch. Then `--replicas 0` removes them again.
 3. `fleet delete`.
-And once: `fleet render --profile dgx-h100 --nodes 5000 -o DIR` wall time (no cluster); with
-`--render-profile` repeated, several profiles side by side (e.g. dgx-h100 against dgx-h100-mig,
-whose nodes publish 10 slices and 120 GPU devices each instead of 2 and 8), and with
-`--render-format json` the JSON-lines output too.
+And once: `fleet render --profile dgx-h100 --nodes 5000 --output-dir DIR` wall time (no
+cluster); with `--render-profile` repeated, several profiles side by side (e.g. dgx-h100
+against dgx-h100-mig, whose nodes publish 10 slices and 120 GPU devices each instead of 2
+and 8), and with `--render-format json` the JSON-lines output too.
 
 Beside each figure: CPU seconds each control-plane process used meanwhile (from /proc; kwok
 sums every kwok controller, shards included), the machine's busy fraction over the step and
@@ -249,7 +249,16 @@ async def bench_kwokctl(
 
 def bench_render(n: int, profile: str, fmt: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [str(BIN / "fleet"), "render", "--profile", profile, "--nodes", str(n), "-o", tmp]
+        cmd = [
+            str(BIN / "fleet"),
+            "render",
+            "--profile",
+            profile,
+            "--nodes",
+            str(n),
+            "--output-dir",
+            tmp,
+        ]
         r = run_measured([*cmd, "--format", fmt])
         size = sum(p.stat().st_size for p in Path(tmp).iterdir())
     return {

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from experiment.demo import plan
-from testbed import cli
+from testbed import cli, cliconv, runtime
 from testbed.cluster import local
 
 if TYPE_CHECKING:
@@ -30,12 +30,7 @@ def _cluster_flags(p: argparse.ArgumentParser) -> None:
         "second scheduler per variant with the extender as its sidecar, and deletes what it "
         "created afterwards.",
     )
-    g.add_argument(
-        "--kubeconfig",
-        metavar="FILE",
-        help="kubeconfig of that cluster (with --context alone: $KUBECONFIG, ~/.kube/config)",
-    )
-    g.add_argument("--context", metavar="NAME", help="its context (default: the current one)")
+    cliconv.add_cluster_flags(g, timeout=False)
     g.add_argument(
         "--image",
         metavar="IMAGE",
@@ -82,16 +77,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Co
             "flags laid over it."
         ),
     )
-    demo.add_argument("--nodes", type=int, default=1000, help="fleet size (default %(default)s)")
+    demo.add_argument(
+        "--nodes", type=runtime.positive_int, default=1000, help="fleet size (default %(default)s)"
+    )
     demo.add_argument(
         "--pods",
-        type=int,
+        type=runtime.positive_int,
         default=1000,
         help="pods per arm of the throughput comparisons (default %(default)s)",
     )
     demo.add_argument(
         "--repeat",
-        type=int,
+        type=runtime.positive_int,
         default=1,
         help="runs of each comparison's pair, order alternating (default %(default)s)",
     )
@@ -106,12 +103,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Co
     )
     demo.add_argument(
         "--scale-nodes",
-        type=int,
+        type=runtime.positive_int,
         metavar="N",
         help="fleet size of the scale comparison's large arm (default 5x --nodes)",
     )
     demo.add_argument(
-        "--qps", type=float, default=100.0, help="pod creation rate (default %(default)s)"
+        "--qps",
+        type=runtime.positive_float,
+        default=100.0,
+        help="pod creation rate (default %(default)s)",
     )
     demo.add_argument(
         "--output-dir",
@@ -148,8 +148,6 @@ def workload(args: argparse.Namespace) -> plan.Workload:
 
 
 def run_demo(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from experiment import existing_site
     from experiment.demo import command as demo
     from testbed.cluster import processes
@@ -165,7 +163,7 @@ def run_demo(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
     keys = demo.experiment(config).clusters()
     open_site = _existing_opener(args, keys, explicit_release=False)
     try:
-        return demo.run(config, Console(), open_site)
+        return demo.run(config, cliconv.stdout_console(), open_site)
     except (demo.DemoError, processes.ProcessError, existing_site.SiteError) as e:
         raise cli.CommandError(str(e)) from e
 
@@ -256,13 +254,11 @@ def load_checked(source: str) -> tuple[Any, list[str]]:
 
 
 def run_experiment(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from experiment import matrix
     from experiment.demo import wing
 
     exp, releases = load_checked(args.file)
-    console = Console()
+    console = cliconv.stdout_console()
     planner = wing.Planner() if exp.builtin is not None else matrix.Planner()
     stages = planner.stages(exp)
     if args.verb == "validate":

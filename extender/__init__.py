@@ -1,2 +1,1 @@
-"""extender: a topology-aware kube-scheduler extender for DRA pods. README.md here says what
-it does and, under Layout, which module holds what."""
+"""extender: a topology-aware kube-scheduler extender for DRA pods (see README.md here)."""

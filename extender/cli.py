@@ -15,7 +15,7 @@ from typing import Any
 from extender import app as app_mod
 from extender import config
 from extender.cache import files
-from testbed import runtime, vocab
+from testbed import cliconv, runtime, vocab
 from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
 
@@ -39,13 +39,14 @@ Scoring weights (config file keys weights.*, defaults in brackets): the score is
 mean of the terms that apply to a pod, scaled to 0..10."""
 
 
-def parser() -> argparse.ArgumentParser:
-    """The `extender` command line (also checked against the manifests' commands by a test)."""
-    p = argparse.ArgumentParser(
+def _parser() -> argparse.ArgumentParser:
+    p = cliconv.parser(
         prog="extender",
         description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    cliconv.add_version(p)
+    cliconv.add_verbosity(p)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     s = sub.add_parser(
         "serve",
@@ -61,14 +62,15 @@ def parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--port",
-        type=int,
+        type=cliconv.listen_port,
         default=env("EXTENDER_PORT", str(vocab.EXTENDER_DEFAULT_PORT)),
-        help=f"port (env EXTENDER_PORT) [{vocab.EXTENDER_DEFAULT_PORT}]",
+        help=f"port, 0 for any free one (env EXTENDER_PORT) [{vocab.EXTENDER_DEFAULT_PORT}]",
     )
     s.add_argument("--tls-cert", default=env("EXTENDER_TLS_CERT"), help="serve HTTPS with this")
     s.add_argument("--tls-key", default=env("EXTENDER_TLS_KEY"), help="key for --tls-cert")
-    s.add_argument("--kubeconfig", help="kubeconfig file (default $KUBECONFIG, in-cluster, ~)")
-    s.add_argument("--context", help="kubeconfig context")
+    # No --request-timeout: a server outlives a silent API server (its caches retry and it
+    # reports not ready), where a command would fail in one line.
+    cliconv.add_cluster_flags(s, timeout=False)
     s.add_argument(
         "--from-files",
         nargs="+",
@@ -90,8 +92,9 @@ def parser() -> argparse.ArgumentParser:
         "--log-level",
         default=env("EXTENDER_LOG_LEVEL", "info"),
         choices=["debug", "info", "warning", "error"],
-        help="debug logs every decision (env EXTENDER_LOG_LEVEL) [info]",
+        help="debug logs every decision (env EXTENDER_LOG_LEVEL) [info]; -v is debug, -q warning",
     )
+    cliconv.add_verbosity(s)
     return p
 
 
@@ -150,18 +153,19 @@ async def serve(ns: argparse.Namespace, settings: config.Settings) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ns = parser().parse_args(argv)
-    logging.basicConfig(
-        level=ns.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        stream=sys.stderr,
-    )
+    with cliconv.exits():
+        _main(argv)
+
+
+def _main(argv: list[str] | None) -> None:
+    ns = _parser().parse_args(argv)
+    cliconv.configure_logging(ns, getattr(logging, ns.log_level.upper()))
     try:
         settings = _settings(ns)
         runtime.run(serve(ns, settings))
-    except (config.ConfigFileError, files.FilesError) as e:
-        print(f"extender: error: {e}", file=sys.stderr)
-        sys.exit(1 if isinstance(e, files.FilesError) else 2)
+    except (config.ConfigFileError, files.FilesError, errors.ConfigError) as e:
+        print(f"extender: error: {e}", file=sys.stderr)  # bad input: nothing served
+        sys.exit(cliconv.EXIT_USAGE)
     except (errors.KubeError, runtime.ListenError) as e:
         print(f"extender: error: {e}", file=sys.stderr)
         sys.exit(1)

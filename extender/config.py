@@ -74,7 +74,7 @@ def load(path: str | Path | None, overrides: dict[str, Any] | None = None) -> Se
         try:
             raw = yaml.safe_load(Path(path).read_text())
         except (OSError, yaml.YAMLError) as e:
-            raise ConfigFileError(f"cannot read config {path}: {e}") from e
+            raise ConfigFileError(f"cannot read config {path}: {validation.syntax_error(e)}") from e
         if raw is not None and not isinstance(raw, dict):
             raise ConfigFileError(f"config {path}: expected a mapping at the top level")
         data = raw or {}

@@ -1,7 +1,8 @@
 """`fleet render|apply|status|delete|serve`: flags in, a validated Fleet out, then hand over.
 
-Exit codes: 0 ok, 1 runtime failure (cluster unreachable, writes failed, not Ready in time),
-2 bad usage or a bad spec (nothing is created). Errors are one line, never a traceback.
+Exit codes (testbed.cliconv): 0 ok, 1 runtime failure (cluster unreachable, writes failed,
+not Ready in time), 2 bad usage or a bad spec (nothing is created). Errors are one line,
+never a traceback.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import argparse
 import asyncio
 import dataclasses
 import json
-import logging
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -27,30 +27,31 @@ from fleet import render, yamlout
 from fleet.profiles import ProfileError
 from fleet.reconcile import ReconcileError, Reconciler, ReconcileSettings
 from fleet.spec import DEFAULT_NAME, SpecError, for_profile, from_data, load
-from testbed import runtime, vocab
+from testbed import cliconv, runtime, vocab
 from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
 
-EXIT_RUNTIME = 1
-EXIT_USAGE = 2
+EXIT_RUNTIME = cliconv.EXIT_FAILURE
+EXIT_USAGE = cliconv.EXIT_USAGE
 
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-class UsageError(Exception):
+class UsageError(cliconv.UsageError):
     """Bad flags or spec: exit 2."""
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    with cliconv.exits():
+        _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> None:
     args = parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        stream=sys.stderr,
-    )
+    cliconv.configure_logging(args)
     try:
         code = args.func(args)
-    except (UsageError, SpecError, ProfileError) as e:
+    except (cliconv.UsageError, SpecError, ProfileError, errors.ConfigError) as e:
         _fail(str(e), EXIT_USAGE)
     except (ReconcileError, errors.KubeError) as e:
         _fail(_kube_message(e), EXIT_RUNTIME)
@@ -71,20 +72,22 @@ def _kube_message(e: Exception) -> str:
 
 def parser() -> argparse.ArgumentParser:
     """The `fleet` command line (also checked against the manifests' commands by a test)."""
-    p = argparse.ArgumentParser(
+    p = cliconv.parser(
         prog="fleet",
         description="Thousands of kwok fake nodes with GPU and RDMA-NIC ResourceSlices, "
         "published as the NVIDIA GPU DRA driver and DRANet would.",
     )
-    p.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
+    cliconv.add_version(p)
+    cliconv.add_verbosity(p)
     p.set_defaults(func=lambda _a: _usage(p))
     sub = p.add_subparsers(title="commands", metavar="COMMAND")
 
     cluster = argparse.ArgumentParser(add_help=False)
     g = cluster.add_argument_group("cluster")
-    g.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
-    g.add_argument("--context", help="kubeconfig context (default: current)")
-    g.add_argument("--qps", type=float, default=500.0, help="client-side QPS limit (500)")
+    cliconv.add_cluster_flags(g)
+    g.add_argument(
+        "--qps", type=runtime.positive_float, default=500.0, help="client-side QPS limit (500)"
+    )
     g.add_argument(
         "--burst", type=runtime.positive_int, default=1000, help="client-side burst (1000)"
     )
@@ -128,9 +131,15 @@ def parser() -> argparse.ArgumentParser:
         "stdout, or one file per kind in a directory) for `kubectl apply`. Slices carry no "
         "ownerReferences here: a Node's uid exists only once the API server made it.",
     )
-    r.add_argument("-o", "--output-dir", metavar="DIR", help="write files into DIR")
+    r.add_argument("--output-dir", metavar="DIR", help="write one file per kind into DIR")
     r.add_argument(
-        "--format", choices=["yaml", "json"], default="yaml", help="yaml (default) or json lines"
+        "-o",
+        "--output",
+        "--format",
+        dest="format",
+        choices=["yaml", "json"],
+        default="yaml",
+        help="yaml (default) or json lines",
     )
     r.set_defaults(func=_cmd_render)
 
@@ -142,7 +151,13 @@ def parser() -> argparse.ArgumentParser:
         "what the fleet no longer has, then wait until kwok reports every node Ready.",
     )
     a.add_argument("--no-wait", action="store_true", help="do not wait for nodes to be Ready")
-    a.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for Ready (600)")
+    a.add_argument(
+        "--timeout",
+        type=cliconv.positive_duration,
+        default=600.0,
+        metavar="DURATION",
+        help="how long to wait for Ready, e.g. 90s, 10m (default 10m)",
+    )
     a.set_defaults(func=_cmd_apply)
 
     st = sub.add_parser(
@@ -150,7 +165,7 @@ def parser() -> argparse.ArgumentParser:
     )
     st.add_argument("--name", help=f"fleet name (default {DEFAULT_NAME!r})")
     st.add_argument("--all", action="store_true", help="every fleet in the cluster")
-    st.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    cliconv.add_output(st)
     st.set_defaults(func=_cmd_status)
 
     d = sub.add_parser(
@@ -161,7 +176,13 @@ def parser() -> argparse.ArgumentParser:
         "by its labels. DeviceClasses stay: other fleets and claims share them.",
     )
     d.add_argument("--name", help=f"fleet name (default {DEFAULT_NAME!r})")
-    d.add_argument("--timeout", type=float, default=300.0, help="seconds to wait until gone")
+    d.add_argument(
+        "--timeout",
+        type=cliconv.positive_duration,
+        default=300.0,
+        metavar="DURATION",
+        help="how long to wait until gone (default 5m)",
+    )
     d.set_defaults(func=_cmd_delete)
 
     t = sub.add_parser(
@@ -187,6 +208,7 @@ def parser() -> argparse.ArgumentParser:
     t.set_defaults(func=_cmd_taint)
 
     pr = sub.add_parser("profiles", parents=[spec], help="list the known hardware profiles")
+    cliconv.add_output(pr)
     pr.set_defaults(func=_cmd_profiles)
 
     sv = sub.add_parser(
@@ -199,15 +221,21 @@ def parser() -> argparse.ArgumentParser:
     sv.add_argument("--host", default="127.0.0.1", help="listen address (127.0.0.1)")
     sv.add_argument(
         "--port",
-        type=runtime.non_negative_int,
+        type=cliconv.port,
         default=vocab.FLEET_SERVICE_DEFAULT_PORT,
         help="listen port",
     )
     sv.add_argument("--install-crd", action="store_true", help="create the Fleet CRD if missing")
     sv.add_argument(
-        "--ready-timeout", type=float, default=600.0, help="seconds to wait for nodes Ready"
+        "--ready-timeout",
+        type=cliconv.positive_duration,
+        default=600.0,
+        metavar="DURATION",
+        help="how long to wait for nodes Ready (default 10m)",
     )
     sv.set_defaults(func=_cmd_serve)
+    for command in sub.choices.values():  # `fleet -v apply` and `fleet apply -v` alike
+        cliconv.add_verbosity(command)
     return p
 
 
@@ -288,22 +316,31 @@ def _format_json(objs: list[dict[str, Any]]) -> Iterator[str]:
 
 def _cmd_profiles(args: argparse.Namespace) -> int:
     known = profiles_mod.catalogue(profiles_mod.load_paths(args.profiles))
-    table = Table("PROFILE", "GPUS", "GPU MODE", "NICS", "RDMA", "NUMA", "DESCRIPTION", box=None)
+    rows = []
     for p in known.values():
         rdma = sum(r.nics for r in p.roots if r.nics and p.nics[p.nic_model_name(r)].rdma)
         mode = (
             "-" if p.gpu is None else "mig" if p.gpu.mig else "shared" if p.gpu.shared else "whole"
         )
-        table.add_row(
-            p.name,
-            str(p.gpu_count),
-            mode,
-            str(p.nic_count),
-            str(rdma),
-            str(p.numa_nodes),
-            p.description,
+        rows.append(
+            {
+                "profile": p.name,
+                "gpus": p.gpu_count,
+                "gpu_mode": mode,
+                "nics": p.nic_count,
+                "rdma": rdma,
+                "numa": p.numa_nodes,
+                "description": p.description,
+            }
         )
-    Console().print(table)
+
+    def table() -> None:
+        t = Table("PROFILE", "GPUS", "GPU MODE", "NICS", "RDMA", "NUMA", "DESCRIPTION", box=None)
+        for row in rows:
+            t.add_row(*(str(v) for v in row.values()))
+        cliconv.stdout_console().print(t)
+
+    cliconv.emit(rows, args.output, table)
     return 0
 
 
@@ -354,21 +391,21 @@ async def _status(args: argparse.Namespace) -> int:
         rec = Reconciler(kube)
         names = await rec.list_fleets() if args.all else [args.name or DEFAULT_NAME]
         results = [await rec.status(n) for n in names]
-    if args.output == "json":
-        doc = [
-            {
-                "name": r.name,
-                "recorded": r.recorded,
-                "complete": r.complete,
-                "problems": r.problems,
-                "desired": r.desired,
-                "nodes": r.nodes,
-                "ready": r.ready,
-                "pools": [dataclasses.asdict(p) for p in r.pools],
-            }
-            for r in results
-        ]
-        print(json.dumps(doc if args.all else doc[0], indent=2))
+    doc = [
+        {
+            "name": r.name,
+            "recorded": r.recorded,
+            "complete": r.complete,
+            "problems": r.problems,
+            "desired": r.desired,
+            "nodes": r.nodes,
+            "ready": r.ready,
+            "pools": [dataclasses.asdict(p) for p in r.pools],
+        }
+        for r in results
+    ]
+    if args.output != "table":
+        cliconv.emit(doc if args.all else doc[0], args.output, lambda: None)
         return 0
     table = Table(
         "FLEET", "STATE", "POOL", "PROFILE", "DESIRED", "NODES", "READY", "SLICES", box=None
@@ -385,7 +422,7 @@ async def _status(args: argparse.Namespace) -> int:
             table.add_row(
                 r.name, state, p.pool, p.profile, desired, str(p.nodes), str(p.ready), slices
             )
-    Console().print(table)
+    cliconv.stdout_console().print(table)
     for r in results:
         if not r.complete:
             err_console.print(
@@ -479,20 +516,13 @@ def _client_settings(args: argparse.Namespace) -> ClientSettings:
         burst=args.burst,
         pool_size=max(args.concurrency * 2, 16),
         user_agent=vocab.FLEET_MANAGER,
+        request_timeout=cliconv.long_run_timeout(args),
     )
 
 
 async def _connect(args: argparse.Namespace) -> Kube:
-    kube = await Kube.connect(
-        kubeconfig=args.kubeconfig, context=args.context, settings=_client_settings(args)
-    )
-    try:
-        # Fail fast and clearly on an unreachable cluster, before anything is written.
-        await kube.request("GET", "/version", retry=False)
-    except errors.KubeError as e:
-        await kube.close()
-        raise errors.Unreachable(f"cannot reach the API server at {kube.host}: {e}") from None
-    return kube
+    # Fails fast and clearly on an unreachable or silent cluster, before anything is written.
+    return await cliconv.connect(args, _client_settings(args))
 
 
 class _Bar:

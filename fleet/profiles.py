@@ -308,7 +308,9 @@ def load_paths(paths: Iterable[str | Path]) -> dict[str, Profile]:
             try:
                 docs = list(yaml.safe_load_all(file.read_text()))
             except (OSError, yaml.YAMLError) as e:
-                raise ProfileError(f"cannot read profile file {file}: {_first_line(e)}") from None
+                raise ProfileError(
+                    f"cannot read profile file {file}: {validation.syntax_error(e)}"
+                ) from None
             for doc in docs:
                 if doc is not None:
                     profile = parse(doc, str(file))

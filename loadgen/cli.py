@@ -8,7 +8,8 @@
     loadgen runs                              # runs in the cluster, alive or abandoned
     loadgen cleanup --abandoned               # remove killed runs, releasing their claims
 
-Exit codes: 0 ok, 1 runtime failure or an SLO violated, 2 usage (or a demand that cannot
+Exit codes (testbed.cliconv): 0 ok, 1 runtime failure, an SLO violated or (compare
+--fail-on-regression) a regression, 2 usage (or a demand that cannot
 fit the fleet, refused before anything is created), 128 + the signal when
 interrupted: 130 by SIGINT (Ctrl-C), 143 by SIGTERM (after the partial report is written and
 the run's objects are removed). A second signal aborts at once, with the same code.
@@ -19,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import logging
 import os
 import re
 import signal
@@ -49,19 +49,19 @@ from loadgen import (
 from loadgen.report import console as console_report
 from loadgen.report import document
 from loadgen.report import html as html_report
-from loadgen.scenarios.model import parse_duration
-from testbed import runtime
+from testbed import cliconv, runtime, validation
 from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
 
-EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = cliconv.EXIT_OK, cliconv.EXIT_FAILURE, cliconv.EXIT_USAGE
 # Interrupted runs exit 128 + the signal number, as shells report a process that signal ended.
-_SIGNAL_EXIT = 128
+_SIGNAL_EXIT = cliconv.SIGNAL_EXIT
+EXIT_INTERRUPTED = _SIGNAL_EXIT + signal.SIGINT
 # The namespace is loadgen-<run-id>: a DNS label of at most 63 characters.
 _RUN_ID = re.compile(r"^[a-z0-9]([-a-z0-9]{0,52}[a-z0-9])?\Z")
 
 
-class UsageError(Exception):
+class UsageError(cliconv.UsageError):
     pass
 
 
@@ -77,11 +77,7 @@ def _exit_code(signum: int) -> int:
     return _SIGNAL_EXIT + signum
 
 
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+_duration = cliconv.duration
 
 
 def _key_value(text: str) -> tuple[str, str]:
@@ -93,9 +89,8 @@ def _key_value(text: str) -> tuple[str, str]:
 
 def _cluster_options() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
-    g = p.add_argument_group("cluster")
-    g.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
-    g.add_argument("--context", help="kubeconfig context to use")
+    cliconv.add_cluster_flags(p.add_argument_group("cluster"), suppress=True)
+    cliconv.add_verbosity(p)
     return p
 
 
@@ -192,14 +187,12 @@ def _run_options() -> argparse.ArgumentParser:
         "scheduler=https://127.0.0.1:10259/metrics; apiserver=kube:/metrics goes through "
         "the API client's credentials",
     )
-    g.add_argument("-q", "--quiet", action="store_true", help="no live progress display")
-    g.add_argument("-v", "--verbose", action="store_true", help="log each event")
     return p
 
 
 def parser() -> argparse.ArgumentParser:
     common = _run_options()
-    root = argparse.ArgumentParser(
+    root = cliconv.parser(
         prog="loadgen",
         description="Create pods and Jobs with DRA claims on a cluster and measure pod startup\n"
         "(ClusterLoader2 phases, nearest-rank percentiles), scheduling throughput, claim\n"
@@ -214,15 +207,16 @@ def parser() -> argparse.ArgumentParser:
         "\n  loadgen observe -n team-a --count 500          # pods another tool creates"
         "\n  loadgen runs; loadgen cleanup --abandoned       # runs left in the cluster",
     )
+    cliconv.add_version(root)
     root.add_argument(
         "--pods",
-        type=int,
+        type=runtime.positive_int,
         default=argparse.SUPPRESS,
         help="default scenario: number of pods (default 100)",
     )
     root.add_argument(
         "--gpus",
-        type=int,
+        type=runtime.positive_int,
         default=argparse.SUPPRESS,
         help="default scenario: GPUs per pod (default 1)",
     )
@@ -249,6 +243,8 @@ def parser() -> argparse.ArgumentParser:
     )
     cmp_.add_argument("previous", type=Path, help="result.json of the earlier run")
     cmp_.add_argument("current", type=Path, help="result.json of the run to compare with it")
+    cliconv.add_output(cmp_)
+    cliconv.add_verbosity(cmp_)
     cmp_.add_argument(
         "--html",
         type=Path,
@@ -309,8 +305,7 @@ def parser() -> argparse.ArgumentParser:
     )
     obs.add_argument("--slo", action="append", metavar="PHASE.STAT=DURATION", help="as for run")
     obs.add_argument("--scrape", type=_key_value, action="append", metavar="NAME=URL")
-    obs.add_argument("-q", "--quiet", action="store_true", help="no live progress display")
-    sub.add_parser(
+    runs_ = sub.add_parser(
         "runs",
         parents=[cluster],
         help="list the loadgen runs in the cluster",
@@ -320,6 +315,7 @@ def parser() -> argparse.ArgumentParser:
         f"{runs.STALE_INTERVALS} intervals: the\nprocess was killed), terminating.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    cliconv.add_output(runs_)
     clean = sub.add_parser(
         "cleanup",
         parents=[cluster],
@@ -352,21 +348,26 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
+    with cliconv.exits():
+        _main(argv)
+    raise AssertionError("unreachable")  # pragma: no cover - _main always exits
+
+
+def _main(argv: list[str] | None) -> NoReturn:
     args = parser().parse_args(argv)
     opts: dict[str, Any] = vars(args)
-    logging.basicConfig(
-        level=logging.INFO if opts.get("verbose") else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    cliconv.configure_logging(args)
     err = Console(stderr=True, soft_wrap=True)
     try:
         command = opts.get("command")
         if command == "compare":
-            code = _compare(opts["previous"], opts["current"], Console(), opts.get("html"))
+            code = _compare(opts, cliconv.stdout_console())
         elif command == "observe":
             code = _observe(opts, err)
         elif command == "runs":
-            code = runtime.run(_with_kube(opts, lambda kube: _list_runs(kube, Console())))
+            out = cliconv.stdout_console()
+            fmt = opts.get("output", "table")
+            code = runtime.run(_with_kube(opts, lambda kube: _list_runs(kube, out, fmt)))
         elif command == "cleanup":
             code = _cleanup(opts, err)
         else:
@@ -374,11 +375,13 @@ def main(argv: list[str] | None = None) -> NoReturn:
     except UsageError as e:
         print(f"loadgen: error: {e}", file=sys.stderr)
         code = EXIT_USAGE
-    except runner.Unfit as e:
-        print(f"loadgen: {e}", file=sys.stderr)
+    except (runner.Unfit, errors.ConfigError) as e:
+        print(f"loadgen: error: {e}", file=sys.stderr)
         code = EXIT_USAGE
+    except BrokenPipeError:
+        raise  # the reader went away: cliconv.exits ends quietly
     except (errors.KubeError, runner.RunError, OSError) as e:
-        print(f"loadgen: {e}", file=sys.stderr)
+        print(f"loadgen: error: {e}", file=sys.stderr)
         code = EXIT_RUNTIME
     except KeyboardInterrupt as e:  # a second signal: stop without waiting for cleanup
         print(
@@ -463,7 +466,7 @@ def _run(opts: dict[str, Any], err: Console) -> int:
     # `cleaned_up` is only known after the reports were written: keep the file truthful.
     doc.cleaned_up = result.cleaned_up
     document.write(doc, out_dir)
-    console_report.render(doc, Console())
+    console_report.render(doc, cliconv.stdout_console())
     err.print(f"reports in {out_dir}/", highlight=False)
     if result.interrupted:
         return _exit_code(signals[0]) if signals else EXIT_INTERRUPTED
@@ -514,12 +517,14 @@ def _run_async(
 
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, interrupted, sig)
-        kube = await Kube.connect(
-            kubeconfig=opts.get("kubeconfig"),
-            context=opts.get("context"),
+        kube = await cliconv.connect(
+            opts,
             # loadgen paces its own creates; the watches must never wait on a token bucket.
-            settings=ClientSettings(
-                qps=0, pool_size=settings.max_in_flight + 10, user_agent="dra-testbed-loadgen"
+            ClientSettings(
+                qps=0,
+                pool_size=settings.max_in_flight + 10,
+                user_agent="dra-testbed-loadgen",
+                request_timeout=cliconv.long_run_timeout(opts),
             ),
         )
         try:
@@ -575,49 +580,85 @@ class _Progress:
         self.bar.update(self.tasks[p.phase], completed=p.running, detail=detail)
 
 
-def _compare(prev_path: Path, cur_path: Path, out: Console, html: Path | None = None) -> int:
+def _compare(opts: dict[str, Any], out: Console) -> int:
+    prev_path: Path = opts["previous"]
+    cur_path: Path = opts["current"]
+    html: Path | None = opts.get("html")
     docs = []
     for path in (prev_path, cur_path):
         try:
             docs.append(document.load(path))
         except OSError as e:
             raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
+        except UnicodeDecodeError:
+            raise UsageError(f"{path} is not a loadgen result: not UTF-8 text") from None
         except (ValidationError, ValueError) as e:
-            raise UsageError(f"{path} is not a loadgen result: {str(e).splitlines()[0]}") from None
+            raise UsageError(f"{path} is not a loadgen result: {_why_not_result(e)}") from None
     if html is not None and html.is_dir():
         raise UsageError(f"--html {html}: is a directory (give a file name)")
     rows = compare.formatted(docs[0], docs[1])
-    table = Table(title=f"{docs[0].run_id} -> {docs[1].run_id}")
-    for col, justify in (
-        ("metric", "left"),
-        ("previous", "right"),
-        ("current", "right"),
-        ("change", "right"),
-    ):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    colours = {"better": "green", "same": "green", "worse": "red"}
-    for metric, a, b, change, judgement in rows:
-        colour = colours.get(judgement)
-        table.add_row(metric, a, b, f"[{colour}]{change}[/]" if colour else change)
-    out.print(table)
+    fmt = opts.get("output", "table")
+
+    def table() -> None:
+        t = Table(title=f"{docs[0].run_id} -> {docs[1].run_id}")
+        for col, justify in (
+            ("metric", "left"),
+            ("previous", "right"),
+            ("current", "right"),
+            ("change", "right"),
+        ):
+            t.add_column(col, justify=justify)  # type: ignore[arg-type]
+        colours = {"better": "green", "same": "green", "worse": "red"}
+        for metric, a, b, change, judgement in rows:
+            colour = colours.get(judgement)
+            t.add_row(metric, a, b, f"[{colour}]{change}[/]" if colour else change)
+        out.print(t)
+
+    doc = {
+        "previous": docs[0].run_id,
+        "current": docs[1].run_id,
+        "rows": [
+            {
+                "metric": metric,
+                "previous": a,
+                "current": b,
+                "change_percent": pct,
+                "judgement": compare.judgement(metric, pct),
+            }
+            for metric, a, b, pct in compare.rows(docs[0], docs[1])
+        ],
+    }
+    cliconv.emit(doc, fmt, table)
     if html is not None:
         try:
             html.write_text(html_report.render_comparison(docs[0], docs[1], rows))
         except OSError as e:
-            out.print(f"[red]error:[/] cannot write {html}: {e.strerror or e}")
+            print(f"loadgen: error: cannot write {html}: {e.strerror or e}", file=sys.stderr)
             return EXIT_RUNTIME
-        out.print(f"charts: {html}")
+        print(f"loadgen: charts: {html}", file=sys.stderr)
     return EXIT_OK
+
+
+def _why_not_result(e: Exception) -> str:
+    """Why a file is not a result document, in one line: JSON syntax with its line and
+    column, or the first field that is wrong."""
+    if isinstance(e, ValidationError):
+        first = e.errors()[0]
+        if first["type"] == "json_invalid":
+            return f"not JSON ({first['msg'].removeprefix('Invalid JSON: ')})"
+        return validation.one_line(e)
+    return str(e).splitlines()[0]
 
 
 _T = TypeVar("_T")
 
 
 async def _with_kube(opts: dict[str, Any], use: Callable[[Kube], Awaitable[_T]]) -> _T:
-    kube = await Kube.connect(
-        kubeconfig=opts.get("kubeconfig"),
-        context=opts.get("context"),
-        settings=ClientSettings(user_agent="dra-testbed-loadgen"),
+    kube = await cliconv.connect(
+        opts,
+        ClientSettings(
+            user_agent="dra-testbed-loadgen", request_timeout=cliconv.long_run_timeout(opts)
+        ),
     )
     try:
         return await use(kube)
@@ -637,28 +678,47 @@ def _state(run: runs.Run) -> str:
     return "terminating" if run.terminating else run.state
 
 
-async def _list_runs(kube: Kube, out: Console) -> int:
+async def _list_runs(kube: Kube, out: Console, fmt: str = "table") -> int:
     found = await inventory.list_runs(kube)
-    if not found:
-        out.print("no loadgen runs in the cluster")
-        return EXIT_OK
-    table = Table()
-    for col in ("run id", "age", "state", "heartbeat", "pods", "claims", "GPUs held"):
-        table.add_column(col, justify="left" if col in ("run id", "state") else "right")
-    for r in found:
-        beat = "-" if r.heartbeat_age_seconds is None else _age(r.heartbeat_age_seconds) + " ago"
-        table.add_row(
-            r.run_id,
-            _age(r.age_seconds),
-            _state(r),
-            beat,
-            str(r.pods),
-            f"{r.allocated_claims}/{r.claims}",
-            str(r.gpus),
-        )
-    out.print(table)
-    if any(r.state == "abandoned" and not r.terminating for r in found):
-        out.print("remove abandoned runs with: loadgen cleanup --abandoned")
+    doc = [
+        {
+            "run_id": r.run_id,
+            "age_seconds": round(r.age_seconds, 1),
+            "state": _state(r),
+            "heartbeat_age_seconds": r.heartbeat_age_seconds,
+            "pods": r.pods,
+            "claims": r.claims,
+            "allocated_claims": r.allocated_claims,
+            "gpus": r.gpus,
+        }
+        for r in found
+    ]
+
+    def table() -> None:
+        if not found:
+            out.print("no loadgen runs in the cluster")
+            return
+        t = Table()
+        for col in ("run id", "age", "state", "heartbeat", "pods", "claims", "GPUs held"):
+            t.add_column(col, justify="left" if col in ("run id", "state") else "right")
+        for r in found:
+            beat = (
+                "-" if r.heartbeat_age_seconds is None else _age(r.heartbeat_age_seconds) + " ago"
+            )
+            t.add_row(
+                r.run_id,
+                _age(r.age_seconds),
+                _state(r),
+                beat,
+                str(r.pods),
+                f"{r.allocated_claims}/{r.claims}",
+                str(r.gpus),
+            )
+        out.print(t)
+        if any(r.state == "abandoned" and not r.terminating for r in found):
+            out.print("remove abandoned runs with: loadgen cleanup --abandoned")
+
+    cliconv.emit(doc, fmt, table)
     return EXIT_OK
 
 
@@ -762,6 +822,6 @@ def _observe(opts: dict[str, Any], err: Console) -> int:
 
     result = runtime.run(_with_kube(opts, go))
     doc = report.write_all(result, out_dir, slos)
-    console_report.render(doc, Console())
+    console_report.render(doc, cliconv.stdout_console())
     err.print(f"reports in {out_dir}/", highlight=False)
     return EXIT_RUNTIME if any(not s.ok for s in doc.slos) else EXIT_OK

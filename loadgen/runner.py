@@ -27,6 +27,7 @@ from loadgen import (
     records,
     runs,
     scrape,
+    series,
     stall,
     templates,
     tracker,
@@ -136,7 +137,12 @@ async def run(
             await reporter
         await watcher.stop()
         if scraped_before:
-            result.metrics = await scrape.deltas_since(scraped_before, settings.scrape, kube=kube)
+            after = await scrape.fetch(settings.scrape, kube=kube)
+            result.metrics = {
+                name: series.deltas(scraped_before[name], samples)
+                for name, samples in after.items()
+                if name in scraped_before
+            }
         try:
             if on_measured is not None:
                 done = on_measured(result)

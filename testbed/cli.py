@@ -8,19 +8,18 @@ group `testbed.commands` (pyproject.toml), and `testbed` loads them when it buil
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
-from testbed import vocab
+from testbed import cliconv, vocab
 from testbed.cluster import binaries as bins
 from testbed.cluster import feature_gates as fg
 from testbed.cluster import local
 
-EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = cliconv.EXIT_OK, cliconv.EXIT_FAILURE, cliconv.EXIT_USAGE
 COMMANDS_GROUP = "testbed.commands"
 
 Command = Callable[[local.LocalCluster, argparse.Namespace], int]
@@ -29,11 +28,11 @@ Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], Com
 """An application's entry point: adds its subcommand's parser and returns what runs it."""
 
 
-class UsageError(ValueError):
+class UsageError(cliconv.UsageError):
     """Bad input to a command: exit 2 with the message, nothing changed."""
 
 
-class CommandError(RuntimeError):
+class CommandError(cliconv.Failure):
     """A command failed at run time: exit 1 with the message."""
 
 
@@ -53,7 +52,7 @@ def _application_commands(
 
 
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
-    p = argparse.ArgumentParser(
+    p = cliconv.parser(
         prog="testbed",
         description=(
             "Run the dra-testbed local Kubernetes control plane (etcd, kube-apiserver, "
@@ -63,10 +62,12 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
         epilog="State lives in $DRA_TESTBED_HOME (default ~/.local/state/dra-testbed); "
         "DRA_TESTBED_BIN_DIR points at prebuilt binaries instead of building them.",
     )
+    cliconv.add_version(p)
+    cliconv.add_verbosity(p)
     p.add_argument("--name", default=local.DEFAULT_NAME, help="cluster name (default %(default)s)")
     p.add_argument(
         "--extender-port",
-        type=int,
+        type=cliconv.port,
         default=vocab.EXTENDER_DEFAULT_PORT,
         metavar="PORT",
         help="loopback port kube-scheduler calls the extender on, set when the cluster is "
@@ -77,7 +78,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     up = sub.add_parser("up", help="build or reuse the binaries and start the cluster")
     up.add_argument(
         "--apiserver-port",
-        type=int,
+        type=cliconv.port,
         default=0,
         metavar="PORT",
         help="loopback port for kube-apiserver (default: a free port)",
@@ -126,18 +127,23 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
         action="store_true",
         help="delete it even while live loadgen runs, experiments or test sessions use it",
     )
-    sub.add_parser("status", help="show whether the cluster runs, its kubeconfig and components")
+    status = sub.add_parser(
+        "status", help="show whether the cluster runs, its kubeconfig and components"
+    )
+    cliconv.add_output(status)
     commands: dict[str, Command] = {"up": _up, "down": _down, "status": _status}
     return p, {**_application_commands(sub), **commands}
 
 
 def main(argv: list[str] | None = None) -> None:
+    with cliconv.exits():
+        _main(argv)
+
+
+def _main(argv: list[str] | None) -> None:
     parser, commands = _parser()
     args = parser.parse_args(argv)
-    if getattr(args, "apiserver_port", 0) and not 0 < args.apiserver_port < 65536:
-        _fail(EXIT_USAGE, f"--apiserver-port {args.apiserver_port} is not a TCP port")
-    if not 0 < args.extender_port < 65536:
-        _fail(EXIT_USAGE, f"--extender-port {args.extender_port} is not a TCP port")
+    cliconv.configure_logging(args)
     shards = getattr(args, "kwok_shards", None)
     if shards is not None and not 1 <= shards <= local.MAX_KWOK_SHARDS:
         _fail(EXIT_USAGE, f"--kwok-shards {shards}: must be 1..{local.MAX_KWOK_SHARDS}")
@@ -175,12 +181,11 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, terminated)
     try:
         code = commands[args.command](cluster, args)
-    except BrokenPipeError:  # e.g. `testbed status | head -1`: the reader has gone
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(128 + signal.SIGPIPE)
-    except UsageError as e:
+    except cliconv.UsageError as e:
         _fail(EXIT_USAGE, str(e))
-    except (CommandError, local.ClusterError, bins.BinariesError, OSError) as e:
+    except BrokenPipeError:
+        raise  # the reader went away: cliconv.exits ends quietly
+    except (cliconv.Failure, local.ClusterError, bins.BinariesError, OSError) as e:
         _fail(EXIT_RUNTIME, str(e))
     except KeyboardInterrupt:
         _fail(128 + received[0], f"interrupted by {received[0].name}")
@@ -190,7 +195,8 @@ def main(argv: list[str] | None = None) -> None:
 def _up(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
     if args.scheduler_config and not args.scheduler_config.is_file():
         _fail(EXIT_USAGE, f"--scheduler-config {args.scheduler_config} does not exist")
-    status, changed = cluster.up(build=not args.no_build, notify=_note)
+    notify = (lambda _m: None) if cliconv.quiet(args) else _note
+    status, changed = cluster.up(build=not args.no_build, notify=notify)
     if not changed:
         print(f"cluster {cluster.config.name!r} is already running at {status.server}")
     else:
@@ -209,24 +215,54 @@ def _down(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
 
 def _status(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
     status = cluster.status()
-    if not status.exists:
-        print(f"cluster {cluster.config.name!r} does not exist (run: testbed up)")
-        return EXIT_RUNTIME
-    state = "running" if status.healthy else "not ready" if not status.ready else "degraded"
-    print(f"cluster {cluster.config.name!r}: {state} at {status.server}")
-    print(f"kubeconfig: {status.kubeconfig}")
-    for c in status.components:
-        rss = f"{c.rss_bytes / 2**20:.0f} MiB" if c.rss_bytes is not None else "-"
-        pid = str(c.pid) if c.pid else "not running"
-        health = "healthy" if c.healthy else (c.problem or "") if c.pid else ""
-        print(f"  {c.name:<24} pid {pid:<12} rss {rss:<9} {health}")
-    if not status.healthy:
-        name = cluster.config.name
-        print(
-            f"to repair: testbed --name {name} up (starts what is not running); "
-            f"if that fails: testbed --name {name} down, then up again"
-        )
-    return EXIT_OK if status.healthy else EXIT_RUNTIME
+    code = EXIT_OK if status.healthy else EXIT_RUNTIME
+    name = cluster.config.name
+    state = (
+        "absent"
+        if not status.exists
+        else "running"
+        if status.healthy
+        else "not ready"
+        if not status.ready
+        else "degraded"
+    )
+    doc = {
+        "name": name,
+        "state": state,
+        "healthy": status.healthy,
+        "server": status.server,
+        "kubeconfig": str(status.kubeconfig) if status.exists else None,
+        "components": [
+            {
+                "name": c.name,
+                "pid": c.pid,
+                "rss_bytes": c.rss_bytes,
+                "healthy": c.healthy,
+                "problem": c.problem,
+            }
+            for c in status.components
+        ],
+    }
+
+    def table() -> None:
+        if not status.exists:
+            print(f"cluster {name!r} does not exist (run: testbed up)")
+            return
+        print(f"cluster {name!r}: {state} at {status.server}")
+        print(f"kubeconfig: {status.kubeconfig}")
+        for c in status.components:
+            rss = f"{c.rss_bytes / 2**20:.0f} MiB" if c.rss_bytes is not None else "-"
+            pid = str(c.pid) if c.pid else "not running"
+            health = "healthy" if c.healthy else (c.problem or "") if c.pid else ""
+            print(f"  {c.name:<24} pid {pid:<12} rss {rss:<9} {health}")
+        if not status.healthy:
+            print(
+                f"to repair: testbed --name {name} up (starts what is not running); "
+                f"if that fails: testbed --name {name} down, then up again"
+            )
+
+    cliconv.emit(doc, args.output, table)
+    return code
 
 
 def _print_usage(status: local.Status) -> None:

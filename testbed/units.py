@@ -1,7 +1,8 @@
-"""Figures in the units people read: MiB, s, %, thousands separated (pure).
+"""Figures in the units people read: MiB, s, %, thousands separated, and the units people
+write: Go-style durations (`90s`, `1m30s`) and Kubernetes quantities (pure).
 
 One place for the console and HTML reports of every tool, so `rss_bytes 8.05183e+08` reads
-`RSS 767.9 MiB` everywhere.
+`RSS 767.9 MiB` everywhere, and one parser per unit for every flag and file.
 """
 
 from __future__ import annotations
@@ -23,6 +24,29 @@ def quantity_bytes(text: str) -> int:
     if not m:
         raise ValueError(f"{text[:40]!r} is not a quantity like 10Gi or 81559Mi")
     return math.ceil(Fraction(m.group(1)) * _SUFFIX[m.group(2)])
+
+
+# Go's time.ParseDuration units (µ as the micro sign or the Greek letter).
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0}
+_DURATION_UNITS.update({"m": 60.0, "h": 3600.0})
+_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_DURATION = re.compile(r"(?:(?:\d+\.?\d*|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+\Z")
+_SECONDS = re.compile(r"(?:\d+\.?\d*|\.\d+)\Z")
+MAX_DURATION_CHARS = 1000
+"""Longer duration strings are refused unread: no flag needs more, and nothing is slow."""
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from a Go duration (`90s`, `5m`, `1m30s`, `1.5h`, `500ms`) or a plain number of
+    seconds (`90`, `2.5`); ValueError on anything else, negative durations included."""
+    t = text.strip()
+    if len(t) > MAX_DURATION_CHARS:
+        raise ValueError(f"{t[:20]!r}... is not a duration (too long)")
+    if _SECONDS.match(t):
+        return float(t)
+    if not _DURATION.match(t):
+        raise ValueError(f"{t[:40]!r} is not a duration like 90s, 5m, 1m30s or 500ms")
+    return sum(float(n) * _DURATION_UNITS[u] for n, u in _DURATION_PART.findall(t))
 
 
 def size(n_bytes: float) -> str:

@@ -32,3 +32,22 @@ def shown(value: object, limit: int = 40) -> str:
     becoming a screenful when the value is a 5,000-character string."""
     text = repr(value)
     return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
+def syntax_error(err: BaseException) -> str:
+    """A YAML or JSON syntax error in one line that keeps where it is: `line 3, column 7:
+    expected ',' or ']', but got '<stream end>'`."""
+    import json
+
+    import yaml
+
+    if isinstance(err, yaml.MarkedYAMLError):
+        mark = err.problem_mark or err.context_mark
+        what = ": ".join(p for p in (err.context, err.problem) if p) or type(err).__name__
+        if mark is not None:
+            return f"line {mark.line + 1}, column {mark.column + 1}: {what}"
+        return what
+    if isinstance(err, json.JSONDecodeError):
+        return f"line {err.lineno}, column {err.colno}: {err.msg}"
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__

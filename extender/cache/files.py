@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from extender.cache.store import KINDS, Store
-from testbed import vocab
+from testbed import validation, vocab
 
 
 class FilesError(ValueError):
@@ -75,7 +75,27 @@ def _objects(paths: list[str | Path]) -> Iterator[dict[str, Any]]:
         else:
             raise FilesError(f"{path}: no such file or directory")
         for f in files:
-            yield from _flatten(_documents(f))
+            for n, obj in enumerate(_flatten(_documents(f)), 1):
+                yield _checked(f, n, obj)
+
+
+def _checked(path: Path, n: int, obj: Any) -> dict[str, Any]:
+    """A Kubernetes object: a mapping with a kind and, for the kinds the extender uses, a
+    name. Anything else (plain text, a list of numbers, a nameless Node) is an error, not a
+    silently empty cluster."""
+    if not isinstance(obj, dict):
+        raise FilesError(
+            f"{path}: object {n} is {type(obj).__name__} {validation.shown(obj)}, "
+            "not a Kubernetes object"
+        )
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise FilesError(f"{path}: object {n} has no kind")
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if kind in KINDS and (not isinstance(name, str) or not name):
+        raise FilesError(f"{path}: object {n} ({kind}) has no metadata.name")
+    return obj
 
 
 def _documents(path: Path) -> list[Any]:
@@ -83,30 +103,46 @@ def _documents(path: Path) -> list[Any]:
         text = path.read_text()
     except OSError as e:
         raise FilesError(f"cannot read {path}: {e.strerror or e}") from e
+    except UnicodeDecodeError as e:
+        raise FilesError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
     try:
         if text.lstrip().startswith(("{", "[")):
             return _json(text)
-        return list(yaml.load_all(text, Loader=_YAML_LOADER))
+        return [d for d in yaml.load_all(text, Loader=_YAML_LOADER) if d is not None]
     except (json.JSONDecodeError, yaml.YAMLError) as e:
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise FilesError(f"cannot parse {path}: {first}") from e
+        raise FilesError(f"cannot parse {path}: {validation.syntax_error(e)}") from e
+    except RecursionError:
+        raise FilesError(f"cannot parse {path}: too deeply nested") from None
 
 
 def _json(text: str) -> list[Any]:
-    """One JSON document, or JSON lines."""
+    """One JSON document, or JSON lines (an error names the file's line)."""
     try:
         return [json.loads(text)]
     except json.JSONDecodeError as e:
         if "Extra data" not in e.msg:
             raise
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    docs = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                docs.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise json.JSONDecodeError(e.msg, text, _offset(text, number) + e.pos) from None
+    return docs
 
 
-def _flatten(docs: list[Any]) -> Iterator[dict[str, Any]]:
+def _offset(text: str, line: int) -> int:
+    """Where `line` (1-based) starts in `text`."""
+    pos = 0
+    for _ in range(line - 1):
+        pos = text.index("\n", pos) + 1
+    return pos
+
+
+def _flatten(docs: list[Any]) -> Iterator[Any]:
     for doc in docs:
-        if not isinstance(doc, dict):
-            continue
-        if isinstance(doc.get("items"), list):
+        if isinstance(doc, dict) and isinstance(doc.get("items"), list):
             yield from _flatten(doc["items"])
         else:
             yield doc

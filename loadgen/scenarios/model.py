@@ -18,8 +18,6 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 from loadgen import plan
 from testbed import units, validation, vocab
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*\Z")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 _QUANTITY = re.compile(r"^\d+(\.\d+)?(Ki|Mi|Gi|Ti|k|M|G|T)?\Z")
 _MIG_PROFILE = re.compile(r"^\d+g\.\d+gb(\+me)?\Z")
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?\Z")
@@ -30,11 +28,16 @@ MAX_COUNT = 1_000_000
 
 
 def parse_duration(value: object) -> float:
-    """Seconds from `30s`, `500ms`, `5m`, `1h` or a bare number of seconds."""
+    """Seconds from a Go duration (`30s`, `500ms`, `5m`, `1m30s`) or a bare number of seconds."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         seconds = float(min(value, 2 * MAX_DURATION))  # a 400-digit int overflows a float
-    elif isinstance(value, str) and (m := _DURATION.match(value)):
-        seconds = float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+    elif isinstance(value, str):
+        try:
+            seconds = units.parse_duration(value.replace(" ", ""))
+        except ValueError:
+            raise ValueError(
+                f"{validation.shown(value)} is not a duration like 30s, 500ms, 5m or 1m30s"
+            ) from None
     else:
         raise ValueError(f"{validation.shown(value)} is not a duration like 30s, 500ms, 5m or 1h")
     if seconds < 0:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from http import HTTPStatus
 from typing import Any
 
 
@@ -90,6 +91,8 @@ _BY_STATUS: dict[int, type[KubeError]] = {
 def from_response(status: int, body: bytes | str, retry_after: str | None = None) -> KubeError:
     """The named error for an HTTP status and its `Status` body."""
     message, reason = _status_message(body)
+    if not message:  # e.g. a proxy's bare 404: say what came back instead of nothing
+        message = f"HTTP {status} {_phrase(status)} with an empty body"
     if status == 409 and reason == "AlreadyExists":
         return AlreadyExists(message, status=status, reason=reason)
     if status == 429:
@@ -116,10 +119,17 @@ def _status_message(body: bytes | str) -> tuple[str, str]:
     try:
         obj = json.loads(text)
     except ValueError:
-        return text.strip()[:300] or "no message", ""
+        return text.strip()[:300], ""
     if not isinstance(obj, dict):
         return text.strip()[:300], ""
     return str(obj.get("message") or text[:300]), str(obj.get("reason") or "")
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
 
 
 def _seconds(value: str | None) -> float | None:

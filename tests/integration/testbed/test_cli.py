@@ -119,7 +119,7 @@ def test_up_is_idempotent_and_down_removes_everything(tmp_path: Path) -> None:
         )
         new_pid = cluster.restart_component("kube-apiserver")
         assert new_pid != old_pid
-        assert cluster.wait_ready(60)
+        assert cluster._wait_ready(60)
         assert {addr for addr, _ in listen_addresses(new_pid)} == {"127.0.0.1"}
     finally:
         down = run("--name", "lifecycle", "down", home=home)
@@ -135,9 +135,9 @@ def test_demo_bad_input_is_one_line_and_starts_nothing(tmp_path: Path) -> None:
     for args, code, says in [
         (["demo", "--nodes", "5"], 2, "at least 10 nodes"),
         (["demo", "--comparisons", "speed"], 2, "--comparisons takes a subset"),
-        (["demo", "--pods", "0"], 2, "must be positive"),
+        (["demo", "--pods", "0"], 2, "--pods: must be at least 1"),
         (["demo", "--nodes", "100", "--scale-nodes", "50"], 2, "must be larger than --nodes"),
-        (["--extender-port", "0", "up"], 2, "--extender-port 0 is not a TCP port"),
+        (["--extender-port", "0", "up"], 2, "--extender-port: 0 is not a TCP port"),
     ]:
         proc = run(*args, home=home)
         assert proc.returncode == code, (args, proc.stderr)

@@ -47,20 +47,48 @@ def test_bad_config_is_one_line_usage_error(
     assert "\n" not in err
 
 
-def test_missing_files_are_a_runtime_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert run(["serve", "--from-files", str(tmp_path / "nope.yaml"), "--port", "0"]) == 1
+def test_missing_files_are_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["serve", "--from-files", str(tmp_path / "nope.yaml"), "--port", "0"]) == 2
     assert "no such file" in capsys.readouterr().err
 
 
-def test_unparseable_file_names_the_file(
+def test_unparseable_file_names_the_file_line_and_column(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("a: [\n")
-    assert run(["serve", "--from-files", str(bad), "--port", "0"]) == 1
-    assert "bad.yaml" in capsys.readouterr().err
+    bad.write_text("kind: Node\nmetadata: {name: [\n")
+    assert run(["serve", "--from-files", str(bad), "--port", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "bad.yaml" in err and "line 3, column 1" in err and "\n" not in err
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ("just some text\n", "object 1 is str"),
+        ("[1, 2]\n", "object 1 is list [1, 2]"),
+        ("kind: Node\nmetadata: {labels: {a: b}}\n", "object 1 (Node) has no metadata.name"),
+        ("{}\n", "object 1 has no kind"),
+        ('{"kind": "Node", "metadata": {"name": "a"}}\n{"kind": ', "line 2, column 10"),
+    ],
+)
+def test_files_that_hold_no_kubernetes_objects_are_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, says: str
+) -> None:
+    bad = tmp_path / "objects.json"
+    bad.write_text(content)
+    assert run(["serve", "--from-files", str(bad), "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "http"])
+def test_a_port_out_of_range_is_refused_before_anything_listens(
+    capsys: pytest.CaptureFixture[str], port: str
+) -> None:
+    assert run(["serve", "--from-files", ".", "--port", port]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--port" in err
 
 
 def _free_port() -> int:

@@ -25,7 +25,7 @@ def test_render_writes_all_objects_as_yaml_to_stdout(capsys: pytest.CaptureFixtu
 
 def test_render_to_a_directory_writes_one_file_per_kind(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    assert _run(["render", "--profile", "l4-4gpu", "--nodes", "3", "-o", str(out)]) == 0
+    assert _run(["render", "--profile", "l4-4gpu", "--nodes", "3", "--output-dir", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == [
         "deviceclasses.yaml",
         "nodes.yaml",
@@ -114,8 +114,10 @@ def test_an_unreachable_cluster_is_exit_1(
     assert "cannot reach the API server" in err and len(err.splitlines()) == 1
 
 
-def test_a_missing_kubeconfig_is_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert _run(["status", "--kubeconfig", str(tmp_path / "none")]) == 1
+def test_a_missing_kubeconfig_is_bad_input_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run(["status", "--kubeconfig", str(tmp_path / "none")]) == 2
     assert "does not exist" in capsys.readouterr().err
 
 
