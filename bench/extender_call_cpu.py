@@ -84,6 +84,7 @@ def measure(nodes: int, pods: int, allocate: bool) -> dict[str, float]:
     spent = dict.fromkeys(("decode", "filter", "prioritize", "encode", "allocate"), 0.0)
     used: dict[str, int] = {}
     clock = time.process_time
+    heads = handlers.HostHeads()  # one per server, as app.build makes it
     for i, body in enumerate(bodies):
         t0 = clock()
         call = decoding.call(body)
@@ -92,7 +93,7 @@ def measure(nodes: int, pods: int, allocate: bool) -> dict[str, float]:
         t2 = clock()
         scores = core.prioritize(call.pod, call.names)
         t3 = clock()
-        handlers.encode_priorities(call.names, scores)
+        handlers.encode_priorities(call.names, scores, heads)
         t4 = clock()
         spent["decode"] += t1 - t0
         spent["filter"] += t2 - t1

@@ -29,46 +29,26 @@ tree than this one as "this" (e.g. a `git archive` of a commit, so editing goes 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from demo_arms import apply_demo_fleet, run_arm  # bench/ is on sys.path
+from common import (  # bench/ is on sys.path
+    HERE,
+    apply_demo_fleet,
+    extender_counters,
+    extender_from_tree,
+    run_arm,
+    settle,
+)
 
-from testbed import vocab
-from testbed.cluster import local, processes, second_scheduler
-from testbed.kube import resources
-from testbed.kube.client import Kube
+from testbed.cluster import local, second_scheduler
 
 ARMS = ("off", "baseline", "this")
-HERE = Path(__file__).resolve().parent.parent
-
-# Runs the extender's CLI from whichever tree is first on sys.path; with a profile path it
-# records CPU time between SIGUSR1 (start) and SIGUSR2 (stop and write).
-_LAUNCH = """
-import os, signal, sys, time
-from extender.cli import main
-out = os.environ.get("EXTENDER_CPU_PROFILE")
-if out:
-    import cProfile
-    prof = cProfile.Profile(time.process_time)
-    signal.signal(signal.SIGUSR1, lambda *_: prof.enable())
-    def stop(*_):
-        prof.disable()
-        prof.dump_stats(out)
-    signal.signal(signal.SIGUSR2, stop)
-sys.argv = ["extender", *sys.argv[1:]]
-main()
-"""
 
 
 @dataclass(frozen=True)
@@ -78,55 +58,6 @@ class Measured:
     calls: int
     events: int
     throughput: float
-
-
-def scrape(port: int) -> dict[str, float]:
-    """The extender's CPU seconds, answered scheduler calls and applied watch events."""
-    url = f"http://127.0.0.1:{port}/metrics"
-    with urllib.request.urlopen(url, timeout=10) as r:
-        text = r.read().decode()
-    out = {"cpu": 0.0, "calls": 0.0, "events": 0.0}
-    for line in text.splitlines():
-        if line.startswith("extender_cache_event_lag_seconds_count{"):
-            out["events"] += float(line.rsplit(" ", 1)[1])
-        elif line.startswith("process_cpu_seconds_total "):
-            out["cpu"] = float(line.split()[1])
-        elif line.startswith("extender_requests_total{"):
-            out["calls"] += float(line.rsplit(" ", 1)[1])
-    return out
-
-
-@contextlib.contextmanager
-def extender(
-    tree: Path, port: int, env: dict[str, str], log: Path, profile: Path | None
-) -> Iterator[subprocess.Popen[bytes]]:
-    child_env = {**env, "PYTHONPATH": str(tree)}
-    if profile is not None:
-        child_env["EXTENDER_CPU_PROFILE"] = str(profile)
-    # -P: no current directory ahead of PYTHONPATH, which `-c` would otherwise put first (a
-    # bench started from a checkout would run that checkout's extender in every arm).
-    argv = [sys.executable, "-P", "-c", _LAUNCH, "serve", "--port", str(port)]
-    with processes.service(
-        f"the extender from {tree}", argv, port, log=log, timeout=300, env=child_env
-    ) as proc:
-        yield proc
-
-
-async def _runs_left(kubeconfig: Path) -> int:
-    async with await Kube.connect(kubeconfig=kubeconfig) as kube:
-        listed = await kube.list(resources.NAMESPACES, label_selector=vocab.LABEL_RUN)
-        return len(listed.items)
-
-
-def settle(kubeconfig: Path, timeout: float = 600) -> None:
-    """Wait until no loadgen namespace is left (a run's namespace is still being deleted
-    when loadgen returns): the deletions' watch events would land in the next arm's window
-    and make its CPU per pod depend on what ran before it."""
-    deadline = time.monotonic() + timeout
-    while asyncio.run(_runs_left(kubeconfig)):
-        if time.monotonic() > deadline:
-            sys.exit(f"loadgen namespaces still present after {timeout:.0f}s")
-        time.sleep(2)
 
 
 def spread(values: list[float]) -> str:
@@ -168,9 +99,9 @@ def main() -> int:
                     profile = (args.profile_dir / f"{rep}-{arm}.prof").resolve()
                 log = work / f"extender-{rep}-{arm}.log"
                 settle(config.kubeconfig)
-                with extender(trees[arm], port, env, log, profile) as proc:
+                with extender_from_tree(trees[arm], port, env, log, profile) as proc:
                     time.sleep(2)  # let the initial sync's last events settle
-                    before = scrape(port)
+                    before = extender_counters(port)
                     if profile is not None:
                         proc.send_signal(10)  # SIGUSR1: start profiling
                     doc = run_arm(
@@ -183,7 +114,7 @@ def main() -> int:
                     if profile is not None:
                         proc.send_signal(12)  # SIGUSR2: write the profile
                         time.sleep(1)
-                    after = scrape(port)
+                    after = extender_counters(port)
                 pods = doc["counts"]["expected_pods"]
                 m = Measured(
                     arm,

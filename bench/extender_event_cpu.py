@@ -28,15 +28,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from demo_arms import apply_demo_fleet, run_arm  # bench/ is on sys.path
-from extender_cpu import settle
+from common import apply_demo_fleet, run_arm, settle  # bench/ is on sys.path
 
 from extender.cache.index import Index
 from extender.cache.store import Store
 from extender.config import Settings
 from testbed.cluster import local, second_scheduler
 from testbed.kube import errors, resources
-from testbed.kube.client import Kube, _decode_event
+from testbed.kube.client import Kube, decode_event
 from testbed.kube.watching import Change, Snapshot
 
 CLAIMS = "ResourceClaim"
@@ -95,11 +94,11 @@ def replay(store: Store, lines: list[bytes]) -> tuple[float, float]:
     res = resources.RESOURCE_CLAIMS
     started = time.process_time()
     for line in lines:
-        _decode_event(line, res)
+        decode_event(line, res)
     decode = time.process_time() - started
     started = time.process_time()
     for line in lines:
-        ev = _decode_event(line, res)
+        ev = decode_event(line, res)
         store.feed(CLAIMS, Change(ev.type, ev.object))  # type: ignore[arg-type]
     return decode, time.process_time() - started
 

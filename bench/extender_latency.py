@@ -28,153 +28,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import math
-import os
 import random
 import re
 import sys
-import tempfile
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import aiohttp
-
-from fleet.render import render_profile
-from testbed import vocab
-from testbed.cluster import ports, processes
-
-NS = "bench"
-
-
-def _claims(nodes: list[str], rng: random.Random) -> list[dict[str, Any]]:
-    """One claim per node holding a random subset of its GPUs and NICs (0..8 of each)."""
-    out = []
-    for name in nodes:
-        gpus = rng.sample(range(8), rng.randint(0, 8))
-        nics = rng.sample(range(8), rng.randint(0, len(gpus)))
-        if not gpus:
-            continue
-        results = [
-            {"request": "g", "driver": vocab.GPU_DRIVER, "pool": name, "device": f"gpu-{i}"}
-            for i in gpus
-        ]
-        out.append(
-            {
-                "apiVersion": vocab.RESOURCE_API_VERSION,
-                "kind": "ResourceClaim",
-                "metadata": {"name": f"busy-{name}", "namespace": NS},
-                "spec": {"devices": {"requests": []}},
-                "status": {"allocation": {"devices": {"results": results}}},
-                "_nics": nics,
-            }
-        )
-    return out
-
-
-def _nic_names(slices: list[dict[str, Any]]) -> dict[str, list[str]]:
-    by_node: dict[str, list[str]] = {}
-    for s in slices:
-        if s["spec"]["driver"] == vocab.NIC_DRIVER:
-            by_node[s["spec"]["nodeName"]] = [d["name"] for d in s["spec"]["devices"]]
-    return by_node
-
-
-CEL_CLASSES = {
-    vocab.CLASS_GPU: (
-        f"device.driver == '{vocab.GPU_DRIVER}' && "
-        f"device.capacity['{vocab.GPU_DRIVER}'].memory.compareTo(quantity('40Gi')) >= 0 && "
-        f"device.attributes['{vocab.GPU_DRIVER}'].driverVersion.isGreaterThan(semver('535.0.0'))"
-    ),
-    vocab.CLASS_NIC: f"device.driver == '{vocab.NIC_DRIVER}'",
-    vocab.CLASS_RDMA_NIC: (
-        f"device.driver == '{vocab.NIC_DRIVER}' && device.attributes['{vocab.NIC_DRIVER}'].rdma "
-        f"&& device.attributes['{vocab.NIC_DRIVER}'].mtu >= 4096"
-    ),
-}
-
-
-def build_objects(
-    nodes: int, seed: int, cel_classes: bool = False
-) -> tuple[list[dict[str, Any]], list[str]]:
-    rendered = render_profile("dgx-h100", nodes, name="bench", seed=seed)
-    if cel_classes:
-        for cls in rendered.device_classes:
-            expr = CEL_CLASSES.get(cls["metadata"]["name"])
-            if expr is not None:
-                cls["spec"]["selectors"] = [{"cel": {"expression": expr}}]
-    names = [n["metadata"]["name"] for n in rendered.nodes]
-    rng = random.Random(seed)
-    nic_names = _nic_names(rendered.slices)
-    claims = _claims(names, rng)
-    for c in claims:
-        node = c["metadata"]["name"].removeprefix("busy-")
-        for i in c.pop("_nics"):
-            c["status"]["allocation"]["devices"]["results"].append(
-                {
-                    "request": "n",
-                    "driver": vocab.NIC_DRIVER,
-                    "pool": node,
-                    "device": nic_names[node][i],
-                }
-            )
-    pairs = 8
-    requests = [
-        {"name": f"gpu-{i}", "exactly": {"deviceClassName": vocab.CLASS_GPU}} for i in range(pairs)
-    ] + [
-        {"name": f"nic-{i}", "exactly": {"deviceClassName": vocab.CLASS_RDMA_NIC}}
-        for i in range(pairs)
-    ]
-    template = {
-        "apiVersion": vocab.RESOURCE_API_VERSION,
-        "kind": "ResourceClaimTemplate",
-        "metadata": {"name": "pairs", "namespace": NS},
-        "spec": {"spec": {"devices": {"requests": requests}}},
-    }
-    siblings = [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": f"sib-{i}",
-                "namespace": NS,
-                "labels": {vocab.LABEL_JOB_NAME: "train"},
-            },
-            "spec": {"nodeName": names[i * 97 % len(names)]},
-            "status": {"phase": "Running"},
-        }
-        for i in range(8)
-    ]
-    objs = [*rendered.objects(), *claims, template, *siblings]
-    return objs, names
-
-
-def pod(require_alignment: bool) -> dict[str, Any]:
-    annotations = {vocab.ANNOTATION_REQUIRE_ALIGNMENT: "pcie-root"} if require_alignment else {}
-    return {
-        "metadata": {
-            "name": "p",
-            "namespace": NS,
-            "uid": "u",
-            "labels": {vocab.LABEL_JOB_NAME: "train"},
-            "annotations": annotations,
-        },
-        "spec": {
-            "containers": [{"name": "c", "image": "i", "resources": {}}],
-            "resourceClaims": [{"name": "pairs", "resourceClaimTemplateName": "pairs"}],
-        },
-        "status": {},
-    }
-
+from common import (  # bench/ is on sys.path
+    build_objects,
+    cpu_seconds,
+    nearest_rank,
+    pod,
+    serving_files,
+)
 
 CASES = (("filter", False), ("filter", True), ("prioritize", False))
-
-
-def nearest_rank(sorted_values: list[float], p: float) -> float:
-    return sorted_values[max(0, math.ceil(len(sorted_values) * p / 100) - 1)]
 
 
 async def handler_seconds(
@@ -210,12 +81,6 @@ def bucket_p99(before: dict[float, float], after: dict[float, float]) -> float:
         if total and counts[le] >= 0.99 * total:
             return le
     return math.inf
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process `pid` (Linux /proc): contention-free cost per call."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def measure(
@@ -255,22 +120,6 @@ async def measure(
     }
 
 
-@contextlib.asynccontextmanager
-async def serving(objs: list[dict[str, Any]]) -> AsyncIterator[tuple[str, int]]:
-    """`extender serve --from-files` on a free loopback port with `objs`, ready (synced)
-    before yielding its base URL and pid; stopped on the way out."""
-    port = ports.free_port()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "cluster.json"
-        path.write_text(json.dumps({"kind": "List", "items": objs}))
-        argv = [sys.executable, "-c", "from extender.cli import main; main()"]
-        argv += ["serve", "--from-files", str(path), "--port", str(port), "--log-level", "warning"]
-        # Waits (blocking: nothing else runs yet) until the extender has synced the files.
-        log = Path(tmp) / "extender.log"
-        with processes.service("the extender", argv, port, log=log, timeout=300) as proc:
-            yield f"http://127.0.0.1:{port}", proc.pid
-
-
 async def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--nodes", type=int, default=5000)
@@ -282,7 +131,7 @@ async def main() -> int:
 
     objs, names = build_objects(ns.nodes, ns.seed, ns.cel_classes)
     results: dict[str, dict[str, float]] = {}
-    async with serving(objs) as (base, pid), aiohttp.ClientSession() as session:
+    async with serving_files(objs) as (base, pid), aiohttp.ClientSession() as session:
         rng = random.Random(ns.seed)
         for size in (500, len(names)):
             cands = rng.sample(names, size) if size < len(names) else names

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from demo_arms import apply_demo_fleet, run_arm, tool  # bench/ is on sys.path
+from common import apply_demo_fleet, run_arm, tool  # bench/ is on sys.path
 
 from loadgen import series
 from testbed.cluster import local, processes, second_scheduler

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import extender_latency as lat  # the same fleet, pods and helpers (bench/ is on sys.path)
+import common  # the same fleet, pods and helpers as extender_latency (bench/ is on sys.path)
 
 from testbed import runtime
 
@@ -80,7 +80,7 @@ def server_side(before: dict[str, float], after: dict[str, float]) -> dict[str, 
 
 def proc_stats(pid: int) -> tuple[float, float]:
     """(CPU seconds, RSS MiB) of `pid`."""
-    cpu = lat.cpu_seconds(pid)
+    cpu = common.cpu_seconds(pid)
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return cpu, int(line.split()[1]) / 1024
@@ -173,9 +173,9 @@ async def case(
     return {
         "calls": len(times),
         "calls_per_s": len(times) / wall,
-        "p50_ms": 1000 * lat.nearest_rank(times, 50),
-        "p90_ms": 1000 * lat.nearest_rank(times, 90),
-        "p99_ms": 1000 * lat.nearest_rank(times, 99),
+        "p50_ms": 1000 * common.nearest_rank(times, 50),
+        "p90_ms": 1000 * common.nearest_rank(times, 90),
+        "p99_ms": 1000 * common.nearest_rank(times, 99),
         "max_ms": 1000 * times[-1],
         "errors": errors,
         "dropped": sum(errors.values()),
@@ -196,10 +196,10 @@ async def main() -> int:
     ap.add_argument("--json", help="write results here too")
     ns = ap.parse_args()
 
-    objs, names = lat.build_objects(ns.nodes, ns.seed)
+    objs, names = common.build_objects(ns.nodes, ns.seed)
     rng = random.Random(ns.seed)
     results: dict[str, Any] = {}
-    async with lat.serving(objs) as (base, pid):
+    async with common.serving_files(objs) as (base, pid):
         _, rss = proc_stats(pid)
         print(
             f"{ns.nodes} nodes served, RSS {rss:.0f} MiB; {ns.clients} clients in "
@@ -209,7 +209,7 @@ async def main() -> int:
         )
         for size in (500, len(names)):
             for verb in ("filter", "prioritize"):
-                pod = lat.pod(require_alignment=verb == "filter")
+                pod = common.pod(require_alignment=verb == "filter")
                 bodies = [
                     json.dumps(
                         {

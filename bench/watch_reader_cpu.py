@@ -37,13 +37,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from extender_cpu import HERE, extender, scrape  # bench/ is on sys.path
+from common import HERE, extender_counters, extender_from_tree  # bench/ is on sys.path
 from yarl import URL
 
 from testbed import runtime
 from testbed.cluster import local
 from testbed.kube import resources
-from testbed.kube.client import Kube, WatchEvent, _decode_event
+from testbed.kube.client import Kube, WatchEvent, decode_event
 
 CLAIMS = resources.RESOURCE_CLAIMS
 READERS = ("client", "bare")
@@ -153,7 +153,7 @@ async def read(reader: str, kubeconfig: str, namespace: str, events: int) -> Non
             lines += [f"{k}: {v}" for k, v in headers.items()]
             request = ("\r\n".join(lines) + "\r\n\r\n").encode()
             transport, _ = await asyncio.get_running_loop().create_connection(
-                lambda: BareWatch(request, lambda line: tally.add(_decode_event(line, CLAIMS))),
+                lambda: BareWatch(request, lambda line: tally.add(decode_event(line, CLAIMS))),
                 str(url.host),
                 url.port or 443,
                 ssl=tls_context(kube.api.configuration),
@@ -194,7 +194,7 @@ async def round_(kubeconfig: str, port: int, events: int) -> dict[str, float]:
                 if (await child.stdout.readline()).strip() != b"ready":
                     sys.exit("a reader did not start; see its error above")
             await asyncio.sleep(2)  # both watches open before the first event
-            before = await asyncio.to_thread(scrape, port)
+            before = await asyncio.to_thread(extender_counters, port)
             for i in range(events):
                 await kube.create(CLAIMS, claim(i), namespace=namespace)
             got: dict[str, float] = {}
@@ -203,7 +203,7 @@ async def round_(kubeconfig: str, port: int, events: int) -> dict[str, float]:
                 doc = json.loads(out)
                 got[doc["reader"]] = doc["us_per_event"]
             await asyncio.sleep(1)  # the extender's last events
-            after = await asyncio.to_thread(scrape, port)
+            after = await asyncio.to_thread(extender_counters, port)
             applied = after["events"] - before["events"]
             got["extender"] = (after["cpu"] - before["cpu"]) / max(applied, 1) * 1e6
             return got
@@ -233,7 +233,7 @@ def main() -> int:
     env = {**os.environ, "KUBECONFIG": str(config.kubeconfig)}
     log = Path(tempfile.mkdtemp(prefix="watch-reader-cpu-")) / "extender.log"
     print(f"{args.events} claim events per round; CPU per event (µs)")
-    with extender(HERE, port, env, log, None):
+    with extender_from_tree(HERE, port, env, log, None):
         for n in range(args.rounds):
             got = runtime.run(round_(str(config.kubeconfig), port, args.events))
             cells = "   ".join(f"{r} {got[r]:6.1f}" for r in (*READERS, "extender"))

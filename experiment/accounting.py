@@ -22,7 +22,10 @@ def accounted(doc: Doc, *, probe_phases: tuple[str, ...] = ()) -> tuple[bool, st
     if counts["pods_seen"] != expected:
         return False, f"saw {counts['pods_seen']} of {expected} pods"
     timed_out = any(p.get("timed_out") for p in doc.get("phases") or [])
-    ran = counts["pods_running"] + counts["pods_succeeded"]
+    # pods_running counts every pod that ran, including those that have since succeeded or
+    # failed (loadgen counts a pod once, when first seen Running or later): adding
+    # pods_succeeded counted Jobs' pods twice ("20 of 10 pods ran").
+    ran = counts["pods_running"]
     if probe_phases:
         # The probe ends once each pod is placed or refused: a placed one may not have
         # reached Running yet (every other phase waited for Running, so for them the two

@@ -35,7 +35,7 @@ from typing import Any, Protocol, TypeVar
 from experiment import cluster_objects as co
 from experiment.site import Scheduler, SchedulerSetup, Site
 from testbed.cluster import paths
-from testbed.kube import errors, kubeconfig, resources
+from testbed.kube import crds, errors, kubeconfig, resources
 from testbed.kube.client import ClientSettings, Kube
 from testbed.kube.resources import Resource
 
@@ -80,7 +80,7 @@ def _describe(obj: Obj) -> str:
     return f"{obj['kind']} {ns}{meta['name']}"
 
 
-class _Api:
+class SiteApi:
     """The site's API calls, on a client opened per call of `run` (the runner is synchronous,
     so each step is one short event loop)."""
 
@@ -128,7 +128,8 @@ class _Api:
 class ExistingSite:
     """An opened existing cluster (see the module doc); build with `opened()`."""
 
-    _api: _Api
+    api: SiteApi
+    """The site's API calls (discovery of any kind the cluster serves)."""
     _manifests: co.Manifests
     _image: str
     _scheduler_image: str
@@ -142,7 +143,7 @@ class ExistingSite:
 
     @property
     def kubeconfig(self) -> Path:
-        return self._api.path
+        return self.api.path
 
     @property
     def description(self) -> str:
@@ -168,8 +169,8 @@ class ExistingSite:
         made: list[Created] = []
         try:
             objs = [config_map, deployment]
-            applied = self._api.run(lambda k: self._apply_variant(k, objs, made))
-            pod = self._api.run(lambda k: _wait_deployment(k, co.NAMESPACE, name, self._timeout))
+            applied = self.api.run(lambda k: self._apply_variant(k, objs, made))
+            pod = self.api.run(lambda k: _wait_deployment(k, co.NAMESPACE, name, self._timeout))
             with contextlib.ExitStack() as stack:
                 if self._stand_in is not None:
                     cm, dep = applied
@@ -185,7 +186,7 @@ class ExistingSite:
                 finally:
                     self._active.pop(name, None)
         finally:
-            self._api.run(lambda k: _delete(k, made))
+            self.api.run(lambda k: _delete(k, made))
 
     def _save_logs(self, pod: str, workdir: Path) -> None:
         """Keep the pod's container logs beside the run (best effort: a cluster may not
@@ -203,14 +204,14 @@ class ExistingSite:
                     log.debug("no %s log of pod %s: %s", container, pod, e)
             return logs
 
-        for container, text in self._api.run(fetch).items():
+        for container, text in self.api.run(fetch).items():
             workdir.mkdir(parents=True, exist_ok=True)
             (workdir / f"{container}.log").write_text(text)
 
     async def _apply_variant(self, kube: Kube, objs: list[Obj], made: list[Created]) -> list[Obj]:
         out = []
         for obj in objs:
-            res = await self._api.resource(kube, obj)
+            res = await self.api.resource(kube, obj)
             meta = obj["metadata"]
             made.append(Created(res, meta["name"], meta.get("namespace")))
             try:
@@ -271,7 +272,8 @@ async def _wait_deployment(kube: Kube, namespace: str, name: str, seconds: float
         await asyncio.sleep(2)
 
 
-async def _exists(kube: Kube, res: Resource, obj: Obj) -> bool:
+async def exists(kube: Kube, res: Resource, obj: Obj) -> bool:
+    """Whether the object `obj` names (kind `res`) exists on the cluster."""
     meta = obj["metadata"]
     try:
         await kube.get(res, meta["name"], meta.get("namespace") if res.namespaced else None)
@@ -288,18 +290,6 @@ async def _delete(kube: Kube, made: list[Created]) -> None:
             await kube.delete(c.res, c.name, c.namespace if c.res.namespaced else None)
         except errors.KubeError as e:
             log.warning("could not delete %s %s: %s", c.res.kind, c.name, e)
-
-
-async def _established(kube: Kube, crd: str, seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + seconds
-    while True:
-        obj = await kube.get(resources.CRDS, crd)
-        conds = (obj.get("status") or {}).get("conditions") or ()
-        if any(c.get("type") == "Established" and c.get("status") == "True" for c in conds):
-            return
-        if time.monotonic() > deadline:
-            raise SiteError(f"CustomResourceDefinition {crd} not established after {seconds:.0f}s")
-        await asyncio.sleep(0.5)
 
 
 async def _check(kube: Kube) -> str:
@@ -336,13 +326,13 @@ async def _kwok_runs(kube: Kube) -> bool:
         return False
 
 
-async def _ensure(api: _Api, kube: Kube, objs: list[Obj], made: list[Created]) -> None:
+async def _ensure(api: SiteApi, kube: Kube, objs: list[Obj], made: list[Created]) -> None:
     """Create by server-side apply each object that is missing; leave the others alone."""
     for obj in objs:
         res = await api.resource(kube, obj)
         meta = obj["metadata"]
         try:
-            if await _exists(kube, res, obj):
+            if await exists(kube, res, obj):
                 continue
             if not res.namespaced:
                 meta.pop("namespace", None)  # kwok's release names one on cluster-scoped kinds
@@ -351,19 +341,21 @@ async def _ensure(api: _Api, kube: Kube, objs: list[Obj], made: list[Created]) -
             raise SiteError(f"cannot create {_describe(obj)}: {e}") from e
         made.append(Created(res, meta["name"], meta.get("namespace")))
         log.info("created %s", _describe(obj))
-        if res == resources.CRDS:
-            await _established(kube, meta["name"])
+        if res == resources.CRDS and not await crds.wait_established(kube, meta["name"]):
+            raise SiteError(f"CustomResourceDefinition {meta['name']} not established after 60s")
 
 
 @contextlib.contextmanager
-def _checked(kubeconfig_path: str | Path | None, context: str | None) -> Iterator[tuple[_Api, str]]:
+def _checked(
+    kubeconfig_path: str | Path | None, context: str | None
+) -> Iterator[tuple[SiteApi, str]]:
     """The context's own kubeconfig (in a private directory, removed afterwards) and the
     cluster's gitVersion, once the kubeconfig, the context and the cluster pass the checks."""
     private = Path(tempfile.mkdtemp(prefix="dra-testbed-site-"))
     try:
         try:
             path = kubeconfig.write_minified(kubeconfig_path, context, private / "kubeconfig")
-            api = _Api(path)
+            api = SiteApi(path)
             version = api.run(_check)
         except errors.ConfigError as e:
             raise SiteUsageError(str(e)) from e
@@ -379,7 +371,7 @@ def preflight(kubeconfig_path: str | Path | None = None, context: str | None = N
         return version
 
 
-def _minor(version: str) -> str:
+def minor_release(version: str) -> str:
     """v1.36.3 -> 1.36."""
     return ".".join(version.lstrip("v").split(".")[:2])
 
@@ -404,7 +396,7 @@ def opened(
     kube-scheduler (the API server's gates are the cluster's own)."""
     m = co.Manifests.load(manifests or paths.manifests_dir())
     with _checked(kubeconfig_path, context) as (api, version):
-        if release and _minor(release) != _minor(version):
+        if release and minor_release(release) != minor_release(version):
             raise SiteError(
                 f"the experiment asks for Kubernetes {release}; the cluster runs {version}"
             )
@@ -417,7 +409,7 @@ def opened(
                     await _ensure(api, kube, co.kwok(m), made)
                     namespace, name = co.KWOK_CONTROLLER
                     await _wait_deployment(kube, namespace, name, ready_timeout)
-                elif await _exists(kube, resources.CRDS, {"metadata": {"name": _STAGE_CRD}}):
+                elif await exists(kube, resources.CRDS, {"metadata": {"name": _STAGE_CRD}}):
                     # A kwok of the user's: add the testbed's Stages it lacks (a Job's pod
                     # completing after its delay), keep the ones it has.
                     stages = [o for o in co.kwok(m) if o["kind"] == "Stage"]
@@ -426,7 +418,7 @@ def opened(
 
             host = api.run(prepare)
             yield ExistingSite(
-                _api=api,
+                api=api,
                 _manifests=m,
                 _image=image,
                 _scheduler_image=scheduler_image or co.scheduler_image(version),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from experiment import bandwidth_model, intervals
@@ -27,6 +27,8 @@ class Figure:
     """One metric of one arm over its repeats."""
 
     values: list[float]
+    repeats: list[int] = field(default_factory=list)
+    """The repeat each value came from (pairs A's and B's values); empty: by position."""
 
     @property
     def median(self) -> float:
@@ -43,7 +45,10 @@ def _latency(doc: Doc, phase: str, stat: str) -> float | None:
 
 
 def _throughput(doc: Doc) -> float | None:
-    return float(doc["throughput"]["Average"]) if doc.get("throughput") else None
+    """scheduler_perf's average; None (no data) when no rate was sampled: loadgen then writes
+    zeros where scheduler_perf emits no data item."""
+    t = doc.get("throughput") or {}
+    return float(t["Average"]) if any(t.get(k) for k in ("Average", "Perc50", "Perc99")) else None
 
 
 def _aligned_share(doc: Doc) -> float | None:
@@ -63,14 +68,42 @@ def _mean_gang(doc: Doc, level: str) -> float | None:
     return statistics.fmean(g[level] for g in gangs) if gangs else None
 
 
-def _placed(doc: Doc, name: str) -> float | None:
-    """Share of a probe phase's pods the scheduler placed."""
+@dataclass(frozen=True)
+class ProbeOutcome:
+    """What a probe phase saw of its pods: placed, refused by the scheduler (found
+    unschedulable), or no verdict from the scheduler within the phase's time limit."""
+
+    expected: int
+    placed: int
+    refused: int
+
+    @property
+    def no_verdict(self) -> int:
+        return max(0, self.expected - self.placed - self.refused)
+
+    @property
+    def settled(self) -> float:
+        """Share of the probe's pods with a verdict (placed or refused)."""
+        return (self.placed + self.refused) / self.expected if self.expected else 0.0
+
+
+def probe_outcome(doc: Doc, name: str) -> ProbeOutcome | None:
+    """The probe phase `name`'s outcome in an arm's result; None without that phase."""
     for phase in doc.get("phases") or []:
         if phase.get("name") == name:
             counts = phase["counts"]
-            expected = counts.get("expected_pods") or 0
-            return counts.get("pods_scheduled", 0) / expected if expected else None
+            return ProbeOutcome(
+                int(counts.get("expected_pods") or 0),
+                int(counts.get("pods_scheduled") or 0),
+                int(counts.get("pods_unschedulable") or 0),
+            )
     return None
+
+
+def _placed(doc: Doc, name: str) -> float | None:
+    """Share of a probe phase's pods the scheduler placed."""
+    outcome = probe_outcome(doc, name)
+    return outcome.placed / outcome.expected if outcome and outcome.expected else None
 
 
 def _component(doc: Doc, key: str, component: str = "scheduler") -> float | None:
@@ -80,7 +113,9 @@ def _component(doc: Doc, key: str, component: str = "scheduler") -> float | None
 
 
 def _memory_per_1000_pods(doc: Doc) -> float | None:
-    """MiB the API server and the scheduler grew by over the arm, per 1,000 pods."""
+    """MiB the API server and the scheduler grew by over the arm, per 1,000 pods. Resident
+    memory moves with GC timing and can shrink over an arm: a report marks a row with a
+    negative value as noise (`NOISY_IF_NEGATIVE`), not as a figure."""
     pods = int(doc["counts"]["expected_pods"])
     growth = [_component(doc, "rss_growth_bytes", c) for c in ("apiserver", "scheduler")]
     if not pods or None in growth:
@@ -93,6 +128,15 @@ def _per_pod(doc: Doc, key: str, scale: float = 1.0, component: str = "scheduler
     pods = int((doc.get("counts") or {}).get("expected_pods") or 0)
     value = _component(doc, key, component)
     return value / pods * scale if pods and value is not None else None
+
+
+def _per_second(doc: Doc, key: str, component: str) -> float | None:
+    """A component's summary figure over the arm's duration (its scrapes bracket the run).
+    No idle baseline is subtracted: loadgen measures none (both arms of a comparison carry
+    the same idle load, so it shifts rates, not their order)."""
+    seconds = float(doc.get("duration_seconds") or 0.0)
+    value = _component(doc, key, component)
+    return value / seconds if seconds > 0 and value is not None else None
 
 
 def _scheduler_cpu_per_pod(doc: Doc) -> float | None:
@@ -156,9 +200,14 @@ THROUGHPUT_METRICS: list[Metric] = [
     ),
     ("aligned 8 GPU + 8 NIC pods placed", "share", lambda d: _placed(d, "aligned8")),
     ("aligned 4 GPU + 4 NIC pods placed", "share", lambda d: _placed(d, "aligned4")),
-    ("scheduler CPU", "s", lambda d: _component(d, "cpu_seconds")),
-    ("scheduler attempts", "count", lambda d: _component(d, "schedule_attempts")),
-    ("API server requests", "count", lambda d: _component(d, "api_requests", "apiserver")),
+    # Costs are rates and per-pod figures, never totals of arms of different length.
+    ("scheduler CPU per second", "cores", lambda d: _per_second(d, "cpu_seconds", "scheduler")),
+    ("scheduler attempts per pod", "attempts", lambda d: _per_pod(d, "schedule_attempts")),
+    (
+        "API server requests per second",
+        "requests/s",
+        lambda d: _per_second(d, "api_requests", "apiserver"),
+    ),
     ("API server + scheduler memory growth per 1,000 pods", "MiB", _memory_per_1000_pods),
     ("pods placed at saturation", "pods", _pods_placed),
     ("physical GPUs busy at peak", "GPUs", _fleet_figure("peak_gpus_busy")),
@@ -193,6 +242,18 @@ LATENCY_METRICS: list[Metric] = [
         lambda d: _latency(d, "create_to_schedule", "Perc99"),
     ),
 ]
+
+NOISY_IF_NEGATIVE = {"API server + scheduler memory growth per 1,000 pods"}
+"""Figures a negative value shows to be noise (growth shrank with GC timing)."""
+PROBE_PHASES = {
+    "8-GPU pods placed after a mixed fill": "whole",
+    "aligned 8 GPU + 8 NIC pods placed": "aligned8",
+    "aligned 4 GPU + 4 NIC pods placed": "aligned4",
+    "pods placed (one per GPU)": "every-gpu",
+}
+"""Placeability figures and the probe phase each reads."""
+SETTLED_FOR_VERDICT = 0.95
+"""A placeability verdict needs this share of the probe's pods settled in every arm."""
 
 METRICS: dict[str, tuple[str, Getter, str]] = {
     **{name: (unit, get, "throughput") for name, unit, get in THROUGHPUT_METRICS},

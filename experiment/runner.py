@@ -145,16 +145,17 @@ def _log_size(log: Path | None) -> int:
         return 0
 
 
-def _skipped_since(log: Path | None, offset: int) -> int:
-    """Times kube-scheduler's log says it skipped the extender after byte `offset`."""
+def _skipped_since(log: Path | None, offset: int) -> int | None:
+    """Times kube-scheduler's log says it skipped the extender after byte `offset`; None
+    when the log cannot be read (the validity check says so, rather than assume 0)."""
     if log is None:
-        return 0
+        return None
     try:
         with log.open("rb") as f:
             f.seek(offset)
             return validity.skipped_in_log(f.read().decode(errors="replace"))
     except OSError:
-        return 0
+        return None
 
 
 def _settle(kubeconfig: Path, doc: dict[str, Any], console: Console) -> None:
@@ -344,11 +345,15 @@ def _report(
     *,
     interrupted: bool = False,
 ) -> int:
-    results = [(arm, doc) for arm, doc in p.results if p.valid[arm.name].valid]
     accounted = {
         arm.name: accounting.accounted(doc, probe_phases=planner.probe_phases(arm))
         for arm, doc in p.results
     }
+    # Only arms that ran as labelled and accounted for every pod (no error, no timeout
+    # outside a probe) feed the figures; the others are listed with their reason.
+    results = [
+        (arm, doc) for arm, doc in p.results if p.valid[arm.name].valid and accounted[arm.name][0]
+    ]
     meta: dict[str, Any] = {
         "experiment": exp.name,
         "sites": p.sites,
@@ -362,6 +367,7 @@ def _report(
                 "detail": why,
                 "valid": p.valid[name].valid,
                 "validity": p.valid[name].reason,
+                "unjudged_share": p.valid[name].unjudged_share,
                 **p.timings.get(name, {}),
             }
             for name, (ok, why) in accounted.items()

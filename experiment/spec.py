@@ -20,14 +20,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from experiment import comparison, mixed_fleet
 from fleet import profiles as fleet_profiles
 from fleet import spec as fleet_spec
 from loadgen import scenarios
-from testbed import validation
+from testbed import documents, validation
 from testbed.cluster import binaries as bins
 from testbed.cluster import feature_gates as fg
 
@@ -324,15 +323,9 @@ def parse(data: object, *, source: str = "experiment", base: Path | None = None)
 def load(path: Path) -> Experiment:
     """An Experiment from a YAML file; SpecError names the file and the field."""
     try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise SpecError(f"cannot read {path}: {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise SpecError(f"{path}: not valid UTF-8 text ({e.reason} at byte {e.start})") from None
-    except (ValueError, yaml.YAMLError) as e:
-        raise SpecError(f"{path}: not valid YAML: {validation.syntax_error(e)}") from None
-    except RecursionError:
-        raise SpecError(f"{path}: not valid YAML: too deeply nested") from None
+        data = documents.load(path)
+    except documents.DocumentError as e:
+        raise SpecError(str(e)) from None
     return parse(data, source=str(path), base=path.parent)
 
 

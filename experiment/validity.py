@@ -7,11 +7,17 @@ arm. Such an arm is invalid: shown with its reason, never averaged into a figure
 Evidence, from both sides of the call:
 - the extender's `extender_requests_total{verb,outcome}` counters, scraped by loadgen before
   and after the arm: every call answered "ok", and at least one filter call per pod scheduled
-  (kube-scheduler calls filter in every scheduling cycle that reaches the extender);
+  (kube-scheduler calls filter in every scheduling cycle that reaches the extender). An answer
+  given after kube-scheduler's `httpTimeout`, or after it hung up, is counted "late" by the
+  extender: the scheduler had already gone on without it, so it is a failure too;
 - kube-scheduler's log: it records every ignored filter failure as "Skipping extender as it
   returned error and has ignorable flag set" (schedule_one.go, findNodesThatPassExtenders; it
   has no metric for it). Failed prioritize calls are logged only at -v=5, so the extender's
-  own counters cover those.
+  own counters cover those. Where the log cannot be read (an existing cluster's scheduler
+  pod), the verdict says so rather than assuming nothing was skipped;
+- requests the extender could not judge (`extender_unjudged_requests_total{reason}`, e.g. a
+  DeviceClass selector it does not evaluate) were left to DRA: not a failure, but the arm
+  reports their share of filter calls, since for those pods "on" behaved as "off".
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import Any
 
 SCHEDULER_SKIPPED = "Skipping extender as it returned error and has ignorable flag set"
 _REQUESTS = re.compile(r"^extender_requests_total\{(?P<labels>[^}]*)\}$")
+_UNJUDGED = re.compile(r"^extender_unjudged_requests_total(\{(?P<labels>[^}]*)\})?$")
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 
@@ -29,6 +36,9 @@ _LABEL = re.compile(r'(\w+)="([^"]*)"')
 class Validity:
     valid: bool
     reason: str
+    unjudged_share: float | None = None
+    """Requests the extender left to DRA unjudged, per filter call answered (None: not an
+    extender arm, or no filter call)."""
 
 
 VALID = Validity(True, "ok")
@@ -49,28 +59,59 @@ def extender_calls(doc: dict[str, Any]) -> dict[tuple[str, str], float] | None:
     return out
 
 
+def unjudged(doc: dict[str, Any]) -> dict[str, float]:
+    """reason -> requests the extender could not judge during the arm."""
+    extender = (doc.get("metrics") or {}).get("extender") or {}
+    out: dict[str, float] = {}
+    for key, value in (extender.get("deltas") or {}).items():
+        if m := _UNJUDGED.match(key):
+            reason = dict(_LABEL.findall(m.group("labels") or "")).get("reason", "")
+            out[reason] = out.get(reason, 0.0) + float(value)
+    return out
+
+
 def skipped_in_log(text: str) -> int:
     """How many times kube-scheduler's log says it skipped the extender."""
     return text.count(SCHEDULER_SKIPPED)
 
 
-def extender_arm(doc: dict[str, Any], *, scheduler_skipped: int) -> Validity:
-    """Whether an extender-on arm really had the extender answer every pod."""
+def extender_arm(doc: dict[str, Any], *, scheduler_skipped: int | None) -> Validity:
+    """Whether an extender-on arm really had the extender answer every pod.
+    `scheduler_skipped`: the skips kube-scheduler logged during the arm; None when its log
+    could not be read (said in the reason, never taken as zero)."""
     calls = extender_calls(doc)
     if calls is None:
         return Validity(False, "the extender's /metrics was not scraped: nothing shows it ran")
+    answered = int(calls.get(("filter", "ok"), 0.0))
+    unjudged_calls = sum(unjudged(doc).values())
+    share = unjudged_calls / answered if answered else None
+    late = {k: v for k, v in calls.items() if k[1] == "late" and v}
+    if late:
+        detail = ", ".join(f"{int(v)} {verb}" for (verb, _), v in late.items())
+        return Validity(
+            False,
+            f"extender answers after kube-scheduler's httpTimeout (it went on without them): "
+            f"{detail}",
+            share,
+        )
     failed = {k: v for k, v in calls.items() if k[1] != "ok" and v}
     if failed:
         detail = ", ".join(f"{int(v)} {verb} {outcome}" for (verb, outcome), v in failed.items())
-        return Validity(False, f"extender calls not answered ok: {detail}")
+        return Validity(False, f"extender calls not answered ok: {detail}", share)
     if scheduler_skipped:
         return Validity(
-            False, f"kube-scheduler skipped the extender {scheduler_skipped} times (its log)"
+            False, f"kube-scheduler skipped the extender {scheduler_skipped} times (its log)", share
         )
     scheduled = int((doc.get("counts") or {}).get("pods_scheduled") or 0)
-    answered = int(calls.get(("filter", "ok"), 0.0))
     if answered < scheduled:
         return Validity(
-            False, f"the extender answered {answered} filter calls for {scheduled} pods scheduled"
+            False,
+            f"the extender answered {answered} filter calls for {scheduled} pods scheduled",
+            share,
         )
-    return VALID
+    notes = []
+    if scheduler_skipped is None:
+        notes.append("kube-scheduler's log not read: skips counted from the extender's side only")
+    if unjudged_calls:
+        notes.append(f"{share:.1%} of filter calls had requests left to DRA unjudged")
+    return Validity(True, "; ".join(["ok", *notes]), share)

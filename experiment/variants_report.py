@@ -108,7 +108,10 @@ def console_tables(
 
 
 def _figure_json(f: Figure) -> dict[str, Any]:
-    return {"values": f.values, "median": None if math.isnan(f.median) else f.median}
+    return {
+        "values": [None if math.isnan(v) else v for v in f.values],
+        "median": None if math.isnan(f.median) else f.median,
+    }
 
 
 def to_json(
@@ -158,7 +161,7 @@ def write(
     arms: Sequence[Arm],
 ) -> Path:
     doc = to_json(exp, meta, rows, releases)
-    (out_dir / "experiment.json").write_text(json.dumps(doc, indent=2) + "\n")
+    (out_dir / "experiment.json").write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
     variants = _variants(rows)
     sections = [
         charts.Section(

@@ -73,6 +73,7 @@ def build(
     app = web.Application(middlewares=[errors], client_max_size=settings.max_body_bytes)
     app[handlers.CORE] = core
     app[handlers.METRICS] = metrics
+    app[handlers.HEADS] = handlers.HostHeads()
     app[REGISTRY] = registry
     app[STORE] = store
     app.router.add_post("/filter", handlers.filter_nodes)

@@ -39,7 +39,8 @@ Scoring weights (config file keys weights.*, defaults in brackets): the score is
 mean of the terms that apply to a pod, scaled to 0..10."""
 
 
-def _parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
+    """The `extender` command line (also checked against the manifests' commands by a test)."""
     p = cliconv.parser(
         prog="extender",
         description=_DESCRIPTION,
@@ -158,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _main(argv: list[str] | None) -> None:
-    ns = _parser().parse_args(argv)
+    ns = parser().parse_args(argv)
     cliconv.configure_logging(ns, getattr(logging, ns.log_level.upper()))
     try:
         settings = _settings(ns)

@@ -14,7 +14,11 @@ from prometheus_client.registry import Collector
 from extender.cache.index import Index
 from extender.topology import Outcome
 
-_LATENCY_BUCKETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
+_LATENCY_BUCKETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0)
+LATE_AFTER_SECONDS = 5.0
+"""kube-scheduler's `httpTimeout` in the shipped configuration: an answer that took longer
+came after the scheduler gave up on the call (and, the extender being ignorable, scheduled
+without it)."""
 _CANDIDATE_BUCKETS = (1, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
 _LAG_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 300)
 
@@ -30,7 +34,8 @@ class Metrics:
         )
         self.requests = Counter(
             "extender_requests_total",
-            "Scheduler calls by verb and outcome (ok, not_ready, bad_request, error).",
+            "Scheduler calls by verb and outcome (ok, not_ready, late = answered after the "
+            "scheduler's httpTimeout or after it hung up, bad_request, error).",
             ["verb", "outcome"],
             registry=registry,
         )
@@ -86,9 +91,18 @@ class Metrics:
         self._answered: dict[tuple[str, bool], tuple[Any, Any, Any]] = {}
         self._lag: dict[str, Any] = {}
 
-    def answered(self, verb: str, ready: bool, seconds: float, candidates: int) -> None:
-        """One scheduler call answered (ok, or not_ready before the first sync). The label
-        children are looked up once: `labels()` costs more than the observation itself."""
+    def answered(
+        self, verb: str, ready: bool, seconds: float, candidates: int, *, gone: bool = False
+    ) -> None:
+        """One scheduler call answered (ok, or not_ready before the first sync), or answered
+        too late to count: after LATE_AFTER_SECONDS or once the scheduler hung up (`gone`),
+        it has already skipped the extender. The label children are looked up once:
+        `labels()` costs more than the observation itself."""
+        if ready and (gone or seconds >= LATE_AFTER_SECONDS):
+            self.request_seconds.labels(verb).observe(seconds)
+            self.candidates.labels(verb).observe(candidates)
+            self.requests.labels(verb, "late").inc()
+            return
         children = self._answered.get((verb, ready))
         if children is None:
             children = self._answered[(verb, ready)] = (

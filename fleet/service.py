@@ -29,7 +29,7 @@ from fleet.profiles import ProfileError
 from fleet.reconcile import Counts, ReconcileError, Reconciler, ReconcileSettings
 from fleet.spec import SpecError, from_data
 from testbed import runtime, vocab
-from testbed.kube import errors
+from testbed.kube import crds, errors
 from testbed.kube.client import ClientSettings, Kube
 from testbed.kube.resources import CRDS
 from testbed.kube.watching import Change, Liveness, Snapshot, informer
@@ -368,15 +368,8 @@ async def install_crd(kube: Kube, *, within: float = 60.0) -> None:
     """Create the Fleet CRD if missing and wait until it is Established."""
     with contextlib.suppress(errors.AlreadyExists):
         await kube.create(CRDS, crd.crd_object())
-    deadline = time.monotonic() + within
-    while True:
-        obj = await kube.get(CRDS, crd.CRD_NAME)
-        for c in (obj.get("status") or {}).get("conditions") or []:
-            if c.get("type") == "Established" and c.get("status") == "True":
-                return
-        if time.monotonic() > deadline:
-            raise ReconcileError(f"CRD {crd.CRD_NAME} not Established after {within:.0f}s")
-        await asyncio.sleep(0.2)
+    if not await crds.wait_established(kube, crd.CRD_NAME, within=within):
+        raise ReconcileError(f"CRD {crd.CRD_NAME} not Established after {within:.0f}s")
 
 
 async def serve(

@@ -8,21 +8,18 @@ that names the field.
 
 from __future__ import annotations
 
-import json
 import re
-import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from fleet import limits
 from fleet.profiles import Profile, ProfileError
-from testbed import validation, vocab
+from testbed import documents, validation, vocab
 
 DEFAULT_NAME = "fleet"
 API_VERSION = f"{vocab.TESTBED_GROUP}/{vocab.FLEET_CRD_VERSION}"
@@ -279,18 +276,9 @@ def from_data(data: Any, *, name: str | None = None, source: str = "spec") -> Fl
 def load(path: str | Path, *, name: str | None = None) -> Fleet:
     """A Fleet from a YAML or JSON file (`-` reads stdin)."""
     try:
-        text = sys.stdin.read() if str(path) == "-" else Path(path).read_text()
-    except OSError as e:
-        raise SpecError(f"cannot read {path}: {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise SpecError(f"{path}: not valid UTF-8 text ({e.reason} at byte {e.start})") from None
-    try:
-        # Not libyaml's CSafeLoader: it is faster, but crashes the process on deep nesting.
-        data = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as e:
-        raise SpecError(f"{path}: not valid YAML/JSON: {validation.syntax_error(e)}") from None
-    except RecursionError:  # both parsers recurse per nesting level
-        raise SpecError(f"{path}: not valid YAML/JSON: too deeply nested") from None
+        data = documents.load(path, json_suffix=True)
+    except documents.DocumentError as e:
+        raise SpecError(str(e)) from None
     return from_data(data, name=name, source=str(path))
 
 

@@ -1,1 +1,19 @@
-"""loadgen."""
+"""loadgen: fires DRA workloads at a cluster and measures them the way ClusterLoader2 and
+scheduler_perf do (`loadgen`, `loadgen run SCENARIO`, `loadgen compare`, `loadgen observe`).
+
+Modules, top to bottom (import-linter checks the layers):
+- `cli.py`: the command line; flags in, a validated scenario and settings out.
+- `runner.py` runs a scenario (the async API under the CLI, tests and benches);
+  `observe.py` measures pods something else creates; `compare.py` sets two results side by
+  side; `agreement.py` holds our startup figures against ClusterLoader2's.
+- Its parts: `driver.py` creates objects at a controlled rate; `tracker.py` watches pods,
+  claims and slices; `scrape.py` reads components' /metrics before and after (with the
+  deltas); `inventory.py` lists, keeps alive and removes runs in a cluster; `report/` writes
+  the JSON document, PerfData, CSV, console summary and HTML page.
+- Plain data: `outcome.py` (a run's settings and result), `records.py` (what a run observed,
+  and the pure state machine updating it), `runs.py` (runs found in a cluster),
+  `preflight.py`, `series.py` (Prometheus text as data), `slo.py`, `stall.py`, `progress.py`.
+- Pure core: `templates.py` (the objects a run creates), `placement.py` (alignment and gang
+  span), `stats.py` (nearest-rank percentiles), `scenarios/` (named and YAML scenarios),
+  `plan.py` (arrival schedules).
+"""

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from loadgen import outcome, records, scrape, series, tracker
+from loadgen import outcome, records, scrape, tracker
 from loadgen.scenarios import Phase, Scenario
 from testbed.kube import resources
 from testbed.kube.client import Kube
@@ -120,12 +120,7 @@ async def observe(
         result.interrupted = stop.is_set()
         await watcher.stop()
         if scraped_before:
-            after = await scrape.fetch(target.scrape, kube=kube)
-            result.metrics = {
-                name: series.deltas(scraped_before[name], samples)
-                for name, samples in after.items()
-                if name in scraped_before
-            }
+            result.metrics = await scrape.deltas_since(scraped_before, target.scrape, kube=kube)
     return result
 
 

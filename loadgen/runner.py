@@ -27,7 +27,6 @@ from loadgen import (
     records,
     runs,
     scrape,
-    series,
     stall,
     templates,
     tracker,
@@ -137,12 +136,7 @@ async def run(
             await reporter
         await watcher.stop()
         if scraped_before:
-            after = await scrape.fetch(settings.scrape, kube=kube)
-            result.metrics = {
-                name: series.deltas(scraped_before[name], samples)
-                for name, samples in after.items()
-                if name in scraped_before
-            }
+            result.metrics = await scrape.deltas_since(scraped_before, settings.scrape, kube=kube)
         try:
             if on_measured is not None:
                 done = on_measured(result)

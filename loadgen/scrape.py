@@ -54,3 +54,14 @@ async def fetch(
 
         got = await asyncio.gather(*(one(n, u) for n, u in urls.items()))
     return {name: samples for name, samples in got if samples is not None}
+
+
+async def deltas_since(
+    before: Mapping[str, series.Samples], urls: Mapping[str, str], *, kube: Kube | None = None
+) -> dict[str, dict[str, float]]:
+    """Scrape `urls` again: what each component's series moved by since `before` (only the
+    components that answered both times; nothing if nothing answered before)."""
+    if not before:
+        return {}
+    after = await fetch(urls, kube=kube)
+    return {name: series.deltas(before[name], s) for name, s in after.items() if name in before}

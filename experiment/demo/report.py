@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from experiment import arm_charts, bandwidth_model, intervals
+from experiment import arm_charts, bandwidth_model, figures, intervals
 from experiment.arms import LATENCY_RATE_DEFINITION, Arm
 from experiment.demo import summary, wing
 from experiment.demo.summary import GuideRow, Row, Target
@@ -36,10 +36,14 @@ DEFINITIONS = {
     "scheduling throughput": "scheduler_perf's SchedulingThroughput: pods scheduled sampled "
     "on a 1 s ticker, first sample skipped, no zero intervals; the average of the rates",
     "latency arm": LATENCY_RATE_DEFINITION,
-    "figures and verdicts": f"median over repeats with min-max; each A/B ratio with a seeded "
-    f"bootstrap {intervals.CONFIDENCE:.0%} interval ({intervals.RESAMPLES} resamples); a "
-    "target is met or missed only when the interval clears its threshold, else inconclusive; "
-    f'one repeat says "{intervals.SINGLE_RUN}"',
+    "figures": "median over repeats with min-max of valid arms that accounted for every pod; "
+    "costs are per pod or per second of the arm (no idle baseline subtracted: none is "
+    "measured); memory growth that went negative is marked noise, not a figure; an arm with "
+    "no throughput sample has no throughput (scheduler_perf emits none)",
+    "verdicts": intervals.METHOD,
+    "probes": "placeability probes count placed, refused by the scheduler and no verdict "
+    "within the time limit separately; a placeability verdict needs "
+    f"{figures.SETTLED_FOR_VERDICT:.0%} of probe pods settled in every arm and repeat",
     "valid arm": "on the extender's scheduler: the extender answered every call ok, at least "
     "one filter call per pod scheduled, and kube-scheduler logged no skipped extender call; "
     "an invalid arm is shown and left out of every figure",
@@ -74,20 +78,25 @@ COLUMNS = ("comparison", "metric", "A", "B", "A/B", "A/B 95 % interval")
 
 
 def _cells(r: Row) -> tuple[str, ...]:
+    if r.noise:
+        a = b = "noise (negative in a repeat)"
+    else:
+        a = _cell(r.a.values, r.a.median, r.unit)
+        b = _cell(r.b.values, r.b.median, r.unit)
     return (
         r.comparison,
         f"{r.metric} [{r.unit}]",
-        f"{r.a_name}: {_cell(r.a.values, r.a.median, r.unit)}",
-        f"{r.b_name}: {_cell(r.b.values, r.b.median, r.unit)}",
+        f"{r.a_name}: {a}",
+        f"{r.b_name}: {b}",
         _ratio(r),
-        _interval(r),
+        "-" if r.noise else _interval(r),
     )
 
 
 def console_table(rows: list[Row], console: Console) -> None:
     table = Table(
-        title="dra-testbed demo: side by side (median, min–max over repeats; bootstrap "
-        "95 % interval of each ratio)"
+        title="dra-testbed demo: side by side (median, min–max over repeats; each ratio "
+        "over paired repeats with its t 95 % interval)"
     )
     for col in COLUMNS:
         table.add_column(col, justify="left" if col in ("comparison", "metric") else "right")
@@ -122,10 +131,37 @@ def console_targets(targets: list[Target], console: Console) -> None:
     console.print(table)
 
 
-def _interval_json(interval: intervals.Interval | None) -> dict[str, Any] | None:
-    if interval is None:
+def _interval_json(r: Row) -> dict[str, Any] | None:
+    interval = r.interval
+    if interval is None or r.noise or not interval.defined:
         return None
     return {"low": interval.low, "high": interval.high, "runs": interval.runs}
+
+
+def _probes_json(outcomes: list[figures.ProbeOutcome]) -> list[dict[str, int]] | None:
+    if not outcomes:
+        return None
+    return [
+        {
+            "expected": o.expected,
+            "placed": o.placed,
+            "refused": o.refused,
+            "no_verdict": o.no_verdict,
+        }
+        for o in outcomes
+    ]
+
+
+def _side(
+    name: str, f: figures.Figure, noise: bool, probes: list[figures.ProbeOutcome]
+) -> dict[str, Any]:
+    return {
+        "variant": name,
+        "values": [_num(v) for v in f.values],
+        "repeats": f.repeats,
+        "median": None if noise else _num(f.median),
+        "probes": _probes_json(probes),
+    }
 
 
 def to_json(
@@ -138,7 +174,13 @@ def to_json(
         "model_note": MODEL_NOTE,
         "definitions": DEFINITIONS,
         "targets": [
-            {"goal": t.goal, "measured": t.measured, "verdict": t.verdict, "met": t.met}
+            {
+                "goal": t.goal,
+                "measured": t.measured,
+                "verdict": t.verdict,
+                "met": t.met,
+                "is_verdict": intervals.is_verdict(t.verdict),
+            }
             for t in targets
         ],
         "comparisons": [
@@ -146,10 +188,11 @@ def to_json(
                 "comparison": r.comparison,
                 "metric": r.metric,
                 "unit": r.unit,
-                "a": {"variant": r.a_name, "values": r.a.values, "median": _num(r.a.median)},
-                "b": {"variant": r.b_name, "values": r.b.values, "median": _num(r.b.median)},
+                "a": _side(r.a_name, r.a, r.noise, r.probes[0]),
+                "b": _side(r.b_name, r.b, r.noise, r.probes[1]),
+                "noise": r.noise,
                 "ratio": r.ratio,
-                "ratio_interval_95": _interval_json(r.interval),
+                "ratio_interval_95": _interval_json(r),
             }
             for r in rows
         ],
@@ -167,7 +210,7 @@ def to_json(
 
 
 def _num(v: float) -> float | None:
-    return None if math.isnan(v) else v
+    return None if math.isnan(v) or math.isinf(v) else v
 
 
 def _facts(meta: dict[str, Any]) -> str:
@@ -186,7 +229,8 @@ def write(
     guide: list[GuideRow],
 ) -> Path:
     doc = to_json(rows, meta, targets, guide)
-    (out_dir / "demo.json").write_text(json.dumps(doc, indent=2) + "\n")
+    # Valid JSON only: a missing figure is null, never NaN (json.dumps refuses NaN here).
+    (out_dir / "demo.json").write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
     target_rows = [(t.goal, t.measured, t.verdict) for t in targets]
     sections = [
         charts.Section("Targets", [charts.targets_table(target_rows)]),

@@ -1,9 +1,10 @@
 """The demo's summary: its comparisons' rows (arm A vs arm B, medians over repeats), the
 project's targets and the DRA guide's matrix judged against them (pure).
 
-Figures of repeated arms are reported as median and min–max, each A/B ratio with a bootstrap
-95 % interval, and a verdict needs that interval to clear its threshold (`intervals`). Only
-valid arms reach here (`validity`).
+Figures of repeated arms are reported as median and min–max, each A/B ratio from the
+repeats paired (a repeat's two arms ran back to back) with a Student's t 95 % interval, and a
+verdict needs a significant test and that interval strictly past its threshold (`intervals`).
+Only valid, accounted arms reach here (`validity`, `accounting`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from experiment import figures, intervals
 from experiment.arms import Arm
 from experiment.demo import plan
-from experiment.figures import LATENCY_METRICS, UNSATURATED, Doc, Figure, Metric
+from experiment.figures import LATENCY_METRICS, UNSATURATED, Doc, Figure, Metric, ProbeOutcome
 
 
 @dataclass(frozen=True)
@@ -25,17 +26,48 @@ class Row:
     a: Figure
     b_name: str
     b: Figure
+    probes: tuple[list[ProbeOutcome], list[ProbeOutcome]] = ([], [])
+    """A placeability row's probe outcomes per repeat, of A and of B."""
 
     @property
     def ratio(self) -> float | None:
-        """a / b of the medians; None when b is zero or missing."""
-        b = self.b.median
-        return self.a.median / b if b and b == b else None
+        """The ratio the interval is around (geometric mean of the per-repeat ratios); None
+        when it cannot be formed or the row is noise."""
+        interval = self.interval
+        if interval is None or self.noise:
+            return None
+        point = interval.point
+        return point if point == point else None
 
     @property
     def interval(self) -> intervals.Interval | None:
-        """Bootstrap 95 % interval of the ratio (seeded: the same figures, the same interval)."""
-        return intervals.ratio_interval(self.a.values, self.b.values)
+        """95 % interval of the ratio over the repeats both arms have (paired by repeat)."""
+        if self.a.repeats and self.b.repeats:
+            a, b = intervals.paired(self.a.values, self.a.repeats, self.b.values, self.b.repeats)
+        elif len(self.a.values) == len(self.b.values):
+            a, b = self.a.values, self.b.values
+        else:
+            return None
+        return intervals.ratio_interval(a, b) if a else None
+
+    @property
+    def noise(self) -> bool:
+        """A figure that went negative where it cannot (memory growth shrunk by GC timing)."""
+        return self.metric in figures.NOISY_IF_NEGATIVE and any(
+            v < 0 for v in (*self.a.values, *self.b.values)
+        )
+
+    @property
+    def unsettled(self) -> str:
+        """Why a placeability row gives no verdict: an arm where fewer than
+        SETTLED_FOR_VERDICT of the probe pods were placed or refused in some repeat; ""."""
+        for name, outcomes in ((self.a_name, self.probes[0]), (self.b_name, self.probes[1])):
+            if low := min((o.settled for o in outcomes), default=1.0):
+                if low < figures.SETTLED_FOR_VERDICT:
+                    return f"{name}: only {low:.0%} of probe pods settled in a repeat"
+            elif outcomes:
+                return f"{name}: no probe pod settled in a repeat"
+        return ""
 
     @property
     def constant(self) -> bool:
@@ -93,9 +125,10 @@ METRICS: dict[str, list[Metric]] = {
         "pod startup p99",
         "pod startup p50",
         "scheduling throughput",
-        "scheduler CPU",
-        "scheduler attempts",
-        "API server requests",
+        "scheduler CPU per pod",
+        "scheduler attempts per pod",
+        "API server requests per second",
+        "API server requests per pod",
         "API server + scheduler memory growth per 1,000 pods",
     ),
     # One inference mix on the same H100s four ways (each DRA arm against the device plugin).
@@ -121,7 +154,7 @@ METRICS: dict[str, list[Metric]] = {
     plan.TAINTS: _metrics(
         "pods placed (one per GPU)",
         "scheduler CPU per pod",
-        "scheduler attempts",
+        "scheduler attempts per pod",
         "pod startup p50",
     ),
     "scale": _metrics(
@@ -138,12 +171,12 @@ METRICS: dict[str, list[Metric]] = {
 def rows(results: list[tuple[Arm, Doc]]) -> list[Row]:
     """One row per comparison metric: arm A (first variant) vs arm B, medians over repeats.
     Pass valid arms only."""
-    by_comparison: dict[tuple[str, str], dict[str, list[Doc]]] = {}
+    by_comparison: dict[tuple[str, str], dict[str, list[tuple[int, Doc]]]] = {}
     order: dict[tuple[str, str], list[str]] = {}
     for arm, doc in results:
         key = (arm.comparison, arm.measure)
         variants = by_comparison.setdefault(key, {})
-        variants.setdefault(arm.variant, []).append(doc)
+        variants.setdefault(arm.variant, []).append((arm.repeat, doc))
         names = order.setdefault(key, [])
         if arm.variant not in names:
             names.append(arm.variant)
@@ -152,12 +185,33 @@ def rows(results: list[tuple[Arm, Doc]]) -> list[Row]:
         metrics = LATENCY_METRICS if measure == "latency" else METRICS.get(comparison, [])
         for a, b in _pairs(comparison, order[(comparison, measure)]):
             for metric, unit, get in metrics:
-                fa = Figure([v for d in variants[a] if (v := get(d)) is not None])
-                fb = Figure([v for d in variants[b] if (v := get(d)) is not None])
-                row = Row(comparison, metric, unit, a, fa, b, fb)
-                if (fa.values or fb.values) and not (metric in DROP_IF_CONSTANT and row.constant):
+                row = Row(
+                    comparison,
+                    metric,
+                    unit,
+                    a,
+                    _figure(variants[a], get),
+                    b,
+                    _figure(variants[b], get),
+                    (_probes(variants[a], metric), _probes(variants[b], metric)),
+                )
+                if (row.a.values or row.b.values) and not (
+                    metric in DROP_IF_CONSTANT and row.constant
+                ):
                     out.append(row)
     return out
+
+
+def _figure(docs: list[tuple[int, Doc]], get: figures.Getter) -> Figure:
+    got = [(r, v) for r, d in docs if (v := get(d)) is not None]
+    return Figure([v for _, v in got], [r for r, _ in got])
+
+
+def _probes(docs: list[tuple[int, Doc]], metric: str) -> list[ProbeOutcome]:
+    phase = figures.PROBE_PHASES.get(metric)
+    if phase is None:
+        return []
+    return [o for _, d in docs if (o := figures.probe_outcome(d, phase)) is not None]
 
 
 def _pairs(comparison: str, variants: list[str]) -> list[tuple[str, str]]:
@@ -178,13 +232,13 @@ class Target:
     goal: str
     measured: str
     verdict: str
-    """"met", "missed", "inconclusive" (the interval straddles the threshold), each with
-    "(single run)" when from one repeat, or "not measured: ..." when its comparison did not
-    run."""
+    """"met", "missed", "inconclusive (...)" (no significant test, or the interval touches
+    the threshold), the observation of one repeat (`intervals.OBSERVATION`, never a
+    verdict), or "not measured: ..." when its comparison did not run."""
 
     @property
     def met(self) -> bool:
-        return self.verdict.startswith("met")
+        return self.verdict == "met"
 
 
 def _row(rows: list[Row], comparison: str, metric: str, a_name: str = "") -> Row | None:
@@ -213,16 +267,53 @@ def _ratio_target(
     than two), judged by the ratio's interval."""
     row = _row(rows, comparison, metric, a_name)
     interval = row.interval if row is not None else None
-    if row is None or interval is None or row.ratio is None:
+    if row is None or interval is None:
         return Target(goal, "-", f"not measured: run --comparisons {comparison}")
+    ratio = f"ratio {row.ratio:.3f}, " if row.ratio is not None else ""
     measured = (
         f"{row.a_name} {row.a.median:.3g} vs {row.b_name} {row.b.median:.3g}: "
-        f"ratio {row.ratio:.3f}, 95 % interval {intervals.describe(interval)}"
+        f"{ratio}95 % interval {intervals.describe(interval)} ({interval.runs} paired repeats)"
     )
-    verdict = intervals.verdict(interval, threshold, at_least=at_least)
-    if strict and interval.low == interval.high == threshold:
-        verdict = verdict.replace("met", "missed", 1)  # no gain is not a gain
-    return Target(goal, measured, verdict)
+    if row.probes[0] or row.probes[1]:
+        measured += "; " + "; ".join(
+            f"{name}: {_probe_text(outcomes)}"
+            for name, outcomes in ((row.a_name, row.probes[0]), (row.b_name, row.probes[1]))
+        )
+    # A placeability verdict needs the probes to have settled: "no verdict from the
+    # scheduler yet" is not "refused".
+    if why := row.unsettled:
+        return Target(goal, measured, f"inconclusive ({why})")
+    # (no gain is not a gain: with `strict`, every repeat on the threshold is "missed")
+    return Target(
+        goal, measured, intervals.verdict(interval, threshold, at_least=at_least, strict=strict)
+    )
+
+
+def _all_placed_target(rows: list[Row], goal: str, comparison: str, metric: str) -> Target:
+    """A goal that A place every pod in every repeat (an equality, not a ratio past a
+    threshold): met when it did over at least two repeats, missed when a repeat of A
+    placed fewer; one repeat is an observation."""
+    row = _row(rows, comparison, metric)
+    if row is None or not row.a.values:
+        return Target(goal, "-", f"not measured: run --comparisons {comparison}")
+    values = row.a.values
+    measured = (
+        f"{row.a_name} placed {min(values):.1%}-{max(values):.1%} of its pods over "
+        f"{len(values)} repeats ({row.b_name} {row.b.median:.1%} median)"
+    )
+    if min(values) < 1.0:
+        return Target(goal, measured, "missed")
+    return Target(goal, measured, "met" if len(values) > 1 else intervals.OBSERVATION)
+
+
+def _probe_text(outcomes: list[ProbeOutcome]) -> str:
+    """Placed / refused / no verdict, summed over the repeats."""
+    if not outcomes:
+        return "no probe"
+    placed = sum(o.placed for o in outcomes)
+    refused = sum(o.refused for o in outcomes)
+    waiting = sum(o.no_verdict for o in outcomes)
+    return f"{placed} placed, {refused} refused, {waiting} no verdict in time"
 
 
 def targets(rows: list[Row]) -> list[Target]:
@@ -279,13 +370,11 @@ def targets(rows: list[Row]) -> list[Target]:
             "not measured: the demo's arms queue by design; bench/loadgen_cl2_dra.py runs it",
         ),
         *_sharing_targets(rows),
-        _ratio_target(
+        _all_placed_target(
             rows,
             "nvidia.com/gpu pods served unchanged by DRA: all placed, as by the device plugin",
             plan.EXTENDED_RESOURCE,
             "pods placed",
-            1.0,
-            at_least=True,
         ),
         _ratio_target(
             rows,
@@ -352,8 +441,8 @@ GUIDE: list[tuple[str, str, float, str, str]] = [
         "< 10 %",
         "+8 % (p99 2.5 s device plugin vs 2.7 s DRA)",
     ),
-    ("API request rate overhead", "API server requests", 1.05, "< 5 %", "+4 % QPS"),
-    ("scheduler CPU overhead", "scheduler CPU", 1.15, "< 15 %", "+10 % CPU"),
+    ("API request rate overhead", "API server requests per second", 1.05, "< 5 %", "+4 % QPS"),
+    ("scheduler CPU overhead", "scheduler CPU per pod", 1.15, "< 15 %", "+10 % CPU"),
     (
         "control-plane memory per 1,000 pods",
         "API server + scheduler memory growth per 1,000 pods",
@@ -373,14 +462,26 @@ def guide_matrix(rows: list[Row]) -> list[GuideRow]:
         if row is None:
             out.append(GuideRow(aspect, target, guide, "-", "not measured: run --comparisons dra"))
             continue
+        if row.noise:
+            negative = sum(v < 0 for v in row.a.values + row.b.values)
+            out.append(
+                GuideRow(
+                    aspect,
+                    target,
+                    guide,
+                    f"noise: resident memory shrank over {negative} arm(s) (GC timing)",
+                    "not measured: growth of resident memory is noise here",
+                )
+            )
+            continue
         if target.endswith("MB"):  # an absolute figure of the DRA arm
-            interval = intervals.median_interval(row.a.values)
+            interval = intervals.mean_interval(row.a.values)
             measured = f"{row.a.median:.1f} MiB, 95 % interval {intervals.describe(interval)}"
         else:
             interval = row.interval
-            overhead = (row.ratio - 1) if row.ratio is not None else float("nan")
+            overhead = f"{row.ratio - 1:+.1%} " if row.ratio is not None else ""
             spread = intervals.describe(interval, "{:.3f}".format)
-            measured = f"{overhead:+.1%} (ratio 95 % interval {spread})"
+            measured = f"{overhead}(ratio 95 % interval {spread})"
         out.append(
             GuideRow(
                 aspect,

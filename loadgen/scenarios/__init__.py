@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from loadgen.scenarios.model import Claim, Phase, Scenario, resolve
 from loadgen.scenarios.named import NAMED
-from testbed import validation, vocab
+from testbed import documents, validation, vocab
 
 __all__ = ["NAMED", "Claim", "Phase", "Scenario", "ScenarioError", "load", "resolve"]
 
@@ -39,15 +38,9 @@ def load(name_or_file: str, params: dict[str, Any] | None = None) -> Scenario:
     if params:
         raise ScenarioError(f"a scenario file takes no parameters (got {', '.join(params)})")
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise ScenarioError(f"cannot read {path}: {validation.syntax_error(e)}") from e
-    except UnicodeDecodeError as e:
-        raise ScenarioError(f"{path}: not valid UTF-8 text ({e.reason} at byte {e.start})") from e
-    except ValueError as e:  # a scalar YAML reads but Python will not (a 5,000-digit integer)
-        raise ScenarioError(f"{path}: not valid YAML: {str(e).splitlines()[0]}") from e
-    except RecursionError:  # the YAML parser recurses per nesting level
-        raise ScenarioError(f"{path}: not valid YAML: too deeply nested") from None
+        data = documents.load(path)
+    except documents.DocumentError as e:
+        raise ScenarioError(str(e)) from e
     if not isinstance(data, dict):
         raise ScenarioError(f"{path}: expected a mapping with name and phases")
     try:

@@ -259,7 +259,7 @@ class LocalCluster:
     config: ClusterConfig = field(default_factory=ClusterConfig)
     _found: bins.Binaries | None = field(default=None, init=False, repr=False)
 
-    def _binaries(self, *, build: bool = False) -> bins.Binaries:
+    def binaries(self, *, build: bool = False) -> bins.Binaries:
         """The binaries, looked up (or built) once: readiness polls ask twice a second."""
         if self._found is None:
             self._found = bins.ensure(build=build, release=self.release())
@@ -332,7 +332,7 @@ class LocalCluster:
                     )
             if current.healthy:
                 return current, False
-            b = self._binaries(build=build)  # a first build takes minutes: before our turn
+            b = self.binaries(build=build)  # a first build takes minutes: before our turn
             cfg.home.mkdir(parents=True, exist_ok=True)
             with self._start_lock(notify):
                 try:
@@ -373,7 +373,7 @@ class LocalCluster:
         )
         if self._run(create_command(cfg, b, sched, kwokctl_config), b) != 0:
             raise _Unhealthy(str(self._failed("create")))
-        if not self._wait_ready(cfg.wait_seconds):
+        if not self.wait_ready(cfg.wait_seconds):
             raise self._unhealthy(
                 self.status(), f"the API server was not ready in {cfg.wait_seconds}s"
             )
@@ -399,7 +399,7 @@ class LocalCluster:
                 for name in stopped:
                     (cfg.cluster_dir / "pids" / f"{name}.pid").unlink(missing_ok=True)
                 self._run([str(b["kwokctl"]), "start", "cluster", "--name", cfg.name], b)
-                if not self._wait_ready(cfg.wait_seconds):
+                if not self.wait_ready(cfg.wait_seconds):
                     raise self._unhealthy(
                         self.status(), f"the API server was not ready in {cfg.wait_seconds}s"
                     )
@@ -488,7 +488,7 @@ class LocalCluster:
         """Who still uses this cluster (live experiments, test sessions, loadgen runs)."""
         cfg = self.config
         try:
-            kubectl: Path | None = self._binaries()["kubectl"]
+            kubectl: Path | None = self.binaries()["kubectl"]
         except bins.BinariesError:
             kubectl = None
         return in_use.users(cfg.home, cfg.name, cfg.kubeconfig, kubectl)
@@ -507,7 +507,7 @@ class LocalCluster:
                     f"cluster {cfg.name!r} is in use by {'; '.join(users)}; "
                     f"`testbed --name {cfg.name} down --force` deletes it anyway"
                 )
-            b = self._binaries()
+            b = self.binaries()
             self._stop_shards()
             if self._run([str(b["kwokctl"]), "delete", "cluster", "--name", cfg.name], b) != 0:
                 raise self._failed("delete")
@@ -648,7 +648,7 @@ class LocalCluster:
     def _ready(self) -> bool:
         """The API server answers /readyz with the cluster's kubeconfig credentials."""
         try:
-            b = self._binaries()
+            b = self.binaries()
         except bins.BinariesError:
             return False
         proc = subprocess.run(
@@ -667,7 +667,8 @@ class LocalCluster:
         )
         return proc.returncode == 0 and proc.stdout.strip() == "ok"
 
-    def _wait_ready(self, seconds: int) -> bool:
+    def wait_ready(self, seconds: int) -> bool:
+        """Wait (at most `seconds`) until the API server answers /readyz; False if it did not."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if self._ready():

@@ -30,12 +30,12 @@ async def snapshot(kube: Kube) -> set[tuple[str, str]]:
     variant's Deployment."""
     out: set[tuple[str, str]] = set()
     m = co.Manifests.load(MANIFESTS)
-    api = es._Api(Path("unused"))
+    api = es.SiteApi(Path("unused"))
     for obj in [*co.shared(m), *co.kwok(m)]:
         if obj["kind"] == "Stage":
             continue  # served only while kwok's CRD is installed; the CRD stands for them
         res = await api.resource(kube, obj)
-        if await es._exists(kube, res, obj):
+        if await es.exists(kube, res, obj):
             out.add((res.kind, key(res, obj["metadata"]["name"], obj["metadata"].get("namespace"))))
     deployments = await kube.list(es.DEPLOYMENTS, label_selector=co.LABEL_VARIANT)
     out.update(("Deployment", r.key_of(o)) for o in deployments.items)

@@ -272,7 +272,7 @@ def parsers() -> dict[str, Any]:
     from loadgen import cli as loadgen_cli
 
     return {
-        "extender": extender_cli._parser(),
+        "extender": extender_cli.parser(),
         "fleet": fleet_cli.parser(),
         "loadgen": loadgen_cli.parser(),
     }

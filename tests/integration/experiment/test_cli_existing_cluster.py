@@ -29,7 +29,7 @@ def exists(kubeconfig: str) -> bool:
 
     async def go() -> bool:
         async with await Kube.connect(kubeconfig=kubeconfig) as kube:
-            return await es._exists(kube, r.NAMESPACES, {"metadata": {"name": co.NAMESPACE}})
+            return await es.exists(kube, r.NAMESPACES, {"metadata": {"name": co.NAMESPACE}})
 
     return asyncio.run(go())
 

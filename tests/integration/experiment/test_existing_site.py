@@ -84,7 +84,7 @@ def strict_dry_run(site: es.ExistingSite, objs: list[dict[str, Any]]) -> list[st
     async def go(kube: Kube) -> list[str]:
         failed = []
         for obj in objs:
-            res = await site._api.resource(kube, obj)
+            res = await site.api.resource(kube, obj)
             meta = obj["metadata"]
             path = res.path(meta.get("namespace") if res.namespaced else None, meta["name"])
             query = [

@@ -119,7 +119,7 @@ def test_up_is_idempotent_and_down_removes_everything(tmp_path: Path) -> None:
         )
         new_pid = cluster.restart_component("kube-apiserver")
         assert new_pid != old_pid
-        assert cluster._wait_ready(60)
+        assert cluster.wait_ready(60)
         assert {addr for addr, _ in listen_addresses(new_pid)} == {"127.0.0.1"}
     finally:
         down = run("--name", "lifecycle", "down", home=home)

@@ -24,7 +24,7 @@ def reported_gates(cluster: local.LocalCluster) -> dict[str, dict[str, bool]]:
     """Each gated component's gates, from its own /metrics (the API server's through the
     admin kubeconfig; the others allow /metrics on their loopback secure port)."""
     out = {}
-    kubectl = cluster._binaries()["kubectl"]
+    kubectl = cluster.binaries()["kubectl"]
     api = subprocess.run(
         [str(kubectl), "--kubeconfig", str(cluster.config.kubeconfig), "get", "--raw", "/metrics"],
         capture_output=True,
@@ -72,7 +72,7 @@ def test_feature_gates_on_up_reach_every_component_and_are_fixed_at_creation(
             assert reported[component]["DRADeviceTaintRules"] is True, component
             assert all(reported[component][g] for g in fg.NEEDED), component
         # The gate's API is served too (an off-by-default beta API in 1.36).
-        kubectl = cluster._binaries()["kubectl"]
+        kubectl = cluster.binaries()["kubectl"]
         resources = subprocess.run(
             [
                 str(kubectl),

@@ -41,7 +41,7 @@ def test_up_with_the_previous_release_runs_it_healthy_with_dra_on(tmp_path: Path
         cluster = local.LocalCluster(local.ClusterConfig(name="prev", home=home))
         assert cluster.release() == RELEASE
         assert run("--name", "prev", "status", home=home).returncode == 0
-        kubectl = cluster._binaries()["kubectl"]
+        kubectl = cluster.binaries()["kubectl"]
         version = subprocess.run(
             [
                 str(kubectl),

@@ -23,8 +23,8 @@ def test_one_cluster_key_gives_an_opener_without_connecting() -> None:
 
 
 def test_release_comparison_is_by_minor_version() -> None:
-    assert es._minor("v1.36.3") == es._minor("1.36") == "1.36"
-    assert es._minor("v1.35.4+k3s1") == "1.35"
+    assert es.minor_release("v1.36.3") == es.minor_release("1.36") == "1.36"
+    assert es.minor_release("v1.35.4+k3s1") == "1.35"
 
 
 def test_preflight_of_a_missing_kubeconfig_is_a_usage_error(tmp_path: Path) -> None:

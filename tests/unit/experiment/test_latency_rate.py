@@ -48,8 +48,9 @@ def test_the_demo_report_states_its_definitions_latency_rule_included() -> None:
     doc = report.to_json([], {"nodes": 50}, [], [])
     definitions = doc["definitions"]
     assert definitions["latency arm"] == arms.LATENCY_RATE_DEFINITION
-    assert {"pod startup", "scheduling throughput", "figures and verdicts", "valid arm"} <= set(
+    assert {"pod startup", "scheduling throughput", "figures", "verdicts", "valid arm"} <= set(
         definitions
     )
+    assert "Student's t" in definitions["verdicts"] and "pairs" in definitions["verdicts"]
     assert "ClusterLoader2" in definitions["pod startup"]
     assert "scheduler_perf" in definitions["scheduling throughput"]

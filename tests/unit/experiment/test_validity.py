@@ -8,12 +8,14 @@ from typing import Any
 from experiment import validity
 
 
-def doc(scheduled: int, **calls: float) -> dict[str, Any]:
-    deltas = {
+def doc(scheduled: int, unjudged: dict[str, float] | None = None, **calls: float) -> dict[str, Any]:
+    deltas: dict[str, float] = {
         f'extender_requests_total{{verb="{k.split("_")[0]}",outcome="{k.split("_", 1)[1]}"}}': v
         for k, v in calls.items()
     }
     deltas["process_cpu_seconds_total"] = 1.5
+    for reason, n in (unjudged or {}).items():
+        deltas[f'extender_unjudged_requests_total{{reason="{reason}"}}'] = n
     return {
         "counts": {"pods_scheduled": scheduled},
         "metrics": {"extender": {"summary": {}, "deltas": deltas}},
@@ -23,7 +25,7 @@ def doc(scheduled: int, **calls: float) -> dict[str, Any]:
 def test_every_pod_answered_and_nothing_skipped_is_valid() -> None:
     d = doc(100, filter_ok=104, prioritize_ok=104)
     assert validity.extender_calls(d) == {("filter", "ok"): 104, ("prioritize", "ok"): 104}
-    assert validity.extender_arm(d, scheduler_skipped=0) == validity.VALID
+    assert validity.extender_arm(d, scheduler_skipped=0) == validity.Validity(True, "ok", 0.0)
 
 
 def test_a_failed_call_makes_the_arm_invalid_and_says_which() -> None:
@@ -48,3 +50,27 @@ def test_the_scheduler_log_skipping_the_extender_is_invalid() -> None:
 def test_an_arm_without_the_extender_scraped_is_invalid() -> None:
     v = validity.extender_arm({"counts": {"pods_scheduled": 1}}, scheduler_skipped=0)
     assert not v.valid and "not scraped" in v.reason
+
+
+def test_answers_after_the_schedulers_timeout_make_the_arm_invalid() -> None:
+    # A slowed extender: it answered every call, but 7 filter calls after httpTimeout, when
+    # kube-scheduler had already scheduled without it ("on" silently became "off").
+    v = validity.extender_arm(doc(100, filter_ok=100, filter_late=7), scheduler_skipped=0)
+    assert not v.valid and "after kube-scheduler's httpTimeout" in v.reason
+    assert "7 filter" in v.reason
+
+
+def test_an_unread_scheduler_log_is_said_not_taken_as_zero_skips() -> None:
+    v = validity.extender_arm(doc(100, filter_ok=100), scheduler_skipped=None)
+    assert v.valid and "log not read" in v.reason
+    # The extender's own side still catches what it can.
+    late = validity.extender_arm(doc(100, filter_ok=100, filter_late=1), scheduler_skipped=None)
+    assert not late.valid
+
+
+def test_unjudged_requests_are_reported_as_a_share_of_filter_calls() -> None:
+    d = doc(100, {"unknown_class": 20, "too_complex": 5}, filter_ok=100)
+    assert validity.unjudged(d) == {"unknown_class": 20, "too_complex": 5}
+    v = validity.extender_arm(d, scheduler_skipped=0)
+    assert v.valid and v.unjudged_share == 0.25
+    assert "25.0% of filter calls had requests left to DRA unjudged" in v.reason

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from prometheus_client import CollectorRegistry
 
-from extender.metrics import Metrics
+from extender.metrics import LATE_AFTER_SECONDS, Metrics
 
 
 def test_event_lag_uses_the_newest_managed_fields_time() -> None:
@@ -38,3 +38,24 @@ def test_placements_and_restarts_count() -> None:
     )
     labels = {"kind": "ResourceClaim", "reason": "gone"}
     assert registry.get_sample_value("extender_watch_restarts_total", labels) == 1
+
+
+def test_an_answer_after_the_schedulers_timeout_or_hang_up_is_late_not_ok() -> None:
+    registry = CollectorRegistry()
+    metrics = Metrics(registry)
+    metrics.answered("filter", True, 0.01, 10)
+    metrics.answered("filter", True, LATE_AFTER_SECONDS + 0.2, 10)  # slowed past httpTimeout
+    metrics.answered("prioritize", True, 0.01, 10, gone=True)  # the scheduler hung up
+    metrics.answered("filter", False, 0.01, 10)  # before the first sync: not_ready, as before
+
+    def calls(verb: str, outcome: str) -> float | None:
+        return registry.get_sample_value(
+            "extender_requests_total", {"verb": verb, "outcome": outcome}
+        )
+
+    assert calls("filter", "ok") == 1 and calls("filter", "late") == 1
+    assert calls("prioritize", "late") == 1 and calls("prioritize", "ok") is None
+    assert calls("filter", "not_ready") == 1
+    # The duration histogram has a bucket at the timeout, so the late tail is readable there.
+    le = {"verb": "filter", "le": str(LATE_AFTER_SECONDS)}
+    assert registry.get_sample_value("extender_request_duration_seconds_bucket", le) == 2

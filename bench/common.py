@@ -1,0 +1,315 @@
+"""What the bench scripts share, so that no bench imports another: this environment's
+console scripts, the demo fleet applied once and one arm of the demo's extender workload
+run by loadgen; the extender of another tree as a child process, its counters, and waiting
+until loadgen's namespaces are gone; a rendered fleet served offline by
+`extender serve --from-files`, with the scheduler's pod and the figures over its calls.
+
+Imported by the bench scripts beside it (`python bench/NAME.py` puts this folder on
+sys.path). Benches use the services' public APIs and `experiment`, never `tests`
+(import-linter checks it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from experiment.children import tool
+from experiment.demo import plan
+from fleet.render import render_profile
+from testbed import vocab
+from testbed.cluster import ports, processes
+from testbed.kube import resources
+from testbed.kube.client import Kube
+
+__all__ = [
+    "CEL_CLASSES",
+    "HERE",
+    "NS",
+    "apply_demo_fleet",
+    "build_objects",
+    "cpu_seconds",
+    "extender_counters",
+    "extender_from_tree",
+    "nearest_rank",
+    "pod",
+    "run_arm",
+    "serving_files",
+    "settle",
+    "tool",
+]
+
+# -- the demo's extender workload --------------------------------------------------------------
+
+
+def apply_demo_fleet(nodes: int, work: Path, env: dict[str, str]) -> None:
+    """The demo's mixed fleet of `nodes` nodes, applied idempotently with `fleet apply`."""
+    spec = work / "fleet.yaml"
+    spec.write_text(yaml.safe_dump(plan.fleet_spec(nodes), sort_keys=False))
+    subprocess.run(
+        [tool("fleet"), "apply", "-f", str(spec)], env=env, check=True, stdout=subprocess.DEVNULL
+    )
+
+
+def run_arm(
+    arm: str,
+    pods: int,
+    out: Path,
+    env: dict[str, str],
+    scheduler: str | None,
+    *extra: str,
+) -> dict[str, Any]:
+    """The demo's extender workload (`pods` pods of one GPU on the demo fleet) through
+    `scheduler` (None: the cluster's own), with loadgen's `extra` flags; its result.json.
+    Exits the bench with a message if loadgen fails."""
+    cmd = [tool("loadgen"), "--pods", str(pods), "--gpus", "1", "-q", "--output-dir", str(out)]
+    cmd += ["--node-selector", f"{vocab.LABEL_FLEET}={plan.FLEET_NAME}", *extra]
+    if scheduler:
+        cmd += ["--scheduler-name", scheduler]
+    code = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL).returncode
+    result = out / "result.json"
+    if code != 0 or not result.is_file():
+        sys.exit(f"loadgen failed in arm {arm} (exit {code}); see {out}")
+    doc: dict[str, Any] = json.loads(result.read_text())
+    return doc
+
+
+# -- an extender of another tree, beside the cluster -------------------------------------------
+
+HERE = Path(__file__).resolve().parent.parent
+
+
+# Runs the extender's CLI from whichever tree is first on sys.path; with a profile path it
+# records CPU time between SIGUSR1 (start) and SIGUSR2 (stop and write).
+_LAUNCH = """
+import os, signal, sys, time
+from extender.cli import main
+out = os.environ.get("EXTENDER_CPU_PROFILE")
+if out:
+    import cProfile
+    prof = cProfile.Profile(time.process_time)
+    signal.signal(signal.SIGUSR1, lambda *_: prof.enable())
+    def stop(*_):
+        prof.disable()
+        prof.dump_stats(out)
+    signal.signal(signal.SIGUSR2, stop)
+sys.argv = ["extender", *sys.argv[1:]]
+main()
+"""
+
+
+def extender_counters(port: int) -> dict[str, float]:
+    """The extender's CPU seconds, answered scheduler calls and applied watch events."""
+    url = f"http://127.0.0.1:{port}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as r:
+        text = r.read().decode()
+    out = {"cpu": 0.0, "calls": 0.0, "events": 0.0}
+    for line in text.splitlines():
+        if line.startswith("extender_cache_event_lag_seconds_count{"):
+            out["events"] += float(line.rsplit(" ", 1)[1])
+        elif line.startswith("process_cpu_seconds_total "):
+            out["cpu"] = float(line.split()[1])
+        elif line.startswith("extender_requests_total{"):
+            out["calls"] += float(line.rsplit(" ", 1)[1])
+    return out
+
+
+@contextlib.contextmanager
+def extender_from_tree(
+    tree: Path, port: int, env: dict[str, str], log: Path, profile: Path | None
+) -> Iterator[subprocess.Popen[bytes]]:
+    child_env = {**env, "PYTHONPATH": str(tree)}
+    if profile is not None:
+        child_env["EXTENDER_CPU_PROFILE"] = str(profile)
+    # -P: no current directory ahead of PYTHONPATH, which `-c` would otherwise put first (a
+    # bench started from a checkout would run that checkout's extender in every arm).
+    argv = [sys.executable, "-P", "-c", _LAUNCH, "serve", "--port", str(port)]
+    with processes.service(
+        f"the extender from {tree}", argv, port, log=log, timeout=300, env=child_env
+    ) as proc:
+        yield proc
+
+
+async def _runs_left(kubeconfig: Path) -> int:
+    async with await Kube.connect(kubeconfig=kubeconfig) as kube:
+        listed = await kube.list(resources.NAMESPACES, label_selector=vocab.LABEL_RUN)
+        return len(listed.items)
+
+
+def settle(kubeconfig: Path, timeout: float = 600) -> None:
+    """Wait until no loadgen namespace is left (a run's namespace is still being deleted
+    when loadgen returns): the deletions' watch events would land in the next arm's window
+    and make its CPU per pod depend on what ran before it."""
+    deadline = time.monotonic() + timeout
+    while asyncio.run(_runs_left(kubeconfig)):
+        if time.monotonic() > deadline:
+            sys.exit(f"loadgen namespaces still present after {timeout:.0f}s")
+        time.sleep(2)
+
+
+# -- a rendered fleet served offline -----------------------------------------------------------
+
+NS = "bench"
+
+
+def _claims(nodes: list[str], rng: random.Random) -> list[dict[str, Any]]:
+    """One claim per node holding a random subset of its GPUs and NICs (0..8 of each)."""
+    out = []
+    for name in nodes:
+        gpus = rng.sample(range(8), rng.randint(0, 8))
+        nics = rng.sample(range(8), rng.randint(0, len(gpus)))
+        if not gpus:
+            continue
+        results = [
+            {"request": "g", "driver": vocab.GPU_DRIVER, "pool": name, "device": f"gpu-{i}"}
+            for i in gpus
+        ]
+        out.append(
+            {
+                "apiVersion": vocab.RESOURCE_API_VERSION,
+                "kind": "ResourceClaim",
+                "metadata": {"name": f"busy-{name}", "namespace": NS},
+                "spec": {"devices": {"requests": []}},
+                "status": {"allocation": {"devices": {"results": results}}},
+                "_nics": nics,
+            }
+        )
+    return out
+
+
+def _nic_names(slices: list[dict[str, Any]]) -> dict[str, list[str]]:
+    by_node: dict[str, list[str]] = {}
+    for s in slices:
+        if s["spec"]["driver"] == vocab.NIC_DRIVER:
+            by_node[s["spec"]["nodeName"]] = [d["name"] for d in s["spec"]["devices"]]
+    return by_node
+
+
+CEL_CLASSES = {
+    vocab.CLASS_GPU: (
+        f"device.driver == '{vocab.GPU_DRIVER}' && "
+        f"device.capacity['{vocab.GPU_DRIVER}'].memory.compareTo(quantity('40Gi')) >= 0 && "
+        f"device.attributes['{vocab.GPU_DRIVER}'].driverVersion.isGreaterThan(semver('535.0.0'))"
+    ),
+    vocab.CLASS_NIC: f"device.driver == '{vocab.NIC_DRIVER}'",
+    vocab.CLASS_RDMA_NIC: (
+        f"device.driver == '{vocab.NIC_DRIVER}' && device.attributes['{vocab.NIC_DRIVER}'].rdma "
+        f"&& device.attributes['{vocab.NIC_DRIVER}'].mtu >= 4096"
+    ),
+}
+
+
+def build_objects(
+    nodes: int, seed: int, cel_classes: bool = False
+) -> tuple[list[dict[str, Any]], list[str]]:
+    rendered = render_profile("dgx-h100", nodes, name="bench", seed=seed)
+    if cel_classes:
+        for cls in rendered.device_classes:
+            expr = CEL_CLASSES.get(cls["metadata"]["name"])
+            if expr is not None:
+                cls["spec"]["selectors"] = [{"cel": {"expression": expr}}]
+    names = [n["metadata"]["name"] for n in rendered.nodes]
+    rng = random.Random(seed)
+    nic_names = _nic_names(rendered.slices)
+    claims = _claims(names, rng)
+    for c in claims:
+        node = c["metadata"]["name"].removeprefix("busy-")
+        for i in c.pop("_nics"):
+            c["status"]["allocation"]["devices"]["results"].append(
+                {
+                    "request": "n",
+                    "driver": vocab.NIC_DRIVER,
+                    "pool": node,
+                    "device": nic_names[node][i],
+                }
+            )
+    pairs = 8
+    requests = [
+        {"name": f"gpu-{i}", "exactly": {"deviceClassName": vocab.CLASS_GPU}} for i in range(pairs)
+    ] + [
+        {"name": f"nic-{i}", "exactly": {"deviceClassName": vocab.CLASS_RDMA_NIC}}
+        for i in range(pairs)
+    ]
+    template = {
+        "apiVersion": vocab.RESOURCE_API_VERSION,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "pairs", "namespace": NS},
+        "spec": {"spec": {"devices": {"requests": requests}}},
+    }
+    siblings = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"sib-{i}",
+                "namespace": NS,
+                "labels": {vocab.LABEL_JOB_NAME: "train"},
+            },
+            "spec": {"nodeName": names[i * 97 % len(names)]},
+            "status": {"phase": "Running"},
+        }
+        for i in range(8)
+    ]
+    objs = [*rendered.objects(), *claims, template, *siblings]
+    return objs, names
+
+
+def pod(require_alignment: bool) -> dict[str, Any]:
+    annotations = {vocab.ANNOTATION_REQUIRE_ALIGNMENT: "pcie-root"} if require_alignment else {}
+    return {
+        "metadata": {
+            "name": "p",
+            "namespace": NS,
+            "uid": "u",
+            "labels": {vocab.LABEL_JOB_NAME: "train"},
+            "annotations": annotations,
+        },
+        "spec": {
+            "containers": [{"name": "c", "image": "i", "resources": {}}],
+            "resourceClaims": [{"name": "pairs", "resourceClaimTemplateName": "pairs"}],
+        },
+        "status": {},
+    }
+
+
+@contextlib.asynccontextmanager
+async def serving_files(objs: list[dict[str, Any]]) -> AsyncIterator[tuple[str, int]]:
+    """`extender serve --from-files` on a free loopback port with `objs`, ready (synced)
+    before yielding its base URL and pid; stopped on the way out."""
+    port = ports.free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "cluster.json"
+        path.write_text(json.dumps({"kind": "List", "items": objs}))
+        argv = [sys.executable, "-c", "from extender.cli import main; main()"]
+        argv += ["serve", "--from-files", str(path), "--port", str(port), "--log-level", "warning"]
+        # Waits (blocking: nothing else runs yet) until the extender has synced the files.
+        log = Path(tmp) / "extender.log"
+        with processes.service("the extender", argv, port, log=log, timeout=300) as proc:
+            yield f"http://127.0.0.1:{port}", proc.pid
+
+
+# -- figures -----------------------------------------------------------------------------------
+
+
+def nearest_rank(sorted_values: list[float], p: float) -> float:
+    return sorted_values[max(0, math.ceil(len(sorted_values) * p / 100) - 1)]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` (Linux /proc): contention-free cost per call."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
