@@ -43,7 +43,6 @@ import signal
 import socket
 import sys
 import time
-import urllib.request
 from collections import Counter
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
@@ -51,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed import vocab
-from testbed.cluster import local
+from testbed.cluster import local, supervision
 from testbed.kube import errors, resources
 from testbed.kube.client import ClientSettings, Kube
 
@@ -166,7 +165,7 @@ class Extender:
         while time.monotonic() < deadline:
             if self.proc.returncode is not None:
                 raise SystemExit(f"the extender exited {self.proc.returncode} (log: {log})")
-            if await asyncio.to_thread(_answers_200, url):
+            if await asyncio.to_thread(supervision.answers, url):
                 return
             await asyncio.sleep(0.3)
         raise SystemExit(f"the extender was not ready within 120s (log: {log})")
@@ -179,14 +178,6 @@ class Extender:
         if self.proc is not None and self.proc.returncode is None:
             self.proc.terminate()
             await finish(self.proc, 15)
-
-
-def _answers_200(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as r:
-            return bool(r.status == 200)
-    except OSError:
-        return False
 
 
 def port_taken(port: int) -> bool:

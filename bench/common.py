@@ -32,7 +32,7 @@ from experiment.children import tool
 from experiment.demo import plan
 from fleet.render import render_profile
 from testbed import vocab
-from testbed.cluster import ports, processes
+from testbed.cluster import local, ports, processes, second_scheduler
 from testbed.kube import resources
 from testbed.kube.client import Kube
 
@@ -45,9 +45,11 @@ __all__ = [
     "cpu_seconds",
     "extender_counters",
     "extender_from_tree",
+    "loadgen_pods",
     "nearest_rank",
     "pod",
     "run_arm",
+    "running_cluster",
     "serving_files",
     "settle",
     "tool",
@@ -84,6 +86,43 @@ def run_arm(
     result = out / "result.json"
     if code != 0 or not result.is_file():
         sys.exit(f"loadgen failed in arm {arm} (exit {code}); see {out}")
+    doc: dict[str, Any] = json.loads(result.read_text())
+    return doc
+
+
+def running_cluster(
+    name: str, extender_port: int = vocab.EXTENDER_DEFAULT_PORT
+) -> tuple[local.LocalCluster, dict[str, str]]:
+    """The running local cluster `name` and an environment whose KUBECONFIG is its own; exits
+    the bench with how to start it if it is not running."""
+    cluster = local.LocalCluster(local.ClusterConfig(name=name, extender_port=extender_port))
+    if not cluster.status().ready:
+        sys.exit(f"cluster {name!r} is not running (testbed --name {name} up)")
+    return cluster, {**os.environ, "KUBECONFIG": str(cluster.config.kubeconfig)}
+
+
+def loadgen_pods(
+    scheduler: second_scheduler.SecondScheduler,
+    fleet: str,
+    out: Path,
+    *params: str,
+    extra: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    what: str = "loadgen",
+    require_success: bool = False,
+) -> dict[str, Any]:
+    """`loadgen run pods PARAMS` on `fleet`'s nodes through `scheduler` (its /metrics scraped
+    as `scheduler`), with loadgen's `extra` flags; its result.json. Exits the bench if loadgen
+    wrote no result (or, with `require_success`, exited non-zero: without it a run that left
+    pods unplaced still counts, as its result says how many)."""
+    cmd = [tool("loadgen"), "run", "pods", *params, "--node-selector"]
+    cmd += [f"{vocab.LABEL_FLEET}={fleet}", "--scheduler-name", scheduler.name]
+    cmd += ["--scrape", f"scheduler={scheduler.metrics_url}", *extra]
+    cmd += ["--output-dir", str(out), "-q"]
+    code = subprocess.run(cmd, check=False, env=env).returncode
+    result = out / "result.json"
+    if not result.is_file() or (require_success and code != 0):
+        sys.exit(f"{what}: loadgen run failed (exit {code}); see {out}")
     doc: dict[str, Any] = json.loads(result.read_text())
     return doc
 

@@ -39,7 +39,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from testbed import vocab
+from common import loadgen_pods  # bench/ is on sys.path
+
 from testbed.cluster import second_scheduler
 from testbed.kube import resources, watching
 from testbed.kube.client import Kube
@@ -69,30 +70,8 @@ def _run(
     shape: str, fleet: str, pods: int, plain: second_scheduler.SecondScheduler, out: Path
 ) -> dict[str, Any]:
     pool, params = SHAPES[shape]
-    cmd = [
-        str(BIN / "loadgen"),
-        "run",
-        "pods",
-        f"pods={pods}",
-        f"pool={pool}",
-        *(f"{k}={v}" for k, v in params.items()),
-        "--node-selector",
-        f"{vocab.LABEL_FLEET}={fleet}",
-        "--scheduler-name",
-        plain.name,
-        "--scrape",
-        f"scheduler={plain.metrics_url}",
-        "--qps",
-        "100",
-        "--output-dir",
-        str(out),
-        "-q",
-    ]
-    code = subprocess.run(cmd, check=False).returncode
-    result = out / "result.json"
-    if not result.is_file():
-        raise SystemExit(f"shape {shape}: loadgen wrote no result (exit {code}); see {out}")
-    doc: dict[str, Any] = json.loads(result.read_text())
+    args = [f"pods={pods}", f"pool={pool}", *(f"{k}={v}" for k, v in params.items())]
+    doc = loadgen_pods(plain, fleet, out, *args, extra=("--qps", "100"), what=f"shape {shape}")
     asyncio.run(_namespace_gone(doc["namespace"], 300))
     summary = doc["metrics"]["scheduler"]["summary"]
     expected = doc["counts"]["expected_pods"]

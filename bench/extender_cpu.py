@@ -29,9 +29,7 @@ tree than this one as "this" (e.g. a `git archive` of a commit, so editing goes 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -43,10 +41,11 @@ from common import (  # bench/ is on sys.path
     extender_counters,
     extender_from_tree,
     run_arm,
+    running_cluster,
     settle,
 )
 
-from testbed.cluster import local, second_scheduler
+from testbed.cluster import second_scheduler
 
 ARMS = ("off", "baseline", "this")
 
@@ -79,11 +78,8 @@ def main() -> int:
         if not (tree / "extender" / "cli.py").is_file():
             ap.error(f"{flag} {tree}: not a source tree with extender/cli.py")
 
-    config = local.ClusterConfig(name=args.cluster, extender_port=args.extender_port)
-    cluster = local.LocalCluster(config)
-    if not cluster.status().ready:
-        sys.exit(f"cluster {args.cluster!r} is not running (testbed --name {args.cluster} up)")
-    env = {**os.environ, "KUBECONFIG": str(config.kubeconfig)}
+    cluster, env = running_cluster(args.cluster, args.extender_port)
+    config = cluster.config
     work = Path(tempfile.mkdtemp(prefix="extender-cpu-"))
     apply_demo_fleet(args.nodes, work, env)
     this = args.this.resolve()

@@ -21,19 +21,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from common import apply_demo_fleet, run_arm, settle  # bench/ is on sys.path
+from common import apply_demo_fleet, run_arm, running_cluster, settle  # bench/ is on sys.path
 
 from extender.cache.index import Index
 from extender.cache.store import Store
 from extender.config import Settings
-from testbed.cluster import local, second_scheduler
+from testbed.cluster import second_scheduler
 from testbed.kube import errors, resources
 from testbed.kube.client import Kube, decode_event
 from testbed.kube.watching import Change, Snapshot
@@ -111,10 +110,8 @@ def main() -> int:
     args = ap.parse_args()
     if args.nodes < 1 or args.pods < 1:
         ap.error("--nodes and --pods must be at least 1")
-    config = local.ClusterConfig(name=args.cluster)
-    if not local.LocalCluster(config).status().ready:
-        sys.exit(f"cluster {args.cluster!r} is not running (testbed --name {args.cluster} up)")
-    env = {**os.environ, "KUBECONFIG": str(config.kubeconfig)}
+    cluster, env = running_cluster(args.cluster)
+    config = cluster.config
     work = Path(tempfile.mkdtemp(prefix="extender-event-cpu-"))
     apply_demo_fleet(args.nodes, work, env)
     settle(config.kubeconfig)

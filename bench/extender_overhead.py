@@ -30,10 +30,8 @@ their devices) and rejected, and more nodes are checked per pod.
 from __future__ import annotations
 
 import argparse
-import os
 import ssl
 import statistics
-import sys
 import tempfile
 import threading
 import urllib.request
@@ -42,10 +40,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from common import apply_demo_fleet, run_arm, tool  # bench/ is on sys.path
+from common import apply_demo_fleet, run_arm, running_cluster, tool  # bench/ is on sys.path
 
 from loadgen import series
-from testbed.cluster import local, processes, second_scheduler
+from testbed.cluster import processes, second_scheduler
 
 ARMS = ("off", "on", "on-no-pack", "prio-only")
 
@@ -122,11 +120,8 @@ def main() -> int:
     if "off" not in arms or set(args.arms.split(",")) - set(ARMS):
         ap.error(f"--arms: a subset of {', '.join(ARMS)} that includes off")
 
-    config = local.ClusterConfig(name=args.cluster, extender_port=args.extender_port)
-    cluster = local.LocalCluster(config)
-    if not cluster.status().ready:
-        sys.exit(f"cluster {args.cluster!r} is not running (testbed --name {args.cluster} up)")
-    env = {**os.environ, "KUBECONFIG": str(config.kubeconfig)}
+    cluster, env = running_cluster(args.cluster, args.extender_port)
+    config = cluster.config
     ctx = admin_tls(config.cluster_dir)
     work = Path(tempfile.mkdtemp(prefix="extender-overhead-"))
     apply_demo_fleet(args.nodes, work, env)

@@ -15,13 +15,12 @@ The baseline is a source tree, e.g. `git archive main | tar -x -C OLD_TREE`.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
-from testbed.cluster import local
+from common import running_cluster  # bench/ is on sys.path
 
 HERE = Path(__file__).resolve().parent.parent
 
@@ -70,10 +69,7 @@ def main() -> int:
     for flag, tree in (("--baseline", args.baseline), ("--this", args.this)):
         if not (tree / "testbed" / "kube" / "client.py").is_file():
             ap.error(f"{flag} {tree}: not a source tree with testbed/kube/client.py")
-    config = local.ClusterConfig(name=args.cluster)
-    if not local.LocalCluster(config).status().ready:
-        sys.exit(f"cluster {args.cluster!r} is not running (testbed --name {args.cluster} up)")
-    env = {**os.environ, "KUBECONFIG": str(config.kubeconfig)}
+    _, env = running_cluster(args.cluster)
     trees = {"baseline": args.baseline.resolve(), "this": args.this.resolve()}
     got: dict[str, list[float]] = {"baseline": [], "this": []}
     for rnd in range(args.rounds):

@@ -30,7 +30,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from testbed import vocab
+from common import loadgen_pods  # bench/ is on sys.path
+
 from testbed.cluster import binaries, local, second_scheduler
 
 BIN = Path(sys.executable).parent
@@ -54,28 +55,7 @@ def _apply(spec: dict[str, Any], out: Path, env: dict[str, str]) -> None:
 def _run(
     fleet: str, pods: int, plain: second_scheduler.SecondScheduler, out: Path, env: dict[str, str]
 ) -> dict[str, float]:
-    cmd = [
-        str(BIN / "loadgen"),
-        "run",
-        "pods",
-        f"pods={pods}",
-        "pool=whole",
-        "gpus=1",
-        "--node-selector",
-        f"{vocab.LABEL_FLEET}={fleet}",
-        "--scheduler-name",
-        plain.name,
-        "--scrape",
-        f"scheduler={plain.metrics_url}",
-        "--output-dir",
-        str(out),
-        "-q",
-    ]
-    code = subprocess.run(cmd, check=False, env=env).returncode
-    result = out / "result.json"
-    if not result.is_file():
-        raise SystemExit(f"loadgen wrote no result (exit {code}); see {out}")
-    doc: dict[str, Any] = json.loads(result.read_text())
+    doc = loadgen_pods(plain, fleet, out, f"pods={pods}", "pool=whole", "gpus=1", env=env)
     expected = doc["counts"]["expected_pods"]
     throughput = (doc.get("throughput") or {}).get("Average")
     return {

@@ -29,7 +29,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from testbed import vocab
+from common import loadgen_pods  # bench/ is on sys.path
+
 from testbed.cluster import binaries, local, second_scheduler
 
 BIN = Path(sys.executable).parent
@@ -78,26 +79,7 @@ def _loadgen(
     out: Path,
     env: dict[str, str],
 ) -> dict[str, float | None]:
-    cmd = [
-        str(BIN / "loadgen"),
-        "run",
-        "pods",
-        f"pods={args.pods}",
-        "--node-selector",
-        f"{vocab.LABEL_FLEET}={fleet}",
-        "--scheduler-name",
-        plain.name,
-        "--scrape",
-        f"scheduler={plain.metrics_url}",
-        "--output-dir",
-        str(out),
-        "-q",
-    ]
-    code = subprocess.run(cmd, check=False, env=env).returncode
-    result = out / "result.json"
-    if code != 0 or not result.is_file():
-        raise SystemExit(f"loadgen run failed (exit {code}); see {out}")
-    doc = json.loads(result.read_text())
+    doc = loadgen_pods(plain, fleet, out, f"pods={args.pods}", env=env, require_success=True)
     cpu = doc["metrics"]["scheduler"]["summary"]["cpu_seconds"]
     return {"throughput": _throughput(doc), "cpu_ms_per_pod": cpu / args.pods * 1e3}
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import secrets
 import ssl
 import subprocess
@@ -37,11 +36,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common import HERE, extender_counters, extender_from_tree  # bench/ is on sys.path
+from common import (  # bench/ is on sys.path
+    HERE,
+    extender_counters,
+    extender_from_tree,
+    running_cluster,
+)
 from yarl import URL
 
 from testbed import runtime
-from testbed.cluster import local
 from testbed.kube import resources
 from testbed.kube.client import Kube, WatchEvent, decode_event
 
@@ -227,10 +230,8 @@ def main() -> int:
         runtime.run(read(args.reader, args.kubeconfig, args.namespace, args.events))
         return 0
     port = args.extender_port
-    config = local.ClusterConfig(name=args.cluster, extender_port=port)
-    if not local.LocalCluster(config).status().ready:
-        sys.exit(f"cluster {args.cluster!r} is not running (testbed --name {args.cluster} up)")
-    env = {**os.environ, "KUBECONFIG": str(config.kubeconfig)}
+    cluster, env = running_cluster(args.cluster, port)
+    config = cluster.config
     log = Path(tempfile.mkdtemp(prefix="watch-reader-cpu-")) / "extender.log"
     print(f"{args.events} claim events per round; CPU per event (µs)")
     with extender_from_tree(HERE, port, env, log, None):
