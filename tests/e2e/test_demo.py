@@ -75,8 +75,8 @@ def test_tiny_demo_accounts_for_every_pod_and_writes_every_report(
         assert result["counts"]["pods_seen"] == result["counts"]["expected_pods"], name
         assert result["cleaned_up"], name
         assert (arm_dir / "report.html").is_file(), name
-        assert list(arm_dir.glob("PodStartupLatency_*.json")), name
-        assert list(arm_dir.glob("SchedulingThroughput_*.json")), name
+        assert list(arm_dir.glob("PodStartupLatency_PodStartupLatency_*.json")), name
+        assert list(arm_dir.glob("BenchmarkPerfScheduling_benchmark_*.json")), name
     assert all(v["accounted"] for v in arms.values()), arms
     # The extender answered every pod of every extender-on arm; none was skipped.
     assert all(v["valid"] for v in arms.values()), doc["invalid_arms"]

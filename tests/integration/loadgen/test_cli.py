@@ -57,7 +57,7 @@ async def test_an_impossible_slo_exits_one_after_writing_every_output(
     assert [s.ok for s in doc.slos] == [False, True]
     schema = json.loads((tmp_path / "result.schema.json").read_text())
     assert schema["properties"]["schema_version"]["const"] == 1
-    startup = _files(tmp_path, "PodStartupLatency_pods_")
+    startup = _files(tmp_path, "PodStartupLatency_PodStartupLatency_pods_")
     assert len(startup) == 1
     items = perfdata.PerfData.model_validate_json(startup[0].read_text()).dataItems
     assert {i.labels["Metric"] for i in items} >= {"pod_startup", "create_to_schedule"}

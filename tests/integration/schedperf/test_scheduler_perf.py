@@ -46,7 +46,8 @@ def test_a_fleet_workload_runs_in_process_and_writes_a_loadgen_result(tmp_path: 
     assert any(
         k.startswith("scheduler_framework_extension_point_duration_seconds") for k in durations
     )
-    assert list(tmp_path.glob("SchedulingThroughput_fleet_dgx-h100_*.json"))
+    (throughput,) = tmp_path.glob("BenchmarkPerfScheduling_benchmark_dra-testbed_*.json")
+    assert "SchedulingThroughput" in throughput.read_text()
 
 
 def test_a_run_without_a_throughput_sample_reports_no_data(tmp_path: Path) -> None:

@@ -31,12 +31,92 @@ def test_document_counts_latencies_placement_and_slos() -> None:
 def test_files_round_trip_and_validate(tmp_path: Path) -> None:
     doc = document.build(synthetic.run_result())
     assert document.load(document.write(doc, tmp_path)) == doc
-    (path_a, path_b) = perfdata.write(doc, tmp_path)
-    a = perfdata.PerfData.model_validate_json(path_a.read_text())
-    assert path_a.name == "PodStartupLatency_pods_2023-11-14T22:13:20Z.json"
+    paths = perfdata.write(doc, tmp_path)
+    stamp = "2023-11-14T22:13:20Z"
+    assert [p.name for p in paths] == [
+        f"PodStartupLatency_PodStartupLatency_pods_{stamp}.json",
+        f"StatelessPodStartupLatency_PodStartupLatency_pods_{stamp}.json",
+        f"StatefulPodStartupLatency_PodStartupLatency_pods_{stamp}.json",
+        f"BenchmarkPerfScheduling_benchmark_dra-testbed_{stamp}.json",
+    ]
+    a = perfdata.PerfData.model_validate_json(paths[0].read_text())
     assert {i.labels["Metric"] for i in a.dataItems} == set(doc.latency_ms)
-    b = perfdata.PerfData.model_validate_json(path_b.read_text())
-    assert b.dataItems[0].unit == "pods/s"
+    assert perfdata.PerfData.model_validate_json(paths[1].read_text()) == a
+    assert perfdata.PerfData.model_validate_json(paths[2].read_text()).dataItems == []
+
+
+# A PodStartupLatency summary as ClusterLoader2 writes it (FACTS §6 and §8: the DRA test's
+# report directory), and a throughput file as scheduler_perf writes it (its DataItems).
+CL2_NAMES = [
+    "PodStartupLatency_PodStartupLatency_dra-steady-state_2026-11-20T10:00:00Z.json",
+    "StatelessPodStartupLatency_PodStartupLatency_dra-steady-state_2026-11-20T10:00:00Z.json",
+    "StatefulPodStartupLatency_PodStartupLatency_dra-steady-state_2026-11-20T10:00:00Z.json",
+]
+CL2_FILE = {
+    "version": "1.0",
+    "dataItems": [
+        {
+            "data": {"Perc50": 1012.5, "Perc90": 1840.1, "Perc99": 2461.9},
+            "unit": "ms",
+            "labels": {"Metric": "pod_startup"},
+        },
+        {
+            "data": {"Perc50": 3.2, "Perc90": 8.4, "Perc99": 31.0},
+            "unit": "ms",
+            "labels": {"Metric": "create_to_schedule"},
+        },
+    ],
+}
+SCHEDULER_PERF_FILE = {
+    "version": "v1",
+    "dataItems": [
+        {
+            "data": {"Average": 99.6, "Perc50": 101, "Perc90": 120, "Perc95": 124, "Perc99": 130},
+            "unit": "pods/s",
+            "labels": {
+                "Name": "SchedulingWithResourceClaimTemplate/2000pods_500nodes",
+                "Metric": "SchedulingThroughput",
+            },
+        }
+    ],
+}
+SCHEDULER_PERF_NAME = "BenchmarkPerfScheduling_benchmark_dra_2026-11-20T10:00:00Z.json"
+
+
+def _shape(name: str) -> tuple[str, ...]:
+    """What perfdash keys a file on: the parts before the test name and the time's format."""
+    head, _, stamp = name.removesuffix(".json").rpartition("_")
+    assert len(stamp) == 20 and stamp[10] == "T" and stamp.endswith("Z"), name
+    return tuple(head.split("_")[:2])
+
+
+def test_perfdata_is_named_and_shaped_as_the_references_write_it(tmp_path: Path) -> None:
+    rates = document.Throughput(Average=50, Perc50=48, Perc90=60, Perc95=61, Perc99=62)
+    doc = document.build(synthetic.run_result()).model_copy(update={"throughput": rates})
+    ours = perfdata.write(doc, tmp_path)
+    assert [_shape(p.name) for p in ours[:3]] == [_shape(n) for n in CL2_NAMES]
+    assert _shape(ours[3].name)[:2] == _shape(SCHEDULER_PERF_NAME)[:2]
+    # The same model reads theirs and ours; the items carry the same keys.
+    cl2 = perfdata.PerfData.model_validate(CL2_FILE)
+    mine = perfdata.PerfData.model_validate_json(ours[0].read_text())
+    assert {tuple(sorted(i.data)) for i in mine.dataItems} == {
+        tuple(sorted(i.data)) for i in cl2.dataItems
+    }
+    assert {i.labels["Metric"] for i in cl2.dataItems} <= {
+        i.labels["Metric"] for i in mine.dataItems
+    }
+    ref = perfdata.PerfData.model_validate(SCHEDULER_PERF_FILE)
+    got = perfdata.PerfData.model_validate_json(ours[3].read_text())
+    assert got.version == ref.version == "v1"
+    (item,) = got.dataItems
+    assert set(item.labels) == set(ref.dataItems[0].labels) == {"Name", "Metric"}
+    assert item.labels["Metric"] == "SchedulingThroughput" and item.unit == "pods/s"
+    assert set(item.data) == set(ref.dataItems[0].data)
+
+
+def test_no_throughput_sample_writes_no_throughput_item() -> None:
+    empty = document.Throughput(Average=0, Perc50=0, Perc90=0, Perc95=0, Perc99=0)
+    assert perfdata.scheduling_throughput([("fast", empty)]).dataItems == []
 
 
 def test_a_file_that_is_not_a_result_is_rejected(tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ def test_a_run_with_a_sample_is_a_loadgen_result_that_compare_reads(tmp_path: Pa
     assert loaded.throughput.Average == 69.4
     assert loaded.settings["kubernetes"] == "v1.37.2"
     assert loaded.fleet.nodes == 500
-    assert any(p.name.startswith("SchedulingThroughput_") for p in tmp_path.iterdir())
+    assert any(p.name.startswith("BenchmarkPerfScheduling_benchmark_") for p in tmp_path.iterdir())
     faster = result.doc(_outcome(80.0, tmp_path), SELECTED, BUILD, "r2", {})
     assert faster is not None
     rows = {r[0]: r for r in compare.rows(loaded, faster)}
