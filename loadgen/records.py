@@ -10,11 +10,10 @@ functions must stay cheap: a few dict lookups per event, no object kept whole.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Final
 
 from loadgen import placement, templates
-from testbed import units, vocab
+from testbed import heartbeats, units, vocab
 
 _TOPOLOGY: Final = (vocab.LABEL_RACK, vocab.LABEL_BLOCK)
 # Watch restart reasons, mildest first: a gap keeps its worst.
@@ -253,22 +252,12 @@ def phase_counts(rec: Records, phase: str) -> PhaseCounts:
 # -- time and status helpers ---------------------------------------------------------------
 
 
-def parse_time(value: Any) -> float | None:
-    """Epoch seconds of an RFC 3339 timestamp; None when absent or malformed."""
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 def server_running_time(pod: dict[str, Any]) -> float | None:
     """When the API server says the pod started: its latest container start, else its Ready
     transition."""
     status = pod.get("status") or {}
     starts = [
-        parse_time((cs.get("state") or {}).get("running", {}).get("startedAt"))
+        heartbeats.parse_time((cs.get("state") or {}).get("running", {}).get("startedAt"))
         for cs in status.get("containerStatuses") or []
     ]
     known = [s for s in starts if s is not None]
@@ -276,7 +265,7 @@ def server_running_time(pod: dict[str, Any]) -> float | None:
         return max(known)
     for cond in status.get("conditions") or []:
         if cond.get("type") == "Ready" and cond.get("status") == "True":
-            return parse_time(cond.get("lastTransitionTime"))
+            return heartbeats.parse_time(cond.get("lastTransitionTime"))
     return None
 
 
@@ -329,7 +318,7 @@ def on_pod(rec: Records, kind: str, pod: dict[str, Any], now: float) -> None:
             job=labels.get(vocab.LABEL_JOB_NAME),
             gang=labels.get(vocab.LABEL_GANG),
             created=now,
-            created_server=parse_time(meta.get("creationTimestamp")),
+            created_server=heartbeats.parse_time(meta.get("creationTimestamp")),
             footprint=_int((meta.get("annotations") or {}).get(vocab.ANNOTATION_GPU_MEMORY)),
             plugin_gpus=plugin_gpus(pod.get("spec") or {}),
         )

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from loadgen import records
 from testbed import heartbeats, vocab
 
 ANNOTATION_OWNER = heartbeats.ANNOTATION_OWNER
@@ -101,8 +100,8 @@ def summarize(
     for ns in namespaces:
         meta = ns["metadata"]
         name = meta["name"]
-        created = records.parse_time(meta.get("creationTimestamp")) or now
-        beat = records.parse_time((meta.get("annotations") or {}).get(ANNOTATION_HEARTBEAT))
+        created = heartbeats.parse_time(meta.get("creationTimestamp")) or now
+        beat = heartbeats.parse_time((meta.get("annotations") or {}).get(ANNOTATION_HEARTBEAT))
         claims_here = claim_count.get(name, [0, 0, 0])
         out.append(
             Run(
