@@ -44,16 +44,7 @@ def render(doc: ResultDoc, console: Console) -> None:
         scopes += [(p.name, p.latency_ms) for p in doc.phases]
     for scope, latency in scopes:
         for metric in stats.PHASES:
-            s = latency[metric]
-            table.add_row(
-                scope,
-                metric,
-                units.count(s.count),
-                units.millis(s.Perc50),
-                units.millis(s.Perc90),
-                units.millis(s.Perc99),
-                units.millis(s.max),
-            )
+            table.add_row(scope, metric, *latency[metric].cells())
     console.print(table)
     t = doc.throughput
     console.print(

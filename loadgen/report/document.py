@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from loadgen import outcome, placement, records, series, slo, stats
+from testbed import units
 
 SCHEMA_VERSION: Literal[1] = 1
 
@@ -33,6 +34,16 @@ class Summary(_Doc):
     Perc50: float
     Perc90: float
     Perc99: float
+
+    def cells(self) -> tuple[str, str, str, str, str]:
+        """count, p50, p90, p99 and max as every report shows them (pods; milliseconds)."""
+        return (
+            units.count(self.count),
+            units.millis(self.Perc50),
+            units.millis(self.Perc90),
+            units.millis(self.Perc99),
+            units.millis(self.max),
+        )
 
 
 class Throughput(_Doc):

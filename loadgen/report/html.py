@@ -25,16 +25,7 @@ def _state(doc: ResultDoc) -> str:
 
 def _latency_table(latency: dict[str, Summary]) -> str:
     rows = [
-        (
-            metric,
-            units.count(s.count),
-            units.millis(s.Perc50),
-            units.millis(s.Perc90),
-            units.millis(s.Perc99),
-            units.millis(s.max),
-        )
-        for metric in stats.PHASES
-        if (s := latency.get(metric)) is not None
+        (metric, *s.cells()) for metric in stats.PHASES if (s := latency.get(metric)) is not None
     ]
     return charts.table(("phase", "pods", "p50", "p90", "p99", "max"), rows)
 
