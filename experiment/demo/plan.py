@@ -325,7 +325,10 @@ def arms(shape: FleetShape, workload: Workload) -> list[Arm]:
                 out.append(arm)
                 if name in THROUGHPUT_COMPARISONS:
                     out.append(_latency_arm(arm, workload))
-    return _reuse_duplicates(out)
+    # No arm reuses another comparison's result (DRA claims on the plain scheduler runs what
+    # the extender comparison's "off" arm runs): a reused arm always ran before the other arm
+    # of its own pair, which defeats the alternation its ratio relies on.
+    return out
 
 
 def _latency_arm(arm: Arm, workload: Workload) -> Arm:
@@ -339,16 +342,6 @@ def _scenario_pair(comparison: str, doc: dict[str, Any]) -> tuple[Arm, Arm]:
         Arm(comparison, "on", "file", scenario_doc=doc),
         Arm(comparison, "off", "file", scheduler=PLAIN, scenario_doc=doc),
     )
-
-
-def _reuse_duplicates(arms: list[Arm]) -> list[Arm]:
-    first: dict[tuple[object, ...], str] = {}
-    out = []
-    for arm in arms:
-        if (earlier := first.setdefault(arm.run_key, arm.name)) != arm.name:
-            arm = dataclasses.replace(arm, same_as=earlier)
-        out.append(arm)
-    return out
 
 
 def _scale_pair(shape: FleetShape, workload: Workload) -> tuple[Arm, Arm]:

@@ -198,18 +198,11 @@ def test_the_scale_comparison_runs_the_same_pods_on_the_small_then_the_large_fle
         plan.arms(SHAPE, plan.Workload(pods=10, comparisons=("scale",)))
 
 
-def test_an_arm_that_runs_exactly_what_an_earlier_arm_ran_reuses_its_result() -> None:
+def test_the_dra_comparison_runs_its_own_claims_arm_in_alternating_order() -> None:
     arms = plan.arms(SHAPE, plan.Workload(pods=100, repeat=2, comparisons=("extender", "dra")))
-    reused = {a.name: a.same_as for a in arms if a.same_as}
-    # DRA claims on the plain scheduler is the extender comparison's "off" arm, per repeat.
-    assert reused == {
-        "dra-claims-0": "extender-off-0",
-        "dra-claims-0-latency": "extender-off-0-latency",
-        "dra-claims-1": "extender-off-1",
-        "dra-claims-1-latency": "extender-off-1-latency",
-    }
-    everything = plan.arms(SHAPE, plan.Workload(pods=100))
-    assert [a.name for a in everything if a.same_as] == ["dra-claims-0", "dra-claims-0-latency"]
+    assert not any(a.same_as for a in arms)
+    dra = [(a.variant, a.repeat) for a in arms if a.comparison == "dra" and not a.latency_of]
+    assert dra == [("claims", 0), ("device-plugin", 0), ("device-plugin", 1), ("claims", 1)]
 
 
 def _pair(comparison: str, metric: str, a: str, av: float, b: str, bv: float) -> summary.Row:
