@@ -352,9 +352,7 @@ class Kube:
         grace_seconds: int | None = None,
     ) -> bool:
         """Delete one object; False when it was already gone."""
-        body: dict[str, Any] = {"propagationPolicy": propagation}
-        if grace_seconds is not None:
-            body["gracePeriodSeconds"] = grace_seconds
+        body = _delete_options(propagation, grace_seconds)
         try:
             await self.request("DELETE", res.path(namespace, name), body=body)
         except errors.NotFound:
@@ -370,15 +368,10 @@ class Kube:
         propagation: Literal["Background", "Foreground", "Orphan"] = "Background",
         grace_seconds: int | None = None,
     ) -> None:
-        body: dict[str, Any] = {"propagationPolicy": propagation}
-        if grace_seconds is not None:
-            body["gracePeriodSeconds"] = grace_seconds
-        await self.request(
-            "DELETE",
-            res.path(namespace),
-            query=[("labelSelector", label_selector)],
-            body=body,
-        )
+        """Delete every object of `res` matching `label_selector` (in `namespace`)."""
+        query = [("labelSelector", label_selector)]
+        body = _delete_options(propagation, grace_seconds)
+        await self.request("DELETE", res.path(namespace), query=query, body=body)
 
     async def stream(
         self,
@@ -455,6 +448,14 @@ def proxy_for(host: str, configured: str | None, headers: Any) -> dict[str, Any]
     except LookupError:
         return {}
     return {"proxy": proxy, "proxy_auth": auth}
+
+
+def _delete_options(propagation: str, grace_seconds: int | None) -> dict[str, Any]:
+    """A DeleteOptions body."""
+    body: dict[str, Any] = {"propagationPolicy": propagation}
+    if grace_seconds is not None:
+        body["gracePeriodSeconds"] = grace_seconds
+    return body
 
 
 def _encode(body: Any) -> bytes | None:
