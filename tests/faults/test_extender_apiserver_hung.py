@@ -12,7 +12,6 @@ import asyncio
 import os
 import re
 import signal
-import socket
 import sys
 import time
 import urllib.error
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.cluster import local, processes
+from testbed.cluster import local, ports, processes
 from tests.support import children
 
 BIN = Path(sys.executable).parent
@@ -38,12 +37,6 @@ def _get(port: int, path: str) -> tuple[int, str]:
             return resp.status, resp.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def _poll_readyz(port: int, status: int, within: float) -> tuple[float, str]:
@@ -78,7 +71,7 @@ async def test_a_hung_api_server_turns_readyz_503_within_30s_and_ready_again_aft
 ) -> None:
     env = {**os.environ, "KUBECONFIG": kubeconfig}
     log = tmp_path / "extender.log"
-    fleet_port = _free_port()
+    fleet_port = ports.free_port()
     service = processes.running(
         "the fleet service",
         [str(BIN / "fleet"), "serve", "--install-crd", "--port", str(fleet_port)],

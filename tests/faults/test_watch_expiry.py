@@ -16,7 +16,6 @@ import contextlib
 import json
 import os
 import secrets
-import socket
 import sys
 import time
 import urllib.error
@@ -31,7 +30,7 @@ from fleet import crd, render
 from fleet.reconcile import Reconciler
 from fleet.spec import from_data
 from testbed import vocab
-from testbed.cluster import etcd, local, processes
+from testbed.cluster import etcd, local, ports, processes
 from testbed.kube import errors
 from testbed.kube.client import Kube
 from tests.support import fleet_objects
@@ -41,12 +40,6 @@ from tests.support.waiting import wait_for
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(360)]
 
 BIN = Path(sys.executable).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _gone_relists(port: int, metric: str) -> float:
@@ -96,7 +89,7 @@ async def test_extender_and_fleet_service_relist_after_410_and_carry_on(
 ) -> None:
     name = f"gone-{secrets.token_hex(3)}"
     env = {**os.environ, "KUBECONFIG": kubeconfig}
-    fleet_port = _free_port()
+    fleet_port = ports.free_port()
     extender = processes.running(
         "the extender",
         [str(BIN / "extender"), "serve", "--port", str(extender_port)],

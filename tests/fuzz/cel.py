@@ -19,7 +19,6 @@ import collections
 import http.client
 import json
 import logging
-import socket
 import sys
 import tempfile
 import threading
@@ -38,16 +37,11 @@ from extender import expressions
 from extender.cache import files
 from extender.config import Settings
 from fleet.render import render_profile
+from testbed.cluster import ports
 from testbed.kube.watching import Change
 from tests.support.cel_strategies import expressions_any
 
 NS = "fz"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def objects(nodes: int) -> tuple[list[dict[str, Any]], list[str]]:
@@ -101,7 +95,7 @@ def main() -> int:
     loop = asyncio.new_event_loop()
     app = app_mod.build(Settings(), registry=CollectorRegistry())
     store = app[app_mod.STORE]
-    port = free_port()
+    port = ports.free_port()
 
     async def start() -> web.AppRunner:
         runner = web.AppRunner(app, access_log=None)

@@ -30,7 +30,6 @@ import json
 import multiprocessing
 import os
 import queue
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,15 +40,10 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
+from testbed.cluster import ports
 from tests.support import extender_fuzz as fz
 
 LIMIT = 256 * 1024
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def rss_mib(pid: int) -> float:
@@ -109,7 +103,7 @@ def main() -> int:
 
     objects, names = fz.fleet_objects(ns.nodes)
     known = set(names)
-    port = free_port()
+    port = ports.free_port()
     with tempfile.TemporaryDirectory() as tmp:
         fleet = Path(tmp) / "fleet.json"
         fleet.write_text(json.dumps({"kind": "List", "items": objects}))

@@ -10,7 +10,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from testbed.cluster import ports
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = REPO / "manifests"
@@ -285,13 +286,6 @@ def grafana_to_promql(expr: str, rate_interval: str = "1m") -> str:
 # -- processes ----------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def http_get(url: str, timeout: float = 2.0) -> tuple[int, str]:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
@@ -422,3 +416,6 @@ def pinned(go_mod: str, module: str) -> str:
     m = re.search(rf"^\s*(?:require\s+)?{re.escape(module)} (v\S+)", text, re.M)
     assert m, f"{module} not in tools/k8s/{go_mod}/go.mod"
     return m.group(1)
+
+
+free_port = ports.free_port

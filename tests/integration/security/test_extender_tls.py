@@ -14,7 +14,6 @@ import asyncio
 import base64
 import os
 import secrets
-import socket
 import ssl
 import subprocess
 import sys
@@ -26,7 +25,7 @@ import pytest
 
 from loadgen.report import document
 from testbed import vocab
-from testbed.cluster import processes, second_scheduler
+from testbed.cluster import ports, processes, second_scheduler
 from testbed.kube.client import Kube
 from tests.support.private_fleet import Fleet, make_fleet, namespace_gone, remove_fleet
 
@@ -64,12 +63,6 @@ def make_server_cert(d: Path, ca: tuple[Path, Path]) -> tuple[Path, Path]:
         "-CAcreateserial", "-days", "1", "-extfile", str(ext), "-out", str(cert),
     )  # fmt: skip
     return cert, key
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def extender_entry(port: int, ca_cert: Path) -> dict[str, Any]:
@@ -122,7 +115,7 @@ async def test_the_real_scheduler_calls_the_extender_over_https_and_only_with_th
     ca = make_ca(tmp_path, "test-ca")
     wrong_ca, _ = make_ca(tmp_path, "wrong-ca")
     cert, key = make_server_cert(tmp_path, ca)
-    port = free_port()
+    port = ports.free_port()
     env = {**os.environ, "KUBECONFIG": kubeconfig}
     serve = [str(BIN / "extender"), "serve", "--port", str(port)]
     serve += ["--tls-cert", str(cert), "--tls-key", str(key)]

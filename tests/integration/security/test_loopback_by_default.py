@@ -8,24 +8,17 @@ on any IPv6 or wildcard address.
 from __future__ import annotations
 
 import os
-import socket
 import sys
 from pathlib import Path
 
 import pytest
 
-from testbed.cluster import processes
+from testbed.cluster import ports, processes
 
 pytestmark = pytest.mark.cluster
 
 BIN = Path(sys.executable).parent
 LISTEN = "0A"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def listening_on(port: int) -> set[str]:
@@ -46,7 +39,7 @@ def clean_env(kubeconfig: str) -> dict[str, str]:
 
 
 def test_extender_serve_listens_on_loopback_only(kubeconfig: str, tmp_path: Path) -> None:
-    port = free_port()
+    port = ports.free_port()
     with processes.running(
         "the extender",
         [str(BIN / "extender"), "serve", "--from-files", str(tmp_path), "--port", str(port)],
@@ -59,7 +52,7 @@ def test_extender_serve_listens_on_loopback_only(kubeconfig: str, tmp_path: Path
 
 
 def test_fleet_serve_listens_on_loopback_only(kubeconfig: str, tmp_path: Path) -> None:
-    port = free_port()
+    port = ports.free_port()
     with processes.running(
         "fleet serve",
         [str(BIN / "fleet"), "serve", "--install-crd", "--port", str(port)],

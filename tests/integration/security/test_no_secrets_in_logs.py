@@ -16,7 +16,6 @@ import contextlib
 import json
 import os
 import secrets
-import socket
 import sys
 import urllib.request
 from pathlib import Path
@@ -26,7 +25,7 @@ import pytest
 import yaml
 
 from testbed import vocab
-from testbed.cluster import processes
+from testbed.cluster import ports, processes
 from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
@@ -50,12 +49,6 @@ LOADGEN_DEBUG = (
     "import logging, sys; logging.basicConfig(level=logging.DEBUG); "
     "sys.argv[0] = 'loadgen'; from loadgen.cli import main; main()"
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def inline_kubeconfigs(kubeconfig: str, token: str, d: Path) -> tuple[Path, Path, list[str]]:
@@ -170,7 +163,7 @@ async def test_debug_logs_and_reports_hold_no_credentials_or_secret_values(
         cert_env = {**os.environ, "KUBECONFIG": str(with_cert)}
 
         # fleet serve (client certificate) reconciles a one-node Fleet object.
-        port = _free_port()
+        port = ports.free_port()
         fleet_serve = [str(BIN / "fleet"), "-v", "serve", "--install-crd", "--port", str(port)]
         with processes.running(
             "fleet serve",
@@ -192,7 +185,7 @@ async def test_debug_logs_and_reports_hold_no_credentials_or_secret_values(
             )
 
             # The extender (token) answers a scheduler call; loadgen (token) runs two pods.
-            ext_port = _free_port()
+            ext_port = ports.free_port()
             serve = [str(BIN / "extender"), "serve", "--port", str(ext_port)]
             with processes.running(
                 "the extender",

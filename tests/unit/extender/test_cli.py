@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from extender import cli
+from testbed.cluster import ports
 from tests.support import extender_objects as objects
 
 
@@ -91,16 +92,10 @@ def test_a_port_out_of_range_is_refused_before_anything_listens(
     assert err.count("\n") == 1 and "--port" in err
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.asynccontextmanager
 async def serving(*args: str) -> AsyncIterator[tuple[asyncio.subprocess.Process, int]]:
     """`extender serve ARGS --port P` in a subprocess, once it logged that it serves."""
-    port = _free_port()
+    port = ports.free_port()
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
