@@ -11,6 +11,7 @@ sys.path). Benches use the services' public APIs and `experiment`, never `tests`
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
@@ -40,6 +41,7 @@ __all__ = [
     "CEL_CLASSES",
     "HERE",
     "NS",
+    "add_cluster_flags",
     "apply_demo_fleet",
     "build_objects",
     "cpu_seconds",
@@ -88,6 +90,19 @@ def run_arm(
         sys.exit(f"loadgen failed in arm {arm} (exit {code}); see {out}")
     doc: dict[str, Any] = json.loads(result.read_text())
     return doc
+
+
+def add_cluster_flags(ap: argparse.ArgumentParser, *, extender_port: bool = True) -> None:
+    """`--cluster` (the local cluster's name) and, with `extender_port`, `--extender-port`
+    (where its scheduler calls the extender): the flags `running_cluster` takes."""
+    ap.add_argument("--cluster", default=local.DEFAULT_NAME, help="local cluster name")
+    if extender_port:
+        ap.add_argument(
+            "--extender-port",
+            type=int,
+            default=vocab.EXTENDER_DEFAULT_PORT,
+            help="the cluster's extender port",
+        )
 
 
 def running_cluster(

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from common import (  # bench/ is on sys.path
     HERE,
+    add_cluster_flags,
     apply_demo_fleet,
     extender_counters,
     extender_from_tree,
@@ -65,8 +66,7 @@ def spread(values: list[float]) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cluster", default="dra-testbed", help="local cluster name")
-    ap.add_argument("--extender-port", type=int, default=8888, help="the cluster's extender port")
+    add_cluster_flags(ap)
     ap.add_argument("--baseline", type=Path, required=True, help="source tree to compare with")
     ap.add_argument("--this", type=Path, default=HERE, help="source tree measured as this")
     ap.add_argument("--nodes", type=int, default=200, help="demo fleet size (default 200)")

@@ -27,7 +27,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from common import apply_demo_fleet, run_arm, running_cluster, settle  # bench/ is on sys.path
+from common import (  # bench/ is on sys.path
+    add_cluster_flags,
+    apply_demo_fleet,
+    run_arm,
+    running_cluster,
+    settle,
+)
 
 from extender.cache.index import Index
 from extender.cache.store import Store
@@ -104,7 +110,7 @@ def replay(store: Store, lines: list[bytes]) -> tuple[float, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cluster", default="dra-testbed", help="local cluster name")
+    add_cluster_flags(ap, extender_port=False)
     ap.add_argument("--nodes", type=int, default=1000, help="demo fleet size (default 1000)")
     ap.add_argument("--pods", type=int, default=300, help="pods in the run (default 300)")
     args = ap.parse_args()

@@ -40,7 +40,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from common import apply_demo_fleet, run_arm, running_cluster, tool  # bench/ is on sys.path
+from common import (  # bench/ is on sys.path
+    add_cluster_flags,
+    apply_demo_fleet,
+    run_arm,
+    running_cluster,
+    tool,
+)
 
 from loadgen import series
 from testbed.cluster import processes, second_scheduler
@@ -105,8 +111,7 @@ def measured(arm: str, doc: dict[str, Any]) -> Measured:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cluster", default="dra-testbed", help="local cluster name")
-    ap.add_argument("--extender-port", type=int, default=8888, help="the cluster's extender port")
+    add_cluster_flags(ap)
     ap.add_argument("--nodes", type=int, default=1000, help="demo fleet size (default 1000)")
     ap.add_argument("--pods", type=int, default=1000, help="pods per arm (default 1000)")
     ap.add_argument("--repeat", type=int, default=2, help="rounds of all arms (default 2)")

@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from common import running_cluster  # bench/ is on sys.path
+from common import add_cluster_flags, running_cluster  # bench/ is on sys.path
 
 HERE = Path(__file__).resolve().parent.parent
 
@@ -60,7 +60,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--cluster", default="dra-testbed", help="local cluster name")
+    add_cluster_flags(ap, extender_port=False)
     ap.add_argument("--baseline", type=Path, required=True, help="source tree to compare with")
     ap.add_argument("--this", type=Path, default=HERE, help="source tree measured as this")
     ap.add_argument("--requests", type=int, default=1000, help="timed GETs per run")

@@ -38,6 +38,7 @@ from typing import Any
 
 from common import (  # bench/ is on sys.path
     HERE,
+    add_cluster_flags,
     extender_counters,
     extender_from_tree,
     running_cluster,
@@ -216,8 +217,7 @@ async def round_(kubeconfig: str, port: int, events: int) -> dict[str, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cluster", default="dra-testbed", help="local cluster name")
-    ap.add_argument("--extender-port", type=int, default=8888, help="the cluster's extender port")
+    add_cluster_flags(ap)
     ap.add_argument("--events", type=int, default=1000, help="claims created per round")
     ap.add_argument("--rounds", type=int, default=2, help="rounds (default 2)")
     ap.add_argument("--reader", choices=READERS, help=argparse.SUPPRESS)  # a child's role
