@@ -55,6 +55,10 @@ def _main(argv: Sequence[str] | None) -> None:
         _fail(str(e), EXIT_USAGE)
     except (ReconcileError, errors.KubeError) as e:
         _fail(_kube_message(e), EXIT_RUNTIME)
+    except BrokenPipeError:
+        raise  # the reader went away: cliconv.exits ends quietly
+    except OSError as e:
+        _fail(f"{e.strerror or e}: {e.filename}" if e.filename else str(e), EXIT_RUNTIME)
     except KeyboardInterrupt:
         _fail("interrupted; objects already written stay (re-run to continue)", 130)
     sys.exit(code)

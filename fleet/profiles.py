@@ -303,7 +303,10 @@ def load_paths(paths: Iterable[str | Path]) -> dict[str, Profile]:
     found: dict[str, Profile] = {}
     for raw in paths:
         path = Path(raw)
-        files = sorted(path.glob("*.y*ml")) if path.is_dir() else [path]
+        try:
+            files = sorted(path.glob("*.y*ml")) if path.is_dir() else [path]
+        except OSError as e:  # a name too long, a directory not readable
+            raise ProfileError(f"cannot read profiles from {raw}: {e.strerror or e}") from None
         for file in files:
             try:
                 docs = list(yaml.safe_load_all(file.read_text()))

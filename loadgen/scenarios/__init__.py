@@ -27,7 +27,10 @@ def load(name_or_file: str, params: dict[str, Any] | None = None) -> Scenario:
             p = named.params.model_validate(params)
         except ValidationError as e:
             raise ScenarioError(f"scenario {name_or_file}: {validation.one_line(e)}") from e
-        scenario = named.build(p)
+        try:  # parameters valid alone can still build a phase past a limit (pods=10**400)
+            scenario = named.build(p)
+        except ValidationError as e:
+            raise ScenarioError(f"scenario {name_or_file}: {validation.one_line(e)}") from e
         if p.pool:
             scenario = scenario.model_copy(update={"node_selector": {vocab.LABEL_POOL: p.pool}})
         return scenario
