@@ -49,7 +49,7 @@ from loadgen import (
 from loadgen.report import console as console_report
 from loadgen.report import document
 from loadgen.report import html as html_report
-from testbed import cliconv, runtime, validation
+from testbed import cliconv, runtime, units, validation
 from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
 
@@ -78,6 +78,13 @@ def _exit_code(signum: int) -> int:
 
 
 _duration = cliconv.duration
+
+
+def _percent(text: str) -> float:
+    value = runtime.positive_float(text.removesuffix("%"))
+    if value >= 1000:
+        raise argparse.ArgumentTypeError(f"{value:g} %: at most 1000")
+    return value
 
 
 def _key_value(text: str) -> tuple[str, str]:
@@ -239,12 +246,34 @@ def parser() -> argparse.ArgumentParser:
     cmp_ = sub.add_parser(
         "compare",
         help="compare two result files",
-        description="Print metric, previous, current and % difference.",
+        description="Print metric, previous, current, % difference and whether it is better, "
+        "worse or the same. A change counts only past both runs' own noise (each figure's 95 %% "
+        "sampling interval from the run's spread: a latency percentile's from its pods, a "
+        "throughput's from its per-second rates), and never below --threshold.",
     )
-    cmp_.add_argument("previous", type=Path, help="result.json of the earlier run")
-    cmp_.add_argument("current", type=Path, help="result.json of the run to compare with it")
+    cmp_.add_argument(
+        "previous",
+        help="result.json of the earlier run, or of its repeats separated by commas "
+        "(a,b,c: then the noise is the repeats' spread)",
+    )
+    cmp_.add_argument(
+        "current", help="result.json of the run to compare with it (or its repeats, a,b,c)"
+    )
     cliconv.add_output(cmp_)
     cliconv.add_verbosity(cmp_)
+    cmp_.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 when any figure got worse past its noise (for CI)",
+    )
+    cmp_.add_argument(
+        "--threshold",
+        type=_percent,
+        default=compare.DEFAULT_FLOOR_PERCENT,
+        metavar="PERCENT",
+        help="the least change that counts, whatever the noise "
+        f"(default {compare.DEFAULT_FLOOR_PERCENT:g})",
+    )
     cmp_.add_argument(
         "--html",
         type=Path,
@@ -581,52 +610,64 @@ class _Progress:
 
 
 def _compare(opts: dict[str, Any], out: Console) -> int:
-    prev_path: Path = opts["previous"]
-    cur_path: Path = opts["current"]
     html: Path | None = opts.get("html")
-    docs = []
-    for path in (prev_path, cur_path):
-        try:
-            docs.append(document.load(path))
-        except OSError as e:
-            raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
-        except UnicodeDecodeError:
-            raise UsageError(f"{path} is not a loadgen result: not UTF-8 text") from None
-        except (ValidationError, ValueError) as e:
-            raise UsageError(f"{path} is not a loadgen result: {_why_not_result(e)}") from None
+    sides = [_results(opts["previous"]), _results(opts["current"])]
     if html is not None and html.is_dir():
         raise UsageError(f"--html {html}: is a directory (give a file name)")
-    rows = compare.formatted(docs[0], docs[1])
+    threshold = opts.get("threshold", compare.DEFAULT_FLOOR_PERCENT)
+    found = compare.changes(sides[0], sides[1], threshold)
+    docs = [side[0] for side in sides]  # the charts show each side's first run
+    names = [
+        side[0].run_id if len(side) == 1 else f"{side[0].run_id} and {len(side) - 1} more"
+        for side in sides
+    ]
+    rows = [
+        (
+            compare.name_of(c.metric),
+            compare.human(c.metric, c.previous),
+            compare.human(c.metric, c.current),
+            units.change(c.change_percent),
+            c.judgement,
+        )
+        for c in found
+    ]
     fmt = opts.get("output", "table")
 
     def table() -> None:
-        t = Table(title=f"{docs[0].run_id} -> {docs[1].run_id}")
+        t = Table(title=f"{names[0]} -> {names[1]}")
         for col, justify in (
             ("metric", "left"),
             ("previous", "right"),
             ("current", "right"),
             ("change", "right"),
+            ("counts past", "right"),
+            ("", "left"),
         ):
             t.add_column(col, justify=justify)  # type: ignore[arg-type]
-        colours = {"better": "green", "same": "green", "worse": "red"}
-        for metric, a, b, change, judgement in rows:
+        colours = {"better": "green", "worse": "red"}
+        for c, (metric, a, b, change, judgement) in zip(found, rows, strict=True):
             colour = colours.get(judgement)
-            t.add_row(metric, a, b, f"[{colour}]{change}[/]" if colour else change)
+            t.add_row(
+                metric,
+                a,
+                b,
+                f"[{colour}]{change}[/]" if colour else change,
+                f"±{c.threshold_percent:.1f} %",
+                f"[{colour}]{judgement}[/]" if colour else judgement,
+            )
         out.print(t)
+        out.print(
+            "counts past: the noise of the figure (95 %; the repeats' spread, else each run's "
+            "own sampling noise), at least "
+            f"{threshold:g} %; within it, same",
+            style="dim",
+        )
 
     doc = {
-        "previous": docs[0].run_id,
-        "current": docs[1].run_id,
-        "rows": [
-            {
-                "metric": metric,
-                "previous": a,
-                "current": b,
-                "change_percent": pct,
-                "judgement": compare.judgement(metric, pct),
-            }
-            for metric, a, b, pct in compare.rows(docs[0], docs[1])
-        ],
+        "previous": [d.run_id for d in sides[0]],
+        "current": [d.run_id for d in sides[1]],
+        "rows": [dataclasses.asdict(c) for c in found],
+        "regressions": [c.metric for c in compare.regressions(found)],
     }
     cliconv.emit(doc, fmt, table)
     if html is not None:
@@ -636,7 +677,33 @@ def _compare(opts: dict[str, Any], out: Console) -> int:
             print(f"loadgen: error: cannot write {html}: {e.strerror or e}", file=sys.stderr)
             return EXIT_RUNTIME
         print(f"loadgen: charts: {html}", file=sys.stderr)
+    worse = compare.regressions(found)
+    if worse and opts.get("fail_on_regression"):
+        listed = ", ".join(compare.name_of(c.metric) for c in worse)
+        print(
+            f"loadgen: error: {len(worse)} figures got worse past their noise: {listed}",
+            file=sys.stderr,
+        )
+        return EXIT_RUNTIME
     return EXIT_OK
+
+
+def _results(paths: str) -> list[document.ResultDoc]:
+    """The result documents of one side: a path, or paths separated by commas."""
+    docs = []
+    for raw in paths.split(","):
+        path = Path(raw.strip())
+        try:
+            docs.append(document.load(path))
+        except IsADirectoryError:
+            raise UsageError(f"{path} is a directory (give its result.json)") from None
+        except OSError as e:
+            raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
+        except UnicodeDecodeError:
+            raise UsageError(f"{path} is not a loadgen result: not UTF-8 text") from None
+        except (ValidationError, ValueError) as e:
+            raise UsageError(f"{path} is not a loadgen result: {_why_not_result(e)}") from None
+    return docs
 
 
 def _why_not_result(e: Exception) -> str:

@@ -1,53 +1,232 @@
 """`loadgen compare A.json B.json`: metric, previous, current and % difference, in human
-units, with whether each change is for the better; `--html` adds the runs' charts."""
+units, with whether each change is for the better; `--html` adds the runs' charts.
+
+A change counts only past the runs' own noise: each figure's 95 % sampling interval, from the
+run's own spread (a latency percentile's from its distribution and pod count, distribution
+free: the order statistics that bracket it; a throughput's from the per-second rates; a share's
+binomial), combined over both runs, and never less than a floor. Within it, "same".
+"""
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from loadgen import stats
 from loadgen.report.document import ResultDoc
 from testbed import units
 
-# Metrics where a bigger number is better (for the sign hint only).
-_HIGHER_IS_BETTER = ("throughput",)
+# Metrics where a bigger number is better.
+_HIGHER_IS_BETTER = ("throughput", "pods running")
+Z = 1.96
+"""Two-sided 95 % normal quantile: the sampling intervals are 95 % intervals."""
+DEFAULT_FLOOR_PERCENT = 2.0
+"""The least change that counts, whatever the noise: below it nobody acts on a difference."""
+
+
+@dataclass(frozen=True)
+class Change:
+    metric: str
+    previous: float
+    current: float
+    change_percent: float | None
+    """None when previous is 0."""
+    noise_percent: float
+    """The runs' combined 95 % sampling noise of this figure, in % of it (0: not known)."""
+    threshold_percent: float
+    """The least change that counts here: the noise, at least the floor."""
+    judgement: str
+    """better, worse, same (within the threshold) or n/a (previous was 0)."""
 
 
 def rows(prev: ResultDoc, cur: ResultDoc) -> list[tuple[str, float, float, float | None]]:
     """(metric, previous, current, % change or None when previous is 0)."""
-    out: list[tuple[str, float, float, float | None]] = []
+    return [(c.metric, c.previous, c.current, c.change_percent) for c in changes(prev, cur)]
 
-    def add(name: str, a: float, b: float) -> None:
-        if a or b:  # a metric zero in both runs (run_to_watch, by definition) says nothing
-            out.append((name, a, b, (b - a) / a * 100.0 if a else None))
 
-    for phase in stats.PHASES:
-        pa, pb = prev.latency_ms.get(phase), cur.latency_ms.get(phase)
-        if pa is None or pb is None:
+Runs = ResultDoc | Sequence[ResultDoc]
+"""One run, or repeats of the same configuration."""
+
+
+def changes(prev: Runs, cur: Runs, floor_percent: float = DEFAULT_FLOOR_PERCENT) -> list[Change]:
+    """Every figure of both sides (means over repeats), judged against their noise, at least
+    `floor_percent`. With repeats on both sides the noise is the repeats' own spread (Welch's
+    95 % interval of the difference of the means); with one run on either side, each run's
+    own sampling noise combined."""
+    a_runs = [prev] if isinstance(prev, ResultDoc) else list(prev)
+    b_runs = [cur] if isinstance(cur, ResultDoc) else list(cur)
+    out: list[Change] = []
+    for metric in _metrics(a_runs + b_runs):
+        a_values = [metric.value(d) for d in a_runs]
+        b_values = [metric.value(d) for d in b_runs]
+        a, b = _mean(a_values), _mean(b_values)
+        if not (a or b):  # zero in both (run_to_watch, by definition) says nothing
             continue
-        for stat in ("Perc50", "Perc90", "Perc99"):
-            add(f"{phase} {stat} (ms)", getattr(pa, stat), getattr(pb, stat))
-    for stat in ("Average", "Perc50", "Perc90", "Perc99"):
-        add(
-            f"throughput {stat} (pods/s)",
-            getattr(prev.throughput, stat),
-            getattr(cur.throughput, stat),
-        )
-    add(
-        "claim allocation Perc99 (ms)",
-        prev.claims.allocation_ms.Perc99,
-        cur.claims.allocation_ms.Perc99,
-    )
-    add("pods running", prev.counts.pods_running, cur.counts.pods_running)
-    add("duration (s)", prev.duration_seconds, cur.duration_seconds)
-    if prev.claims.gpu_nic_pairs or cur.claims.gpu_nic_pairs:
-        add(
-            "GPU-NIC PCIe-aligned share (%)",
-            _share(prev.claims.pcie_aligned_pairs, prev.claims.gpu_nic_pairs),
-            _share(cur.claims.pcie_aligned_pairs, cur.claims.gpu_nic_pairs),
+        pct = (b - a) / a * 100.0 if a else None
+        if len(a_runs) > 1 and len(b_runs) > 1:
+            noise = welch_noise(a_values, b_values)
+        else:
+            noise = math.hypot(
+                _mean([metric.noise(d) for d in a_runs]), _mean([metric.noise(d) for d in b_runs])
+            )
+        threshold = max(floor_percent, noise)
+        out.append(
+            Change(metric.name, a, b, pct, noise, threshold, _judge(metric.name, pct, threshold))
         )
     return out
+
+
+@dataclass(frozen=True)
+class _Metric:
+    name: str
+    value: Callable[[ResultDoc], float]
+    noise: Callable[[ResultDoc], float]
+
+
+def _metrics(docs: Sequence[ResultDoc]) -> list[_Metric]:
+    """The figures every one of `docs` has."""
+    out: list[_Metric] = []
+    for phase in stats.PHASES:
+        if any(phase not in d.latency_ms for d in docs):
+            continue
+        for stat in ("Perc50", "Perc90", "Perc99"):
+            out.append(
+                _Metric(
+                    f"{phase} {stat} (ms)",
+                    _latency_value(phase, stat),
+                    _latency_noise(phase, _P[stat]),
+                )
+            )
+    for stat in ("Average", "Perc50", "Perc90", "Perc99"):
+        out.append(
+            _Metric(
+                f"throughput {stat} (pods/s)",
+                _throughput_value(stat),
+                _throughput_noise(stat),
+            )
+        )
+    out += [
+        _Metric("claim allocation Perc99 (ms)", lambda d: d.claims.allocation_ms.Perc99, _none),
+        _Metric("pods running", lambda d: float(d.counts.pods_running), _none),
+        _Metric("duration (s)", lambda d: d.duration_seconds, _throughput_noise("Average")),
+    ]
+    if any(d.claims.gpu_nic_pairs for d in docs):
+        out.append(
+            _Metric(
+                "GPU-NIC PCIe-aligned share (%)",
+                lambda d: _share(d.claims.pcie_aligned_pairs, d.claims.gpu_nic_pairs),
+                _aligned_noise,
+            )
+        )
+    return out
+
+
+def _latency_value(phase: str, stat: str) -> Callable[[ResultDoc], float]:
+    return lambda d: float(getattr(d.latency_ms[phase], stat))
+
+
+def _throughput_value(stat: str) -> Callable[[ResultDoc], float]:
+    return lambda d: float(getattr(d.throughput, stat))
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def welch_noise(a: Sequence[float], b: Sequence[float]) -> float:
+    """Half the width of Welch's 95 % interval of mean(b) - mean(a), in % of mean(a)."""
+    from scipy import stats as scipy_stats  # loaded only when repeats are compared
+
+    mean_a = _mean(a)
+    va = sum((x - mean_a) ** 2 for x in a) / (len(a) - 1) / len(a)
+    mean_b = _mean(b)
+    vb = sum((x - mean_b) ** 2 for x in b) / (len(b) - 1) / len(b)
+    if mean_a == 0 or va + vb == 0:
+        return 0.0
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    t = float(scipy_stats.t.ppf(0.975, df))
+    return t * math.sqrt(va + vb) / abs(mean_a) * 100.0
+
+
+def regressions(found: Sequence[Change]) -> list[Change]:
+    """The changes for the worse past their threshold (`--fail-on-regression`)."""
+    return [c for c in found if c.judgement == "worse"]
+
+
+# -- each run's own noise, in % of the figure (0 where it cannot be known) ---------------------
+
+_P = {"Perc50": 0.50, "Perc90": 0.90, "Perc95": 0.95, "Perc99": 0.99}
+
+
+def _none(_doc: ResultDoc) -> float:
+    return 0.0
+
+
+def _quantile(points: Sequence[tuple[float, float]], fraction: float) -> float:
+    """The value at `fraction` of a (value, fraction <= value) CDF: nearest rank above."""
+    for value, at in points:
+        if at >= fraction:
+            return value
+    return points[-1][0]
+
+
+def quantile_noise(points: Sequence[tuple[float, float]], n: int, p: float) -> float:
+    """Half the width of the distribution-free 95 % interval of the p-quantile of `n`
+    samples whose CDF is `points`, in % of the quantile: the values at the ranks
+    n*p -+ Z*sqrt(n*p*(1-p))."""
+    if n < 2 or not points:
+        return 0.0
+    reach = Z * math.sqrt(p * (1 - p) / n)
+    q = _quantile(points, p)
+    if q <= 0:
+        return 0.0
+    low, high = _quantile(points, max(0.0, p - reach)), _quantile(points, min(1.0, p + reach))
+    return (high - low) / 2 / q * 100.0
+
+
+def mean_noise(samples: Sequence[float]) -> float:
+    """Z standard errors of the mean of `samples`, in % of the mean."""
+    n = len(samples)
+    mean = sum(samples) / n if n else 0.0
+    if n < 2 or mean <= 0:
+        return 0.0
+    var = sum((x - mean) ** 2 for x in samples) / (n - 1)
+    return Z * math.sqrt(var / n) / mean * 100.0
+
+
+def _latency_noise(phase: str, p: float) -> Callable[[ResultDoc], float]:
+    def noise(doc: ResultDoc) -> float:
+        summary = doc.latency_ms.get(phase)
+        return quantile_noise(doc.cdf_ms.get(phase, []), summary.count if summary else 0, p)
+
+    return noise
+
+
+def _rates(doc: ResultDoc) -> list[float]:
+    t = doc.timeline
+    return stats.sampled_rates(zip(t.seconds, t.scheduled, strict=False))
+
+
+def _throughput_noise(stat: str) -> Callable[[ResultDoc], float]:
+    def noise(doc: ResultDoc) -> float:
+        rates = sorted(_rates(doc))
+        if stat == "Average":
+            return mean_noise(rates)
+        n = len(rates)
+        points = [(r, (i + 1) / n) for i, r in enumerate(rates)]
+        return quantile_noise(points, n, _P[stat])
+
+    return noise
+
+
+def _aligned_noise(doc: ResultDoc) -> float:
+    n, k = doc.claims.gpu_nic_pairs, doc.claims.pcie_aligned_pairs
+    if not n or not k:
+        return 0.0
+    p = k / n
+    return Z * math.sqrt(p * (1 - p) / n) / p * 100.0
 
 
 def _share(part: int, whole: int) -> float:
@@ -77,22 +256,36 @@ def human(metric: str, value: float) -> str:
 
 
 def judgement(metric: str, pct: float | None) -> str:
-    """better, worse, same or n/a (previous was zero) for a row's change."""
+    """better, worse, same or n/a (previous was zero) for a row's change, noise aside."""
+    return _judge(metric, pct, 0.0)
+
+
+def _judge(metric: str, pct: float | None, threshold: float) -> str:
     if pct is None:
         return "n/a"
-    if pct == 0:
+    if abs(pct) <= threshold:
         return "same"
     return "better" if (pct > 0) == higher_is_better(metric) else "worse"
 
 
-def formatted(prev: ResultDoc, cur: ResultDoc) -> list[tuple[str, str, str, str, str]]:
-    """`rows` ready to print: metric (unit dropped: the values carry it), previous,
+def name_of(metric: str) -> str:
+    """The metric without its unit (the formatted values carry it)."""
+    m = _UNIT.match(metric)
+    return m["name"] if m else metric
+
+
+def formatted(
+    prev: ResultDoc, cur: ResultDoc, floor_percent: float = DEFAULT_FLOOR_PERCENT
+) -> list[tuple[str, str, str, str, str]]:
+    """`changes` ready to print: metric (unit dropped: the values carry it), previous,
     current, change and its judgement."""
-    out = []
-    for metric, a, b, pct in rows(prev, cur):
-        m = _UNIT.match(metric)
-        name = m["name"] if m else metric
-        out.append(
-            (name, human(metric, a), human(metric, b), units.change(pct), judgement(metric, pct))
+    return [
+        (
+            name_of(c.metric),
+            human(c.metric, c.previous),
+            human(c.metric, c.current),
+            units.change(c.change_percent),
+            c.judgement,
         )
-    return out
+        for c in changes(prev, cur, floor_percent)
+    ]
