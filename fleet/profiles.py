@@ -88,6 +88,30 @@ class MigModel(MigEngines):
     profiles: list[MigProfile] = Field(min_length=1)
 
 
+_FRACTION = re.compile(r"^(\d{1,6})(?:\.(\d{1,3})|(m))?\Z")
+
+
+def milli(text: str) -> int:
+    """A small quantity with at most milli precision (`250m`, `0.25`, `1`) in milli-units."""
+    m = _FRACTION.match(text)
+    if not m:
+        raise ValueError(f"{validation.shown(text)} is not a quantity like 250m, 0.5 or 1")
+    whole, decimals, suffix = m.groups()
+    if suffix:
+        return int(whole)
+    return int(whole) * 1000 + int((decimals or "").ljust(3, "0"))
+
+
+class ComputeShare(_Model):
+    """A shared GPU's compute as a fraction of one GPU (capacity `compute: 1`), taken in
+    milli-unit steps: the range DRAFractionalCapacityRange (1.37) lets a policy express."""
+
+    default: Quantity = Field(default="100m", description="compute a claim takes by default")
+    min: Quantity = "100m"
+    max: Quantity = "1"
+    step: Quantity = "100m"
+
+
 class SharedModel(_Model):
     """Consumable capacity (KEP-5075): each GPU is one device that many claims may share
     (`allowMultipleAllocations`), each taking some of its `memory` by the request policy."""
@@ -96,7 +120,11 @@ class SharedModel(_Model):
         default="1Gi", description="memory a claim takes when it asks for none"
     )
     memory_min: Quantity = "1Gi"
+    memory_max: Quantity | None = Field(default=None, description="most memory one claim takes")
     memory_step: Quantity = Field(default="1Gi", description="requests round up to a multiple")
+    compute: ComputeShare | None = None
+    """Also publish `compute: 1` with this fractional range (each claim takes `default` unless
+    it asks for more)."""
 
 
 class GpuModel(_Model):
@@ -182,6 +210,30 @@ def _check_shared(shared: SharedModel, memory: int) -> None:
             "shared.memoryDefault: must lie between memoryMin and the GPU's memory and be a "
             "multiple of memoryStep"
         )
+    if shared.memory_max is not None:
+        most = _bytes("shared.memoryMax", shared.memory_max)
+        if not default <= most <= memory or (most - low) % step:
+            raise ValueError(
+                "shared.memoryMax: must lie between memoryDefault and the GPU's memory, a "
+                "whole number of memorySteps above memoryMin"
+            )
+    if shared.compute is not None:
+        _check_compute(shared.compute)
+
+
+def _check_compute(c: ComputeShare) -> None:
+    """The API server's rules for a range (min <= default <= max <= capacity, default and max
+    whole steps above min, min + step within capacity), in milli-units against `compute: 1`."""
+    try:
+        default, low, most, step = (milli(v) for v in (c.default, c.min, c.max, c.step))
+    except ValueError as e:
+        raise ValueError(f"shared.compute: {e}") from None
+    if step <= 0 or low + step > 1000 or not low <= default <= most <= 1000:
+        raise ValueError(
+            "shared.compute: needs min <= default <= max <= 1 and min + step <= 1 (one GPU)"
+        )
+    if (default - low) % step or (most - low) % step:
+        raise ValueError("shared.compute: default and max must be whole steps above min")
 
 
 def mig_device_suffix(profile: str) -> str:

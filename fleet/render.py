@@ -459,6 +459,7 @@ def _gpu_attributes(model: GpuModel, g: _Gpu) -> Obj:
         vocab.GPU_ATTR_CUDA_DRIVER_VERSION: {"version": model.cuda_driver_version},
         vocab.ATTR_PCIE_ROOT: _s(f"pci0000:{g.root_bus:02x}"),
         vocab.ATTR_PCI_BUS_ID: _s(f"0000:{g.bus:02x}:00.0"),
+        vocab.ATTR_NUMA_NODE: _i(g.numa),
         vocab.GPU_ATTR_NUMA: _i(g.numa),
     }
 
@@ -476,11 +477,19 @@ def _whole_gpu(model: GpuModel, node: DesiredNode, g: _Gpu) -> Obj:
     if model.shared is not None:
         sh = model.shared
         dev["allowMultipleAllocations"] = True
-        memory["requestPolicy"] = {
-            "default": sh.memory_default,
-            "validRange": {"min": sh.memory_min, "step": sh.memory_step},
-        }
+        valid = {"min": sh.memory_min, "step": sh.memory_step}
+        if sh.memory_max is not None:
+            valid["max"] = sh.memory_max
+        memory["requestPolicy"] = {"default": sh.memory_default, "validRange": valid}
     dev["capacity"][vocab.GPU_CAP_MEMORY] = memory
+    if model.shared is not None and (c := model.shared.compute) is not None:
+        dev["capacity"][vocab.GPU_CAP_COMPUTE] = {
+            "value": "1",
+            "requestPolicy": {
+                "default": c.default,
+                "validRange": {"min": c.min, "max": c.max, "step": c.step},
+            },
+        }
     if model.mig is not None:
         dev["capacity"].update(_engine_capacity(model.mig))
         dev["consumesCounters"] = [
@@ -642,6 +651,7 @@ def _nic_attributes(
         vocab.NIC_ATTR_PCI_VENDOR: _s(nic.pci_vendor),
         vocab.NIC_ATTR_PCI_DEVICE: _s(nic.pci_device),
         vocab.NIC_ATTR_NUMA: _i(numa),
+        vocab.ATTR_NUMA_NODE: _i(numa),
         vocab.NIC_ATTR_MTU: _i(nic.mtu),
         vocab.NIC_ATTR_ENCAPSULATION: _s(nic.encapsulation),
         vocab.NIC_ATTR_STATE: _s("up"),

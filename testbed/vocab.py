@@ -13,6 +13,14 @@ RESOURCE_GROUP: Final = "resource.k8s.io"
 RESOURCE_VERSION: Final = "v1"
 RESOURCE_API_VERSION: Final = f"{RESOURCE_GROUP}/{RESOURCE_VERSION}"
 TESTBED_GROUP: Final = "testbed.dra.io"
+# The Workload API (KEP-4671) native gangs use: Workload and PodGroup, beta in 1.37 behind
+# GenericWorkload (whose beta API is not served by default).
+SCHEDULING_GROUP: Final = "scheduling.k8s.io"
+WORKLOAD_VERSION: Final = "v1beta1"
+WORKLOAD_API_VERSION: Final = f"{SCHEDULING_GROUP}/{WORKLOAD_VERSION}"
+WORKLOAD_GATE: Final = "GenericWorkload"
+WORKLOAD_RELEASE: Final = "1.37"
+"""The first release whose Workload API (v1beta1) native gangs are written against."""
 
 # DRA drivers imitated by the fleet.
 GPU_DRIVER: Final = "gpu.nvidia.com"
@@ -21,6 +29,10 @@ NIC_DRIVER: Final = "dra.net"
 # Standard attributes (resource.kubernetes.io) both drivers publish.
 ATTR_PCIE_ROOT: Final = "resource.kubernetes.io/pcieRoot"
 ATTR_PCI_BUS_ID: Final = "resource.kubernetes.io/pciBusID"
+# Standard from Kubernetes 1.37 (kubernetes/kubernetes#139929): the NUMA node a device sits on,
+# an int, published by GPU and NIC drivers alike so one `matchAttribute` aligns them. Older
+# releases take it too (attributes are free-form), they only ship no constraint examples for it.
+ATTR_NUMA_NODE: Final = "resource.kubernetes.io/numaNode"
 
 # NVIDIA GPU driver attributes (unqualified names live in the driver's domain).
 GPU_ATTR_TYPE: Final = "type"
@@ -33,6 +45,9 @@ GPU_ATTR_CUDA_CC: Final = "cudaComputeCapability"
 GPU_ATTR_DRIVER_VERSION: Final = "driverVersion"
 GPU_ATTR_CUDA_DRIVER_VERSION: Final = "cudaDriverVersion"
 GPU_CAP_MEMORY: Final = "memory"
+# A shared GPU's compute as a fraction of the whole GPU (capacity 1, requests like 250m), the
+# shape DRAFractionalCapacityRange (1.37) lets a request policy step in milli-units.
+GPU_CAP_COMPUTE: Final = "compute"
 
 # DRANet attributes, qualified with the driver's domain.
 NIC_ATTR_IFNAME: Final = "dra.net/ifName"
@@ -51,9 +66,8 @@ NIC_ATTR_RDMA: Final = "dra.net/rdma"
 NIC_ATTR_RDMA_DEVICE: Final = "dra.net/rdmaDevice"
 NIC_ATTR_SRIOV: Final = "dra.net/sriov"
 
-# GPUs carry no NUMA attribute from the NVIDIA driver; the fleet adds one in its own domain so
-# the extender can rank NUMA-local pairs. On real clusters the extender falls back to the
-# node's PCIe layout when it is absent.
+# The fleet's own name for a GPU's NUMA node, from before the standard `resource.kubernetes.io/
+# numaNode` existed; still published beside it so readers of the old name keep working.
 GPU_ATTR_NUMA: Final = "testbed.dra.io/numaNode"
 
 # DeviceClass names the fleet installs and loadgen requests.

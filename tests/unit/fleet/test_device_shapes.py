@@ -126,6 +126,58 @@ def test_shared_gpus_allow_multiple_allocations_with_a_memory_request_policy() -
         assert d["attributes"][vocab.GPU_ATTR_TYPE] == {"string": "gpu"}
 
 
+def test_gpus_and_nics_publish_the_standard_numa_node_beside_the_old_names() -> None:
+    slices = render.render_profile("dgx-h100", 1).slices
+    by_driver = {s["spec"]["driver"]: s["spec"]["devices"] for s in slices}
+    for driver, private in (
+        (vocab.GPU_DRIVER, vocab.GPU_ATTR_NUMA),
+        (vocab.NIC_DRIVER, vocab.NIC_ATTR_NUMA),
+    ):
+        numa = [d["attributes"][vocab.ATTR_NUMA_NODE] for d in by_driver[driver]]
+        assert numa == [{"int": 0}] * 4 + [{"int": 1}] * 4
+        assert [d["attributes"][private] for d in by_driver[driver]] == numa
+        assert all(vocab.ATTR_PCIE_ROOT in d["attributes"] for d in by_driver[driver])
+
+
+def test_fractional_shared_gpus_publish_a_milli_step_compute_range_and_a_memory_cap() -> None:
+    (gpu_slice, _) = render.render_profile("dgx-h100-fractional", 1).slices
+    for d in gpu_slice["spec"]["devices"]:
+        assert d["allowMultipleAllocations"] is True
+        assert d["capacity"]["memory"]["requestPolicy"] == {
+            "default": "1Gi",
+            "validRange": {"min": "1Gi", "step": "1Gi", "max": "79Gi"},
+        }
+        assert d["capacity"][vocab.GPU_CAP_COMPUTE] == {
+            "value": "1",
+            "requestPolicy": {
+                "default": "100m",
+                "validRange": {"min": "100m", "max": "1", "step": "100m"},
+            },
+        }
+
+
+@pytest.mark.parametrize(
+    ("compute", "needle"),
+    [
+        ({"default": "150m"}, "whole steps above min"),
+        ({"max": "2"}, r"max <= 1 and"),
+        ({"step": "0.9501"}, "not a quantity like 250m"),
+        ({"min": "950m", "default": "950m"}, r"min \+ step <= 1"),
+    ],
+)
+def test_a_compute_range_the_api_server_would_refuse_is_one_line(
+    compute: dict[str, str], needle: str
+) -> None:
+    base = profiles.builtin()["dgx-h100-fractional"].model_dump(by_alias=True, exclude_none=True)
+    base["gpu"]["shared"]["compute"].update(compute)
+    with pytest.raises(profiles.ProfileError, match=needle):
+        profiles.parse(base, "x.yaml")
+
+
+def test_milli_reads_the_forms_a_fractional_range_uses() -> None:
+    assert [profiles.milli(t) for t in ("250m", "0.25", "1", "0.5")] == [250, 250, 1000, 500]
+
+
 def _tainted(out: render.Rendered) -> dict[tuple[str, str], list[Obj]]:
     return {
         (s["spec"]["nodeName"], d["name"]): d["taints"]

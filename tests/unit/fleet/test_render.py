@@ -330,6 +330,7 @@ def test_crd_spec_schema_has_every_spec_field() -> None:
         "dgx-h100",
         "dgx-h100-mig",
         "dgx-h100-shared",
+        "dgx-h100-fractional",
         "a4-highgpu-8g",
         "h100-4nic",
         "l4-4gpu",
