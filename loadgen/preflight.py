@@ -49,6 +49,16 @@ def problems(scenario: Scenario, cap: Capacity) -> list[str]:
                 f"phase {p.name}: each pod asks {units.counted(smallest, 'GPU')}, no fleet node "
                 f"has more than {cap.largest_node}"
             )
+        gang = p.concurrent * smallest
+        if p.gang and gang > cap.free:
+            # All or nothing: a gang larger than the free fleet never runs, however long the
+            # run waits (a native one never binds a pod).
+            out.append(
+                f"phase {p.name}: one gang needs {p.concurrent} pods x "
+                f"{units.counted(smallest, 'GPU')} = {gang} GPUs at once; the fleet has "
+                f"{cap.free} free"
+            )
+            continue
         need = kept + p.gpus_held
         if need > cap.free:
             held = f", {kept} of them held by earlier phases" if kept else ""

@@ -288,6 +288,12 @@ def scheduling_verdict(status: dict[str, Any]) -> str | None:
     return None
 
 
+def gang_of(labels: dict[str, str], spec: dict[str, Any]) -> str | None:
+    """A pod's gang: the PodGroup it names (the Workload API's), else the private label."""
+    group = (spec.get("schedulingGroup") or {}).get("podGroupName")
+    return str(group) if group else labels.get(vocab.LABEL_GANG)
+
+
 def device_attribute(attrs: dict[str, Any], driver: str, name: str) -> str | None:
     """A device attribute by qualified name; the driver's own domain may be left off."""
     raw = attrs.get(name)
@@ -316,7 +322,7 @@ def on_pod(rec: Records, kind: str, pod: dict[str, Any], now: float) -> None:
         r = PodRecord(
             phase=labels.get(templates.LABEL_PHASE, ""),
             job=labels.get(vocab.LABEL_JOB_NAME),
-            gang=labels.get(vocab.LABEL_GANG),
+            gang=gang_of(labels, pod.get("spec") or {}),
             created=now,
             created_server=heartbeats.parse_time(meta.get("creationTimestamp")),
             footprint=_int((meta.get("annotations") or {}).get(vocab.ANNOTATION_GPU_MEMORY)),
@@ -567,7 +573,8 @@ def on_slice(rec: Records, kind: str, slc: dict[str, Any], now: float) -> None:
                         fleet.node_gpu_memory[spec["nodeName"]] = memory
         fleet.devices[(driver, pool, dev.get("name", ""))] = (
             device_attribute(attrs, driver, vocab.ATTR_PCIE_ROOT),
-            device_attribute(attrs, driver, numa_attr),
+            device_attribute(attrs, driver, vocab.ATTR_NUMA_NODE)
+            or device_attribute(attrs, driver, numa_attr),
         )
 
 
@@ -726,19 +733,66 @@ def gpus_stranded(rec: Records) -> int:
     )
 
 
-def gang_spans(rec: Records) -> dict[str, dict[str, int]]:
-    """Per gang: its pods, and how many nodes, racks and blocks they landed on."""
-    members: dict[str, list[str]] = {}
+@dataclass(frozen=True, slots=True)
+class GangState:
+    """One gang as the run left it: how many of its pods were seen, bound and Running, where
+    they landed, and when its first pod was created and its last one seen Running."""
+
+    size: int
+    """Pods the gang needs at once (its phase's concurrent pods; seen pods if unknown)."""
+    seen: int
+    scheduled: int
+    running: int
+    nodes: int
+    racks: int
+    blocks: int
+    first_created: float
+    all_running: float | None
+    """When the last of `size` pods was first seen Running; None if they never all were."""
+
+    @property
+    def partial(self) -> bool:
+        """Some but not all of its pods bound to nodes: what all-or-nothing forbids."""
+        return 0 < self.scheduled < self.size
+
+    @property
+    def time_to_running(self) -> float | None:
+        """From the gang's first pod created to its last pod Running (seconds)."""
+        return None if self.all_running is None else self.all_running - self.first_created
+
+
+def gang_states(rec: Records, sizes: dict[str, int] | None = None) -> dict[str, GangState]:
+    """Every gang of the run (pods with a PodGroup or gang label); `sizes` gives each phase's
+    gang size (pods at once), else a gang is as large as the pods of it seen."""
+    members: dict[str, list[PodRecord]] = {}
     for r in rec.pods.values():
-        if r.gang and r.node:
-            members.setdefault(r.gang, []).append(r.node)
+        if r.gang:
+            members.setdefault(r.gang, []).append(r)
     labels = rec.fleet.node_labels
+    out: dict[str, GangState] = {}
+    for gang, pods in members.items():
+        size = (sizes or {}).get(pods[0].phase) or len(pods)
+        nodes = [r.node for r in pods if r.node]
+        runs = sorted(r.running for r in pods if r.running is not None)
+        out[gang] = GangState(
+            size=size,
+            seen=len(pods),
+            scheduled=len(nodes),
+            running=sum(1 for r in pods if r.ran),
+            nodes=len(set(nodes)),
+            racks=placement.span(nodes, labels, vocab.LABEL_RACK) if nodes else 0,
+            blocks=placement.span(nodes, labels, vocab.LABEL_BLOCK) if nodes else 0,
+            first_created=min(r.created for r in pods),
+            all_running=runs[size - 1] if len(runs) >= size else None,
+        )
+    return out
+
+
+def gang_spans(rec: Records) -> dict[str, dict[str, int]]:
+    """Per gang with a pod on a node: its pods there, and how many nodes, racks and blocks
+    they landed on."""
     return {
-        gang: {
-            "pods": len(nodes),
-            "nodes": len(set(nodes)),
-            "racks": placement.span(nodes, labels, vocab.LABEL_RACK),
-            "blocks": placement.span(nodes, labels, vocab.LABEL_BLOCK),
-        }
-        for gang, nodes in members.items()
+        gang: {"pods": g.scheduled, "nodes": g.nodes, "racks": g.racks, "blocks": g.blocks}
+        for gang, g in gang_states(rec).items()
+        if g.scheduled
     }

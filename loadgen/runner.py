@@ -30,6 +30,7 @@ from loadgen import (
     stall,
     templates,
     tracker,
+    workload_api,
 )
 from loadgen.scenarios import Phase, Scenario, resolve
 from testbed.kube import errors, resources
@@ -46,6 +47,11 @@ class RunError(Exception):
 
 class Unfit(RunError):
     """The scenario's demand cannot fit the fleet's free devices (exit 2, nothing created)."""
+
+
+class Unsupported(Unfit):
+    """The cluster lacks an API the scenario needs, e.g. the Workload API for native gangs
+    (exit 2, nothing created)."""
 
 
 @dataclass
@@ -81,6 +87,10 @@ async def run(
     # the run id is taken (then the other run's namespace is not ours to watch or touch).
     await kube.request("GET", "/version", retry=False)
     await _check_device_classes(kube, scenario)
+    try:
+        await workload_api.check(kube, scenario)
+    except workload_api.Unsupported as e:
+        raise Unsupported(str(e)) from None
     await _check_run_id_free(kube, settings.run_id)
     watcher = tracker.Tracker(
         kube,
@@ -264,6 +274,27 @@ async def _create_shared_claims(
     )
 
 
+async def _create_pod_groups(
+    kube: Kube, phase: Phase, settings: outcome.Settings, stop: asyncio.Event
+) -> None:
+    """Each native gang's Workload and PodGroup, before its Job (as fast as allowed), so no
+    pod of a gang waits for its group to appear."""
+    pacing = driver.Pacing(qps=0, max_in_flight=settings.max_in_flight)
+    for res, make in (
+        (resources.WORKLOADS, templates.workload),
+        (resources.POD_GROUPS, templates.pod_group),
+    ):
+        await driver.create_objects(
+            kube,
+            res,
+            lambda i, make=make: make(phase, i, settings.run_id),  # type: ignore[misc]
+            range(phase.count),
+            pacing,
+            stats=outcome.CreateStats(),
+            stop=stop,
+        )
+
+
 async def _run_phase(
     kube: Kube,
     watcher: tracker.Tracker,
@@ -304,6 +335,8 @@ async def _run_phase(
 
     if phase.claim.shared_by > 1 and phase.claim.uses_dra:
         await _create_shared_claims(kube, phase, settings, stop)
+    if phase.native_gang:
+        await _create_pod_groups(kube, phase, settings, stop)
 
     for wave in _wave_ranges(phase):
         pr.waves += 1
@@ -336,7 +369,8 @@ def _condition(
     if phase.wait == "running":
         return (lambda: counts.running), (lambda: made() * phase.concurrent), "Running"
     if phase.wait == "settled":
-        return (lambda: counts.scheduled + counts.unschedulable), made, "settled"
+        settled = lambda: counts.scheduled + counts.unschedulable  # noqa: E731
+        return settled, (lambda: made() * phase.concurrent), "settled"
     if phase.wait == "complete":
         done = lambda: counts.succeeded + counts.failed  # noqa: E731
         return done, (lambda: made() * phase.completions), "finished"

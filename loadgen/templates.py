@@ -62,7 +62,8 @@ def claim_spec(claim: Claim) -> dict[str, Any]:
 
     Aligned GPU+NIC pairs become one request per device (`gpu-0`, `nic-0`, ...) with a
     `matchAttribute` constraint per pair: one constraint over all of them would demand a
-    single PCIe root for every device, which no multi-GPU host has.
+    single PCIe root for every device, which no multi-GPU host has. `numa` adds one
+    constraint over every GPU and NIC request on the standard NUMA attribute.
     """
     gpu_selectors = _memory_selector(claim.min_memory)
     requests: list[dict[str, Any]] = []
@@ -88,6 +89,9 @@ def claim_spec(claim: Claim) -> dict[str, Any]:
             requests.append(_gpu_request("gpu", claim, claim.gpus, gpu_selectors))
         if claim.nics:
             requests.append(_request("nic", claim.nic_class, claim.nics, []))
+    if claim.numa:
+        names = [r["name"] for r in requests]
+        constraints.append({"requests": names, "matchAttribute": vocab.ATTR_NUMA_NODE})
     devices: dict[str, Any] = {"requests": requests}
     if constraints:
         devices["constraints"] = constraints
@@ -233,11 +237,59 @@ def pod(phase: Phase, index: int, run_id: str, spec: dict[str, Any]) -> dict[str
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
+# The one pod group template of a native gang's Workload.
+POD_GROUP_TEMPLATE: Final = "workers"
+
+
+def workload(phase: Phase, index: int, run_id: str) -> dict[str, Any]:
+    """The Workload of native gang `index`: one pod group template with the gang policy."""
+    return {
+        "apiVersion": vocab.WORKLOAD_API_VERSION,
+        "kind": "Workload",
+        "metadata": _gang_metadata(phase, index, run_id),
+        "spec": {
+            "podGroupTemplates": [
+                {"name": POD_GROUP_TEMPLATE, "schedulingPolicy": _gang_policy(phase)}
+            ]
+        },
+    }
+
+
+def pod_group(phase: Phase, index: int, run_id: str) -> dict[str, Any]:
+    """The PodGroup of native gang `index` (named as its Job): all of the Job's concurrent
+    pods or none (`gang.minCount`), made from its Workload's template."""
+    name = object_name(phase, index)
+    return {
+        "apiVersion": vocab.WORKLOAD_API_VERSION,
+        "kind": "PodGroup",
+        "metadata": _gang_metadata(phase, index, run_id),
+        "spec": {
+            "workloadRef": {"workloadName": name, "templateName": POD_GROUP_TEMPLATE},
+            "schedulingPolicy": _gang_policy(phase),
+        },
+    }
+
+
+def _gang_metadata(phase: Phase, index: int, run_id: str) -> dict[str, Any]:
+    return {
+        "name": object_name(phase, index),
+        "namespace": namespace_name(run_id),
+        "labels": run_labels(run_id) | {LABEL_PHASE: phase.name},
+    }
+
+
+def _gang_policy(phase: Phase) -> dict[str, Any]:
+    return {"gang": {"minCount": phase.concurrent}}
+
+
 def job(phase: Phase, index: int, run_id: str, spec: dict[str, Any]) -> dict[str, Any]:
-    """One Job of `phase.parallelism` x `phase.completions` pods; gangs label their pods."""
+    """One Job of `phase.parallelism` x `phase.completions` pods; gangs label their pods, or
+    (native gangs) name their PodGroup."""
     name = object_name(phase, index)
     template_meta = _pod_metadata(phase, run_id)
-    if phase.gang:
+    if phase.native_gang:
+        spec = spec | {"schedulingGroup": {"podGroupName": name}}
+    elif phase.gang:
         template_meta["labels"][vocab.LABEL_GANG] = name
     return {
         "apiVersion": "batch/v1",

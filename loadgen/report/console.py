@@ -82,6 +82,18 @@ def render(doc: ResultDoc, console: Console) -> None:
             f"GPU-NIC pairs: {cl.pcie_aligned_pairs}/{cl.gpu_nic_pairs} on one PCIe root, "
             f"{cl.numa_aligned_pairs}/{cl.gpu_nic_pairs} on one NUMA node"
         )
+    if (gs := doc.gang_summary) is not None:
+        tr = gs.time_to_running_ms
+        times = (
+            f", first pod created to last Running p50 {units.millis(tr.Perc50)} "
+            f"p99 {units.millis(tr.Perc99)}"
+            if tr.count
+            else ""
+        )
+        console.print(
+            f"gangs: {gs.complete}/{gs.gangs} all Running, {gs.partial} partial (some pods "
+            f"bound, not all), {gs.unplaced} with no pod bound{times}"
+        )
     if doc.gangs:
         spans = ", ".join(f"{g.name}: {g.nodes}n/{g.racks}r/{g.blocks}b" for g in doc.gangs)
         console.print(f"gangs (nodes/racks/blocks): {spans}")

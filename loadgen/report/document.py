@@ -97,9 +97,31 @@ class Claims(_Doc):
 class Gang(_Doc):
     name: str
     pods: int
+    """Of its pods, those bound to a node (whose nodes, racks and blocks are counted)."""
     nodes: int
     racks: int
     blocks: int
+    size: int = 0
+    """Pods the gang needs at once."""
+    running: int = 0
+    partial: bool = False
+    """Some but not all of its pods bound at the end of the run."""
+    time_to_running_ms: float | None = None
+    """From its first pod created to its last pod Running (watch-receive times)."""
+
+
+class GangSummary(_Doc):
+    """Every gang of the run at its end: all or nothing, and how long all took."""
+
+    gangs: int
+    complete: int
+    """Gangs with every pod Running."""
+    partial: int
+    """Gangs with some but not all pods bound to nodes (all-or-nothing broken)."""
+    unplaced: int
+    """Gangs with no pod bound."""
+    time_to_running_ms: Summary
+    """Over complete gangs: first pod created to last pod Running."""
 
 
 class Fleet(_Doc):
@@ -221,6 +243,7 @@ class ResultDoc(_Doc):
     phases: list[PhaseDoc]
     claims: Claims
     gangs: list[Gang]
+    gang_summary: GangSummary | None = None
     timeline: Timeline
     cdf_ms: dict[str, list[tuple[float, float]]]
     server_check: ServerCheck
@@ -242,6 +265,38 @@ def _rfc3339(epoch: float) -> str:
 def _summary(values: list[float]) -> Summary:
     s = stats.summarize(values)
     return Summary(count=int(s.pop("count")), **s)
+
+
+def _gangs(result: outcome.RunResult) -> dict[str, object]:
+    """`gangs` (one per gang with a pod bound, as before) and `gang_summary` (every gang)."""
+    sizes = {p.name: p.concurrent for p in result.scenario.phases if p.gang}
+    states = records.gang_states(result.records, sizes)
+    gangs = [
+        Gang(
+            name=name,
+            pods=g.scheduled,
+            nodes=g.nodes,
+            racks=g.racks,
+            blocks=g.blocks,
+            size=g.size,
+            running=g.running,
+            partial=g.partial,
+            time_to_running_ms=None if g.time_to_running is None else g.time_to_running * 1000,
+        )
+        for name, g in sorted(states.items())
+        if g.scheduled
+    ]
+    if not states:
+        return {"gangs": gangs}
+    times = [g.time_to_running * 1000 for g in states.values() if g.time_to_running is not None]
+    summary = GangSummary(
+        gangs=len(states),
+        complete=len(times),
+        partial=sum(1 for g in states.values() if g.partial),
+        unplaced=sum(1 for g in states.values() if not g.scheduled),
+        time_to_running_ms=_summary(times),
+    )
+    return {"gangs": gangs, "gang_summary": summary}
 
 
 def _pod_events(rec: records.Records, phase: str | None) -> list[dict[str, float | None]]:
@@ -470,7 +525,7 @@ def build(result: outcome.RunResult, slos: list[slo.Slo] | None = None) -> Resul
         throughput=_throughput(rec, None),
         phases=[_phase(result, pr) for pr in result.phases],
         claims=_claims(rec),
-        gangs=[Gang(name=k, **v) for k, v in sorted(records.gang_spans(rec).items())],
+        **_gangs(result),
         timeline=_timeline(result),
         cdf_ms={k: stats.cdf(v) for k, v in durations.items()},
         server_check=_server_check(rec),

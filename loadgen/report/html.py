@@ -181,9 +181,13 @@ def _claims(doc: ResultDoc) -> list[Section]:
     if doc.gangs:
         parts.append(
             charts.table(
-                ("gang", "pods", "nodes", "racks", "blocks"),
+                ("gang", "pods bound", "of", "nodes", "racks", "blocks", "all Running after"),
                 [
-                    (g.name, *(str(v) for v in (g.pods, g.nodes, g.racks, g.blocks)))
+                    (
+                        g.name,
+                        *(str(v) for v in (g.pods, g.size or g.pods, g.nodes, g.racks, g.blocks)),
+                        "-" if g.time_to_running_ms is None else units.millis(g.time_to_running_ms),
+                    )
                     for g in doc.gangs
                 ],
             )

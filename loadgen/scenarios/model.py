@@ -104,6 +104,10 @@ class Claim(_Model):
     """RDMA NICs per pod; with `align` each GPU gets its own NIC on the same PCIe root."""
     align: bool = True
     """Pair GPU i with NIC i by `matchAttribute: resource.kubernetes.io/pcieRoot`."""
+    numa: bool = False
+    """All of the claim's GPUs and NICs on one NUMA node, by the in-tree constraint
+    `matchAttribute: resource.kubernetes.io/numaNode` across the GPU and NIC requests (the
+    standard attribute of 1.37): the scheduler refuses a node where that is impossible."""
     min_memory: str | None = None
     """Only GPUs with at least this much memory (a CEL selector), e.g. `40Gi`."""
     device_plugin: bool = False
@@ -147,6 +151,8 @@ class Claim(_Model):
             raise ValueError("aligned NICs pair 1:1 with GPUs: set nics equal to gpus")
         if self.nics and not self.gpus and self.align:
             raise ValueError("align needs GPUs to align the NICs with")
+        if self.numa and not (self.gpus and self.nics):
+            raise ValueError("numa aligns GPUs with NICs: set gpus and nics >= 1")
         if self.memory is not None and not _QUANTITY.match(self.memory):
             raise ValueError(f"memory {validation.shown(self.memory)} is not a quantity like 10Gi")
         if self.footprint is not None and not _QUANTITY.match(self.footprint):
@@ -176,6 +182,8 @@ class Claim(_Model):
             raise ValueError("device_plugin pods have no claim to shape")
         if shaped and not self.gpus:
             raise ValueError("claim shapes apply to GPU claims: set gpus >= 1")
+        if shaped and self.numa:
+            raise ValueError("numa takes an exact count of whole GPUs and NICs: no other shape")
         if (self.all_gpus or self.first_available) and self.nics and self.align:
             raise ValueError(
                 "aligned NIC pairs need an exact GPU count (no all_gpus or first_available)"
@@ -194,6 +202,8 @@ class Claim(_Model):
         parts = [f"gpu{self.gpus}"]
         if self.nics:
             parts.append(f"nic{self.nics}" + ("-aligned" if self.align else ""))
+        if self.numa:
+            parts.append("numa")
         if self.min_memory:
             parts.append("mem" + self.min_memory.lower().replace(".", "p"))
         if self.device_plugin:
@@ -249,7 +259,12 @@ class Phase(_Model):
     parallelism: int = Field(1, ge=1, le=1000)
     completions: int = Field(1, ge=1, le=100000)
     gang: bool = False
-    """Jobs only: label every pod with its Job as a gang (placement span is reported)."""
+    """Jobs only: every Job's pods are a gang, labelled with the Job's name (span and time
+    to all Running are reported)."""
+    native_gang: bool = False
+    """Gangs as the Workload API has them (1.37, GenericWorkload): a Workload and a PodGroup
+    per Job (gang policy, minCount = the Job's parallelism) its pods name in
+    `spec.schedulingGroup`, and no private label; the scheduler then binds all or none."""
     run_time: Duration | None = None
     """How long each pod runs before kwok completes it (Jobs only; bare pods run on)."""
     qps: float | None = Field(None, gt=0)
@@ -278,6 +293,8 @@ class Phase(_Model):
                 raise ValueError("bare pods never complete: use wait running or created")
         elif self.wave_size is not None:
             raise ValueError("wave_size applies to pods only")
+        if self.native_gang and not self.gang:
+            raise ValueError("native_gang applies to gangs (gang: true)")
         if self.sizing != "fixed" and (self.claim.gpus < 1 or self.claim.device_plugin):
             raise ValueError("fill/free sizing needs DRA GPU claims")
         if self.claim.shared_by > 1 and self.kind != "pods":

@@ -62,6 +62,51 @@ class GangParams(_Params):
     gangs: int = Field(4, ge=1)
     size: int = Field(4, ge=1, le=1000)
     run_time: Duration = 3600.0
+    native: bool = False
+    """Each gang a Workload API PodGroup (Kubernetes 1.37 with GenericWorkload on), placed
+    all or nothing by kube-scheduler; else (today's way) a private label only the extender
+    reads."""
+
+
+class AlignmentParams(_Params):
+    gpus: int = Field(4, ge=1, le=64)
+    nics: int = Field(4, ge=1, le=64)
+    align: bool = False
+    """Also pair each GPU with its own NIC on a PCIe root (`matchAttribute` per pair)."""
+    fill: float = Field(0.25, ge=0, lt=1)
+    """Share of the fleet's GPUs first taken by 1-GPU pods (fragmenting NUMA nodes)."""
+    qps: float = Field(20.0, gt=0)
+
+
+def _alignment(p: AlignmentParams) -> Scenario:
+    how = "in-tree numaNode constraint" if p.numa else "no alignment constraint"
+    phases = []
+    if p.fill:
+        fill = Claim(gpus=1, gpu_class=p.gpu_class)
+        phases.append(
+            Phase(
+                name="fill", kind="pods", sizing="fill", fill_fraction=p.fill, claim=fill, qps=p.qps
+            )
+        )
+    phases.append(
+        Phase(
+            name=f"aligned{p.gpus}",
+            kind="pods",
+            sizing="free",
+            qps=p.qps,
+            wait="settled",
+            timeout=600.0,
+            claim=p.claim(),
+        )
+    )
+    return Scenario(
+        name="alignment",
+        description=(
+            f"fill {p.fill:.0%} of the GPUs with 1-GPU pods, then {p.gpus} GPU + {p.nics} NIC "
+            f"pods ({how}) as many as the rest holds, each left until placed or refused"
+        ),
+        phases=phases,
+    )
 
 
 # The smallest H100 80GB MIG profile that holds a footprint of at most this many GB.
@@ -268,9 +313,10 @@ def _cl2_dra(p: Cl2DraParams) -> Scenario:
 
 
 def _gang(p: GangParams) -> Scenario:
+    how = "native PodGroup" if p.native else "labelled"
     return Scenario(
         name="gang",
-        description=f"{p.gangs} gang Jobs of {p.size} pods x {p.gpus} GPUs + {p.nics} NICs",
+        description=(f"{p.gangs} {how} gang Jobs of {p.size} pods x {p.gpus} GPUs + {p.nics} NICs"),
         phases=[
             Phase(
                 name="gang",
@@ -279,6 +325,7 @@ def _gang(p: GangParams) -> Scenario:
                 parallelism=p.size,
                 completions=p.size,
                 gang=True,
+                native_gang=p.native,
                 run_time=p.run_time,
                 claim=p.claim(),
             )
@@ -300,4 +347,5 @@ NAMED: dict[str, Named] = {
     "cl2-dra": Named(Cl2DraParams, _cl2_dra),
     "gang": Named(GangParams, _gang),
     "inference": Named(InferenceParams, _inference),
+    "alignment": Named(AlignmentParams, _alignment),
 }

@@ -42,6 +42,13 @@ _APIS: dict[str, dict[str, str]] = {
         "1.35": "resource.k8s.io/v1alpha3=true",
         "1.36": "resource.k8s.io/v1beta2=true",
     },
+    # The Workload API (Workload, PodGroup): beta in 1.37, and beta APIs are not served by
+    # default; v1alpha2 in 1.36 (v1alpha1 Workload only in 1.35).
+    "GenericWorkload": {
+        "1.35": "scheduling.k8s.io/v1alpha1=true",
+        "1.36": "scheduling.k8s.io/v1alpha2=true",
+        "1.37": "scheduling.k8s.io/v1beta1=true",
+    },
 }
 
 

@@ -47,6 +47,8 @@ RESOURCE_CLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", "ResourceC
 RESOURCE_CLAIM_TEMPLATES = Resource(
     "resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True
 )
+WORKLOADS = Resource("scheduling.k8s.io", "v1beta1", "workloads", "Workload", namespaced=True)
+POD_GROUPS = Resource("scheduling.k8s.io", "v1beta1", "podgroups", "PodGroup", namespaced=True)
 CRDS = Resource(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
 )
@@ -66,6 +68,8 @@ BUILTIN: dict[str, Resource] = {
         DEVICE_CLASSES,
         RESOURCE_CLAIMS,
         RESOURCE_CLAIM_TEMPLATES,
+        WORKLOADS,
+        POD_GROUPS,
         CRDS,
     )
 }

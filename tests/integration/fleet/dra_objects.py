@@ -19,19 +19,46 @@ def claim(
     *,
     selector: str = "",
     memory: str = "",
+    compute: str = "",
 ) -> Obj:
     """A one-device claim of `device_class`, optionally narrowed by a CEL `selector` and
-    asking `memory` of a device's consumable capacity."""
+    asking `memory` (and `compute`) of a device's consumable capacity."""
     exactly: Obj = {"deviceClassName": device_class, "allocationMode": "ExactCount", "count": 1}
     if selector:
         exactly["selectors"] = [{"cel": {"expression": selector}}]
     if memory:
         exactly["capacity"] = {"requests": {vocab.GPU_CAP_MEMORY: memory}}
+    if compute:
+        requests = exactly.setdefault("capacity", {"requests": {}})["requests"]
+        requests[vocab.GPU_CAP_COMPUTE] = compute
     return {
         "apiVersion": vocab.RESOURCE_API_VERSION,
         "kind": "ResourceClaim",
         "metadata": {"name": name},
         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}},
+    }
+
+
+def aligned_claim(name: str, gpus: int, nics: int, attribute: str) -> Obj:
+    """`gpus` GPUs and `nics` RDMA NICs in two requests, every device with one value of
+    `attribute` (the in-tree `matchAttribute` constraint across both requests)."""
+
+    def request(req: str, device_class: str, count: int) -> Obj:
+        exactly = {"deviceClassName": device_class, "allocationMode": "ExactCount", "count": count}
+        return {"name": req, "exactly": exactly}
+
+    devices = {
+        "requests": [
+            request("gpu", vocab.CLASS_GPU, gpus),
+            request("nic", vocab.CLASS_RDMA_NIC, nics),
+        ],
+        "constraints": [{"requests": ["gpu", "nic"], "matchAttribute": attribute}],
+    }
+    return {
+        "apiVersion": vocab.RESOURCE_API_VERSION,
+        "kind": "ResourceClaim",
+        "metadata": {"name": name},
+        "spec": {"devices": devices},
     }
 
 

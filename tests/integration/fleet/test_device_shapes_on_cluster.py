@@ -120,6 +120,34 @@ async def test_an_allocated_mig_partition_consumes_counters_so_the_full_gpu_is_r
         await Reconciler(kube).delete(fleet)
 
 
+async def test_the_in_tree_numa_constraint_matches_the_fleets_standard_attribute(
+    kube: Kube, ns: str
+) -> None:
+    """GPUs and NICs publish resource.kubernetes.io/numaNode, so the real allocator puts a
+    claim's 4 GPUs and 4 NICs on one NUMA node (a dgx-h100 has 4 + 4 on each), and refuses
+    5 + 5, which no NUMA node holds, though the node has 8 of each."""
+    fleet = f"numa-{secrets.token_hex(3)}"
+    try:
+        await _apply(
+            kube, {"name": fleet, "pools": [{"name": "p", "profile": "dgx-h100", "count": 1}]}
+        )
+        numa_of: dict[str, int] = {}
+        for s in (
+            await kube.list(RESOURCE_SLICES, label_selector=render.fleet_selector(fleet))
+        ).items:
+            for d in s["spec"]["devices"]:
+                numa_of[d["name"]] = d["attributes"][vocab.ATTR_NUMA_NODE]["int"]
+        body = dra.aligned_claim("four", 4, 4, vocab.ATTR_NUMA_NODE)
+        await dra.run_with_claim(kube, ns, fleet, "four", body)
+        devices = dra.allocated_devices(await _claim(kube, ns, "four"))
+        assert len(devices) == 8 and len({numa_of[d] for d in devices}) == 1, devices
+        await dra.pending_with_claim(
+            kube, ns, fleet, "five", dra.aligned_claim("five", 5, 5, vocab.ATTR_NUMA_NODE)
+        )
+    finally:
+        await Reconciler(kube).delete(fleet)
+
+
 async def test_two_capacity_claims_share_one_gpu_and_a_third_over_capacity_stays_pending(
     kube: Kube, ns: str
 ) -> None:

@@ -351,3 +351,34 @@ def test_device_plugin_gpus_are_whole_busy_gpus_of_the_nodes_memory() -> None:
     records.on_pod(t, "DELETED", _needing("dp", 10, plugin_gpus=2), 2.0)
     s = records.take_sample(t, 2.0)
     assert (s.gpus_busy, s.memory_requested, s.memory_taken) == (0, 10 * gib, 0)
+
+
+def _member(name: str, group: str, *, node: str = "", phase: str = "Pending") -> dict[str, Any]:
+    pod = _pod(name, node=node, phase=phase)
+    del pod["metadata"]["labels"][vocab.LABEL_GANG]
+    pod["spec"]["schedulingGroup"] = {"podGroupName": group}
+    return pod
+
+
+def test_a_native_gang_is_its_pod_group_timed_from_first_created_to_last_running() -> None:
+    t = _records()
+    for i in range(3):
+        records.on_pod(t, "ADDED", _member(f"a{i}", "ga"), 1.0 + i)
+    for i in range(3):
+        records.on_pod(
+            t, "MODIFIED", _member(f"a{i}", "ga", node=f"n{i}", phase="Running"), 10.0 + i
+        )
+    # Gang b: one of its two pods bound at the end (a partial gang); gang c: none bound.
+    records.on_pod(t, "ADDED", _member("b0", "gb", node="n0"), 2.0)
+    records.on_pod(t, "ADDED", _member("b1", "gb"), 2.0)
+    records.on_pod(t, "ADDED", _member("c0", "gc"), 2.0)
+    states = records.gang_states(t, {"p": 3})
+    a, b, c = states["ga"], states["gb"], states["gc"]
+    assert (a.size, a.scheduled, a.running, a.nodes) == (3, 3, 3, 3)
+    assert a.time_to_running == 11.0 and not a.partial
+    assert b.partial and b.time_to_running is None
+    assert not c.partial and c.scheduled == 0
+    assert records.gang_spans(t) == {
+        "ga": {"pods": 3, "nodes": 3, "racks": 3, "blocks": 3},
+        "gb": {"pods": 1, "nodes": 1, "racks": 1, "blocks": 1},
+    }

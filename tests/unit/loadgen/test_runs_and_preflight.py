@@ -130,3 +130,20 @@ def test_one_gpu_is_said_in_the_singular() -> None:
         "phase one: each pod asks 1 GPU, no fleet node has more than 0",
         "phase one: needs 1 GPU at once; the fleet has 0 free",
     ]
+
+
+def test_a_gang_larger_than_the_free_fleet_is_refused_with_its_numbers() -> None:
+    gang = {
+        "name": "gang",
+        "kind": "jobs",
+        "count": 1,
+        "parallelism": 64,
+        "completions": 64,
+        "gang": True,
+        "claim": {"gpus": 8, "nics": 8},
+    }
+    small = preflight.Capacity(gpus=400, held_by_others=0, largest_node=8)
+    assert preflight.problems(_scenario(gang), small) == [
+        "phase gang: one gang needs 64 pods x 8 GPUs = 512 GPUs at once; the fleet has 400 free"
+    ]
+    assert preflight.problems(_scenario(gang), CAP) == []

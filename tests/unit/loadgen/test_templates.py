@@ -179,3 +179,57 @@ def test_pods_say_the_gpu_memory_their_workload_uses_for_the_utilization_figures
     assert annotations(Claim(device_plugin=True, footprint="80G")) == {
         vocab.ANNOTATION_GPU_MEMORY: str(80 * 10**9)
     }
+
+
+def test_a_numa_claim_is_one_in_tree_constraint_over_every_gpu_and_nic_request() -> None:
+    spec = templates.claim_spec(Claim(gpus=4, nics=4, align=False, numa=True))
+    assert [r["name"] for r in spec["devices"]["requests"]] == ["gpu", "nic"]
+    assert spec["devices"]["constraints"] == [
+        {"requests": ["gpu", "nic"], "matchAttribute": vocab.ATTR_NUMA_NODE}
+    ]
+    both = templates.claim_spec(Claim(gpus=2, nics=2, numa=True))["devices"]["constraints"]
+    assert both[-1] == {
+        "requests": ["gpu-0", "nic-0", "gpu-1", "nic-1"],
+        "matchAttribute": vocab.ATTR_NUMA_NODE,
+    }
+    assert [c["matchAttribute"] for c in both[:2]] == [vocab.ATTR_PCIE_ROOT] * 2
+    assert Claim(gpus=2, nics=2, numa=True).key == "gpu2-nic2-aligned-numa"
+
+
+def _gang_phase(native: bool) -> Phase:
+    return Phase(
+        name="gang",
+        kind="jobs",
+        count=2,
+        parallelism=4,
+        completions=4,
+        gang=True,
+        native_gang=native,
+    )
+
+
+def test_a_native_gang_job_names_its_pod_group_and_carries_no_private_label() -> None:
+    phase = _gang_phase(True)
+    job = templates.job(phase, 1, "r1", templates.pod_spec(phase, {}))
+    template = job["spec"]["template"]
+    assert template["spec"]["schedulingGroup"] == {"podGroupName": "gang-000001"}
+    assert vocab.LABEL_GANG not in template["metadata"]["labels"]
+    group = templates.pod_group(phase, 1, "r1")
+    assert group["apiVersion"] == "scheduling.k8s.io/v1beta1" and group["kind"] == "PodGroup"
+    assert group["metadata"]["name"] == "gang-000001"
+    assert group["spec"] == {
+        "workloadRef": {"workloadName": "gang-000001", "templateName": "workers"},
+        "schedulingPolicy": {"gang": {"minCount": 4}},
+    }
+    workload = templates.workload(phase, 1, "r1")
+    assert workload["kind"] == "Workload"
+    assert workload["spec"]["podGroupTemplates"] == [
+        {"name": "workers", "schedulingPolicy": {"gang": {"minCount": 4}}}
+    ]
+
+
+def test_a_labelled_gang_job_keeps_the_private_label_and_no_scheduling_group() -> None:
+    phase = _gang_phase(False)
+    template = templates.job(phase, 0, "r1", templates.pod_spec(phase, {}))["spec"]["template"]
+    assert template["metadata"]["labels"][vocab.LABEL_GANG] == "gang-000000"
+    assert "schedulingGroup" not in template["spec"]

@@ -55,6 +55,14 @@ def test_device_taint_rules_get_their_api_served_in_each_release() -> None:
     assert fg.runtime_config("1.36", fg.gates()) == []
 
 
+def test_generic_workload_gets_the_workload_api_served_in_each_release() -> None:
+    on = fg.gates({"GenericWorkload": True})
+    assert fg.runtime_config("1.37", on) == ["scheduling.k8s.io/v1beta1=true"]
+    assert fg.runtime_config("1.36", on) == ["scheduling.k8s.io/v1alpha2=true"]
+    assert fg.runtime_config("1.35", on) == ["scheduling.k8s.io/v1alpha1=true"]
+    assert fg.runtime_config("1.37", fg.gates()) == []
+
+
 def test_create_command_passes_the_gates_and_their_apis_to_kwokctl(tmp_path: Path) -> None:
     b = binaries.Binaries(tmp_path)
     plain = local.create_command(local.ClusterConfig(name="x", home=tmp_path), b, tmp_path / "s")

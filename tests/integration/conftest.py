@@ -1,0 +1,46 @@
+"""A second local cluster for what needs gates the session cluster runs without: the Workload
+API (`GenericWorkload`, native gangs) and milli-unit capacity ranges
+(`DRAFractionalCapacityRange`), both beta and off by default in Kubernetes 1.37.
+
+Named `<test cluster>-gated` unless $DRA_TESTBED_GATED_CLUSTER names another (a cluster already
+running with these gates, e.g. the session cluster itself, is reused); kube-scheduler runs
+without the extender entry. Torn down at the end only if this session created it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from testbed import vocab
+from testbed.cluster import local
+from testbed.kube.client import ClientSettings, Kube
+
+GATES = {vocab.WORKLOAD_GATE: True, "DRAFractionalCapacityRange": True}
+
+
+@pytest.fixture(scope="session")
+def gated_kubeconfig() -> Iterator[str]:
+    base = os.environ.get("DRA_TESTBED_TEST_CLUSTER", local.DEFAULT_NAME)
+    name = os.environ.get("DRA_TESTBED_GATED_CLUSTER", f"{base}-gated")
+    config = local.ClusterConfig(name=name, extender=False, feature_gates=GATES)
+    cluster = local.LocalCluster(config)
+    status, created = cluster.up()
+    try:
+        yield str(status.kubeconfig)
+    finally:
+        if created and not os.environ.get("DRA_TESTBED_KEEP_CLUSTER"):
+            cluster.down()
+
+
+@pytest.fixture(scope="session")
+async def gated_kube(gated_kubeconfig: str) -> AsyncIterator[Kube]:
+    client = await Kube.connect(
+        kubeconfig=gated_kubeconfig, settings=ClientSettings(qps=500, burst=1000)
+    )
+    try:
+        yield client
+    finally:
+        await client.close()
