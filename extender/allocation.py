@@ -189,10 +189,12 @@ def judge(
     counters_in_use: Mapping[tuple[CounterKey, str], Fraction] | None = None,
     classes: Mapping[str, DeviceClassSelector] | None = None,
     capacity_in_use: Mapping[tuple[DeviceKey, str], Fraction] | None = None,
+    fractional: bool = False,
 ) -> Verdict:
     """Whether `devices` (one node's) can satisfy `pod`'s requests all at once.
     `capacity_in_use` is what other claims' allocations consume of shared devices'
-    capacities (their `consumedCapacity`)."""
+    capacities (their `consumedCapacity`); `fractional`: the cluster runs with
+    DRAFractionalCapacityRange, whose allocator steps capacity ranges in milli-units."""
     if pod.unjudged is not None:
         return Verdict(None, pod.reason, pod.unjudged)
     if not pod.requests:
@@ -219,7 +221,14 @@ def judge(
     if short is not None:
         return Verdict(False, short)
     search = _Search(
-        pod, devices, in_use, counters or {}, counters_in_use or {}, candidates, capacity_in_use
+        pod,
+        devices,
+        in_use,
+        counters or {},
+        counters_in_use or {},
+        candidates,
+        capacity_in_use,
+        fractional=fractional,
     )
     try:
         ok = search.request(0, _State())
@@ -264,6 +273,7 @@ class _Search:
     counters_in_use: Mapping[tuple[CounterKey, str], Fraction]
     candidates: list[list[list[DeviceKey]]]
     capacity_in_use: Mapping[tuple[DeviceKey, str], Fraction] | None = None
+    fractional: bool = False
     why: str = ""
 
     def request(self, i: int, st: _State) -> bool:
@@ -338,7 +348,11 @@ class _Search:
         else:
             if (st.used.get(key, 0) or self.in_use(key)) and not dev.multi:
                 return None
-            if alt.capacity and not dev.multi and _shares(key, dev, alt, _State(), {}) is None:
+            if (
+                alt.capacity
+                and not dev.multi
+                and _shares(key, dev, alt, _State(), {}, self.fractional) is None
+            ):
                 return None  # asks more than the device has
         taken: list[tuple[int, Any]] = []
         for j, con in enumerate(self.pod.constraints):
@@ -376,7 +390,7 @@ class _Search:
                 consumed.append((ck, amount))
         shares: list[tuple[tuple[DeviceKey, str], Fraction]] = []
         if dev.multi and not alt.admin:
-            taken_share = _shares(key, dev, alt, st, self.capacity_in_use or {})
+            taken_share = _shares(key, dev, alt, st, self.capacity_in_use or {}, self.fractional)
             if taken_share is None:
                 return None
             shares = taken_share
@@ -425,6 +439,7 @@ def _shares(
     alt: Alternative,
     st: _State,
     in_use: Mapping[tuple[DeviceKey, str], Fraction],
+    fractional: bool = False,
 ) -> list[tuple[tuple[DeviceKey, str], Fraction]] | None:
     """What `alt` consumes of a shared device's capacities, or None if that breaks the
     capacity's request policy or does not fit next to what other claims (`in_use`) and this
@@ -440,8 +455,8 @@ def _shares(
             policy = _policy(dev.policies.get(name))
         except expressions.CelError:
             return None
-        amount = consumed_capacity(wanted.get(name), total, policy)
-        if policy is not None and violates(amount, policy):
+        amount = consumed_capacity(wanted.get(name), total, policy, fractional)
+        if policy is not None and violates(amount, policy, fractional):
             return None
         held = in_use.get((key, name), Fraction(0)) + st.capacity.get((key, name), Fraction(0))
         if held + amount > total:
@@ -485,9 +500,11 @@ def _policy(raw: Any) -> Policy | None:
 
 
 def consumed_capacity(
-    requested: Fraction | None, total: Fraction, policy: Policy | None
+    requested: Fraction | None, total: Fraction, policy: Policy | None, fractional: bool = False
 ) -> Fraction:
-    """How much of a capacity a request consumes (the allocator's calculateConsumedCapacity)."""
+    """How much of a capacity a request consumes (the allocator's calculateConsumedCapacity):
+    a range rounds up to min + n x step, in whole units (Quantity.Value(), which rounds each
+    of request, min and step up) or, with `fractional`, in milli-units."""
     if requested is None:
         return policy.default if policy is not None and policy.default is not None else total
     if policy is None:
@@ -497,14 +514,16 @@ def consumed_capacity(
             return policy.min
         if policy.step is None:
             return requested
-        steps = -((policy.min - _ceil(requested)) // policy.step)  # ceil((req - min) / step)
-        return policy.min + policy.step * steps
+        unit = Fraction(1, 1000) if fractional else Fraction(1)
+        req, low, step = (_ceil(q / unit) for q in (requested, policy.min, policy.step))
+        steps = -((low - req) // step)  # ceil((req - min) / step)
+        return (low + step * steps) * unit
     if policy.values:
         return next((v for v in policy.values if requested <= v), requested)
     return requested
 
 
-def violates(amount: Fraction, policy: Policy) -> bool:
+def violates(amount: Fraction, policy: Policy, fractional: bool = False) -> bool:
     """Whether a consumed amount breaks the policy (the allocator's violatesPolicy)."""
     if policy.default is not None and amount == policy.default:
         return False
@@ -512,7 +531,9 @@ def violates(amount: Fraction, policy: Policy) -> bool:
         if policy.max is not None and amount > policy.max:
             return True
         if policy.step is not None and policy.min is not None:
-            return (_ceil(amount) - policy.min) % policy.step != 0
+            unit = Fraction(1, 1000) if fractional else Fraction(1)
+            req, low, step = (_ceil(q / unit) for q in (amount, policy.min, policy.step))
+            return (req - low) % step != 0
         return False
     if policy.values:
         return amount not in policy.values

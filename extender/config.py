@@ -44,6 +44,9 @@ class Settings(BaseModel):
     rack_label: str = vocab.LABEL_RACK
     """Node label naming the rack."""
     host_label: str = vocab.LABEL_HOSTNAME
+    fractional_capacity: bool = False
+    """The cluster runs with DRAFractionalCapacityRange (1.37, beta, off by default): its
+    allocator steps capacity ranges in milli-units, which the allocation search then does."""
     gang_label: str = vocab.LABEL_GANG
     """Pod label grouping a gang; takes precedence over the Job name label."""
     gpu_drivers: tuple[str, ...] = (vocab.GPU_DRIVER,)

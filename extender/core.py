@@ -249,6 +249,7 @@ class Core:
                 "nicClass": d.nic_class,
                 "nics": d.nics,
                 "alignedGroups": [list(g) for g in d.groups],
+                "alignedInTree": d.aligned_in_tree,
                 "requireAlignment": d.require_alignment,
                 "requireLocality": d.require_locality,
                 "job": d.job,

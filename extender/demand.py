@@ -52,8 +52,12 @@ class Demand:
     """(gpus, nics) sets DRA must place on one PCIe root (a matchAttribute constraint)."""
     require_alignment: Alignment | None = None
     require_locality: Locality | None = None
+    aligned_in_tree: bool = False
+    """A claim constrains its GPUs and NICs to one NUMA node (`matchAttribute:
+    resource.kubernetes.io/numaNode`): DRA enforces the alignment wherever the pod lands, so
+    the alignment term does not apply (no paying twice for it)."""
     job: str | None = None
-    """`namespace/name` of the pod's gang or Job, if any."""
+    """`namespace/name` of the pod's gang (its PodGroup, else the gang label) or Job."""
     notes: tuple[str, ...] = ()
     specs: tuple[dict[str, Any], ...] = ()
     """The specs of the pod's claims not yet allocated, for `allocation.judge`."""
@@ -81,9 +85,13 @@ def role_of(klass: selectors.DeviceClassSelector | None, settings: Settings) -> 
 
 
 def job_of(pod: dict[str, Any], settings: Settings) -> str | None:
+    """The pod's gang: the Workload API PodGroup it names (1.37), else the gang label, else
+    its Job. Sibling pods are watched by label (see cache.store), so a PodGroup's pods are
+    followed when they also carry a gang or Job label, as every Job's pods do."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
-    name = labels.get(settings.gang_label) or labels.get(vocab.LABEL_JOB_NAME)
+    group = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+    name = group or labels.get(settings.gang_label) or labels.get(vocab.LABEL_JOB_NAME)
     if not isinstance(name, str) or not name:
         return None
     return f"{meta.get('namespace') or 'default'}/{name}"
@@ -106,6 +114,7 @@ def of_pod(
     groups: list[tuple[int, int]] = []
     specs: list[dict[str, Any]] = []
     unjudged: list[str] = []
+    in_tree: list[bool] = []
 
     statuses = {
         s.get("name"): s.get("resourceClaimName")
@@ -118,7 +127,7 @@ def of_pod(
         spec = _claim_spec(ref, statuses, ns, claim, template, notes)
         if spec is not None:
             specs.append(spec)
-            _add_claim(spec, classes, settings, counts, groups, notes, unjudged)
+            in_tree.append(_add_claim(spec, classes, settings, counts, groups, notes, unjudged))
 
     gpu_class, gpus = _dominant(counts, "gpu", notes)
     nic_class, nics = _dominant(counts, "nic", notes)
@@ -139,6 +148,7 @@ def of_pod(
         groups=tuple(sorted(groups, reverse=True)),
         require_alignment=alignment,
         require_locality=locality,
+        aligned_in_tree=any(in_tree),
         job=job,
         notes=tuple(notes),
         specs=tuple(specs),
@@ -185,7 +195,9 @@ def _add_claim(
     groups: list[tuple[int, int]],
     notes: list[str],
     unjudged: list[str],
-) -> None:
+) -> bool:
+    """Count the claim's devices into `counts` and `groups`; True when it carries the
+    in-tree NUMA constraint over GPUs and NICs."""
     devices = spec.get("devices") or {}
     per_request: dict[str, tuple[Role, int]] = {}
     for req in devices.get("requests") or []:
@@ -229,14 +241,19 @@ def _add_claim(
             continue
         counts[(role, cls)] = counts.get((role, cls), 0) + count
         per_request[rname] = (role, count)
+    numa = False
     for con in devices.get("constraints") or []:
-        if not isinstance(con, dict) or con.get("matchAttribute") != vocab.ATTR_PCIE_ROOT:
+        attribute = con.get("matchAttribute") if isinstance(con, dict) else None
+        if attribute not in (vocab.ATTR_PCIE_ROOT, vocab.ATTR_NUMA_NODE):
             continue
         names = con.get("requests") or list(per_request)
         g = sum(c for r, c in (per_request.get(n, ("", 0)) for n in names) if r == "gpu")
         n = sum(c for r, c in (per_request.get(n, ("", 0)) for n in names) if r == "nic")
-        if g + n >= 2:
+        if attribute == vocab.ATTR_NUMA_NODE:
+            numa = numa or bool(g and n)
+        elif g + n >= 2:
             groups.append((g, n))
+    return numa
 
 
 def _dominant(

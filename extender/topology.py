@@ -49,7 +49,8 @@ class Device:
         return value if isinstance(value, str) else None
 
     def own_numa(self) -> int | None:
-        for key in (vocab.GPU_ATTR_NUMA, vocab.NIC_ATTR_NUMA):
+        # The standard attribute (1.37 drivers) first, then the older per-driver names.
+        for key in (vocab.ATTR_NUMA_NODE, vocab.GPU_ATTR_NUMA, vocab.NIC_ATTR_NUMA):
             value = self.attributes.get(key)
             if isinstance(value, int) and not isinstance(value, bool):
                 return value

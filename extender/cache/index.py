@@ -124,6 +124,7 @@ class Index:
             counters_in_use=in_use,
             classes=self.classes,
             capacity_in_use=self.capacity_in_use,
+            fractional=self.settings.fractional_capacity,
         )
 
     def free_devices(self, node: str) -> set[DeviceKey]:

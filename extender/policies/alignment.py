@@ -12,9 +12,10 @@ from extender.topology import Summary
 
 def score(demand: Demand, summary: Summary, numa_credit: float) -> float | None:
     """1.0 when every pair can be PCIe-root aligned, `numa_credit` per pair that can only be
-    NUMA-local, 0 per unaligned pair, averaged; None when the pod wants no pairs."""
+    NUMA-local, 0 per unaligned pair, averaged; None when the pod wants no pairs, or its claim
+    has DRA enforce NUMA alignment already (the in-tree constraint: never paid twice)."""
     pairs = demand.pairs
-    if not pairs or demand.gpu_class is None or demand.nic_class is None:
+    if not pairs or demand.aligned_in_tree or demand.gpu_class is None or demand.nic_class is None:
         return None
     root, numa = summary.pairs(demand.gpu_class, demand.nic_class)
     aligned = min(pairs, root)

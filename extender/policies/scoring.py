@@ -84,7 +84,10 @@ def score_nodes(
     cannot fit scores 0; asked once per node and shape, on a memo miss."""
     if demand.empty:
         return [MIN_PRIORITY] * len(names)
-    key = f"score|{demand.gpu_class}|{demand.gpus}|{demand.nic_class}|{demand.nics}|{fits_key}"
+    key = (
+        f"score|{demand.gpu_class}|{demand.gpus}|{demand.nic_class}|{demand.nics}|"
+        f"{demand.aligned_in_tree}|{fits_key}"
+    )
     memo = node_memo(key)
 
     def entry_of(name: str) -> tuple[tuple[int, int, int, int], str | None, str | None] | None:

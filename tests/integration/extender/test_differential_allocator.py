@@ -2,14 +2,20 @@
 node per round, pinned to its node. kube-scheduler (its DRA plugin) schedules it or finds it
 unschedulable; the extender said beforehand whether the node's devices can satisfy the claim.
 
-The fleet mixes whole GPUs (product, memory capacity, driver version, PCIe roots), NICs
-(RDMA or not), MIG-style partitions consuming shared counters and NICs shared by capacity
-(allowMultipleAllocations). Classes select with capacity comparisons and semver. Claims use
-request selectors, count, All, firstAvailable, adminAccess, matchAttribute/distinctAttribute,
-capacity requests, and a selector that fails at run time.
+The fleet mixes whole GPUs (product, memory capacity, driver version, PCIe roots, the
+standard NUMA attribute), NICs (RDMA or not), MIG-style partitions consuming shared counters,
+NICs shared by capacity (allowMultipleAllocations) and shared GPUs whose `compute: 1` has a
+milli-step range. Classes select with capacity comparisons and semver. Claims use request
+selectors, count, All, firstAvailable, adminAccess, matchAttribute (PCIe root, and the in-tree
+NUMA constraint across GPU and NIC requests)/distinctAttribute, capacity requests (fractional
+ones too), and a selector that fails at run time.
 
-Size: DRA_TESTBED_DIFF_NODES x DRA_TESTBED_DIFF_ROUNDS pairs (default 50 x 10 = 500),
-seed DRA_TESTBED_DIFF_SEED. Every disagreement is printed with the claim and the verdict.
+It runs twice: on the session cluster, and on the gated one, whose allocator steps fractional
+ranges in milli-units (DRAFractionalCapacityRange) as the extender is told to.
+
+Size: DRA_TESTBED_DIFF_NODES x DRA_TESTBED_DIFF_ROUNDS pairs (default 50 x 10 = 500; the gated
+run DRA_TESTBED_DIFF_GATED_ROUNDS, default 4), seed DRA_TESTBED_DIFF_SEED. Every disagreement
+is printed with the claim and the verdict.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ GPU = "gpu.nvidia.com"
 NIC = "dra.net"
 NODES = int(os.environ.get("DRA_TESTBED_DIFF_NODES", "50"))
 ROUNDS = int(os.environ.get("DRA_TESTBED_DIFF_ROUNDS", "10"))
+GATED_ROUNDS = int(os.environ.get("DRA_TESTBED_DIFF_GATED_ROUNDS", "4"))
 SEED = int(os.environ.get("DRA_TESTBED_DIFF_SEED", "1"))
 TARGET = 0.99
 
@@ -63,6 +70,7 @@ def classes(prefix: str) -> list[Obj]:
         "nic": f"device.driver == '{NIC}' && !device.allowMultipleAllocations",
         "rdma": f"device.driver == '{NIC}' && device.attributes['{NIC}'].rdma == true",
         "vnic": f"device.driver == '{NIC}' && device.allowMultipleAllocations",
+        "sgpu": _type_is("shared"),
     }
     return [
         {
@@ -89,8 +97,28 @@ def node_devices(rng: random.Random, node: str) -> list[Obj]:
                     "productName": {"string": rng.choice(["H100", "A100"])},
                     "driverVersion": {"version": rng.choice(["535.104.5", "550.54.15", "560.1.0"])},
                     vocab.ATTR_PCIE_ROOT: {"string": f"pci-{i % roots}"},
+                    vocab.ATTR_NUMA_NODE: {"int": (i % roots) % 2},
                 },
                 "capacity": {"memory": {"value": rng.choice(["40Gi", "80Gi"])}},
+            }
+        )
+    if rng.random() < 0.4:
+        # A shared GPU, its compute in tenths (the dgx-h100-fractional shape).
+        step = rng.choice(["100m", "250m"])
+        gpus.append(
+            {
+                "name": "sgpu",
+                "allowMultipleAllocations": True,
+                "attributes": {"type": {"string": "shared"}},
+                "capacity": {
+                    "compute": {
+                        "value": "1",
+                        "requestPolicy": {
+                            "default": step,
+                            "validRange": {"min": step, "max": "1", "step": step},
+                        },
+                    }
+                },
             }
         )
     nics: list[Obj] = []
@@ -101,6 +129,7 @@ def node_devices(rng: random.Random, node: str) -> list[Obj]:
                 "attributes": {
                     "rdma": {"bool": rng.random() < 0.7},
                     vocab.ATTR_PCIE_ROOT: {"string": f"pci-{i % roots}"},
+                    vocab.ATTR_NUMA_NODE: {"int": (i % roots) % 2},
                 },
             }
         )
@@ -167,7 +196,7 @@ def claim_spec(rng: random.Random, p: str) -> Obj:
     def cel(expr: str) -> list[Obj]:
         return [{"cel": {"expression": expr}}]
 
-    k = rng.randrange(12)
+    k = rng.randrange(14)
     n = rng.randint(1, 6)
     constraints: list[Obj] = []
     if k == 0:
@@ -215,9 +244,35 @@ def claim_spec(rng: random.Random, p: str) -> Obj:
             reqs.append(req("w", "vnic", 1, capacity={"requests": {"bandwidth": "50G"}}))
     elif k == 10:
         reqs = [req("g", "gpu", 1, selectors=cel(f"device.attributes['{GPU}'].missing == 1"))]
+    elif k == 12:
+        reqs = [
+            req("g", "gpu", rng.randint(1, 4)),
+            req("n", rng.choice(["nic", "rdma"]), rng.randint(1, 2)),
+        ]
+        constraints = [{"requests": ["g", "n"], "matchAttribute": vocab.ATTR_NUMA_NODE}]
+    elif k == 13:
+        share = lambda: {"requests": {"compute": rng.choice(["100m", "250m", "300m", "600m", "1"])}}  # noqa: E731
+        reqs = [req("s", "sgpu", 1, capacity=share())]
+        if rng.random() < 0.5:
+            reqs.append(req("t", "sgpu", 1, capacity=share()))
     else:
         reqs = [req("g", "gpu", n), req("n", "rdma", rng.randint(1, 2))]
     return {"devices": {"requests": reqs, "constraints": constraints}}
+
+
+@pytest.fixture(scope="module")
+async def gated_extender(gated_kube: Kube) -> AsyncIterator[web.Application]:
+    """The extender's core on the gated cluster, told its allocator steps in milli-units;
+    the test asks it directly, so it serves no port."""
+    settings = Settings(fractional_capacity=True)
+    app = app_mod.build(settings, registry=CollectorRegistry(), kube=gated_kube)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        await asyncio.wait_for(app[app_mod.STORE].ready.wait(), 120)
+        yield app
+    finally:
+        await runner.cleanup()
 
 
 @pytest.fixture(scope="module")
@@ -259,6 +314,16 @@ def _outcome(pod: Obj) -> str | None:
 async def test_the_extender_agrees_with_the_real_allocator(
     kube: Kube, extender: web.Application
 ) -> None:
+    await _differential(kube, extender, ROUNDS)
+
+
+async def test_the_extender_agrees_with_the_allocator_stepping_fractions_in_milli_units(
+    gated_kube: Kube, gated_extender: web.Application
+) -> None:
+    await _differential(gated_kube, gated_extender, GATED_ROUNDS)
+
+
+async def _differential(kube: Kube, extender: web.Application, rounds: int) -> None:
     rng = random.Random(SEED)
     run = secrets.token_hex(3)
     prefix = f"diff-{run}"
@@ -290,7 +355,7 @@ async def test_the_extender_agrees_with_the_real_allocator(
         )
         await _wait_ready(kube, nodes)
         pairs: list[dict[str, Any]] = []
-        for rnd in range(ROUNDS):
+        for rnd in range(rounds):
             pairs += await _round(kube, core, ns, prefix, nodes, rng, rnd)
             print(f"round {rnd}: {len(pairs)} pairs", flush=True)
         judged = [p for p in pairs if p["fits"] is not None]
@@ -303,7 +368,7 @@ async def test_the_extender_agrees_with_the_real_allocator(
         for p in pairs:
             if p["fits"] is None or p["fits"] != (p["kube"] == "scheduled"):
                 print("DISAGREE" if p["fits"] is not None else "NOT JUDGED", json.dumps(p))
-        assert len(pairs) >= NODES * ROUNDS
+        assert len(pairs) >= NODES * rounds
         assert len(agree) >= TARGET * len(pairs)
     finally:
         with contextlib.suppress(errors.KubeError):

@@ -209,6 +209,21 @@ def test_request_policies_round_what_a_request_consumes() -> None:
     assert allocation.violates(20 * G, capped) and not allocation.violates(16 * G, capped)
 
 
+def test_a_fractional_range_steps_in_milli_units_only_with_the_gate() -> None:
+    m = Fraction(1, 1000)
+    tenths = allocation.Policy(
+        default=100 * m, min=100 * m, max=Fraction(1), step=100 * m, ranged=True
+    )
+    one = Fraction(1)
+    # DRAFractionalCapacityRange on: 250m rounds up to 300m; 300m is a valid step.
+    assert allocation.consumed_capacity(250 * m, one, tenths, fractional=True) == 300 * m
+    assert not allocation.violates(300 * m, tenths, fractional=True)
+    assert allocation.violates(250 * m, tenths, fractional=True)
+    # Off: Quantity.Value() rounds request, min and step up to 1 each: a whole unit.
+    assert allocation.consumed_capacity(250 * m, one, tenths) == one
+    assert allocation.consumed_capacity(None, one, tenths) == 100 * m  # the default either way
+
+
 def test_shared_capacity_counts_other_claims_consumption_and_the_policy() -> None:
     policy = {"default": "8Gi", "validRange": {"min": "4Gi", "step": "4Gi"}}
     devices = shared_gpu(policy)

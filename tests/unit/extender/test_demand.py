@@ -116,3 +116,35 @@ def test_annotations_and_job() -> None:
 def test_gang_label_takes_precedence_over_job_name() -> None:
     pod = objects.pod(NS, "p", labels={vocab.LABEL_JOB_NAME: "j", vocab.LABEL_GANG: "g"})
     assert of(pod).job == "ns/g"
+
+
+def test_a_pod_group_is_the_gang_ahead_of_label_and_job() -> None:
+    pod = objects.pod(NS, "p", labels={vocab.LABEL_JOB_NAME: "j", vocab.LABEL_GANG: "g"})
+    pod["spec"]["schedulingGroup"] = {"podGroupName": "pg"}
+    assert of(pod).job == "ns/pg"
+
+
+def _numa_spec(gpus: int, nics: int) -> dict[str, Any]:
+    spec = objects.claim_spec(
+        [
+            objects.request("gpu", vocab.CLASS_GPU, gpus),
+            objects.request("nic", vocab.CLASS_RDMA_NIC, nics),
+        ]
+    )
+    spec["devices"]["constraints"] = [
+        {"requests": ["gpu", "nic"], "matchAttribute": vocab.ATTR_NUMA_NODE}
+    ]
+    return spec
+
+
+def test_an_in_tree_numa_constraint_over_gpus_and_nics_marks_the_pod_aligned_by_dra() -> None:
+    d = of(objects.pod(NS, "p", claims=["c"]), objects.claim(NS, "c", _numa_spec(4, 4)))
+    assert d.aligned_in_tree and d.pairs == 4 and d.groups == ()
+    # Over GPUs alone, or no NUMA constraint at all: nothing aligned by DRA.
+    gpus_only = _numa_spec(2, 1)
+    gpus_only["devices"]["constraints"][0]["requests"] = ["gpu"]
+    assert not of(
+        objects.pod(NS, "p", claims=["c"]), objects.claim(NS, "c", gpus_only)
+    ).aligned_in_tree
+    tmpl = objects.template(NS, "t", objects.pair_spec(2, aligned=True))
+    assert not of(objects.pod(NS, "p", templates=["t"]), tmpl).aligned_in_tree

@@ -245,3 +245,24 @@ def test_scores_follow_allocations_and_labels_between_calls() -> None:
     assert a3 > a2
     core.index.delete("Node", objects.node("a"))
     assert core.prioritize(pod, ["a", "b"])[0] == 0  # gone: never above a known node
+
+
+def test_an_in_tree_numa_constrained_pod_is_not_scored_on_alignment_again() -> None:
+    spec = objects.claim_spec(
+        [
+            objects.request("gpu", vocab.CLASS_GPU, 4),
+            objects.request("nic", vocab.CLASS_RDMA_NIC, 4),
+        ]
+    )
+    spec["devices"]["constraints"] = [
+        {"requests": ["gpu", "nic"], "matchAttribute": vocab.ATTR_NUMA_NODE}
+    ]
+    tmpl = objects.template(NS, "numa4", spec)
+    pod = objects.pod(NS, "p", templates=["numa4"])
+    core = core_of([*objects.dgx("al"), *objects.numa_only("nu"), tmpl])
+    al, nu = core.prioritize(pod, ["al", "nu"])
+    assert al == nu  # DRA keeps both NUMA-local; root alignment is not scored on top
+    plain, plain_tmpl = pair_pod(4)
+    core = core_of([*objects.dgx("al"), *objects.numa_only("nu"), plain_tmpl])
+    al, nu = core.prioritize(plain, ["al", "nu"])
+    assert al > nu
