@@ -68,6 +68,19 @@ def _mean_gang(doc: Doc, level: str) -> float | None:
     return statistics.fmean(g[level] for g in gangs) if gangs else None
 
 
+def _gang_summary(doc: Doc, key: str) -> float | None:
+    """A figure of the run's gangs at its end (loadgen's `gang_summary`)."""
+    summary = doc.get("gang_summary")
+    if not summary:
+        return None
+    if key == "complete_share":
+        return summary["complete"] / summary["gangs"] if summary["gangs"] else None
+    if key.startswith("Perc"):
+        times = summary["time_to_running_ms"]
+        return float(times[key]) if times.get("count") else None
+    return float(summary[key])
+
+
 @dataclass(frozen=True)
 class ProbeOutcome:
     """What a probe phase saw of its pods: placed, refused by the scheduler (found
@@ -186,6 +199,10 @@ THROUGHPUT_METRICS: list[Metric] = [
     ("GPU-NIC pairs on one NUMA node", "share", _numa_share),
     ("blocks spanned per gang", "blocks", lambda d: _mean_gang(d, "blocks")),
     ("racks spanned per gang", "racks", lambda d: _mean_gang(d, "racks")),
+    ("gang time to all Running p50", "ms", lambda d: _gang_summary(d, "Perc50")),
+    ("gang time to all Running p99", "ms", lambda d: _gang_summary(d, "Perc99")),
+    ("partial gangs at the end", "gangs", lambda d: _gang_summary(d, "partial")),
+    ("gangs all Running", "share", lambda d: _gang_summary(d, "complete_share")),
     ("modelled bus bandwidth per GPU (all_gather)", "GB/s", _bandwidth),
     ("8-GPU pods placed after a mixed fill", "share", lambda d: _placed(d, "whole")),
     (

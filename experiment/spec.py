@@ -26,7 +26,7 @@ from experiment import comparison, mixed_fleet
 from fleet import profiles as fleet_profiles
 from fleet import spec as fleet_spec
 from loadgen import scenarios
-from testbed import documents, validation
+from testbed import documents, validation, vocab
 from testbed.cluster import binaries as bins
 from testbed.cluster import feature_gates as fg
 
@@ -107,6 +107,10 @@ class Variant(_Model):
     """The release (`1.35` .. `1.37`) of the cluster this variant runs in; None: the default."""
     device_plugin: bool = Field(False, alias="devicePlugin")
     """Pods ask for GPUs as extended resources (the device plugin's way) instead of claims."""
+    workload_params: dict[str, Scalar] = Field(default_factory=dict, alias="workloadParams")
+    """Scenario parameters laid over every workload's in this variant's arms, e.g.
+    {native: true} (gangs as Workload API PodGroups) or {numa: true} (the in-tree NUMA
+    constraint): what the variant changes is then the pods' own request."""
 
     _name = field_validator("name")(_check_name)
 
@@ -176,6 +180,7 @@ class Variant(_Model):
             repr(sorted(self.scheduler.items())),
             self.device_plugin,
             tuple(sorted(self.feature_gates.items())),
+            tuple(sorted(self.workload_params.items())),
         )
 
 
@@ -195,7 +200,8 @@ class Workload(_Model):
 
     def loadgen_params(self, variant: Variant) -> dict[str, str]:
         params = {
-            k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in self.params.items()
+            k: str(v).lower() if isinstance(v, bool) else str(v)
+            for k, v in {**self.params, **variant.workload_params}.items()
         }
         if variant.device_plugin:
             params["device_plugin"] = "true"
@@ -357,6 +363,13 @@ def unknown_extender_flags(exp: Experiment, serve_help: str) -> list[str]:
     ]
 
 
+def _serves_workloads(v: Variant) -> bool:
+    """The variant's cluster serves the Workload API's v1beta1 native gangs are made of."""
+    minor = int((v.kubernetes or bins.DEFAULT_RELEASE).split(".")[1])
+    first = int(vocab.WORKLOAD_RELEASE.split(".")[1])
+    return minor >= first and v.feature_gates.get(vocab.WORKLOAD_GATE, False)
+
+
 def check(exp: Experiment) -> list[str]:
     """Everything a run would stumble on, before it creates anything: the fleet spec, the
     releases, the scenarios and their parameters. Returns the clusters' releases; SpecError."""
@@ -382,8 +395,14 @@ def check(exp: Experiment) -> list[str]:
     for i, w in enumerate(exp.workloads):
         for v in exp.variants:
             try:
-                scenarios.load(w.scenario, dict(w.loadgen_params(v)))
+                built = scenarios.load(w.scenario, dict(w.loadgen_params(v)))
             except scenarios.ScenarioError as e:
-                where = f" (variant {v.name})" if v.device_plugin else ""
+                where = f" (variant {v.name})" if v.device_plugin or v.workload_params else ""
                 raise SpecError(f"workloads.{i}{where}: {e}") from None
+            if any(p.native_gang for p in built.phases) and not _serves_workloads(v):
+                raise SpecError(
+                    f"workloads.{i} (variant {v.name}): native gangs need Kubernetes "
+                    f"{vocab.WORKLOAD_RELEASE} or later with featureGates: "
+                    f"{{{vocab.WORKLOAD_GATE}: true}}"
+                )
     return sorted(set(releases)) or [bins.DEFAULT_RELEASE]

@@ -176,6 +176,29 @@ def test_device_plugin_variants_ask_loadgen_for_extended_resources() -> None:
     assert [a.params.get("device_plugin") for a in arms] == [None, "true"]
 
 
+def test_workload_params_of_a_variant_lay_over_every_workloads_own() -> None:
+    gw = {"GenericWorkload": True}
+    exp = _checked(
+        variants=[
+            {"name": "native", "featureGates": gw, "workloadParams": {"native": True}},
+            {"name": "label", "featureGates": gw},
+        ],
+        workloads=[{"name": "g", "scenario": "gang", "params": {"gangs": 1, "size": 2}}],
+    )
+    arms = matrix.stages(exp)[0].arms
+    assert [a.params.get("native") for a in arms] == ["true", None]
+    assert {a.params["size"] for a in arms} == {"2"}
+
+
+def test_native_gangs_on_a_variant_without_the_workload_api_are_refused() -> None:
+    gang = [{"name": "g", "scenario": "gang", "params": {"native": True}}]
+    with pytest.raises(specs.SpecError, match=r"featureGates: \{GenericWorkload: true\}"):
+        _checked(workloads=gang)
+    old = {"name": "old", "kubernetes": "1.36", "featureGates": {"GenericWorkload": True}}
+    with pytest.raises(specs.SpecError, match=r"variant old\): native gangs need Kubernetes 1.37"):
+        _checked(workloads=gang, variants=[old, {"name": "b"}])
+
+
 def test_extender_flags_become_serve_arguments_and_unknown_ones_are_found() -> None:
     exp = _checked(variants=[{"name": "a", "extenderFlags": {"weight-packing": 4}}, {"name": "b"}])
     assert exp.variants[0].extender_args == ("--weight-packing", "4")
