@@ -7,9 +7,10 @@ Mirrors what kube-scheduler's structured allocator decides for one node (not how
 - `firstAvailable`: the alternatives in order, the first with which everything fits;
 - `adminAccess`: may use devices in use, and uses none up (nor twice in one claim);
 - `matchAttribute` / `distinctAttribute` constraints over the listed requests (a device
-  without the attribute breaks either). `distinctAttribute` as the allocator implements it
-  in this release: it remembers one value per request (the last device added), so devices
-  of one request are checked against the previous one and other requests' values only;
+  without the attribute breaks either). `distinctAttribute` as the allocator implements it:
+  from 1.37 every device's value must differ from all values taken so far; up to 1.36
+  (`distinct_all=False`) it remembers one value per request (the last device added), so
+  devices of one request are checked against the previous one and other requests' only;
 - a device is used by one request unless it allows multiple allocations (consumable
   capacity: each request's capacity must fit the device's);
 - a partition consumes its slice's shared counters (MIG): what is in use plus what this
@@ -190,11 +191,13 @@ def judge(
     classes: Mapping[str, DeviceClassSelector] | None = None,
     capacity_in_use: Mapping[tuple[DeviceKey, str], Fraction] | None = None,
     fractional: bool = False,
+    distinct_all: bool = True,
 ) -> Verdict:
     """Whether `devices` (one node's) can satisfy `pod`'s requests all at once.
     `capacity_in_use` is what other claims' allocations consume of shared devices'
     capacities (their `consumedCapacity`); `fractional`: the cluster runs with
-    DRAFractionalCapacityRange, whose allocator steps capacity ranges in milli-units."""
+    DRAFractionalCapacityRange, whose allocator steps capacity ranges in milli-units;
+    `distinct_all`: distinctAttribute as 1.37 checks it (False: as up to 1.36)."""
     if pod.unjudged is not None:
         return Verdict(None, pod.reason, pod.unjudged)
     if not pod.requests:
@@ -229,6 +232,7 @@ def judge(
         candidates,
         capacity_in_use,
         fractional=fractional,
+        distinct_all=distinct_all,
     )
     try:
         ok = search.request(0, _State())
@@ -274,6 +278,7 @@ class _Search:
     candidates: list[list[list[DeviceKey]]]
     capacity_in_use: Mapping[tuple[DeviceKey, str], Fraction] | None = None
     fractional: bool = False
+    distinct_all: bool = True
     why: str = ""
 
     def request(self, i: int, st: _State) -> bool:
@@ -361,8 +366,13 @@ class _Search:
             value = dev.attributes.get(_qualified(con.attribute, dev.driver))
             if value is None:
                 return None
-            if con.distinct:
-                # {request: its last value}; the first device of the set always fits.
+            if con.distinct and self.distinct_all:
+                # 1.37: every value taken so far.
+                if value in st.bound.setdefault(j, []):
+                    return None
+                taken.append((j, (req.name, value)))
+            elif con.distinct:
+                # Up to 1.36: {request: its last value}; the first device always fits.
                 seen: dict[str, Any] = st.bound.setdefault(j, {})
                 if seen and value in seen.values():
                     return None
@@ -399,7 +409,9 @@ class _Search:
             st.capacity[ck2] = st.capacity.get(ck2, Fraction(0)) + amount
         st.used[key] = st.used.get(key, 0) + 1
         for j, value in taken:
-            if self.pod.constraints[j].distinct:
+            if self.pod.constraints[j].distinct and self.distinct_all:
+                st.bound[j].append(value[1])
+            elif self.pod.constraints[j].distinct:
                 st.bound[j][value[0]] = value[1]
             else:
                 st.bound[j] = (value,)  # the first device fixes the value
@@ -411,7 +423,9 @@ class _Search:
             if not st.used[key]:
                 del st.used[key]
             for j, value in taken:
-                if self.pod.constraints[j].distinct:
+                if self.pod.constraints[j].distinct and self.distinct_all:
+                    st.bound[j].remove(value[1])
+                elif self.pod.constraints[j].distinct:
                     # The allocator forgets the request's value on removal, whatever the
                     # request's other devices hold.
                     st.bound[j].pop(value[0], None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from aiohttp import web
@@ -18,6 +19,7 @@ from extender.config import Settings
 from extender.core import Core
 from extender.metrics import CacheCollector, Metrics
 from testbed import runtime
+from testbed.kube import errors as kube_errors
 from testbed.kube.client import Kube
 from testbed.kube.watching import Liveness
 
@@ -125,10 +127,26 @@ def _freeze_after_sync(store: Store) -> Callable[[web.Application], AsyncIterato
     return ctx
 
 
+_MINOR = re.compile(r"^(\d+)\D*$")
+
+
+async def _release(kube: Kube) -> tuple[int, int] | None:
+    """The API server's (major, minor) from /version; None if it does not say (then the
+    allocator is judged as the newest release has it)."""
+    try:
+        version = await kube.request("GET", "/version")
+        major, minor = (_MINOR.match(str(version.get(k, ""))) for k in ("major", "minor"))
+    except (kube_errors.KubeError, AttributeError) as e:
+        log.warning("cannot read the cluster's version (%s): judging as the newest release", e)
+        return None
+    return (int(major.group(1)), int(minor.group(1))) if major and minor else None
+
+
 def _watching(
     kube: Kube, store: Store, metrics: Metrics, liveness: Liveness
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
+        store.index.release = await _release(kube)
         tasks = sync.start(kube, store, on_restart=metrics.restart, liveness=liveness)
         try:
             yield

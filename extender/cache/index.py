@@ -37,6 +37,9 @@ class Index:
     ) -> None:
         self.settings = settings
         self.on_placement = on_placement
+        self.release: tuple[int, int] | None = None
+        """The cluster's Kubernetes (major, minor), once read: DRA's allocator differs by
+        release (distinctAttribute); None: the newest's semantics."""
         self.nodes: dict[str, NodeView] = {}
         self.classes: dict[str, selectors.DeviceClassSelector] = {}
         """DeviceClasses by name, compiled."""
@@ -125,6 +128,7 @@ class Index:
             classes=self.classes,
             capacity_in_use=self.capacity_in_use,
             fractional=self.settings.fractional_capacity,
+            distinct_all=self.release is None or self.release >= (1, 37),
         )
 
     def free_devices(self, node: str) -> set[DeviceKey]:

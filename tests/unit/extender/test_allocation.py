@@ -109,15 +109,23 @@ def test_match_attribute_needs_enough_devices_on_one_root() -> None:
 
 
 def test_distinct_attribute_as_the_allocator_checks_it() -> None:
-    # The allocator keeps one value per request (its last device's): devices of one request
-    # only need to differ from the one before, and from the other requests' values.
+    # Up to 1.36 the allocator keeps one value per request (its last device's): devices of
+    # one request only need to differ from the one before, and from the other requests'.
     distinct = [{"requests": ["a"], "distinctAttribute": "resource.kubernetes.io/pcieRoot"}]
-    assert judge([exactly("a", 2)], gpus(4), constraints=distinct).fits is True
-    assert judge([exactly("a", 3)], gpus(4), constraints=distinct).fits is True
-    assert judge([exactly("a", 2)], gpus(4, roots=1), constraints=distinct).fits is False
+    old = {"distinct_all": False}
+    assert judge([exactly("a", 2)], gpus(4), constraints=distinct, **old).fits is True
+    assert judge([exactly("a", 3)], gpus(4), constraints=distinct, **old).fits is True
+    assert judge([exactly("a", 2)], gpus(4, roots=1), constraints=distinct, **old).fits is False
     both = [{"requests": ["a", "b"], "distinctAttribute": "resource.kubernetes.io/pcieRoot"}]
+    assert judge([exactly("a"), exactly("b")], gpus(4), constraints=both, **old).fits is True
+    assert (
+        judge([exactly("a"), exactly("b")], gpus(4, roots=1), constraints=both, **old).fits is False
+    )
+    # From 1.37 every device differs from all values taken (gpus(4): two PCIe roots).
+    assert judge([exactly("a", 2)], gpus(4), constraints=distinct).fits is True
+    assert judge([exactly("a", 3)], gpus(4), constraints=distinct).fits is False
     assert judge([exactly("a"), exactly("b")], gpus(4), constraints=both).fits is True
-    assert judge([exactly("a"), exactly("b")], gpus(4, roots=1), constraints=both).fits is False
+    assert judge([exactly("a", 2), exactly("b")], gpus(4), constraints=both).fits is False
 
 
 def test_all_mode_with_no_matching_device_does_not_fit() -> None:
