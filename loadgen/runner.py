@@ -98,7 +98,9 @@ async def run(
         pod_selector=tracker.run_pod_selector(settings.run_id),
         node_selector=settings.node_selector,
     )
-    await watcher.start()
+    # A first list of a large fleet on a loaded machine can take minutes: bounded by the
+    # stall time, not a fixed minute.
+    await watcher.start(sync_timeout=settings.stall_timeout)
     result = outcome.RunResult(
         run_id=settings.run_id,
         namespace=templates.namespace_name(settings.run_id),
