@@ -47,6 +47,7 @@ import cel
 
 from extender import typecheck
 from extender.topology import Device
+from testbed import units
 
 log = logging.getLogger(__name__)
 # The binding logs every failed call of our functions (a bad quantity string, per device);
@@ -66,27 +67,6 @@ class Outcome(enum.Enum):
 _Q = "k8s.io/quantity"
 _V = "k8s.io/semver"
 
-_SUFFIX: dict[str, Fraction] = {
-    "": Fraction(1),
-    "n": Fraction(1, 10**9),
-    "u": Fraction(1, 10**6),
-    "m": Fraction(1, 10**3),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-    "Ki": Fraction(2**10),
-    "Mi": Fraction(2**20),
-    "Gi": Fraction(2**30),
-    "Ti": Fraction(2**40),
-    "Pi": Fraction(2**50),
-    "Ei": Fraction(2**60),
-}
-_QUANTITY = re.compile(
-    r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d{1,4})|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]))?$"
-)
 _SEMVER = re.compile(
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
     r"(?:-((?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)(?:\.(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*))?"
@@ -100,15 +80,14 @@ class CelError(ValueError):
 
 
 def parse_quantity(text: str) -> Fraction:
-    """A Kubernetes quantity (`80Gi`, `500m`, `1e3`) as an exact number."""
-    m = _QUANTITY.match(text.strip()) if isinstance(text, str) else None
-    if m is None:
-        raise CelError(f"invalid quantity {text!r}")
-    number = Fraction(m.group(1))
-    if m.group(2):
-        exp = int(m.group(2)[1:])
-        return number * Fraction(10) ** exp
-    return number * _SUFFIX[m.group(3) or ""]
+    """A Kubernetes quantity (`80Gi`, `500m`, `1e3`) as its exact value, as
+    resource.ParseQuantity reads it (testbed.units, the project's one quantity parser)."""
+    try:
+        if isinstance(text, str):
+            return units.parse_quantity(text)
+    except ValueError:
+        pass
+    raise CelError(f"invalid quantity {text!r:.60}")
 
 
 def quantity_value(text: str) -> dict[str, str]:

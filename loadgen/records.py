@@ -418,7 +418,8 @@ def _int(value: object) -> int:
         return 0
 
 
-def _bytes(quantity: object) -> int:
+def bytes_of(quantity: object) -> int:
+    """A quantity from an API object as whole bytes (testbed.units); 0 if absent or not one."""
     try:
         return units.quantity_bytes(str(quantity)) if quantity is not None else 0
     except ValueError:
@@ -519,7 +520,7 @@ def _count_memory(fleet: Fleet, key: str, results: list[dict[str, Any]]) -> None
             continue
         consumed = (r.get("consumedCapacity") or {}).get(vocab.GPU_CAP_MEMORY)
         if consumed is not None:
-            taken += _bytes(consumed)
+            taken += bytes_of(consumed)
         else:
             taken += fleet.device_memory.get((r.get("pool", ""), r.get("device", "")), 0)
     if taken:
@@ -561,7 +562,7 @@ def on_slice(rec: Records, kind: str, slc: dict[str, Any], now: float) -> None:
             )
             if gpu:
                 fleet.physical[(pool, dev.get("name", ""))] = gpu
-            memory = _bytes(
+            memory = bytes_of(
                 ((dev.get("capacity") or {}).get(vocab.GPU_CAP_MEMORY) or {}).get("value")
             )
             if memory:

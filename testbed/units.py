@@ -12,18 +12,78 @@ import re
 from fractions import Fraction
 
 _KIB = 1024.0
-_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?\Z")
-_SUFFIX = {None: 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6}
-_SUFFIX.update({"G": 10**9, "T": 10**12})
+_DECIMAL_SI = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_BINARY_SI = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_MAX_BINARY = Fraction(2**63 - 1)
+"""resource.Quantity caps a binary-suffixed amount at the largest int64."""
+_NANO = 10**9
+_NUMBER = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?")
+MAX_QUANTITY_DIGITS = 40
+"""Integer digits a quantity may have (after its suffix or exponent is applied): 10^40 is
+past any amount of bytes, devices or cores, and the parser stays linear in the text."""
+_FRACTION_DIGITS = 60
+"""Fraction digits kept exactly; any further non-zero digit only rounds up (see below)."""
+
+
+def parse_quantity(text: str) -> Fraction:
+    """A Kubernetes resource.Quantity as its exact value: `[+-]number[suffix]` where number
+    is `1`, `1.5`, `1.` or `.5`, and suffix a decimal SI one (n u m k M G T P E), a binary
+    one (Ki Mi Gi Ti Pi Ei) or an exponent (`e3`, `E-6`, `e+9`). As Kubernetes does, a
+    non-zero amount is rounded up (away from zero) to whole nano units, and a binary one is
+    capped at 2^63-1; no whitespace. ValueError otherwise. Linear in the text's length."""
+    m = _NUMBER.match(text)  # greedy and unanchored: never backtracks
+    whole, fraction = (m.group(2), m.group(3)) if m else ("", None)
+    negative = m is not None and m.group(1) == "-"
+    if m is None or (not whole and fraction is None):
+        raise ValueError(f"{text[:40]!r} is not a quantity like 10Gi, 500m or 1e9")
+    fraction = fraction or ""
+    suffix = text[m.end() :]
+    if suffix in _DECIMAL_SI:
+        exponent, binary = _DECIMAL_SI[suffix], 0
+    elif suffix in _BINARY_SI:
+        exponent, binary = 0, _BINARY_SI[suffix]
+    elif (
+        len(suffix) > 1
+        and suffix[0] in "eE"
+        and (digits := suffix[2:] if suffix[1] in "+-" else suffix[1:])
+        and digits.isascii()
+        and digits.isdigit()
+        and len(digits) <= 6
+    ):
+        exponent, binary = int(suffix[1:]), 0
+    else:
+        raise ValueError(f"{text[:40]!r} is not a quantity like 10Gi, 500m or 1e9")
+    whole = whole.lstrip("0")
+    fraction = fraction.rstrip("0")
+    if len(whole) + max(exponent, 0) + (binary * 3 + 9) // 10 > MAX_QUANTITY_DIGITS:
+        raise ValueError(f"{text[:40]!r}... is too large a quantity")
+    # Beyond 60 fraction digits only whether anything is left matters: it rounds up (the
+    # trailing zeros are gone, so anything left is not zero).
+    sticky = len(fraction) > _FRACTION_DIGITS
+    fraction = fraction[:_FRACTION_DIGITS]
+    value = Fraction(int(whole + fraction or "0"), 10 ** len(fraction))
+    if not value and not sticky:
+        return Fraction(0)
+    if sticky:
+        value += Fraction(1, 10 ** (_FRACTION_DIGITS + 1))
+    if exponent < -_FRACTION_DIGITS:
+        value = Fraction(1, 10 ** (_FRACTION_DIGITS + 1))  # far below a nano unit: rounds to 1n
+    else:
+        value *= Fraction(10) ** exponent
+    value *= 2**binary
+    value = Fraction(math.ceil(value * _NANO), _NANO)  # up to whole nano units
+    if binary and value > _MAX_BINARY:
+        value = _MAX_BINARY
+    return -value if negative else value
 
 
 def quantity_bytes(text: str) -> int:
-    """A Kubernetes Quantity (`81559Mi`, `10Gi`, `4.5G`, `1000`) as an integer, rounded up;
-    ValueError if it is not one (exponents and milli-units are not needed here)."""
-    m = _QUANTITY.match(text)
-    if not m:
-        raise ValueError(f"{text[:40]!r} is not a quantity like 10Gi or 81559Mi")
-    return math.ceil(Fraction(m.group(1)) * _SUFFIX[m.group(2)])
+    """A Kubernetes quantity (`81559Mi`, `10Gi`, `1e9`, `1Pi`) as a whole number, rounded up
+    (`500m` of bytes is one byte); ValueError if it is not one, or negative."""
+    value = parse_quantity(text)
+    if value < 0:
+        raise ValueError(f"{text[:40]!r} is negative")
+    return math.ceil(value)
 
 
 # Go's time.ParseDuration units (µ as the micro sign or the Greek letter).

@@ -18,7 +18,6 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 from loadgen import plan
 from testbed import units, validation, vocab
 
-_QUANTITY = re.compile(r"^\d+(\.\d+)?(Ki|Mi|Gi|Ti|k|M|G|T)?\Z")
 _MIG_PROFILE = re.compile(r"^\d+g\.\d+gb(\+me)?\Z")
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?\Z")
 MAX_DURATION = 365 * 86400.0
@@ -47,6 +46,15 @@ def parse_duration(value: object) -> float:
     return seconds
 
 
+def _is_quantity(text: str) -> bool:
+    """A Kubernetes quantity of memory (`40Gi`, `1e9`, `1Pi`), not negative."""
+    try:
+        units.quantity_bytes(text)
+    except ValueError:
+        return False
+    return True
+
+
 def go_duration(seconds: float) -> str:
     """The Go duration string kwok's stage annotations expect."""
     return f"{round(seconds * 1000)}ms"
@@ -69,7 +77,7 @@ class Alternative(_Model):
 
     @model_validator(mode="after")
     def _quantity(self) -> Alternative:
-        if self.min_memory is not None and not _QUANTITY.match(self.min_memory):
+        if self.min_memory is not None and not _is_quantity(self.min_memory):
             raise ValueError(
                 f"min_memory {validation.shown(self.min_memory)} is not a quantity like 40Gi"
             )
@@ -141,7 +149,7 @@ class Claim(_Model):
 
     @model_validator(mode="after")
     def _consistent(self) -> Claim:
-        if self.min_memory is not None and not _QUANTITY.match(self.min_memory):
+        if self.min_memory is not None and not _is_quantity(self.min_memory):
             raise ValueError(
                 f"min_memory {validation.shown(self.min_memory)} is not a quantity like 40Gi"
             )
@@ -153,9 +161,9 @@ class Claim(_Model):
             raise ValueError("align needs GPUs to align the NICs with")
         if self.numa and not (self.gpus and self.nics):
             raise ValueError("numa aligns GPUs with NICs: set gpus and nics >= 1")
-        if self.memory is not None and not _QUANTITY.match(self.memory):
+        if self.memory is not None and not _is_quantity(self.memory):
             raise ValueError(f"memory {validation.shown(self.memory)} is not a quantity like 10Gi")
-        if self.footprint is not None and not _QUANTITY.match(self.footprint):
+        if self.footprint is not None and not _is_quantity(self.footprint):
             raise ValueError(
                 f"footprint {validation.shown(self.footprint)} is not a quantity like 10G"
             )
