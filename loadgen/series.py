@@ -15,7 +15,11 @@ Samples = dict[str, float]
 DRA_FILTER_CALLS = (
     'scheduler_plugin_evaluation_total{extension_point="Filter",plugin="DynamicResources"'
 )
-_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
+# A sample line: name, labels (a quoted value may hold `}`, `,` and escaped quotes), value.
+# Not prometheus_client.parser: on kube-apiserver's 2.4 MB page it took 2.9 s against this
+# regex's 0.2 s, and it renames counters exposed without `_total` (authenticated_user_requests
+# became authenticated_user_requests_total), so keys would no longer be the exposed series.
+_LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?\s+(\S+)')
 # Series whose change over a run is worth reporting (prefix match on the full series key).
 INTERESTING = (
     "scheduler_schedule_attempts_total",
@@ -34,7 +38,8 @@ _GAUGES = ("process_resident_memory_bytes",)
 
 
 def parse(text: str) -> Samples:
-    """Series key (`name{labels}` exactly as exposed) -> value, comments skipped."""
+    """Series key (`name{labels}` exactly as exposed) -> value; comments and lines that are
+    not samples skipped."""
     out: Samples = {}
     for line in text.splitlines():
         if not line or line[0] == "#":
