@@ -57,6 +57,10 @@ MEASUREMENTS = {
 }
 
 
+MARKER = ".cl2-agreement"
+"""In an --out directory this bench made (it empties only such a directory)."""
+
+
 def expected_pods(nodes: int, per_namespace: int) -> dict[str, int]:
     """The pods testing/dra creates per measurement (its sizing, integer division included)."""
     namespaces = nodes // min(nodes, per_namespace)
@@ -258,6 +262,10 @@ def main() -> int:
     args = p.parse_args()
     if args.nodes < 1 or args.nodes_per_namespace < 1 or not args.kubeconfig:
         p.error("--nodes and --nodes-per-namespace must be positive, and a kubeconfig given")
+    marker = args.out / MARKER
+    if args.out.exists() and any(args.out.iterdir()) and not marker.is_file():
+        # It is emptied first: only ever a directory this bench made.
+        p.error(f"--out {args.out} exists and is not this bench's output; give a new directory")
     env = {**os.environ, "KUBECONFIG": args.kubeconfig}
     cl2_dir = _build(
         [str(BUILD_CL2), *(["--source", str(args.cl2_source)] if args.cl2_source else [])]
@@ -267,6 +275,7 @@ def main() -> int:
     shutil.rmtree(out, ignore_errors=True)
     config_dir = out / "cl2-config"
     config_dir.mkdir(parents=True)
+    marker.write_text("written by bench/cl2_agreement.py, which empties this directory\n")
 
     token = secrets.token_hex(3)
     fleet, prefix = f"cl2agree-{token}", f"cl2agree-{token}"

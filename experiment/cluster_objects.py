@@ -33,6 +33,9 @@ SCHEDULER = "dra-testbed-scheduler"
 """The second scheduler's base name (manifests/second-scheduler): its ServiceAccount, and
 the prefix of every variant's Deployment, ConfigMap and `schedulerName`."""
 FIELD_MANAGER = "dra-testbed-experiment"
+ANNOTATION_RUN = "testbed.dra.io/experiment-run"
+"""On each shared object an experiment run created: which run (so the last run to leave, or
+a later one after a killed run, deletes exactly what runs made)."""
 LABEL_VARIANT = "testbed.dra.io/experiment-variant"
 """On every per-variant object: which setup it realizes (and what a cleanup may select)."""
 CONFIG_KEY = "kube-scheduler-config.yaml"
@@ -108,14 +111,19 @@ def shared(m: Manifests) -> list[Obj]:
     return [_labelled(o, m.labels) for o in objs]
 
 
-def kwok(m: Manifests) -> list[Obj]:
-    """kwok's release and the testbed's Stages, CRDs first (a Stage needs its CRD)."""
-    objs = [copy.deepcopy(o) for o in m.kwok]
+def kwok(m: Manifests, *, flow_control: bool = False) -> list[Obj]:
+    """kwok's release and the testbed's Stages, CRDs first (a Stage needs its CRD). kwok's
+    FlowSchema, which exempts its controller from API Priority and Fairness cluster-wide,
+    only if `flow_control` asks for it."""
+    objs = [copy.deepcopy(o) for o in m.kwok if flow_control or o.get("kind") != "FlowSchema"]
     return sorted(objs, key=lambda o: o["kind"] != "CustomResourceDefinition")
 
 
-def variant_name(setup: SchedulerSetup, feature_gates: Mapping[str, bool] | None = None) -> str:
-    """A name per distinct setup, stable across runs: the base name and a digest of it."""
+def variant_name(
+    setup: SchedulerSetup, feature_gates: Mapping[str, bool] | None = None, run: str = ""
+) -> str:
+    """A name per distinct setup: the base name and a digest of it, then the `run`'s own
+    suffix (if given), so two runs on one cluster never share, nor delete, each other's."""
     what: dict[str, Any] = {
         "extender": setup.extender,
         "args": setup.extender_args,
@@ -124,7 +132,8 @@ def variant_name(setup: SchedulerSetup, feature_gates: Mapping[str, bool] | None
     if feature_gates:
         what["gates"] = dict(feature_gates)
     key = json.dumps(what, sort_keys=True)
-    return f"{SCHEDULER}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+    digest = f"{SCHEDULER}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+    return f"{digest}-{run}" if run else digest
 
 
 def scheduler_config(m: Manifests, setup: SchedulerSetup, name: str) -> Obj:
@@ -149,11 +158,12 @@ def variant(
     image: str,
     scheduler_image: str,
     feature_gates: Mapping[str, bool] | None = None,
+    run: str = "",
 ) -> tuple[Obj, Obj]:
     """The variant's ConfigMap and Deployment. Its labels and selector are its own, so two
     variants' pods never count for each other's Deployment. `feature_gates` become
-    kube-scheduler's --feature-gates."""
-    name = variant_name(setup, feature_gates)
+    kube-scheduler's --feature-gates; `run` makes the names the run's own."""
+    name = variant_name(setup, feature_gates, run)
     labels = {
         **m.labels,
         "app.kubernetes.io/name": name,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 import shutil
 import tempfile
 import time
@@ -67,11 +68,12 @@ class PodStandIn(Protocol):
 
 @dataclass(frozen=True)
 class Created:
-    """One object this site created (and so deletes)."""
+    """One object this site created (and so deletes: that very object, by its uid)."""
 
     res: Resource
     name: str
     namespace: str | None
+    uid: str | None = None
 
 
 def _describe(obj: Obj) -> str:
@@ -139,6 +141,8 @@ class ExistingSite:
     _stand_in: PodStandIn | None
     created: list[Created] = field(default_factory=list)
     """What this site created and deletes on leaving, in creation order."""
+    run: str = field(default_factory=lambda: secrets.token_hex(3))
+    """This run's suffix on its per-variant objects: concurrent runs never share them."""
     _active: dict[str, Scheduler] = field(default_factory=dict)
 
     @property
@@ -153,7 +157,7 @@ class ExistingSite:
     def scheduler(self, setup: SchedulerSetup, workdir: Path) -> Iterator[Scheduler]:
         """The variant's own second scheduler, until the block ends (a setup asked for again
         inside that block is shared, not made twice)."""
-        name = co.variant_name(setup, self._feature_gates)
+        name = co.variant_name(setup, self._feature_gates, self.run)
         if name in self._active:
             # Blocks nest (the runner holds a stage's schedulers in one ExitStack), so the
             # first block, which made it, is the last to end.
@@ -165,6 +169,7 @@ class ExistingSite:
             image=self._image,
             scheduler_image=self._scheduler_image,
             feature_gates=self._feature_gates,
+            run=self.run,
         )
         made: list[Created] = []
         try:
@@ -212,12 +217,14 @@ class ExistingSite:
         out = []
         for obj in objs:
             res = await self.api.resource(kube, obj)
-            meta = obj["metadata"]
-            made.append(Created(res, meta["name"], meta.get("namespace")))
             try:
-                out.append(await kube.apply(res, obj, field_manager=co.FIELD_MANAGER))
+                # Created, never applied over: the name is this run's, so one that exists
+                # is someone else's and is not taken over.
+                made_now = await kube.create(res, obj)
             except errors.KubeError as e:
-                raise SiteError(f"cannot apply {_describe(obj)}: {e}") from e
+                raise SiteError(f"cannot create {_describe(obj)}: {e}") from e
+            made.append(_created(res, made_now))
+            out.append(made_now)
         return out
 
 
@@ -282,12 +289,20 @@ async def exists(kube: Kube, res: Resource, obj: Obj) -> bool:
     return True
 
 
+def _created(res: Resource, obj: Obj) -> Created:
+    meta = obj["metadata"]
+    return Created(res, meta["name"], meta.get("namespace"), meta.get("uid"))
+
+
 async def _delete(kube: Kube, made: list[Created]) -> None:
-    """Delete in reverse creation order; an object already gone is fine, any other failure
-    is logged (the rest are still deleted)."""
+    """Delete in reverse creation order, each the very object made (its uid: one recreated
+    by someone else under the name is left alone); an object already gone is fine, any other
+    failure is logged (the rest are still deleted)."""
     for c in reversed(made):
         try:
-            await kube.delete(c.res, c.name, c.namespace if c.res.namespaced else None)
+            await kube.delete(c.res, c.name, c.namespace if c.res.namespaced else None, uid=c.uid)
+        except errors.Conflict:
+            log.warning("%s %s was replaced by someone else: left alone", c.res.kind, c.name)
         except errors.KubeError as e:
             log.warning("could not delete %s %s: %s", c.res.kind, c.name, e)
 
@@ -326,20 +341,23 @@ async def _kwok_runs(kube: Kube) -> bool:
         return False
 
 
-async def _ensure(api: SiteApi, kube: Kube, objs: list[Obj], made: list[Created]) -> None:
-    """Create by server-side apply each object that is missing; leave the others alone."""
+async def _ensure(api: SiteApi, kube: Kube, objs: list[Obj], made: list[Created], run: str) -> None:
+    """Create by server-side apply each object that is missing, marked as `run`'s (a record
+    on the cluster of what an experiment made, even if it is killed); leave the others
+    alone."""
     for obj in objs:
         res = await api.resource(kube, obj)
         meta = obj["metadata"]
+        meta["annotations"] = {**(meta.get("annotations") or {}), co.ANNOTATION_RUN: run}
         try:
             if await exists(kube, res, obj):
                 continue
             if not res.namespaced:
                 meta.pop("namespace", None)  # kwok's release names one on cluster-scoped kinds
-            await kube.apply(res, obj, field_manager=co.FIELD_MANAGER, force=False)
+            applied = await kube.apply(res, obj, field_manager=co.FIELD_MANAGER, force=False)
         except errors.KubeError as e:
             raise SiteError(f"cannot create {_describe(obj)}: {e}") from e
-        made.append(Created(res, meta["name"], meta.get("namespace")))
+        made.append(_created(res, applied))
         log.info("created %s", _describe(obj))
         if res == resources.CRDS and not await crds.wait_established(kube, meta["name"]):
             raise SiteError(f"CustomResourceDefinition {meta['name']} not established after 60s")
@@ -388,12 +406,15 @@ def opened(
     ready_timeout: float = 300.0,
     stand_in: PodStandIn | None = None,
     manifests: Path | None = None,
+    kwok_flow_control: bool = False,
 ) -> Iterator[ExistingSite]:
     """The cluster of `context` in the kubeconfig (default: $KUBECONFIG, ~/.kube/config; its
     current context), ready for variants until the block ends. `image` runs the extender;
     `scheduler_image` defaults to kube-scheduler of the cluster's own release. `release`
     (e.g. "1.36"), if given, must be the cluster's; `feature_gates` go to every variant's
-    kube-scheduler (the API server's gates are the cluster's own)."""
+    kube-scheduler (the API server's gates are the cluster's own). `kwok_flow_control`
+    installs, with a kwok that is missing, kwok's FlowSchema (it exempts kwok's controller from
+    API Priority and Fairness on the whole cluster: asked for, never by default)."""
     m = co.Manifests.load(manifests or paths.manifests_dir())
     with _checked(kubeconfig_path, context) as (api, version):
         if release and minor_release(release) != minor_release(version):
@@ -401,19 +422,21 @@ def opened(
                 f"the experiment asks for Kubernetes {release}; the cluster runs {version}"
             )
         made: list[Created] = []
+        run = secrets.token_hex(3)
+        kwok_objs = co.kwok(m, flow_control=kwok_flow_control)
         try:
 
             async def prepare(kube: Kube) -> str:
-                await _ensure(api, kube, co.shared(m), made)
+                await _ensure(api, kube, co.shared(m), made, run)
                 if not await _kwok_runs(kube):
-                    await _ensure(api, kube, co.kwok(m), made)
+                    await _ensure(api, kube, kwok_objs, made, run)
                     namespace, name = co.KWOK_CONTROLLER
                     await _wait_deployment(kube, namespace, name, ready_timeout)
                 elif await exists(kube, resources.CRDS, {"metadata": {"name": _STAGE_CRD}}):
                     # A kwok of the user's: add the testbed's Stages it lacks (a Job's pod
                     # completing after its delay), keep the ones it has.
-                    stages = [o for o in co.kwok(m) if o["kind"] == "Stage"]
-                    await _ensure(api, kube, stages, made)
+                    stages = [o for o in kwok_objs if o["kind"] == "Stage"]
+                    await _ensure(api, kube, stages, made, run)
                 return kube.host
 
             host = api.run(prepare)
@@ -428,9 +451,15 @@ def opened(
                 _timeout=ready_timeout,
                 _stand_in=stand_in,
                 created=made,
+                run=run,
             )
         finally:
-            api.run(lambda k: _delete_and_wait(k, made))
+            everything = [*co.shared(m), *kwok_objs]
+
+            async def leave(kube: Kube) -> None:
+                await _delete_and_wait(kube, made, await _left_by_others(api, kube, everything))
+
+            api.run(leave)
 
 
 ClusterKey = tuple[str, tuple[tuple[str, bool], ...]]
@@ -470,9 +499,40 @@ def opener(
     return open_site
 
 
-async def _delete_and_wait(kube: Kube, made: list[Created], seconds: float = 120.0) -> None:
-    """Delete what the site created; wait for a namespace it created to be gone, so the next
-    run can create it again."""
+async def _left_by_others(api: SiteApi, kube: Kube, objs: list[Obj]) -> list[Created]:
+    """The shared objects that other experiment runs created (their mark) and left: a run
+    that ended while this one used them, or a killed one. Oldest-first, as `objs` are."""
+    out = []
+    for obj in objs:
+        try:
+            res = await api.resource(kube, obj)
+        except SiteError:
+            continue  # a kind no longer served (a Stage once kwok's CRD is gone)
+        meta = obj["metadata"]
+        try:
+            found = await kube.get(
+                res, meta["name"], meta.get("namespace") if res.namespaced else None
+            )
+        except errors.NotFound:
+            continue
+        if co.ANNOTATION_RUN in (found["metadata"].get("annotations") or {}):
+            out.append(_created(res, found))
+    return out
+
+
+async def _delete_and_wait(
+    kube: Kube, made: list[Created], marked: list[Created], seconds: float = 120.0
+) -> None:
+    """Delete what experiment runs created of the shared objects (this run's `made` and the
+    `marked` others left), unless another run's variant schedulers still run on them (then
+    they stay, and the last run to leave deletes them); wait for a namespace deleted to be
+    gone, so the next run can create it again."""
+    others = await kube.list(DEPLOYMENTS, namespace=co.NAMESPACE, label_selector=co.LABEL_VARIANT)
+    if others.items:
+        names = ", ".join(sorted(resources.name_of(o) for o in others.items))
+        log.warning("another run's schedulers (%s) use the shared objects: left them", names)
+        return
+    made = [*made, *(c for c in marked if c not in made)]
     await _delete(kube, made)
     deadline = time.monotonic() + seconds
     for c in made:

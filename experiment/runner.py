@@ -198,8 +198,14 @@ def _run_stage(
     fleet_applied = False
     try:
         console.rule(f"fleet {fleet!r} on {site.description}")
-        fleet_applied = True
+        found = bool(asyncio.run(_fleet_slices(site.kubeconfig, fleet)))
+        if found:
+            # A fleet of that name was there before (a kept run's): used, never deleted.
+            console.print(f"fleet {fleet!r} already runs: reshaped as needed, then left up")
         _apply_fleet(*_fleet_for(exp, planner, fleet_doc, 0, "", out), env)
+        # Only now: after a failed apply (refused, say, since a node of that name is not
+        # the fleet's) the delete would touch what this run did not create.
+        fleet_applied = not found
         nodes = exp.fleet.nodes or 0
         shape = fleet_shape.shape_of(asyncio.run(_fleet_slices(site.kubeconfig, fleet)))
         console.print(

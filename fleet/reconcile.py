@@ -415,6 +415,7 @@ class Reconciler:
                 fresh = True
             except errors.AlreadyExists:
                 actual = await self.kube.get(NODES, node.name)
+                _refuse_foreign("Node", actual, render.fleet_labels(fleet.name))
         if not fresh:
             if diff.node_matches(desired, actual):
                 counts.same("Node", node.name)
@@ -497,7 +498,9 @@ class Reconciler:
             self.metrics.object_written(kind, action)
 
     async def _ensure_device_classes(self, counts: Counts) -> None:
-        """Install the DeviceClasses if missing or different; shared by all fleets."""
+        """Install the DeviceClasses if missing, update ours if different; shared by all
+        fleets. A foreign one (a real driver's) is used if it selects what ours would, and
+        never replaced."""
         for desired in render.device_classes():
             name = desired["metadata"]["name"]
             try:
@@ -509,9 +512,12 @@ class Reconciler:
                 except errors.AlreadyExists:
                     pass
                 continue
-            if not diff.covers(actual.get("spec") or {}, desired["spec"]):
-                await self.kube.replace(DEVICE_CLASSES, diff.with_version(desired, actual))
-                self._wrote(counts, "DeviceClass", "updated")
+            if diff.covers(actual.get("spec") or {}, desired["spec"]):
+                continue  # ours or a driver's that selects the same devices: used as it is
+            owner = {vocab.LABEL_MANAGED_BY: vocab.FLEET_MANAGER}
+            _refuse_foreign("DeviceClass", actual, owner)
+            await self.kube.replace(DEVICE_CLASSES, diff.with_version(desired, actual))
+            self._wrote(counts, "DeviceClass", "updated")
 
     async def _mark_applying(self, desired: render.DesiredFleet) -> None:
         """Before the first object write, mark an existing record whose spec differs: until
@@ -708,6 +714,20 @@ class Reconciler:
                 )
         await self.kube.delete(CONFIG_MAPS, record_name(name), self.settings.record_namespace)
         return counts
+
+
+def _refuse_foreign(kind: str, actual: Obj, owner: Mapping[str, str]) -> None:
+    """Raise, naming it, unless `actual` carries every label of `owner`: an object of the same
+    name that the testbed did not make (or another fleet made) is never taken over, since
+    `fleet delete` would then remove it."""
+    labels = actual["metadata"].get("labels") or {}
+    theirs = {k: labels.get(k) for k in owner if labels.get(k) != owner[k]}
+    if theirs:
+        found = ", ".join(f"{k}={v}" if v is not None else f"no {k}" for k, v in theirs.items())
+        raise ReconcileError(
+            f"{kind} {actual['metadata']['name']} exists and is not this fleet's ({found}); "
+            "refusing to take it over: delete it or choose other names"
+        )
 
 
 def _record_fleet(name: str, cm: Obj) -> Fleet | None:

@@ -362,9 +362,13 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="every abandoned run (runs kept with --keep stay: name them, or --all)",
     )
-    which.add_argument("--all", action="store_true", help="every run, running ones included")
+    which.add_argument(
+        "--all", action="store_true", help="every run (running ones only with --force)"
+    )
     clean.add_argument(
-        "--force", action="store_true", help="also remove a named run that is still running"
+        "--force",
+        action="store_true",
+        help="also remove runs that are still running (named ones, or with --all)",
     )
     clean.add_argument(
         "--wait",
@@ -792,6 +796,12 @@ async def _list_runs(kube: Kube, out: Console, fmt: str = "table") -> int:
 def _chosen(found: dict[str, runs.Run], opts: dict[str, Any], err: Console) -> list[str]:
     """The runs `loadgen cleanup` was asked to remove; a running one only with --force."""
     if opts.get("all"):
+        live = [i for i, r in found.items() if r.state == "running" and not r.terminating]
+        if live and not opts.get("force"):
+            raise runner.RunError(
+                f"{len(live)} run(s) still running ({', '.join(live)}), maybe someone else's: "
+                "stop them, name the others, or use --all --force"
+            )
         return list(found)
     if opts.get("abandoned"):
         return [i for i, r in found.items() if r.state == "abandoned"]

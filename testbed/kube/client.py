@@ -350,9 +350,13 @@ class Kube:
         *,
         propagation: Literal["Background", "Foreground", "Orphan"] = "Background",
         grace_seconds: int | None = None,
+        uid: str | None = None,
     ) -> bool:
-        """Delete one object; False when it was already gone."""
+        """Delete one object; False when it was already gone. With `uid`, only that very
+        object: one recreated under the same name by someone else is left alone (Conflict)."""
         body = _delete_options(propagation, grace_seconds)
+        if uid is not None:
+            body["preconditions"] = {"uid": uid}
         try:
             await self.request("DELETE", res.path(namespace, name), body=body)
         except errors.NotFound:

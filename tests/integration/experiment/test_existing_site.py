@@ -186,7 +186,7 @@ def test_variants_run_through_their_own_schedulers_and_leaving_removes_what_was_
         call(site.kubeconfig, make)
         try:
             for setup in (KNOB, WEIGHTS):
-                name = co.variant_name(setup)
+                name = co.variant_name(setup, run=site.run)
                 with site.scheduler(setup, tmp_path / name) as sched:
                     assert sched.name == name
                     with site.scheduler(setup, tmp_path / "again") as same:
@@ -209,7 +209,7 @@ def test_variants_run_through_their_own_schedulers_and_leaving_removes_what_was_
                         assert "extender" in doc.metrics
                     else:
                         assert sched.extender_metrics_url is None
-            assert pods.started == [co.variant_name(KNOB), co.variant_name(WEIGHTS)]
+            assert pods.started == [co.variant_name(s, run=site.run) for s in (KNOB, WEIGHTS)]
             # A variant's objects are gone once its block ends.
             left = call(
                 site.kubeconfig,
@@ -240,7 +240,7 @@ def test_a_variant_that_never_comes_up_fails_in_one_line_and_leaves_nothing(
             cordon(False)
         message = str(failed.value)
         assert "\n" not in message
-        assert co.variant_name(KNOB) in message and "not scheduled" in message
+        assert co.variant_name(KNOB, run=site.run) in message and "not scheduled" in message
         for res in (es.DEPLOYMENTS, r.CONFIG_MAPS):
             left = call(site.kubeconfig, lambda k, res=res: k.list(  # type: ignore[misc]
                 res, namespace=co.NAMESPACE, label_selector=co.LABEL_VARIANT

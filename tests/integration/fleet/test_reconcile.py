@@ -13,12 +13,12 @@ from collections.abc import AsyncIterator
 import pytest
 
 from fleet import render
-from fleet.reconcile import Reconciler, record_name
+from fleet.reconcile import ReconcileError, Reconciler, record_name
 from fleet.spec import for_profile, from_data
 from testbed import vocab
 from testbed.kube import errors, resources
 from testbed.kube.client import ClientSettings, Kube
-from testbed.kube.resources import CONFIG_MAPS, NODES, RESOURCE_SLICES
+from testbed.kube.resources import CONFIG_MAPS, DEVICE_CLASSES, NODES, RESOURCE_SLICES
 
 pytestmark = pytest.mark.cluster
 
@@ -211,3 +211,51 @@ async def test_status_reports_desired_created_and_ready_per_pool(
     pools = {p.pool: (p.desired, p.nodes, p.ready, p.slices) for p in st.pools}
     assert pools == {"a": (3, 3, 3, 6), "b": (2, 2, 2, 2)}
     assert fleet_name in await rec.list_fleets()
+
+
+async def test_a_node_of_the_same_name_that_is_not_ours_is_refused_and_left_alone(
+    kube: Kube, fleet_name: str
+) -> None:
+    foreign = f"{fleet_name}-cpu-only-1"
+    await kube.create(NODES, {"metadata": {"name": foreign, "labels": {"team": "theirs"}}})
+    rec = Reconciler(kube)
+    try:
+        with pytest.raises(ReconcileError, match=f"Node {foreign} exists and is not this fleet"):
+            await rec.apply(render.validate(for_profile("cpu-only", 3, name=fleet_name)))
+        node = await kube.get(NODES, foreign)
+        assert node["metadata"]["labels"] == {"team": "theirs"}  # nothing applied onto it
+        await rec.delete(fleet_name)
+        await kube.get(NODES, foreign)  # and `fleet delete` did not remove it
+    finally:
+        await kube.delete(NODES, foreign)
+
+
+async def test_a_foreign_device_class_is_used_if_equivalent_and_never_replaced(
+    kube: Kube, fleet_name: str
+) -> None:
+    """A driver's own `gpu.nvidia.com` (no testbed label) that selects what ours does is
+    used as it is; one that selects otherwise is refused, naming it, and left untouched."""
+    ours = next(c for c in render.device_classes() if c["metadata"]["name"] == vocab.CLASS_GPU)
+    rec = Reconciler(kube)
+    await rec.apply(render.validate(for_profile("cpu-only", 1, name=fleet_name)))
+
+    async def foreign(spec: dict) -> dict:  # type: ignore[type-arg]
+        await kube.delete(DEVICE_CLASSES, vocab.CLASS_GPU)
+        body = {"metadata": {"name": vocab.CLASS_GPU, "labels": {"owner": "driver"}}, "spec": spec}
+        return await kube.create(DEVICE_CLASSES, body)
+
+    try:
+        same = await foreign(ours["spec"])
+        await rec.apply(render.validate(for_profile("cpu-only", 2, name=fleet_name)))
+        after = await kube.get(DEVICE_CLASSES, vocab.CLASS_GPU)
+        assert after["metadata"]["resourceVersion"] == same["metadata"]["resourceVersion"]
+
+        other = {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}
+        theirs = await foreign(other)
+        with pytest.raises(ReconcileError, match=f"DeviceClass {vocab.CLASS_GPU} exists"):
+            await rec.apply(render.validate(for_profile("cpu-only", 3, name=fleet_name)))
+        after = await kube.get(DEVICE_CLASSES, vocab.CLASS_GPU)
+        assert after["metadata"]["resourceVersion"] == theirs["metadata"]["resourceVersion"]
+    finally:
+        await kube.delete(DEVICE_CLASSES, vocab.CLASS_GPU)
+        await rec.apply(render.validate(for_profile("cpu-only", 1, name=fleet_name)))  # ours back

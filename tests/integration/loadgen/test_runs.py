@@ -56,6 +56,9 @@ async def test_a_taken_run_id_is_refused_and_the_live_run_is_untouched_and_compl
         )
         assert code == 1, err
         assert f"run id {run_id} is taken" in err and "Traceback" not in err
+        # Nor does `cleanup --all` remove a live run (maybe someone else's) without --force.
+        code, _, err = await run_loadgen("cleanup", "--all", "--kubeconfig", kubeconfig)
+        assert code == 1 and run_id in err and "--all --force" in err, err
         assert not (tmp_path / "second").exists()  # no report measuring the other run's pods
         ns = await kube.get(r.NAMESPACES, templates.namespace_name(run_id))
         assert not ns["metadata"].get("deletionTimestamp")  # the live run's namespace stands

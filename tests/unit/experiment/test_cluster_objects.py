@@ -125,3 +125,17 @@ def test_feature_gates_reach_kube_scheduler_and_the_name() -> None:
     assert not any(
         f.startswith("--feature-gates") for f in containers(plain)["kube-scheduler"]["command"]
     )
+
+
+def test_two_runs_of_one_setup_get_names_of_their_own() -> None:
+    mine = co.variant(M, KNOB, image="i", scheduler_image="s", run="a1b2c3")
+    theirs = co.variant(M, KNOB, image="i", scheduler_image="s", run="d4e5f6")
+    names = {o["metadata"]["name"] for o in (*mine, *theirs)}
+    assert names == {co.variant_name(KNOB, run="a1b2c3"), co.variant_name(KNOB, run="d4e5f6")}
+    assert all(len(n) <= 63 for n in names)
+    assert mine[1]["spec"]["selector"] != theirs[1]["spec"]["selector"]
+
+
+def test_kwoks_cluster_wide_flow_schema_is_installed_only_when_asked() -> None:
+    assert "FlowSchema" not in {o["kind"] for o in co.kwok(M)}
+    assert "FlowSchema" in {o["kind"] for o in co.kwok(M, flow_control=True)}
