@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import os
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -76,10 +77,17 @@ def _run_arm(
     if arm.scenario_doc is not None:
         scenario = str(arm_dir / "scenario.yaml")
         Path(scenario).write_text(yaml.safe_dump(arm.scenario_doc, sort_keys=False))
+    # The arm's own run id, checked in the result: a result.json left in a reused output
+    # directory by an earlier run is never taken for this arm's.
+    run_id = time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+    result = arm_dir / "result.json"
+    result.unlink(missing_ok=True)
     cmd = [
         children.tool("loadgen"),
         "run",
         scenario,
+        "--run-id",
+        run_id,
         *(f"{k}={v}" for k, v in arm.params.items()),
         "--node-selector",
         f"{vocab.LABEL_FLEET}={fleet}",
@@ -101,10 +109,15 @@ def _run_arm(
     if scheduler.name != "default-scheduler":
         cmd += ["--scheduler-name", scheduler.name]
     code = children.run(cmd, env)
-    result = arm_dir / "result.json"
     if not result.is_file():
         raise RunError(f"loadgen wrote no result for {arm.name} (exit {code})")
-    doc: dict[str, Any] = json.loads(result.read_text())
+    try:
+        doc: dict[str, Any] = json.loads(result.read_text())
+    except (OSError, ValueError) as e:
+        raise RunError(f"loadgen's result for {arm.name} is unreadable: {e}") from e
+    if not isinstance(doc, dict) or doc.get("run_id") != run_id:
+        found = doc.get("run_id") if isinstance(doc, dict) else None
+        raise RunError(f"{result} is run {found!r}'s, not this arm's run {run_id}")
     return doc
 
 

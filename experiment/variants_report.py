@@ -23,7 +23,7 @@ from experiment.arms import Arm
 from experiment.comparison import ReleaseRow, VariantRow
 from experiment.figures import SCHEMA_VERSION, Doc, Figure
 from experiment.spec import Experiment
-from testbed import charts, units
+from testbed import charts, files, units
 
 RELEASE_COLUMNS = ("workload", "metric", "previous", "current", "% change")
 
@@ -161,7 +161,9 @@ def write(
     arms: Sequence[Arm],
 ) -> Path:
     doc = to_json(exp, meta, rows, releases)
-    (out_dir / "experiment.json").write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
+    files.write_atomic(
+        out_dir / "experiment.json", json.dumps(doc, indent=2, allow_nan=False) + "\n"
+    )
     variants = _variants(rows)
     sections = [
         charts.Section(

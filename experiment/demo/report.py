@@ -18,7 +18,7 @@ from experiment.demo import summary, wing
 from experiment.demo.summary import GuideRow, Row, Target
 from experiment.figures import SCHEMA_VERSION, Doc
 from experiment.spec import Experiment
-from testbed import charts, units
+from testbed import charts, files, units
 
 _ALIGNED, _UNALIGNED = bandwidth_model.PUBLISHED_BUS_BANDWIDTH["all_gather"]
 MODEL_NOTE = (
@@ -230,7 +230,7 @@ def write(
 ) -> Path:
     doc = to_json(rows, meta, targets, guide)
     # Valid JSON only: a missing figure is null, never NaN (json.dumps refuses NaN here).
-    (out_dir / "demo.json").write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
+    files.write_atomic(out_dir / "demo.json", json.dumps(doc, indent=2, allow_nan=False) + "\n")
     target_rows = [(t.goal, t.measured, t.verdict) for t in targets]
     sections = [
         charts.Section("Targets", [charts.targets_table(target_rows)]),

@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from loadgen import outcome, placement, records, series, slo, stats
-from testbed import units
+from testbed import files, units
 
 SCHEMA_VERSION: Literal[1] = 1
 
@@ -545,10 +545,10 @@ def write(doc: ResultDoc, out_dir: Path) -> Path:
     """`result.json` and its schema `result.schema.json` in `out_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "result.json"
-    path.write_text(doc.model_dump_json(indent=1) + "\n")
-    (out_dir / "result.schema.json").write_text(
-        json.dumps(ResultDoc.model_json_schema(), indent=1) + "\n"
+    files.write_atomic(
+        out_dir / "result.schema.json", json.dumps(ResultDoc.model_json_schema(), indent=1) + "\n"
     )
+    files.write_atomic(path, doc.model_dump_json(indent=1) + "\n")
     return path
 
 
