@@ -25,10 +25,11 @@ from typing import Any
 import yaml
 
 from experiment.site import SchedulerSetup
+from testbed import vocab
 
 Obj = dict[str, Any]
 
-NAMESPACE = "dra-testbed"
+NAMESPACE = vocab.NAMESPACE
 SCHEDULER = "dra-testbed-scheduler"
 """The second scheduler's base name (manifests/second-scheduler): its ServiceAccount, and
 the prefix of every variant's Deployment, ConfigMap and `schedulerName`."""

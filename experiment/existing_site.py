@@ -35,6 +35,7 @@ from typing import Any, Protocol, TypeVar
 
 from experiment import cluster_objects as co
 from experiment.site import Scheduler, SchedulerSetup, Site
+from testbed import vocab
 from testbed.cluster import paths
 from testbed.kube import crds, errors, kubeconfig, resources
 from testbed.kube.client import ClientSettings, Kube
@@ -528,9 +529,12 @@ async def _delete_and_wait(
     they stay, and the last run to leave deletes them); wait for a namespace deleted to be
     gone, so the next run can create it again."""
     others = await kube.list(DEPLOYMENTS, namespace=co.NAMESPACE, label_selector=co.LABEL_VARIANT)
-    if others.items:
-        names = ", ".join(sorted(resources.name_of(o) for o in others.items))
-        log.warning("another run's schedulers (%s) use the shared objects: left them", names)
+    # Fleets record themselves in the namespace too: a fleet still there keeps it.
+    fleets = f"{vocab.LABEL_MANAGED_BY}={vocab.FLEET_MANAGER}"
+    records = await kube.list(resources.CONFIG_MAPS, namespace=co.NAMESPACE, label_selector=fleets)
+    if others.items or records.items:
+        names = ", ".join(sorted(resources.name_of(o) for o in [*others.items, *records.items]))
+        log.warning("others (%s) still use the shared objects: left them", names)
         return
     made = [*made, *(c for c in marked if c not in made)]
     await _delete(kube, made)

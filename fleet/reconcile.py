@@ -11,6 +11,7 @@ bounded by a semaphore on top of the client's QPS bucket; the client retries
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import logging
@@ -30,6 +31,7 @@ from testbed.kube.client import Kube
 from testbed.kube.resources import (
     CONFIG_MAPS,
     DEVICE_CLASSES,
+    NAMESPACES,
     NODES,
     RESOURCE_SLICES,
     Resource,
@@ -40,7 +42,7 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
-RECORD_NAMESPACE = "kube-system"
+RECORD_NAMESPACE = vocab.NAMESPACE
 RECORD_KEY = "fleet.yaml"
 
 
@@ -259,6 +261,8 @@ class Reconciler:
             try:
                 await self.kube.request("GET", path, retry=False)
                 return True
+            except errors.NotFound:
+                return True  # answered from storage: the namespace is not made yet
             except errors.KubeError:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
@@ -544,11 +548,27 @@ class Reconciler:
         try:
             actual = await self.kube.get(CONFIG_MAPS, name, ns)
         except errors.NotFound:
+            await self._ensure_namespace(ns)
             await self.kube.create(CONFIG_MAPS, body)
             return
         marked = vocab.ANNOTATION_FLEET_APPLYING in (actual["metadata"].get("annotations") or {})
         if marked or (actual.get("data") or {}).get(RECORD_KEY) != desired.record:
             await self.kube.replace(CONFIG_MAPS, diff.with_version(body, actual))
+
+    async def _ensure_namespace(self, namespace: str) -> None:
+        """The records' namespace, created if missing (a local cluster has none; in a
+        cluster the manifests made it, and the fleet's role may only read it)."""
+        try:
+            await self.kube.get(NAMESPACES, namespace)
+        except errors.NotFound:
+            body = {
+                "metadata": {
+                    "name": namespace,
+                    "labels": {vocab.LABEL_MANAGED_BY: vocab.FLEET_MANAGER},
+                }
+            }
+            with contextlib.suppress(errors.AlreadyExists):
+                await self.kube.create(NAMESPACES, body)
 
     # -- wait ----------------------------------------------------------------------------
 

@@ -89,6 +89,8 @@ KWOK_POD_COMPLETE_DELAY: Final = "pod-complete.stage.kwok.x-k8s.io/delay"
 KWOK_POD_COMPLETE_JITTER: Final = "pod-complete.stage.kwok.x-k8s.io/jitter-delay"
 
 # Ownership labels: what the testbed made, so it removes exactly that and nothing else.
+NAMESPACE: Final = "dra-testbed"
+"""The testbed's own namespace (manifests/base): its services, and the fleets' records."""
 LABEL_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
 LOADGEN_MANAGED_BY: Final = "dra-testbed-loadgen"
 """`LABEL_MANAGED_BY` of a loadgen run's namespace and objects."""

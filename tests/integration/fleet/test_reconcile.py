@@ -124,7 +124,7 @@ async def test_apply_200_reapply_scale_to_150_then_delete(
     assert deleted.deleted == 450
     assert await _objects(kube, fleet_name) == ([], [])
     with pytest.raises(errors.NotFound):
-        await kube.get(CONFIG_MAPS, record_name(fleet_name), "kube-system")
+        await kube.get(CONFIG_MAPS, record_name(fleet_name), vocab.NAMESPACE)
 
 
 async def test_changed_labels_and_capacity_update_in_place_then_settle(
