@@ -1,0 +1,442 @@
+"""fleet, loadgen and the extender under their own ServiceAccounts, as manifests/ grants them
+(RBAC and the ValidatingAdmissionPolicies), against the real API server, in both directions:
+what each one does succeeds, and a sample of what it must not do is Forbidden.
+
+Each test installs the component's RBAC and policies from the rendered manifests, moved into
+a namespace of its own (the cluster-scoped objects renamed with a random suffix), and
+authenticates with a token of the component's ServiceAccount (TokenRequest API). The writes
+that must fail are sent as server-side dry runs: if one were allowed, nothing would change.
+
+If writes are allowed, check that kube-apiserver runs with --authorization-mode including RBAC
+and the ValidatingAdmissionPolicy admission plugin (both defaults of the local cluster)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from extender.cache.store import KINDS
+from fleet import render
+from fleet.reconcile import Reconciler, ReconcileSettings, record_name
+from fleet.spec import for_profile
+from loadgen import templates
+from testbed import vocab
+from testbed.kube import errors
+from testbed.kube import resources as r
+from testbed.kube.client import ClientSettings, Kube
+from tests.integration.deploy import cluster as c
+from tests.support import deploy as s
+from tests.support import private_fleet as pf
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
+
+Obj = dict[str, Any]
+HOME = c.HOME_NAMESPACE
+RBAC = "rbac.authorization.k8s.io"
+ADMISSION = "admissionregistration.k8s.io"
+ROLES = r.Resource(RBAC, "v1", "roles", "Role", True)
+ROLE_BINDINGS = r.Resource(RBAC, "v1", "rolebindings", "RoleBinding", True)
+POLICIES = r.Resource(
+    ADMISSION, "v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", False
+)
+POLICY_BINDINGS = r.Resource(
+    ADMISSION,
+    "v1",
+    "validatingadmissionpolicybindings",
+    "ValidatingAdmissionPolicyBinding",
+    False,
+)
+KIND_RESOURCES = {
+    "ServiceAccount": r.SERVICE_ACCOUNTS,
+    "ClusterRole": c.CLUSTER_ROLES,
+    "ClusterRoleBinding": c.CLUSTER_ROLE_BINDINGS,
+    "Role": ROLES,
+    "RoleBinding": ROLE_BINDINGS,
+    "ValidatingAdmissionPolicy": POLICIES,
+    "ValidatingAdmissionPolicyBinding": POLICY_BINDINGS,
+}
+
+
+@dataclass
+class Identity:
+    kube: Kube
+    kubeconfig: Path
+    namespace: str
+
+
+def _installed(manifests: str, names: set[str], namespace: str, suffix: str) -> list[Obj]:
+    """The ServiceAccount, RBAC and policies called `names` in manifests/`manifests`, moved to
+    `namespace` (a role's resourceNames of the home namespace too), cluster-scoped ones
+    renamed with `suffix`."""
+    out = []
+    for obj in s.render(manifests):
+        if obj["kind"] not in KIND_RESOURCES or obj["metadata"]["name"] not in names:
+            continue
+        moved = c.retarget(obj, namespace)
+        for rule in moved.get("rules") or []:
+            if rule.get("resourceNames") == [HOME]:
+                rule["resourceNames"] = [namespace]
+        if not KIND_RESOURCES[obj["kind"]].namespaced:
+            moved["metadata"]["name"] += f"-{suffix}"
+            if "roleRef" in moved and moved["roleRef"]["kind"] == "ClusterRole":
+                moved["roleRef"]["name"] += f"-{suffix}"
+            if "policyName" in moved.get("spec", {}):
+                moved["spec"]["policyName"] += f"-{suffix}"
+        out.append(moved)
+    assert {o["metadata"]["name"].removesuffix(f"-{suffix}") for o in out} == names
+    return out
+
+
+@pytest.fixture
+async def namespace(kube: Kube) -> AsyncIterator[str]:
+    name = f"lp-{secrets.token_hex(3)}"
+    await kube.create(r.NAMESPACES, {"metadata": {"name": name}})
+    try:
+        yield name
+    finally:
+        await kube.delete(r.NAMESPACES, name)
+
+
+async def _identity(
+    kube: Kube,
+    kubeconfig: str,
+    namespace: str,
+    tmp_path: Path,
+    manifests: str,
+    sa: str,
+    names: set[str],
+) -> AsyncIterator[Identity]:
+    objs = _installed(manifests, {sa, *names}, namespace, secrets.token_hex(3))
+    made: list[Obj] = []
+    try:
+        for obj in objs:
+            made.append(await kube.create(KIND_RESOURCES[obj["kind"]], obj))
+        token = await c.service_account_token(kube, namespace, sa)
+        path = c.token_kubeconfig(kubeconfig, token, sa, tmp_path / f"{sa}.kubeconfig")
+        client = await Kube.connect(kubeconfig=str(path), settings=ClientSettings(max_retries=2))
+        try:
+            yield Identity(client, path, namespace)
+        finally:
+            await client.close()
+    finally:
+        for obj in reversed(made):
+            res = KIND_RESOURCES[obj["kind"]]
+            ns = obj["metadata"].get("namespace") if res.namespaced else None
+            await kube.delete(res, obj["metadata"]["name"], ns)
+
+
+@pytest.fixture
+async def as_fleet(
+    kube: Kube, kubeconfig: str, namespace: str, tmp_path: Path
+) -> AsyncIterator[Identity]:
+    async for identity in _identity(
+        kube,
+        kubeconfig,
+        namespace,
+        tmp_path,
+        "fleet-service",
+        "dra-testbed-fleet",
+        {"dra-testbed-fleet-records", "dra-testbed-fleet-owns-what-it-writes"},
+    ):
+        yield identity
+
+
+@pytest.fixture
+async def as_loadgen(
+    kube: Kube, kubeconfig: str, namespace: str, tmp_path: Path
+) -> AsyncIterator[Identity]:
+    async for identity in _identity(
+        kube,
+        kubeconfig,
+        namespace,
+        tmp_path,
+        "loadgen",
+        "dra-testbed-loadgen",
+        {"dra-testbed-loadgen-own-namespaces"},
+    ):
+        yield identity
+
+
+@pytest.fixture
+async def as_extender(
+    kube: Kube, kubeconfig: str, namespace: str, tmp_path: Path
+) -> AsyncIterator[Identity]:
+    async for identity in _identity(
+        kube, kubeconfig, namespace, tmp_path, "base", "dra-testbed-extender", set()
+    ):
+        yield identity
+
+
+def _dry(query: list[tuple[str, str]] | None = None) -> list[tuple[str, str]]:
+    return [("dryRun", "All"), *(query or [])]
+
+
+async def _forbidden(
+    attempts: list[tuple[str, Callable[[], Awaitable[Any]]]],
+) -> list[str]:
+    """The attempts that were not Forbidden."""
+    allowed = []
+    for what, call in attempts:
+        try:
+            await call()
+            allowed.append(what)
+        except errors.Forbidden:
+            pass
+        except errors.KubeError as e:
+            allowed.append(f"{what} (not forbidden but {type(e).__name__}: {e})")
+    return allowed
+
+
+async def _policy_in_force(probe: Callable[[], Awaitable[Any]], within: float = 60.0) -> None:
+    """Admission policies take effect a moment after they are created: wait until `probe`
+    (a dry-run write the policy denies) is Forbidden."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            await probe()
+        except errors.Forbidden:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the admission policy was not in force after {within:.0f}s")
+        await asyncio.sleep(0.5)
+
+
+def _node(name: str, labels: dict[str, str] | None = None) -> Obj:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels or {}}}
+
+
+async def test_fleet_writes_its_own_fleet_and_nothing_else(
+    kube: Kube, as_fleet: Identity, tmp_path: Path
+) -> None:
+    fleet_kube, ns = as_fleet.kube, as_fleet.namespace
+    suffix = secrets.token_hex(3)
+    foreign = f"lp-foreign-{suffix}"
+    await kube.create(r.NODES, _node(foreign, {"team": "theirs"}))
+    try:
+        await _policy_in_force(
+            lambda: fleet_kube.request(
+                "POST", r.NODES.path(None), body=_node(f"lp-probe-{suffix}"), query=_dry()
+            )
+        )
+        # Everything `fleet apply`, `status`, a changed re-apply and `delete` do.
+        rec = Reconciler(fleet_kube, settings=ReconcileSettings(record_namespace=ns))
+        name = f"lp-{suffix}"
+        await rec.apply(render.validate(for_profile("dgx-h100", 2, name=name)))
+        status = await rec.status(name)
+        assert status.recorded and not status.problems, status
+        await rec.apply(render.validate(for_profile("dgx-h100", 3, name=name)))  # marks, edits
+        assert (await rec.status(name)).recorded
+        await rec.delete(name)
+        with pytest.raises(errors.NotFound):
+            await kube.get(r.CONFIG_MAPS, record_name(name), ns)
+
+        label = {vocab.LABEL_MANAGED_BY: vocab.FLEET_MANAGER}
+        take_over = {"metadata": {"labels": label}}
+        allowed = await _forbidden(
+            [
+                (
+                    "create a node without the fleet's label",
+                    lambda: fleet_kube.request(
+                        "POST", r.NODES.path(None), body=_node(f"lp-x-{suffix}"), query=_dry()
+                    ),
+                ),
+                (
+                    "label a foreign node as the fleet's",
+                    lambda: fleet_kube.request(
+                        "PATCH",
+                        r.NODES.path(None, foreign),
+                        body=take_over,
+                        content_type="application/merge-patch+json",
+                        query=_dry(),
+                    ),
+                ),
+                (
+                    "delete a foreign node",
+                    lambda: fleet_kube.request("DELETE", r.NODES.path(None, foreign), query=_dry()),
+                ),
+                (
+                    "delete every node",
+                    lambda: fleet_kube.request("DELETE", r.NODES.path(None), query=_dry()),
+                ),
+                (
+                    "write a ConfigMap in kube-system",
+                    lambda: fleet_kube.request(
+                        "POST",
+                        r.CONFIG_MAPS.path("kube-system"),
+                        body={"metadata": {"name": f"lp-{suffix}", "labels": label}},
+                        query=_dry(),
+                    ),
+                ),
+                (
+                    "write an unlabelled ConfigMap in its namespace",
+                    lambda: fleet_kube.request(
+                        "POST",
+                        r.CONFIG_MAPS.path(ns),
+                        body={"metadata": {"name": f"lp-{suffix}"}},
+                        query=_dry(),
+                    ),
+                ),
+                (
+                    "create a pod",
+                    lambda: fleet_kube.request(
+                        "POST", r.PODS.path(ns), body=_pod(f"lp-{suffix}"), query=_dry()
+                    ),
+                ),
+                ("list secrets", lambda: fleet_kube.request("GET", "/api/v1/secrets")),
+                ("read another namespace", lambda: fleet_kube.get(r.NAMESPACES, "kube-system")),
+            ]
+        )
+        assert not allowed, f"allowed with the fleet's token: {allowed}"
+        node = await kube.get(r.NODES, foreign)
+        assert node["metadata"]["labels"] == {"team": "theirs"}
+    finally:
+        await kube.delete(r.NODES, foreign)
+
+
+def _pod(name: str) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]},
+    }
+
+
+def _namespace(name: str, labels: dict[str, str] | None = None) -> Obj:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+async def test_loadgen_runs_in_its_own_namespaces_and_writes_nothing_else(
+    kube: Kube, kubeconfig: str, as_loadgen: Identity, tmp_path: Path
+) -> None:
+    lg, ns = as_loadgen.kube, as_loadgen.namespace
+    suffix = secrets.token_hex(3)
+    await _policy_in_force(
+        lambda: lg.request(
+            "POST", r.NAMESPACES.path(None), body=_namespace(f"lp-{suffix}"), query=_dry()
+        )
+    )
+    fleet = await pf.make_fleet(kube, kubeconfig, nodes=2)
+    try:
+        # A whole run under loadgen's token, heartbeats every second, then the inventory.
+        run_id = f"lp-{suffix}"
+        code, _, err = await pf.run_loadgen(
+            "--pods", "4", "--qps", "4", "--heartbeat-interval", "1s",
+            *pf.loadgen_args(fleet, str(as_loadgen.kubeconfig), tmp_path / "run", run_id),
+        )  # fmt: skip
+        assert code == 0, err
+        assert "heartbeat" not in err and "Forbidden" not in err, err
+        doc = json.loads((tmp_path / "run" / "result.json").read_text())
+        assert doc["counts"]["pods_running"] == 4 and doc["cleaned_up"], doc["counts"]
+        kept = f"lp-kept-{suffix}"
+        code, _, err = await pf.run_loadgen(
+            "--pods", "1", "--keep",
+            *pf.loadgen_args(fleet, str(as_loadgen.kubeconfig), tmp_path / "kept", kept),
+        )  # fmt: skip
+        assert code == 0, err
+        code, out, err = await pf.run_loadgen("runs", "--kubeconfig", str(as_loadgen.kubeconfig))
+        assert code == 0 and kept in out, err
+        code, _, err = await pf.run_loadgen(
+            "cleanup", kept, "--kubeconfig", str(as_loadgen.kubeconfig)
+        )
+        assert code == 0 and f"removed run {kept}" in err, err
+
+        own = templates.namespace_name(f"lp-x-{suffix}")
+        managed = {vocab.LABEL_MANAGED_BY: vocab.LOADGEN_MANAGED_BY}
+        allowed = await _forbidden(
+            [
+                (
+                    "create a namespace not named loadgen-*",
+                    lambda: lg.request(
+                        "POST",
+                        r.NAMESPACES.path(None),
+                        body=_namespace(f"lp-y-{suffix}", managed),
+                        query=_dry(),
+                    ),
+                ),
+                (
+                    "create an unlabelled loadgen-* namespace",
+                    lambda: lg.request(
+                        "POST", r.NAMESPACES.path(None), body=_namespace(own), query=_dry()
+                    ),
+                ),
+                (
+                    "create a pod outside its namespaces",
+                    lambda: lg.request(
+                        "POST", r.PODS.path(ns), body=_pod(f"lp-{suffix}"), query=_dry()
+                    ),
+                ),
+                (
+                    "annotate kube-system",
+                    lambda: lg.request(
+                        "PATCH",
+                        r.NAMESPACES.path(None, "kube-system"),
+                        body={"metadata": {"annotations": {"x": "y"}}},
+                        content_type="application/merge-patch+json",
+                        query=_dry(),
+                    ),
+                ),
+                (
+                    "delete another namespace",
+                    lambda: lg.request("DELETE", r.NAMESPACES.path(None, ns), query=_dry()),
+                ),
+                (
+                    "delete a pod",
+                    lambda: lg.request("DELETE", r.PODS.path(ns), query=_dry()),
+                ),
+                (
+                    "delete a node",
+                    lambda: lg.request("DELETE", r.NODES.path(None, fleet.nodes[0]), query=_dry()),
+                ),
+                ("list secrets", lambda: lg.request("GET", "/api/v1/secrets")),
+            ]
+        )
+        assert not allowed, f"allowed with loadgen's token: {allowed}"
+    finally:
+        await pf.remove_fleet(kube, kubeconfig, fleet)
+
+
+async def test_the_extender_reads_what_it_watches_and_writes_nothing(
+    as_extender: Identity,
+) -> None:
+    ext, ns = as_extender.kube, as_extender.namespace
+    for kind, res in KINDS.items():
+        listed = await ext.list(res)
+        async for _ in ext.stream(res, resource_version=listed.resource_version, timeout_seconds=1):
+            pass
+        assert listed.resource_version, kind
+    allowed = await _forbidden(
+        [
+            (
+                "create a pod",
+                lambda: ext.request("POST", r.PODS.path(ns), body=_pod("lp"), query=_dry()),
+            ),
+            (
+                "bind a pod",
+                lambda: ext.request(
+                    "POST",
+                    r.PODS.path(ns, "lp") + "/binding",
+                    body={"target": {"kind": "Node", "name": "lp"}, "metadata": {"name": "lp"}},
+                    query=_dry(),
+                ),
+            ),
+            (
+                "delete a node",
+                lambda: ext.request("DELETE", r.NODES.path(None, "lp"), query=_dry()),
+            ),
+            (
+                "delete every slice",
+                lambda: ext.request("DELETE", r.RESOURCE_SLICES.path(None), query=_dry()),
+            ),
+            ("list secrets", lambda: ext.request("GET", "/api/v1/secrets")),
+        ]
+    )
+    assert not allowed, f"allowed with the extender's token: {allowed}"
