@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from aiohttp import web
 from prometheus_client import CollectorRegistry, ProcessCollector
 
-from extender import handlers
+from extender import handlers, limits
 from extender.cache import sync
 from extender.cache.index import Index
 from extender.cache.store import Store
@@ -46,6 +46,9 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except handlers.BadRequest as e:
         request.app[handlers.METRICS].requests.labels(_verb(request), "bad_request").inc()
         return web.json_response({"error": str(e)}, status=400)
+    except limits.Overloaded as e:
+        request.app[handlers.METRICS].requests.labels(_verb(request), "overloaded").inc()
+        return web.json_response({"error": f"overloaded: {e}"}, status=503)
     except web.HTTPException:
         raise
     except Exception:
@@ -59,9 +62,12 @@ def build(
     *,
     registry: CollectorRegistry | None = None,
     kube: Kube | None = None,
+    separate_admin: bool = False,
 ) -> web.Application:
     """An app over a fresh index. With `kube`, informers fill it (cleanup_ctx); without, the
-    caller fills `app[STORE]` (offline files, tests) before serving."""
+    caller fills `app[STORE]` (offline files, tests) before serving. It serves the scheduler's
+    calls and the probes, and /metrics and (with `settings.debug`) /debug/* too unless
+    `separate_admin`: then `admin(app)` serves those, on a port of their own."""
     registry = registry if registry is not None else CollectorRegistry()
     metrics = Metrics(registry)
     index = Index(settings, on_placement=metrics.placement)
@@ -76,24 +82,45 @@ def build(
     app[handlers.CORE] = core
     app[handlers.METRICS] = metrics
     app[handlers.HEADS] = handlers.HostHeads()
+    app[handlers.GATE] = limits.Gate(
+        max_inflight=settings.max_inflight, deadline_seconds=settings.call_deadline_seconds
+    )
     app[REGISTRY] = registry
     app[STORE] = store
     app.router.add_post("/filter", handlers.filter_nodes)
     app.router.add_post("/prioritize", handlers.prioritize_nodes)
     runtime.add_probe_routes(
-        app,
-        registry=registry,
-        not_ready=handlers.not_ready,
+        app, registry=registry, not_ready=handlers.not_ready, metrics=not separate_admin
     )
-    app.router.add_get("/debug/decisions", handlers.decisions)
-    app.router.add_get("/debug/nodes/{node}/free", handlers.free_devices)
-    app.router.add_post("/debug/judge", handlers.judge)
+    if not separate_admin:
+        _admin_routes(app)
     if kube is not None:
         liveness = Liveness(kube, on_change=metrics.liveness)
         app[handlers.LIVENESS] = liveness
         app.cleanup_ctx.append(_watching(kube, store, metrics, liveness))
     app.cleanup_ctx.append(_freeze_after_sync(store))
     return app
+
+
+def admin(main: web.Application) -> web.Application:
+    """/metrics and (if enabled) /debug/* of `main`, as an app of their own (a port that the
+    scheduler's network need not reach)."""
+    out = web.Application(middlewares=[errors], client_max_size=main._client_max_size)
+    out[handlers.CORE] = main[handlers.CORE]
+    out[handlers.METRICS] = main[handlers.METRICS]
+    out[handlers.HEADS] = main[handlers.HEADS]
+    out[handlers.GATE] = main[handlers.GATE]
+    runtime.add_metrics_route(out, main[REGISTRY])
+    _admin_routes(out)
+    return out
+
+
+def _admin_routes(app: web.Application) -> None:
+    """/debug/* only when asked for: /debug/decisions lists every tenant's recent pods."""
+    if app[handlers.CORE].settings.debug:
+        app.router.add_get("/debug/decisions", handlers.decisions)
+        app.router.add_get("/debug/nodes/{node}/free", handlers.free_devices)
+        app.router.add_post("/debug/judge", handlers.judge)
 
 
 def _freeze_after_sync(store: Store) -> Callable[[web.Application], AsyncIterator[None]]:

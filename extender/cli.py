@@ -6,6 +6,7 @@ Only wires flags, logging and signals; the app lives in extender.app.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import ssl
@@ -67,6 +68,25 @@ def parser() -> argparse.ArgumentParser:
         default=env("EXTENDER_PORT", str(vocab.EXTENDER_DEFAULT_PORT)),
         help=f"port, 0 for any free one (env EXTENDER_PORT) [{vocab.EXTENDER_DEFAULT_PORT}]",
     )
+    s.add_argument(
+        "--admin-port",
+        type=int,
+        default=env("EXTENDER_ADMIN_PORT"),
+        help="serve /metrics and /debug/* on this port instead, apart from the scheduler's "
+        "calls (env EXTENDER_ADMIN_PORT) [the main port]",
+    )
+    s.add_argument(
+        "--admin-address",
+        default=env("EXTENDER_ADMIN_ADDRESS", "127.0.0.1"),
+        help="address of --admin-port (env EXTENDER_ADMIN_ADDRESS) [127.0.0.1]",
+    )
+    s.add_argument(
+        "--debug",
+        action="store_true",
+        default=env("EXTENDER_DEBUG", "") == "true",
+        help="serve /debug/* (recent decisions name every tenant's pods) (env "
+        "EXTENDER_DEBUG=true) [off]",
+    )
     s.add_argument("--tls-cert", default=env("EXTENDER_TLS_CERT"), help="serve HTTPS with this")
     s.add_argument("--tls-key", default=env("EXTENDER_TLS_KEY"), help="key for --tls-cert")
     # No --request-timeout: a server outlives a silent API server (its caches retry and it
@@ -101,6 +121,8 @@ def parser() -> argparse.ArgumentParser:
 
 def _settings(ns: argparse.Namespace) -> config.Settings:
     overrides: dict[str, Any] = {}
+    if ns.debug:
+        overrides["debug"] = True
     for flag, key in (
         ("weight_alignment", "weights.alignment"),
         ("weight_packing", "weights.packing"),
@@ -138,14 +160,23 @@ async def serve(ns: argparse.Namespace, settings: config.Settings) -> None:
             settings=ClientSettings(user_agent="dra-testbed-extender"),
         )
     try:
-        application = app_mod.build(settings, kube=kube)
+        separate = ns.admin_port is not None
+        application = app_mod.build(settings, kube=kube, separate_admin=separate)
         if ns.from_files:
             counts = files.load(application[app_mod.STORE], ns.from_files)
             log.info("offline mode: loaded %s", ", ".join(f"{k}={v}" for k, v in counts.items()))
-        async with runtime.listening(
-            application, ns.address, ns.port, ssl_context=tls, access_log=False
-        ) as url:
+        async with contextlib.AsyncExitStack() as stack:
+            url = await stack.enter_async_context(
+                runtime.listening(
+                    application, ns.address, ns.port, ssl_context=tls, access_log=False
+                )
+            )
             log.info("serving on %s", url)
+            if separate:
+                admin = app_mod.admin(application)
+                where = runtime.listening(admin, ns.admin_address, ns.admin_port, access_log=False)
+                log.info("metrics%s on %s", " and debug" if settings.debug else "",
+                         await stack.enter_async_context(where))  # fmt: skip
             await runtime.until_signal()
             log.info("shutting down")
     finally:

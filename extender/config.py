@@ -53,8 +53,25 @@ class Settings(BaseModel):
     """Drivers whose devices count as GPUs."""
     nic_drivers: tuple[str, ...] = (vocab.NIC_DRIVER,)
     """Drivers whose devices count as NICs."""
-    max_body_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
-    """Largest request body accepted; kube-scheduler's largest body is a pod plus node names."""
+    max_body_bytes: int = Field(default=3 * 1024 * 1024, gt=0)
+    """Largest request body accepted. kube-scheduler's largest call (nodeCacheCapable) is one
+    pod (at most etcd's 1.5 MiB object limit) plus `max_node_names` names of at most 253
+    bytes each; a scheduler that is not nodeCacheCapable sends whole Node objects and needs
+    more."""
+    max_node_names: int = Field(default=5000, gt=0)
+    """Most candidate nodes one call may name: Kubernetes' supported cluster size (5,000
+    nodes), the largest list kube-scheduler sends. A longer list is refused (400)."""
+    max_inflight: int = Field(default=64, gt=0)
+    """Scheduler calls admitted at once (being read, waiting for their turn or judged); one
+    more is answered 503 at once and counted (`extender_requests_total{result="overloaded"}`).
+    The scheduler treats the ignorable extender's 503 as no opinion."""
+    call_deadline_seconds: float = Field(default=2.5, gt=0)
+    """A call still waiting for its turn this long after it arrived is answered "not judged"
+    (every node passes, every score 0; counted as `result="late"`) rather than late: within
+    kube-scheduler's 5 s `httpTimeout` of the shipped configuration."""
+    debug: bool = False
+    """Serve /debug/* (recent decisions, every tenant's pods; free devices; judge). Off
+    unless asked (`--debug`)."""
     explain_pods: int = Field(default=1024, ge=0)
     """How many recent per-pod decisions `GET /debug/decisions` keeps."""
 

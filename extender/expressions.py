@@ -38,6 +38,7 @@ from __future__ import annotations
 import enum
 import logging
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -275,6 +276,15 @@ class Selector:
         return self.error is None and self.unsupported is None
 
 
+MAX_EXPRESSION_BYTES = 10 * 1024
+"""Kubernetes' limit on a selector expression (resource.k8s.io CELSelectorExpressionMaxLength);
+a longer one is not judged."""
+MAX_EVALUATION_SECONDS = 0.05
+"""Kubernetes bounds an expression's cost (estimated when the object is written, counted when
+it runs); the interpreter here counts none, so an expression one evaluation of which took
+longer than this is not judged from then on (a cost limit by time: each costly expression
+costs at most one slow evaluation)."""
+
 _COMPILED: dict[str, Selector] = {}
 _COMPILED_LIMIT = 4096
 _RESULTS: dict[tuple[str, object], Outcome] = {}
@@ -302,6 +312,8 @@ def compile_selector(expression: str) -> Selector:
 def _compile(expression: str) -> Selector:
     if not isinstance(expression, str) or not expression.strip():
         return Selector(str(expression), error="empty expression")
+    if len(expression.encode()) > MAX_EXPRESSION_BYTES:
+        return Selector(expression, unsupported=f"an expression over {MAX_EXPRESSION_BYTES} bytes")
     try:
         program = cel.compile(_DOMAIN.sub(_defaulted, expression))
         functions = program.functions()
@@ -434,12 +446,21 @@ def device_input(sel: Selector, device: Device) -> dict[str, Any]:
 
 
 def _run(sel: Selector, device: Device) -> Outcome:
+    started = time.perf_counter()
     try:
         context = cel.Context(variables={"device": device_input(sel, device)}, functions=FUNCTIONS)
         result = sel.program.execute(context)
     except Exception as e:  # KeyError, TypeError, ValueError, RuntimeError... from the binding
         _log_once(sel.expression, f"CEL runtime error ({_first_line(e)}) in {sel.expression!r}")
         return Outcome.ERROR
+    finally:
+        took = time.perf_counter() - started
+        if took > MAX_EVALUATION_SECONDS:
+            # Compiled anew as not judged: callers that look it up from now on skip it.
+            _COMPILED[sel.expression] = Selector(
+                sel.expression, unsupported=f"its cost (one evaluation took {took * 1e3:.0f} ms)"
+            )
+            _log_once(sel.expression, f"CEL expression too costly, not judged: {sel.expression!r}")
     if result is True:
         return Outcome.MATCH
     if result is False:

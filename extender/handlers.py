@@ -15,17 +15,19 @@ import msgspec
 from aiohttp import web
 from pydantic import ValidationError
 
-from extender import decoding
-from extender.core import Core
+from extender import decoding, limits
+from extender.core import Core, FilterOutcome
 from extender.metrics import Metrics
 from testbed import validation
 from testbed.kube.watching import Liveness
-from testbed.wire import MAX_PRIORITY
+from testbed.wire import MAX_PRIORITY, MIN_PRIORITY
 
 CORE: Final = web.AppKey("core", Core)
 METRICS: Final = web.AppKey("metrics", Metrics)
 LIVENESS: Final = web.AppKey("liveness", Liveness)
 """Present when the app watches a cluster (not offline)."""
+GATE: Final = web.AppKey("gate", limits.Gate)
+"""Admits scheduler calls (`extender.limits`)."""
 
 _JSON = "application/json"
 # A HostPriority as two pre-encoded halves: `{"Host":"<name>","Score":` (per node name, kept
@@ -99,10 +101,14 @@ async def _call(request: web.Request) -> decoding.Call:
     if not body:
         raise BadRequest("empty request body; expected ExtenderArgs JSON")
     try:
-        return decoding.call(body)
+        call = decoding.call(body)
     except ValidationError as e:
         where, msg = validation.first_error(e)
         raise BadRequest(f"invalid ExtenderArgs at {where or 'body'}: {msg}") from e
+    limit = request.app[CORE].settings.max_node_names
+    if len(call.names) > limit:
+        raise BadRequest(f"{len(call.names)} candidate nodes, over the limit of {limit}")
+    return call
 
 
 def _observe(request: web.Request, verb: str, started: float, candidates: int) -> None:
@@ -114,11 +120,22 @@ def _observe(request: web.Request, verb: str, started: float, candidates: int) -
     request.app[METRICS].answered(verb, ready, seconds, candidates, gone=gone)
 
 
+def _late(request: web.Request, verb: str) -> None:
+    """A call not judged: its turn came past its deadline (`extender.limits`)."""
+    request.app[METRICS].requests.labels(verb, "deadline").inc()
+
+
 async def filter_nodes(request: web.Request) -> web.Response:
     started = time.perf_counter()
-    call = await _call(request)
-    names = call.names
-    out = request.app[CORE].filter(call.pod, names)
+    async with request.app[GATE].admitted() as turn:
+        call = await _call(request)
+        names = call.names
+        async with turn.judging() as in_time:
+            if in_time:
+                out = request.app[CORE].filter(call.pod, names)
+            else:  # not judged: every node passes
+                out = FilterOutcome(passed=names)
+                _late(request, "filter")
     reply: dict[str, Any] = {}
     if call.nodes is None:
         reply["NodeNames"] = out.passed
@@ -136,17 +153,25 @@ async def filter_nodes(request: web.Request) -> web.Response:
         metrics.rejections.labels("alignment").inc(len(out.failed))
     if out.unresolvable:
         metrics.rejections.labels("locality").inc(len(out.unresolvable))
-    _observe(request, "filter", started, len(names))
+    if in_time:
+        _observe(request, "filter", started, len(names))
     return web.Response(body=body, content_type=_JSON)
 
 
 async def prioritize_nodes(request: web.Request) -> web.Response:
     started = time.perf_counter()
-    call = await _call(request)
-    names = call.names
-    scores = request.app[CORE].prioritize(call.pod, names)
+    async with request.app[GATE].admitted() as turn:
+        call = await _call(request)
+        names = call.names
+        async with turn.judging() as in_time:
+            if in_time:
+                scores = request.app[CORE].prioritize(call.pod, names)
+            else:  # not judged: no preference
+                scores = [MIN_PRIORITY] * len(names)
+                _late(request, "prioritize")
     body = encode_priorities(names, scores, request.app[HEADS])
-    _observe(request, "prioritize", started, len(names))
+    if in_time:
+        _observe(request, "prioritize", started, len(names))
     return web.Response(text=body, content_type=_JSON)
 
 
@@ -173,11 +198,17 @@ async def judge(request: web.Request) -> web.Response:
     """Per candidate node, whether the pod's unallocated claims fit its devices as allocated
     now (DRA's request semantics): `fits` true, false, or null when not judged. Takes the
     body of a scheduler call (ExtenderArgs); for checks against the real allocator."""
-    call = await _call(request)
-    core = request.app[CORE]
-    names = call.names
-    d = core.demand(call.pod)
-    verdicts = core.verdicts(d, names)
+    async with request.app[GATE].admitted() as turn:
+        call = await _call(request)
+        core = request.app[CORE]
+        names = call.names
+        async with turn.judging() as in_time:
+            if not in_time:
+                return web.json_response(
+                    {"error": "not judged: past the call deadline"}, status=503
+                )
+            d = core.demand(call.pod)
+            verdicts = core.verdicts(d, names)
     nodes = {
         name: {"fits": v.fits, "reason": v.reason, "unjudged": v.unjudged}
         for name, v in verdicts.items()

@@ -35,7 +35,9 @@ class Metrics:
         self.requests = Counter(
             "extender_requests_total",
             "Scheduler calls by verb and outcome (ok, not_ready, late = answered after the "
-            "scheduler's httpTimeout or after it hung up, bad_request, error).",
+            "scheduler's httpTimeout or after it hung up, bad_request, error, overloaded = "
+            "refused with 503 beyond the in-flight cap, deadline = its turn came past the call "
+            "deadline, answered not judged).",
             ["verb", "outcome"],
             registry=registry,
         )

@@ -110,9 +110,11 @@ def add_probe_routes(
     *,
     registry: CollectorRegistry,
     not_ready: Callable[[web.Application], str | None],
+    metrics: bool = True,
 ) -> None:
     """`GET /healthz` (the process answers), `/readyz` (200 while `not_ready(app)` is None, else
-    503 with the reason it returns) and `/metrics` (`registry` in Prometheus' text format)."""
+    503 with the reason it returns) and, unless `metrics` is False (served elsewhere, see
+    `add_metrics_route`), `/metrics`."""
 
     async def healthz(_request: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -123,13 +125,20 @@ def add_probe_routes(
             return web.Response(text="ok")
         return web.Response(status=503, text=reason)
 
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    if metrics:
+        add_metrics_route(app, registry)
+
+
+def add_metrics_route(app: web.Application, registry: CollectorRegistry) -> None:
+    """`GET /metrics`: `registry` in Prometheus' text format."""
+
     async def metrics(_request: web.Request) -> web.Response:
         return web.Response(
             body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
         )
 
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
 
 

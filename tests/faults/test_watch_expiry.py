@@ -92,7 +92,7 @@ async def test_extender_and_fleet_service_relist_after_410_and_carry_on(
     fleet_port = ports.free_port()
     extender = processes.running(
         "the extender",
-        [str(BIN / "extender"), "serve", "--port", str(extender_port)],
+        [str(BIN / "extender"), "serve", "--port", str(extender_port), "--debug"],
         log=tmp_path / "extender.log",
         health_url=f"http://127.0.0.1:{extender_port}/readyz",
         timeout=120,

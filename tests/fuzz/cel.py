@@ -93,7 +93,7 @@ def main() -> int:
 
     objs, names = objects(ns.nodes)
     loop = asyncio.new_event_loop()
-    app = app_mod.build(Settings(), registry=CollectorRegistry())
+    app = app_mod.build(Settings(debug=True), registry=CollectorRegistry())
     store = app[app_mod.STORE]
     port = ports.free_port()
 

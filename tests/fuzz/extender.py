@@ -112,6 +112,7 @@ def main() -> int:
         log = Path(tmp) / "extender.log"
         argv = [sys.executable, "-c", "from extender.cli import main; main()", "serve"]
         argv += ["--from-files", str(fleet), "--config", str(config), "--port", str(port)]
+        argv += ["--debug"]  # its /debug/* paths are fuzzed too
         with log.open("wb") as log_file:
             proc = subprocess.Popen([*argv, "--log-level", "warning"], stderr=log_file)
         try:

@@ -42,7 +42,7 @@ def extender(
     """`extender serve` on 127.0.0.1:`port`, ready (synced) inside the block."""
     return processes.running(
         "the extender",
-        [str(BIN / "extender"), "serve", "--port", str(port)],
+        [str(BIN / "extender"), "serve", "--port", str(port), "--debug"],  # tests read /debug
         log=log,
         health_url=f"http://127.0.0.1:{port}/readyz",
         timeout=120,

@@ -32,7 +32,9 @@ def cluster_objects() -> list[dict[str, Any]]:
 async def server(tmp_path: Path) -> AsyncIterator[TestServer]:
     path = tmp_path / "cluster.yaml"
     path.write_text(yaml.safe_dump_all(cluster_objects()))
-    app = app_mod.build(Settings(max_body_bytes=64 * 1024), registry=CollectorRegistry())
+    app = app_mod.build(
+        Settings(max_body_bytes=64 * 1024, debug=True), registry=CollectorRegistry()
+    )
     files.load(app[app_mod.STORE], [path])
     srv = TestServer(app, host="127.0.0.1")
     await srv.start_server()

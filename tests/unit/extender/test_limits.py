@@ -1,0 +1,190 @@
+"""The extender bounds its own work: calls beyond the in-flight cap get a counted 503, a call
+whose turn comes past its deadline is answered "not judged", node lists and bodies beyond
+kube-scheduler's largest call are refused, and /debug/* and /metrics are served only where
+asked for."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import yaml
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from prometheus_client import CollectorRegistry
+
+from extender import app as app_mod
+from extender import expressions, handlers, limits
+from extender.cache import files
+from extender.config import Settings
+from tests.unit.extender.test_app import args, cluster_objects, pair_pod, post
+from tests.unit.extender.test_expressions import GPU
+
+
+async def _serve(app: web.Application, tmp_path: Path) -> TestServer:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump_all(cluster_objects()))
+    files.load(app[app_mod.STORE], [path])
+    srv = TestServer(app, host="127.0.0.1")
+    await srv.start_server()
+    return srv
+
+
+@pytest.fixture
+async def served(tmp_path: Path) -> AsyncIterator[tuple[web.Application, TestServer]]:
+    settings = Settings(max_inflight=3, call_deadline_seconds=0.2, max_node_names=3)
+    app = app_mod.build(settings, registry=CollectorRegistry())
+    srv = await _serve(app, tmp_path)
+    try:
+        yield app, srv
+    finally:
+        await srv.close()
+
+
+async def _get(srv: TestServer, path: str) -> tuple[int, str]:
+    async with aiohttp.ClientSession() as s, s.get(srv.make_url(path)) as r:
+        return r.status, await r.text()
+
+
+def _count(metrics: str, verb: str, result: str) -> float:
+    found = [
+        ln
+        for ln in metrics.splitlines()
+        if ln.startswith("extender_requests_total{")
+        and f'verb="{verb}"' in ln
+        and f'outcome="{result}"' in ln
+    ]
+    return float(found[0].split()[-1]) if found else 0.0
+
+
+async def test_a_gate_admits_up_to_its_cap_and_refuses_the_next() -> None:
+    gate = limits.Gate(max_inflight=2, deadline_seconds=1.0)
+    async with gate.admitted(), gate.admitted():
+        with pytest.raises(limits.Overloaded):
+            async with gate.admitted():
+                pass
+    async with gate.admitted():  # places are given back
+        assert gate.inflight == 1
+
+
+async def test_a_turn_that_comes_past_the_deadline_is_not_judged() -> None:
+    now = [0.0]
+    gate = limits.Gate(max_inflight=4, deadline_seconds=1.0, clock=lambda: now[0])
+    async with gate.admitted() as first, gate.admitted() as second:
+        async with first.judging() as in_time:
+            assert in_time
+            now[0] = 1.5  # the first call's judging outlasts the second's deadline
+        async with second.judging() as in_time:
+            assert not in_time
+
+
+async def test_calls_beyond_the_cap_get_a_counted_503(
+    served: tuple[web.Application, TestServer],
+) -> None:
+    app, srv = served
+    gate = app[handlers.GATE]
+    async with gate.admitted(), gate.admitted(), gate.admitted():
+        status, body = await post(srv, "prioritize", args(pair_pod(), ["al"]))
+    assert status == 503 and "overloaded" in body["error"]
+    status, _ = await post(srv, "prioritize", args(pair_pod(), ["al"]))
+    assert status == 200  # once the others are answered
+    _, metrics = await _get(srv, "/metrics")
+    assert _count(metrics, "prioritize", "overloaded") == 1
+
+
+async def test_a_call_past_its_deadline_is_answered_not_judged_and_counted(
+    served: tuple[web.Application, TestServer],
+) -> None:
+    app, srv = served
+    pod = pair_pod(annotations={"testbed.dra.io/require-alignment": "pcie-root"})
+    async with app[handlers.GATE].admitted() as busy, busy.judging():
+        # Another call holds the turn past both calls' 0.2 s deadline.
+        scoring = asyncio.create_task(post(srv, "prioritize", args(pair_pod(), ["un", "al"])))
+        filtering = asyncio.create_task(post(srv, "filter", args(pod, ["un", "al"])))
+        await asyncio.sleep(0.5)
+    (status, scores), (fstatus, filtered) = await asyncio.gather(scoring, filtering)
+    assert status == 200 and [h["Score"] for h in scores] == [0, 0]
+    # Not judged: every node passes (a judged call fails "un", which is not aligned).
+    assert fstatus == 200 and filtered["NodeNames"] == ["un", "al"]
+    assert not filtered["FailedNodes"]
+    _, metrics = await _get(srv, "/metrics")
+    assert (
+        _count(metrics, "prioritize", "deadline") == 1
+        and _count(metrics, "filter", "deadline") == 1
+    )
+    status, filtered = await post(srv, "filter", args(pod, ["un", "al"]))
+    assert status == 200 and filtered["NodeNames"] == ["al"]  # judged again once in time
+
+
+async def test_more_node_names_than_a_scheduler_call_can_hold_are_refused(
+    served: tuple[web.Application, TestServer],
+) -> None:
+    _, srv = served
+    status, body = await post(srv, "prioritize", args(pair_pod(), ["a", "b", "c", "d"]))
+    assert status == 400 and "4 candidate nodes, over the limit of 3" in body["error"]
+
+
+def test_the_default_limits_hold_kube_schedulers_largest_call() -> None:
+    """5,000 names of the longest legal length and a pod at etcd's 1.5 MiB object limit fit
+    the default body limit; the default cap on names is that call's."""
+    settings = Settings()
+    names = ["n" * 253] * settings.max_node_names
+    body: dict[str, Any] = {"Pod": {"metadata": {"annotations": {"x": "y" * (3 << 19)}}}}
+    body["NodeNames"] = names
+    assert len(json.dumps(body)) <= settings.max_body_bytes
+    assert settings.max_node_names == 5000
+
+
+async def test_debug_is_off_unless_asked_and_admin_routes_can_move_apart(tmp_path: Path) -> None:
+    app = app_mod.build(Settings(), registry=CollectorRegistry())
+    srv = await _serve(app, tmp_path)
+    try:
+        assert (await _get(srv, "/debug/decisions"))[0] == 404
+        assert (await _get(srv, "/metrics"))[0] == 200
+    finally:
+        await srv.close()
+
+    main = app_mod.build(Settings(debug=True), registry=CollectorRegistry(), separate_admin=True)
+    srv = await _serve(main, tmp_path)
+    admin = TestServer(app_mod.admin(main), host="127.0.0.1")
+    await admin.start_server()
+    try:
+        for path in ("/metrics", "/debug/decisions", "/debug/nodes/al/free"):
+            assert (await _get(srv, path))[0] == 404, path
+            assert (await _get(admin, path))[0] == 200, path
+        assert (await _get(srv, "/readyz"))[0] == 200
+        status, _ = await post(srv, "prioritize", args(pair_pod(), ["al"]))
+        assert status == 200
+        _, metrics = await _get(admin, "/metrics")
+        assert _count(metrics, "prioritize", "ok") == 1  # the main app's calls, counted
+    finally:
+        await admin.close()
+        await srv.close()
+
+
+def test_a_selector_over_kubernetes_length_limit_is_not_judged() -> None:
+    long = "device.driver == 'gpu.nvidia.com' && " + " && ".join(["true"] * 3000)
+    assert len(long) > expressions.MAX_EXPRESSION_BYTES
+    sel = expressions.compile_selector(long)
+    assert not sel.judged and "bytes" in str(sel.unsupported)
+
+
+def test_a_selector_whose_evaluation_overran_the_limit_is_not_judged_from_then_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    expression = "[1, 2, 3].all(x, [4, 5, 6].exists(y, x < y)) && device.driver != 'lp'"
+    sel = expressions.compile_selector(expression)
+    assert sel.judged
+    monkeypatch.setattr(expressions, "MAX_EVALUATION_SECONDS", 0.0)  # every evaluation overruns
+    assert expressions.evaluate(sel, GPU) is expressions.Outcome.MATCH  # this one still counts
+    again = expressions.compile_selector(expression)
+    assert not again.judged and "cost" in str(again.unsupported)
+    assert expressions.selectors_of([{"cel": {"expression": expression}}]) == (
+        (),
+        "unsupported_function",
+    )
