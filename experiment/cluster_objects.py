@@ -44,6 +44,9 @@ KWOK_CONTROLLER = ("kube-system", "kwok-controller")
 """kwok's Deployment as its release (manifests/kwok) names it."""
 SCHEDULER_METRICS_PORT = 10259
 EXTENDER_PORT = 8888
+"""The sidecar's port for the scheduler's calls, on the pod's loopback."""
+EXTENDER_ADMIN_PORT = 9888
+"""The sidecar's probes and /metrics (manifests/second-scheduler)."""
 
 
 def _docs(path: Path) -> list[Obj]:

@@ -231,7 +231,7 @@ class ExistingSite:
 
 def _in_cluster(name: str, pod: str, *, extender: bool) -> Scheduler:
     metrics = co.pod_proxy(co.NAMESPACE, pod, co.SCHEDULER_METRICS_PORT, "/metrics", https=True)
-    ext = co.pod_proxy(co.NAMESPACE, pod, co.EXTENDER_PORT, "/metrics", https=False)
+    ext = co.pod_proxy(co.NAMESPACE, pod, co.EXTENDER_ADMIN_PORT, "/metrics", https=False)
     return Scheduler(name=name, metrics_url=metrics, extender_metrics_url=ext if extender else None)
 
 

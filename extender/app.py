@@ -103,14 +103,17 @@ def build(
 
 
 def admin(main: web.Application) -> web.Application:
-    """/metrics and (if enabled) /debug/* of `main`, as an app of their own (a port that the
-    scheduler's network need not reach)."""
+    """/healthz, /readyz, /metrics and (if enabled) /debug/* of `main`, as an app of their own
+    (a port that the scheduler's network need not reach)."""
     out = web.Application(middlewares=[errors], client_max_size=main._client_max_size)
     out[handlers.CORE] = main[handlers.CORE]
     out[handlers.METRICS] = main[handlers.METRICS]
     out[handlers.HEADS] = main[handlers.HEADS]
     out[handlers.GATE] = main[handlers.GATE]
-    runtime.add_metrics_route(out, main[REGISTRY])
+    if handlers.LIVENESS in main:
+        out[handlers.LIVENESS] = main[handlers.LIVENESS]
+    # The probes here too: kubelet reaches this port when the scheduler's is on loopback.
+    runtime.add_probe_routes(out, registry=main[REGISTRY], not_ready=handlers.not_ready)
     _admin_routes(out)
     return out
 

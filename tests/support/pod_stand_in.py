@@ -35,10 +35,15 @@ def _by_name(deployment: Obj) -> dict[str, Obj]:
     return {c["name"]: c for c in [*spec.get("initContainers", ()), *spec["containers"]]}
 
 
-def _local_flags(args: list[str], port: int) -> list[str]:
-    """The sidecar's `extender serve` args with its listen address and port made local."""
+def _local_flags(args: list[str], port: int, admin_port: int) -> list[str]:
+    """The sidecar's `extender serve` args with its listen addresses and ports made local."""
     out = list(args)
-    for flag, value in (("--address", "127.0.0.1"), ("--port", str(port))):
+    for flag, value in (
+        ("--address", "127.0.0.1"),
+        ("--port", str(port)),
+        ("--admin-address", "127.0.0.1"),
+        ("--admin-port", str(admin_port)),
+    ):
         if flag in out:
             out[out.index(flag) + 1] = value
     return out
@@ -84,17 +89,18 @@ class LocalPods:
             if "extender" in containers:
                 sidecar = containers["extender"]["args"]
                 assert sidecar[:2] == ["extender", "serve"], sidecar
+                admin_port = free_port() if "--admin-port" in sidecar else extender_port
                 stack.enter_context(
                     processes.running(
                         f"the stand-in extender of {name}",
-                        [EXTENDER, *_local_flags(sidecar[1:], extender_port)],
+                        [EXTENDER, *_local_flags(sidecar[1:], extender_port, admin_port)],
                         log=workdir / "extender.log",
-                        health_url=f"http://127.0.0.1:{extender_port}/readyz",
+                        health_url=f"http://127.0.0.1:{admin_port}/readyz",
                         timeout=120,
                         env=env,
                     )
                 )
-                extender_url = f"http://127.0.0.1:{extender_port}/metrics"
+                extender_url = f"http://127.0.0.1:{admin_port}/metrics"
             log = workdir / "kube-scheduler.log"
             stack.enter_context(
                 processes.running(

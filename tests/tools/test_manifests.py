@@ -304,7 +304,13 @@ def test_every_command_given_to_the_image_parses_with_its_cli() -> None:
 
 
 def test_services_listen_on_all_interfaces_in_pods() -> None:
+    """Probes need the pod IP: the port they use listens on all interfaces. An extender
+    sidecar (or a hostNetwork one) serves the scheduler on loopback only, and its probes and
+    /metrics on the admin port."""
     for where, argv in image_commands():
         if argv[:2] in (["extender", "serve"], ["fleet", "serve"]):
             flag = "--address" if argv[0] == "extender" else "--host"
+            if "--admin-port" in argv:
+                flag = "--admin-address"
+                assert argv[argv.index("--address") + 1] == "127.0.0.1", where
             assert argv[argv.index(flag) + 1] == "0.0.0.0", f"{where}: probes need the pod IP"
