@@ -14,7 +14,10 @@ Each repetition, on one local cluster:
     3 and 5) to convergence;
   - extender: `extender serve` on the cluster's extender port, SIGKILLed 1..`--max-kills`
     times at random moments while the witness schedules, each time restarted until /readyz
-    answers 200.
+    answers 200;
+  - control plane (with `--control-plane`): 1..`--max-kills` times a random one of
+    kube-scheduler, etcd and kube-apiserver SIGKILLed while the witness runs, then
+    `testbed up` (LocalCluster.up) repairs the cluster.
 
 Then it checks, through the public client: no loadgen namespace, pod, ResourceClaim or
 ResourceClaimTemplate left; the fleets' Nodes and ResourceSlices exactly what `fleet render`
@@ -56,6 +59,8 @@ from testbed.kube.client import ClientSettings, Kube
 
 BIN = Path(sys.executable).parent
 TARGETS = ("loadgen", "fleet", "extender")
+CONTROL_PLANE = ("kube-scheduler", "etcd", "kube-apiserver")
+"""What the control-plane actor kills (with `--control-plane`)."""
 LOADGEN_MANAGED = f"{vocab.LABEL_MANAGED_BY}=dra-testbed-loadgen"
 FLEET_MANAGED = f"{vocab.LABEL_MANAGED_BY}=dra-testbed-fleet"
 CHAOS_SIZES = (3, 5, 7)
@@ -77,12 +82,18 @@ class Settings:
     restart_pods: int
     fleet_qps: float
     witness_nodes: int
+    cluster: str | None = None
+    """The local cluster whose control plane is killed too (`--control-plane`)."""
     tag: str = field(default_factory=lambda: secrets.token_hex(2))
     children: list[asyncio.subprocess.Process] = field(default_factory=list)
 
     @property
     def env(self) -> dict[str, str]:
         return {**os.environ, "KUBECONFIG": self.kubeconfig}
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return (*TARGETS, "control-plane") if self.cluster else TARGETS
 
     @property
     def witness_fleet(self) -> str:
@@ -319,6 +330,8 @@ class Rep:
     seconds: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
     """Seconds each actor took, the witness from the start, and the final check."""
+    components_killed: list[str] = field(default_factory=list)
+    """The control-plane components SIGKILLed, in order."""
 
 
 async def timed(r: Rep, name: str, work: Coroutine[Any, Any, None]) -> None:
@@ -425,6 +438,30 @@ async def extender_actor(ext: Extender, s: Settings, rep: int, r: Rep, kills: in
         await ext.start()
 
 
+async def control_plane_actor(s: Settings, rep: int, r: Rep, kills: int) -> None:
+    """SIGKILL a random control-plane component while the witness runs, then repair the
+    cluster as `testbed up` does."""
+    assert s.cluster is not None
+    cluster = local.LocalCluster(local.ClusterConfig(name=s.cluster, extender_port=s.extender_port))
+    plan = rng(s, rep, "control-plane")
+    for _ in range(kills):
+        await asyncio.sleep(plan.uniform(1.0, 8.0))
+        name = plan.choice(CONTROL_PLANE)
+        status = await asyncio.to_thread(cluster.status)
+        pid = next((c.pid for c in status.components if c.name == name), None)
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+                r.landed["control-plane"] += 1
+                r.components_killed.append(name)
+        await asyncio.sleep(plan.uniform(0, 2.0))
+        try:
+            await asyncio.to_thread(cluster.up, build=False)
+        except local.ClusterError as e:
+            r.harmed.append(f"testbed up did not repair the cluster after killing {name}: {e}")
+            return
+
+
 async def guard(kube: Kube, name: str, uid: str, seen: list[str], stop: asyncio.Event) -> None:
     """Note any moment the witness's namespace is deleted, terminating or replaced."""
     while not stop.is_set():
@@ -446,8 +483,8 @@ async def repetition(kube: Kube, s: Settings, ext: Extender, rep: int) -> Rep:
     started = time.monotonic()
     r = Rep(rep)
     counts = rng(s, rep, "kills")
-    r.planned = {t: counts.randint(1, s.max_kills) for t in TARGETS}
-    r.landed = dict.fromkeys(TARGETS, 0)
+    r.planned = {t: counts.randint(1, s.max_kills) for t in s.targets}
+    r.landed = dict.fromkeys(s.targets, 0)
     witness_id = f"chaos-{s.tag}-r{rep}-witness"
     namespace = f"loadgen-{witness_id}"
     args = loadgen_args(s, witness_id, s.witness_fleet, s.witness_pods, s.witness_qps)
@@ -469,6 +506,11 @@ async def repetition(kube: Kube, s: Settings, ext: Extender, rep: int) -> Rep:
         timed(r, "loadgen", loadgen_actor(kube, s, rep, r, r.planned["loadgen"])),
         timed(r, "fleet", fleet_actor(kube, s, rep, r, r.planned["fleet"])),
         timed(r, "extender", extender_actor(ext, s, rep, r, r.planned["extender"])),
+        *(
+            [timed(r, "control-plane", control_plane_actor(s, rep, r, r.planned["control-plane"]))]
+            if s.cluster
+            else []
+        ),
     )
     code = await finish(witness, 300)
     r.phases["witness"] = round(time.monotonic() - started, 1)
@@ -560,18 +602,20 @@ async def main_async(s: Settings, repetitions: int) -> dict[str, Any]:
             for proc in s.children:  # an interrupted repetition's children
                 if proc.returncode is None:
                     await kill(proc)
-            await run(s, log, "loadgen", "cleanup", "--all", "--wait", "2m")
+            # Every run is the bench's own: --force removes one still live after an interrupt.
+            await run(s, log, "loadgen", "cleanup", "--all", "--force", "--wait", "2m")
             for fleet in (s.witness_fleet, s.chaos_fleet):
                 await run(s, log, "fleet", "delete", "--name", fleet, "--timeout", "300")
         after = await leftovers(kube, s, {})
-    landed = {t: sum(r.landed[t] for r in reps) for t in TARGETS}
-    planned = {t: sum(r.planned[t] for r in reps) for t in TARGETS}
+    landed = {t: sum(r.landed[t] for r in reps) for t in s.targets}
+    planned = {t: sum(r.planned[t] for r in reps) for t in s.targets}
     return {
         "repetitions": len(reps),
         "repetitions_asked": repetitions,
         "seed": s.seed,
         "kills_planned": planned,
         "kills_landed_mid_run": landed,
+        "components_killed": [c for r in reps for c in r.components_killed],
         "objects_left": sum(len(r.left) for r in reps),
         "runs_harmed": sum(bool(r.harmed) for r in reps),
         "fleet_status_incomplete_after_kill": sum(r.incomplete_seen for r in reps),
@@ -580,7 +624,7 @@ async def main_async(s: Settings, repetitions: int) -> dict[str, Any]:
         "repetition_seconds": [r.seconds for r in reps],
         "phase_seconds_median": {
             k: median([r.phases[k] for r in reps if k in r.phases])
-            for k in ("loadgen", "fleet", "extender", "witness", "check")
+            for k in ("loadgen", "fleet", "extender", "control-plane", "witness", "check")
         },
         "details": [r.__dict__ for r in reps if r.left or r.harmed],
         "settings": {
@@ -616,6 +660,12 @@ def main() -> None:
     p.add_argument("--fleet-qps", type=float, default=4.0, help="of the applies that get killed")
     p.add_argument("--out", type=Path, help="logs and run results (default: a new ./results/ dir)")
     p.add_argument("--json", type=Path, help="also write the summary here")
+    p.add_argument(
+        "--control-plane",
+        action="store_true",
+        help="also SIGKILL kube-scheduler, etcd or kube-apiserver of --cluster mid-run, and "
+        "repair the cluster as `testbed up` does",
+    )
     a = p.parse_args()
     if not (1 <= a.repetitions <= 1000 and 1 <= a.max_kills <= 5):
         p.error("--repetitions 1..1000, --max-kills 1..5")
@@ -643,6 +693,7 @@ def main() -> None:
         restart_pods=a.restart_pods,
         fleet_qps=a.fleet_qps,
         witness_nodes=a.witness_nodes,
+        cluster=a.cluster if a.control_plane else None,
     )
     summary = asyncio.run(main_async(s, a.repetitions))
     summary["command"] = " ".join(["bench/chaos_kill.py", *sys.argv[1:]])

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from testbed import vocab
+from testbed.cluster import local
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
 from tests.support import children
@@ -66,3 +67,34 @@ async def test_killed_loadgen_fleet_and_extender_leave_nothing_and_harm_no_run(
             if o["metadata"]["labels"][vocab.LABEL_FLEET].startswith("chaos-")
         ]
         assert not left, left
+
+
+async def test_killed_control_plane_components_are_repaired_and_harm_no_run(
+    kube: Kube,
+    kubeconfig: str,
+    extender_port: int,
+    local_cluster: local.LocalCluster,
+    tmp_path: Path,
+) -> None:
+    """kube-scheduler, etcd or kube-apiserver SIGKILLed mid-run beside the other kills, and
+    `testbed up` repairing the cluster: still nothing left and no run harmed."""
+    summary_file = tmp_path / "summary.json"
+    argv = [
+        sys.executable,
+        str(BENCH),
+        *("--kubeconfig", kubeconfig, "--extender-port", str(extender_port)),
+        *("--cluster", local_cluster.config.name, "--control-plane"),
+        *("--repetitions", "1", "--max-kills", "2", "--seed", "11"),
+        *("--out", str(tmp_path / "out"), "--json", str(summary_file)),
+    ]
+    log = tmp_path / "bench.log"
+    code = await children.run_argv(argv, dict(os.environ), log=log, within=840)
+    assert summary_file.exists(), f"no summary (exit {code}): {log.read_text()[-2000:]}"
+    summary = json.loads(summary_file.read_text())
+    assert summary["kills_landed_mid_run"]["control-plane"] >= 1, summary
+    assert summary["components_killed"], summary
+    assert summary["objects_left"] == 0, summary["details"]
+    assert summary["runs_harmed"] == 0, summary["details"]
+    assert summary["left_after_teardown"] == [], summary
+    assert code == 0, log.read_text()[-2000:]
+    assert local_cluster.status().healthy, local_cluster.status().problems()
