@@ -178,7 +178,10 @@ async def case(
         "p99_ms": 1000 * common.nearest_rank(times, 99),
         "max_ms": 1000 * times[-1],
         "errors": errors,
-        "dropped": sum(errors.values()),
+        # The in-flight cap's 503s are the extender refusing load on purpose (counted by it);
+        # anything else is a dropped call.
+        "overloaded_503": errors.get("HTTP 503", 0),
+        "dropped": sum(v for k, v in errors.items() if k != "HTTP 503"),
         "server": server_side(hist0, hist1),
         "server_cores": (cpu1 - cpu0) / wall,
         "server_rss_mib": rss,

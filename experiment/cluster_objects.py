@@ -35,8 +35,9 @@ SCHEDULER = "dra-testbed-scheduler"
 the prefix of every variant's Deployment, ConfigMap and `schedulerName`."""
 FIELD_MANAGER = "dra-testbed-experiment"
 ANNOTATION_RUN = "testbed.dra.io/experiment-run"
-"""On each shared object an experiment run created: which run (so the last run to leave, or
-a later one after a killed run, deletes exactly what runs made)."""
+"""On each shared object an experiment run created: which run."""
+LABEL_RUN = "testbed.dra.io/experiment-run"
+"""On a run's record (`run_record`): which run; while one exists the run uses the cluster."""
 LABEL_VARIANT = "testbed.dra.io/experiment-variant"
 """On every per-variant object: which setup it realizes (and what a cleanup may select)."""
 CONFIG_KEY = "kube-scheduler-config.yaml"
@@ -113,6 +114,25 @@ def shared(m: Manifests) -> list[Obj]:
     manifests/base labels them."""
     objs = (m.namespace, *m.device_classes, m.extender_role, *m.scheduler_rbac)
     return [_labelled(o, m.labels) for o in objs]
+
+
+def run_record_name(run: str) -> str:
+    return f"dra-testbed-experiment-{run}"
+
+
+def run_record(run: str, made: list[str]) -> Obj:
+    """The ConfigMap recording, on the cluster, that experiment run `run` uses it and what of
+    the shared objects it created (its record stays if the run is killed)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": run_record_name(run),
+            "namespace": NAMESPACE,
+            "labels": {LABEL_RUN: run},
+        },
+        "data": {"created": json.dumps(made)},
+    }
 
 
 def kwok(m: Manifests, *, flow_control: bool = False) -> list[Obj]:

@@ -438,6 +438,7 @@ def opened(
                     # completing after its delay), keep the ones it has.
                     stages = [o for o in kwok_objs if o["kind"] == "Stage"]
                     await _ensure(api, kube, stages, made, run)
+                await kube.create(resources.CONFIG_MAPS, co.run_record(run, made_names(made)))
                 return kube.host
 
             host = api.run(prepare)
@@ -455,12 +456,7 @@ def opened(
                 run=run,
             )
         finally:
-            everything = [*co.shared(m), *kwok_objs]
-
-            async def leave(kube: Kube) -> None:
-                await _delete_and_wait(kube, made, await _left_by_others(api, kube, everything))
-
-            api.run(leave)
+            api.run(lambda k: _delete_and_wait(k, made, run))
 
 
 ClusterKey = tuple[str, tuple[tuple[str, bool], ...]]
@@ -500,43 +496,33 @@ def opener(
     return open_site
 
 
-async def _left_by_others(api: SiteApi, kube: Kube, objs: list[Obj]) -> list[Created]:
-    """The shared objects that other experiment runs created (their mark) and left: a run
-    that ended while this one used them, or a killed one. Oldest-first, as `objs` are."""
-    out = []
-    for obj in objs:
-        try:
-            res = await api.resource(kube, obj)
-        except SiteError:
-            continue  # a kind no longer served (a Stage once kwok's CRD is gone)
-        meta = obj["metadata"]
-        try:
-            found = await kube.get(
-                res, meta["name"], meta.get("namespace") if res.namespaced else None
-            )
-        except errors.NotFound:
-            continue
-        if co.ANNOTATION_RUN in (found["metadata"].get("annotations") or {}):
-            out.append(_created(res, found))
-    return out
+def made_names(made: list[Created]) -> list[str]:
+    return [f"{c.res.kind} {c.namespace + '/' if c.namespace else ''}{c.name}" for c in made]
 
 
 async def _delete_and_wait(
-    kube: Kube, made: list[Created], marked: list[Created], seconds: float = 120.0
+    kube: Kube, made: list[Created], run: str, seconds: float = 120.0
 ) -> None:
-    """Delete what experiment runs created of the shared objects (this run's `made` and the
-    `marked` others left), unless another run's variant schedulers still run on them (then
-    they stay, and the last run to leave deletes them); wait for a namespace deleted to be
-    gone, so the next run can create it again."""
-    others = await kube.list(DEPLOYMENTS, namespace=co.NAMESPACE, label_selector=co.LABEL_VARIANT)
-    # Fleets record themselves in the namespace too: a fleet still there keeps it.
-    fleets = f"{vocab.LABEL_MANAGED_BY}={vocab.FLEET_MANAGER}"
-    records = await kube.list(resources.CONFIG_MAPS, namespace=co.NAMESPACE, label_selector=fleets)
-    if others.items or records.items:
-        names = ", ".join(sorted(resources.name_of(o) for o in [*others.items, *records.items]))
+    """Delete this run's record and what it created of the shared objects, unless others
+    still use them: another run (its record), its variant schedulers, or a fleet (its record
+    lives in the namespace). Then they stay, marked as this run's: the record of a run
+    killed on the way names what it made, for a cleanup by hand. Waits for a namespace
+    deleted to be gone, so the next run can create it again."""
+    await kube.delete(resources.CONFIG_MAPS, co.run_record_name(run), co.NAMESPACE)
+    listed = await asyncio.gather(
+        kube.list(resources.CONFIG_MAPS, namespace=co.NAMESPACE, label_selector=co.LABEL_RUN),
+        kube.list(DEPLOYMENTS, namespace=co.NAMESPACE, label_selector=co.LABEL_VARIANT),
+        kube.list(
+            resources.CONFIG_MAPS,
+            namespace=co.NAMESPACE,
+            label_selector=f"{vocab.LABEL_MANAGED_BY}={vocab.FLEET_MANAGER}",
+        ),
+    )
+    users = [o for found in listed for o in found.items]
+    if users and made:
+        names = ", ".join(sorted(resources.name_of(o) for o in users))
         log.warning("others (%s) still use the shared objects: left them", names)
         return
-    made = [*made, *(c for c in marked if c not in made)]
     await _delete(kube, made)
     deadline = time.monotonic() + seconds
     for c in made:
