@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import math
 import os
 import re
 import signal
@@ -656,7 +657,9 @@ def _compare(opts: dict[str, Any], out: Console) -> int:
                 a,
                 b,
                 f"[{colour}]{change}[/]" if colour else change,
-                f"±{c.threshold_percent:.1f} %",
+                f"±{c.threshold_percent:.1f} %"
+                if math.isfinite(c.threshold_percent)
+                else "too few samples",
                 f"[{colour}]{judgement}[/]" if colour else judgement,
             )
         out.print(t)
@@ -670,7 +673,10 @@ def _compare(opts: dict[str, Any], out: Console) -> int:
     doc = {
         "previous": [d.run_id for d in sides[0]],
         "current": [d.run_id for d in sides[1]],
-        "rows": [dataclasses.asdict(c) for c in found],
+        "rows": [  # JSON has no infinity: noise that cannot be bounded is null
+            {k: v if not isinstance(v, float) or math.isfinite(v) else None for k, v in row.items()}
+            for row in (dataclasses.asdict(c) for c in found)
+        ],
         "regressions": [c.metric for c in compare.regressions(found)],
     }
     cliconv.emit(doc, fmt, table)

@@ -34,7 +34,8 @@ class Change:
     change_percent: float | None
     """None when previous is 0."""
     noise_percent: float
-    """The runs' combined 95 % sampling noise of this figure, in % of it (0: not known)."""
+    """The runs' combined 95 % sampling noise of this figure, in % of it; infinite when the
+    runs hold too few samples to bound it (then no change counts)."""
     threshold_percent: float
     """The least change that counts here: the noise, at least the floor."""
     judgement: str
@@ -108,7 +109,8 @@ def _metrics(docs: Sequence[ResultDoc]) -> list[_Metric]:
             )
         )
     out += [
-        _Metric("claim allocation Perc99 (ms)", lambda d: d.claims.allocation_ms.Perc99, _none),
+        # Its distribution is not kept in a result: its noise is unknown, so it is never judged.
+        _Metric("claim allocation Perc99 (ms)", lambda d: d.claims.allocation_ms.Perc99, _unknown),
         _Metric("pods running", lambda d: float(d.counts.pods_running), _none),
         _Metric("duration (s)", lambda d: d.duration_seconds, _throughput_noise("Average")),
     ]
@@ -164,6 +166,10 @@ def _none(_doc: ResultDoc) -> float:
     return 0.0
 
 
+def _unknown(_doc: ResultDoc) -> float:
+    return math.inf
+
+
 def _quantile(points: Sequence[tuple[float, float]], fraction: float) -> float:
     """The value at `fraction` of a (value, fraction <= value) CDF: nearest rank above."""
     for value, at in points:
@@ -172,12 +178,17 @@ def _quantile(points: Sequence[tuple[float, float]], fraction: float) -> float:
     return points[-1][0]
 
 
+MIN_TAIL_SAMPLES = 5
+"""Samples needed beyond a quantile for its interval to be bounded (n * min(p, 1-p)): the p99
+of 40 pods is their maximum, and nothing in the run says how far it could move."""
+
+
 def quantile_noise(points: Sequence[tuple[float, float]], n: int, p: float) -> float:
     """Half the width of the distribution-free 95 % interval of the p-quantile of `n`
     samples whose CDF is `points`, in % of the quantile: the values at the ranks
-    n*p -+ Z*sqrt(n*p*(1-p))."""
-    if n < 2 or not points:
-        return 0.0
+    n*p -+ Z*sqrt(n*p*(1-p)); infinite with too few samples in the tail."""
+    if not points or n * min(p, 1 - p) < MIN_TAIL_SAMPLES:
+        return math.inf
     reach = Z * math.sqrt(p * (1 - p) / n)
     q = _quantile(points, p)
     if q <= 0:
@@ -187,13 +198,16 @@ def quantile_noise(points: Sequence[tuple[float, float]], n: int, p: float) -> f
 
 
 def mean_noise(samples: Sequence[float]) -> float:
-    """Z standard errors of the mean of `samples`, in % of the mean."""
+    """Half the width of the 95 % Student's t interval of the mean of `samples`, in % of the
+    mean; infinite with fewer than two."""
+    from scipy import stats as scipy_stats  # loaded only when runs are compared
+
     n = len(samples)
     mean = sum(samples) / n if n else 0.0
     if n < 2 or mean <= 0:
-        return 0.0
+        return math.inf
     var = sum((x - mean) ** 2 for x in samples) / (n - 1)
-    return Z * math.sqrt(var / n) / mean * 100.0
+    return float(scipy_stats.t.ppf(0.975, n - 1)) * math.sqrt(var / n) / mean * 100.0
 
 
 def _latency_noise(phase: str, p: float) -> Callable[[ResultDoc], float]:

@@ -4,6 +4,7 @@ interval, or the repeats' spread), and `--fail-on-regression` turns one into exi
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -44,13 +45,16 @@ def test_a_quantiles_noise_is_the_order_statistics_that_bracket_it() -> None:
     assert compare.quantile_noise(uniform, 100, 0.5) == pytest.approx(19.6, abs=0.3)
     # Four times the samples, half the noise.
     assert compare.quantile_noise(uniform, 400, 0.5) == pytest.approx(9.8, abs=0.3)
-    assert compare.quantile_noise(uniform, 1, 0.5) == 0.0
+    # Too few samples beyond the quantile to bound it: no change of it counts.
+    assert compare.quantile_noise(uniform, 8, 0.5) == math.inf
+    assert compare.quantile_noise(uniform, 400, 0.99) == math.inf
 
 
 def test_a_means_noise_is_its_standard_error() -> None:
     assert compare.mean_noise([10.0] * 30) == 0.0
-    samples = [9.0, 11.0] * 50  # mean 10, sd ~1.005, n 100: 1.96 * 0.1005 / 10
-    assert compare.mean_noise(samples) == pytest.approx(1.97, abs=0.01)
+    samples = [9.0, 11.0] * 50  # mean 10, sd ~1.005, n 100: t(0.975, 99) 1.984 * 0.1005 / 10
+    assert compare.mean_noise(samples) == pytest.approx(1.99, abs=0.01)
+    assert compare.mean_noise([10.0]) == math.inf
 
 
 def test_a_change_inside_the_noise_is_the_same_and_past_it_is_worse() -> None:
