@@ -78,24 +78,29 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Co
         ),
     )
     demo.add_argument(
-        "--nodes", type=runtime.positive_int, default=1000, help="fleet size (default %(default)s)"
+        "--nodes",
+        type=runtime.positive_int,
+        default=plan.DEFAULT_NODES,
+        help="fleet size (default %(default)s; --nodes 1000 --repeat N publishes figures)",
     )
     demo.add_argument(
         "--pods",
         type=runtime.positive_int,
-        default=1000,
+        default=plan.DEFAULT_PODS,
         help="pods per arm of the throughput comparisons (default %(default)s)",
     )
     demo.add_argument(
         "--repeat",
         type=runtime.positive_int,
-        default=1,
-        help="runs of each comparison's pair, order alternating (default %(default)s)",
+        default=plan.DEFAULT_REPEATS,
+        help="runs of each comparison's pair, order alternating; one repeat gives "
+        "observations, not verdicts (default %(default)s)",
     )
     demo.add_argument(
         "--comparisons",
         default=",".join(plan.DEFAULT_COMPARISONS),
-        help="comma-separated, from %(default)s and the opt-in ones: 'scale' (the same "
+        help="comma-separated, from %(default)s and the opt-in ones: 'placement' (gang "
+        "locality), 'fragmentation' (8-GPU placeability after a mixed fill), 'scale' (the same "
         "--pods on --nodes and on --scale-nodes nodes; e.g. --pods 10000 --comparisons "
         "scale), 'sharing' (device plugin vs DRA whole GPUs vs MIG vs capacity shares), "
         "'extended-resource' (nvidia.com/gpu pods by DRA vs the device plugin) and 'taints' "

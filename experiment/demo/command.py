@@ -27,7 +27,7 @@ BUILTIN = ("demo",)
 
 @dataclass(frozen=True, kw_only=True)
 class DemoConfig:
-    nodes: int = 1000
+    nodes: int = plan.DEFAULT_NODES
     workload: plan.Workload = field(default_factory=plan.Workload)
     output_dir: Path
     keep: bool = False

@@ -40,6 +40,11 @@ def test_tiny_demo_accounts_for_every_pod_and_writes_every_report(
             "50",
             "--pods",
             "200",
+            # One repeat of every default-size comparison but the opt-in ones: observations.
+            "--repeat",
+            "1",
+            "--comparisons",
+            "extender,placement,fragmentation,alignment,dra",
             "--output-dir",
             str(out),
         ],

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from experiment import cli as experiment_cli
+from experiment.demo import plan
 from testbed import cli
 
 
@@ -39,8 +40,9 @@ def _args(**overrides: object) -> argparse.Namespace:
 
 def test_the_default_flags_make_the_default_workload() -> None:
     w = experiment_cli.workload(_args())
-    assert (w.pods, w.repeat, w.scale_nodes) == (1000, 1, 5000)
-    assert w.comparisons == ("extender", "placement", "fragmentation", "alignment", "dra")
+    assert (w.pods, w.repeat, w.scale_nodes) == (100, 5, 250)
+    assert w.comparisons == ("extender", "alignment", "dra")
+    assert w == plan.Workload(scale_nodes=5 * plan.DEFAULT_NODES)
 
 
 @pytest.mark.parametrize(

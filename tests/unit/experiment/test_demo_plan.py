@@ -347,3 +347,25 @@ def test_the_alignment_probe_fragments_roots_then_asks_for_exactly_the_room_pack
     whole_left = SHAPE.aligned_eight_nodes - -(-fill_gpus // 8)
     assert probe_gpus == 8 * whole_left  # every probe fits only if the fill packed perfectly
     assert plan.PROBE_PHASES["alignment"] == ("aligned8", "aligned4")
+
+
+def test_the_default_demo_gives_verdicts_from_five_alternated_repeats() -> None:
+    from experiment.demo import command, wing
+
+    exp = command.builtin("demo")
+    w = wing.workload_of(exp)
+    assert (exp.fleet.nodes, w.pods, w.repeat, w.comparisons) == (
+        plan.DEFAULT_NODES,
+        plan.DEFAULT_PODS,
+        plan.DEFAULT_REPEATS,
+        plan.DEFAULT_COMPARISONS,
+    )
+    assert w.repeat >= 5
+    # Every pair alternates: each arm runs first in about half the repeats.
+    arms = plan.arms(SHAPE, w)
+    for comparison in w.comparisons:
+        firsts = [
+            next(a.variant for a in arms if a.comparison == comparison and a.repeat == r)
+            for r in range(w.repeat)
+        ]
+        assert len(set(firsts)) == 2 and abs(firsts.count(firsts[0]) * 2 - w.repeat) <= 1

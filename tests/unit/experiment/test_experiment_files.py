@@ -257,11 +257,11 @@ def test_releases_run_one_cluster_at_a_time_in_alternating_order() -> None:
 def test_the_builtin_demo_file_is_the_demos_default_workload() -> None:
     exp = demo.builtin("demo")
     specs.check(exp)
-    assert exp.fleet.nodes == 1000 and exp.budget_minutes == 15
-    assert wing.workload_of(exp) == plan.Workload(scale_nodes=5000)
+    assert exp.fleet.nodes == plan.DEFAULT_NODES and exp.budget_minutes == 15
+    assert wing.workload_of(exp) == plan.Workload(scale_nodes=5 * plan.DEFAULT_NODES)
     assert set(wing.setups()) == {plan.EXTENDER, plan.PLAIN}
     assert wing.setups()[plan.EXTENDER].shipped
-    assert specs.fleet_document(exp) == plan.fleet_spec(1000)
+    assert specs.fleet_document(exp) == plan.fleet_spec(plan.DEFAULT_NODES)
 
 
 def test_the_demo_flags_are_laid_over_the_builtin_file(tmp_path: Path) -> None:

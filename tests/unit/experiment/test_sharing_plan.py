@@ -80,7 +80,9 @@ def test_every_fleet_variant_is_a_valid_fleet_spec_of_the_demo_fleet_plus_its_po
 
 
 def test_extended_resource_and_taints_arms_differ_only_in_pool_or_taints() -> None:
-    arms = plan.arms(SHAPE, plan.Workload(pods=1000, comparisons=(plan.EXTENDED_RESOURCE,)))
+    arms = plan.arms(
+        SHAPE, plan.Workload(pods=1000, repeat=1, comparisons=(plan.EXTENDED_RESOURCE,))
+    )
     dra, dp = (a for a in arms if not a.latency_of)
     assert {k: v for k, v in dra.params.items() if k != "pool"} == {
         k: v for k, v in dp.params.items() if k != "pool"
@@ -88,7 +90,7 @@ def test_extended_resource_and_taints_arms_differ_only_in_pool_or_taints() -> No
     assert dra.params["device_plugin"] == "true"  # the same nvidia.com/gpu pod spec
     assert int(dra.params["pods"]) == plan.VARIANT_NODES * 8  # what fits the pool
     assert any(a.latency_of for a in arms)  # a cost comparison: unsaturated arms too
-    tainted, clean = plan.arms(SHAPE, plan.Workload(pods=10, comparisons=(plan.TAINTS,)))
+    tainted, clean = plan.arms(SHAPE, plan.Workload(pods=10, repeat=1, comparisons=(plan.TAINTS,)))
     assert tainted.scenario_doc == clean.scenario_doc
     assert (tainted.fleet, clean.fleet) == (plan.TAINTS, plan.TAINTS_CLEAN)
     assert scenarios.Scenario.model_validate(tainted.scenario_doc).node_selector == {
