@@ -107,6 +107,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Co
         "(a NoSchedule device taint on part of a pool) (default %(default)s)",
     )
     demo.add_argument(
+        "--latency-arms",
+        action="store_true",
+        help="follow each throughput arm with an unsaturated latency arm (Poisson arrivals "
+        "at up to 2 pods/s: pod startup as service time; the guide's latency row needs it)",
+    )
+    demo.add_argument(
         "--scale-nodes",
         type=runtime.positive_int,
         metavar="N",
@@ -148,7 +154,11 @@ def workload(args: argparse.Namespace) -> plan.Workload:
             f"--scale-nodes {scale_nodes} must be larger than --nodes {args.nodes}"
         )
     return plan.Workload(
-        pods=args.pods, repeat=args.repeat, comparisons=comparisons, scale_nodes=scale_nodes
+        pods=args.pods,
+        repeat=args.repeat,
+        comparisons=comparisons,
+        scale_nodes=scale_nodes,
+        latency_arms=args.latency_arms,
     )
 
 

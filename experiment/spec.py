@@ -216,6 +216,8 @@ class Builtin(_Model):
     """None: the demo's default ones."""
     pods: int = Field(1000, ge=1)
     scale_nodes: int | None = Field(None, ge=1, alias="scaleNodes")
+    latency_arms: bool = Field(False, alias="latencyArms")
+    """An unsaturated latency arm after each throughput arm (`experiment.demo.plan`)."""
 
 
 class Experiment(_Model):

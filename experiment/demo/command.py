@@ -56,6 +56,7 @@ def experiment(config: DemoConfig) -> specs.Experiment:
         "comparisons": list(w.comparisons),
         "pods": w.pods,
         **({"scaleNodes": w.scale_nodes} if w.scale_nodes else {}),
+        "latencyArms": w.latency_arms,
     }
     data.update(repeats=w.repeat, qps=config.qps)
     return specs.parse(data, source="demo flags")

@@ -102,15 +102,21 @@ class Workload:
     """Pods per arm of the throughput and DRA-vs-device-plugin comparisons."""
     repeat: int = DEFAULT_REPEATS
     """How many times each comparison's pair of arms runs (order alternates)."""
-    comparisons: tuple[str, ...] = ("extender", "alignment", "dra")
+    comparisons: tuple[str, ...] = ("extender", "dra")
+    latency_arms: bool = False
+    """Follow each throughput arm with an unsaturated latency arm (Poisson arrivals below its
+    sustained rate; `arms.latency_rate`). Off by default: at <= 2 pods/s a latency arm of 300
+    pods takes 150 s, more than five repeats of the default demo can afford in its budget."""
     scale_nodes: int = 0
     """Fleet size of the `scale` comparison's large arm (the CLI's default: 5x --nodes)."""
 
 
 DEFAULT_COMPARISONS = Workload().comparisons
-# Opt-in besides ALL_COMPARISONS' heavier ones: `placement` and `fragmentation` (each two more
-# arms per repeat; placement outcomes repeat tightly, so `--repeat` matters less for them).
-# Comparisons at saturation; each of their arms is followed by an unsaturated latency arm.
+# Opt-in besides ALL_COMPARISONS' heavier ones: `placement`, `fragmentation` and `alignment`
+# (each two more arms per repeat; placement outcomes repeat tightly, and at the default 50
+# nodes the alignment probes find room in both arms).
+# Comparisons at saturation; with `latency_arms`, each of their arms is followed by an
+# unsaturated latency arm.
 THROUGHPUT_COMPARISONS = ("extender", "dra", "scale", EXTENDED_RESOURCE)
 # Opt-in: `scale` grows the fleet, and 10,000 pods per arm take longer than the demo's
 # budget; `sharing`, `extended-resource` and `taints` each add pools to the fleet (MIG
@@ -345,7 +351,7 @@ def arms(shape: FleetShape, workload: Workload) -> list[Arm]:
             turn = rep % len(group)  # rotate: every arm runs first once per len(group) repeats
             for arm in (_with_repeat(a, rep) for a in (*group[turn:], *group[:turn])):
                 out.append(arm)
-                if name in THROUGHPUT_COMPARISONS:
+                if workload.latency_arms and name in THROUGHPUT_COMPARISONS:
                     out.append(_latency_arm(arm, workload))
     # No arm reuses another comparison's result (DRA claims on the plain scheduler runs what
     # the extender comparison's "off" arm runs): a reused arm always ran before the other arm

@@ -269,10 +269,14 @@ def _ratio_target(
     interval = row.interval if row is not None else None
     if row is None or interval is None:
         return Target(goal, "-", f"not measured: run --comparisons {comparison}")
-    ratio = f"ratio {row.ratio:.3f}, " if row.ratio is not None else ""
+    ratio = f"ratio {row.ratio:.3f}" if row.ratio is not None else "ratio -"
+    spread = (
+        "1 repeat"
+        if interval.single_run
+        else f"95 % interval {intervals.describe(interval)} over {interval.runs} paired repeats"
+    )
     measured = (
-        f"{row.a_name} {row.a.median:.3g} vs {row.b_name} {row.b.median:.3g}: "
-        f"{ratio}95 % interval {intervals.describe(interval)} ({interval.runs} paired repeats)"
+        f"{row.a_name} {row.a.median:.3g} vs {row.b_name} {row.b.median:.3g}: {ratio}, {spread}"
     )
     if row.probes[0] or row.probes[1]:
         measured += "; " + "; ".join(

@@ -36,6 +36,7 @@ def workload_of(exp: Experiment) -> Workload:
         repeat=exp.repeats,
         comparisons=DEFAULT_COMPARISONS if b.comparisons is None else tuple(b.comparisons),
         scale_nodes=b.scale_nodes if b.scale_nodes is not None else 5 * nodes,
+        latency_arms=b.latency_arms,
     )
 
 

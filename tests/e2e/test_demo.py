@@ -45,6 +45,7 @@ def test_tiny_demo_accounts_for_every_pod_and_writes_every_report(
             "1",
             "--comparisons",
             "extender,placement,fragmentation,alignment,dra",
+            "--latency-arms",
             "--output-dir",
             str(out),
         ],

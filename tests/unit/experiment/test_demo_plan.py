@@ -43,7 +43,8 @@ SHAPE = FleetShape(nodes=40, gpus=300, eight_gpu_nodes=35, aligned_eight_nodes=3
 
 
 def test_arms_pair_up_and_alternate_order_between_repeats() -> None:
-    arms = plan.arms(SHAPE, plan.Workload(pods=100, repeat=2, comparisons=("extender", "dra")))
+    workload = plan.Workload(pods=100, repeat=2, comparisons=("extender", "dra"), latency_arms=True)
+    arms = plan.arms(SHAPE, workload)
     assert [(a.comparison, a.variant, a.repeat, a.measure) for a in arms] == [
         ("extender", "on", 0, "throughput"),
         ("extender", "on", 0, "latency"),
@@ -179,7 +180,9 @@ def test_the_fragmentation_probe_waits_until_each_pod_is_placed_or_refused() -> 
 
 
 def test_the_scale_comparison_runs_the_same_pods_on_the_small_then_the_large_fleet() -> None:
-    workload = plan.Workload(pods=1000, repeat=2, comparisons=("scale",), scale_nodes=200)
+    workload = plan.Workload(
+        pods=1000, repeat=2, comparisons=("scale",), scale_nodes=200, latency_arms=True
+    )
     arms = plan.arms(SHAPE, workload)
     assert [(a.variant, a.fleet_nodes) for a in arms if not a.latency_of] == [
         ("small", 0),
@@ -347,6 +350,11 @@ def test_the_alignment_probe_fragments_roots_then_asks_for_exactly_the_room_pack
     whole_left = SHAPE.aligned_eight_nodes - -(-fill_gpus // 8)
     assert probe_gpus == 8 * whole_left  # every probe fits only if the fill packed perfectly
     assert plan.PROBE_PHASES["alignment"] == ("aligned8", "aligned4")
+
+
+def test_latency_arms_are_opt_in() -> None:
+    plain = plan.arms(SHAPE, plan.Workload(pods=100, repeat=1, comparisons=("extender",)))
+    assert [a.name for a in plain] == ["extender-on-0", "extender-off-0"]
 
 
 def test_the_default_demo_gives_verdicts_from_five_alternated_repeats() -> None:

@@ -81,7 +81,10 @@ def test_every_fleet_variant_is_a_valid_fleet_spec_of_the_demo_fleet_plus_its_po
 
 def test_extended_resource_and_taints_arms_differ_only_in_pool_or_taints() -> None:
     arms = plan.arms(
-        SHAPE, plan.Workload(pods=1000, repeat=1, comparisons=(plan.EXTENDED_RESOURCE,))
+        SHAPE,
+        plan.Workload(
+            pods=1000, repeat=1, comparisons=(plan.EXTENDED_RESOURCE,), latency_arms=True
+        ),
     )
     dra, dp = (a for a in arms if not a.latency_of)
     assert {k: v for k, v in dra.params.items() if k != "pool"} == {
