@@ -464,7 +464,8 @@ def guide_matrix(rows: list[Row]) -> list[GuideRow]:
     for aspect, metric, threshold, target, guide in GUIDE:
         row = _row(rows, "dra", metric)
         if row is None:
-            out.append(GuideRow(aspect, target, guide, "-", "not measured: run --comparisons dra"))
+            run = "--comparisons dra" + (" --latency-arms" if metric.endswith(UNSATURATED) else "")
+            out.append(GuideRow(aspect, target, guide, "-", f"not measured: run {run}"))
             continue
         if row.noise:
             negative = sum(v < 0 for v in row.a.values + row.b.values)

@@ -320,7 +320,10 @@ def test_the_guide_matrix_holds_dra_against_the_device_plugin() -> None:
     assert got["API request rate overhead"].verdict == "missed"  # +100 %
     assert got["scheduler CPU overhead"].verdict.startswith("inconclusive")  # 0..20 %
     assert got["control-plane memory per 1,000 pods"].verdict == "met"
-    assert summary.guide_matrix([])[0].verdict == "not measured: run --comparisons dra"
+    assert summary.guide_matrix([])[0].verdict == (
+        "not measured: run --comparisons dra --latency-arms"
+    )
+    assert summary.guide_matrix([])[1].verdict == "not measured: run --comparisons dra"
 
 
 def test_memory_growth_that_went_negative_is_noise_not_a_figure() -> None:
