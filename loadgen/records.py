@@ -141,7 +141,7 @@ class Fleet:
     gpus_by_claim: dict[str, tuple[str, int]] = field(default_factory=dict)
     """namespace/claim -> (node, GPUs of the fleet it holds), the run's and everyone else's."""
     gpus_allocated: int = 0
-    """GPUs of the fleet the run's own claims hold."""
+    """GPUs of the fleet the run holds: its claims' and its pods' device-plugin GPUs."""
     peak_gpus_allocated: int = 0
     """Exact, updated on every claim change (samples, once a second, can miss a peak)."""
     gpus_held_by_others: int = 0
@@ -165,6 +165,8 @@ class Fleet:
     """Node -> memory of one of its whole GPUs (what a device-plugin GPU there takes)."""
     claim_memory: dict[str, int] = field(default_factory=dict)
     """The run's claim -> GPU memory its allocation takes."""
+    plugin_gpus_by_node: dict[str, int] = field(default_factory=dict)
+    """Node -> device-plugin GPUs the run's pods hold there (no claim says so)."""
     plugin_nodes: set[str] = field(default_factory=set)
     """Nodes with the device plugin's GPUs in their capacity: there an `nvidia.com/gpu` pod
     takes the plugin's GPUs; elsewhere DRA serves it with a claim (counted as claims are)."""
@@ -389,7 +391,16 @@ def _hold(fleet: Fleet, name: str, r: PodRecord, on: bool) -> None:
     r.holding = on
     sign = 1 if on else -1
     fleet.memory_requested += sign * r.footprint
-    for i in range(r.plugin_gpus if r.node in fleet.plugin_nodes else 0):
+    plugin = r.plugin_gpus if r.node in fleet.plugin_nodes else 0
+    if plugin and r.node in fleet.nodes:  # allocated as truly as a claim's GPUs
+        held = fleet.plugin_gpus_by_node.get(r.node, 0) + sign * plugin
+        if held:
+            fleet.plugin_gpus_by_node[r.node] = held
+        else:
+            fleet.plugin_gpus_by_node.pop(r.node, None)
+        fleet.gpus_allocated += sign * plugin
+        fleet.peak_gpus_allocated = max(fleet.peak_gpus_allocated, fleet.gpus_allocated)
+    for i in range(plugin):
         gpu = f"{r.node}/{vocab.EXTENDED_RESOURCE_GPU}/{name}/{i}"
         if on:
             fleet.busy[gpu] = 1
@@ -608,7 +619,8 @@ def relisting(rec: Records, plural: str) -> None:
         fleet.nodes.clear()
     elif plural == "resourceclaims":
         fleet.gpus_by_claim.clear()
-        fleet.gpus_allocated = 0
+        fleet.gpus_allocated = sum(fleet.plugin_gpus_by_node.values())  # pods', not claims'
+
         fleet.gpus_held_by_others = 0
         fleet.claim_gpus.clear()
         # Device-plugin GPUs are counted from pods, not claims: they stay.
@@ -711,7 +723,7 @@ def fleet_gpus(rec: Records) -> int:
 
 
 def _used_by_node(rec: Records) -> dict[str, int]:
-    used: dict[str, int] = {}
+    used = dict(rec.fleet.plugin_gpus_by_node)
     for node, gpus in rec.fleet.gpus_by_claim.values():
         used[node] = used.get(node, 0) + gpus
     return used

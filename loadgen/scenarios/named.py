@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, model_validator
 
 from loadgen.scenarios.model import Claim, Duration, Phase, Scenario
+from testbed import vocab
 
 
 class _Params(Claim):
@@ -223,10 +224,16 @@ def _inference_probe(p: InferenceParams) -> Scenario:
 
 
 def _pods(p: PodsParams) -> Scenario:
+    claim = p.claim()
+    each = (
+        f"asking for {claim.gpus} {vocab.EXTENDED_RESOURCE_GPU} (device plugin, no claim)"
+        if claim.device_plugin
+        else "with a claim"
+    )
     return Scenario(
         name="pods",
-        description=f"{p.pods} single pods, each with a claim",
-        phases=[Phase(name="pods", kind="pods", count=p.pods, claim=p.claim())],
+        description=f"{p.pods} single pods, each {each}",
+        phases=[Phase(name="pods", kind="pods", count=p.pods, claim=claim)],
     )
 
 

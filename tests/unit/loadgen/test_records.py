@@ -346,11 +346,16 @@ def test_device_plugin_gpus_are_whole_busy_gpus_of_the_nodes_memory() -> None:
         160 * gib,
         160 * gib,
     )
+    # They are allocated as truly as a claim's: the allocation chart and the heatmap count
+    # them (the demo's device-plugin arm drew empty ones).
+    assert s.gpus_allocated == 2 and records.occupancy(t)["n1"][0] == 2
     records.relisting(t, "resourceclaims")  # claims relisted: the plugin's GPUs stay
-    assert records.take_sample(t, 1.5).gpus_busy == 2
+    s = records.take_sample(t, 1.5)
+    assert (s.gpus_busy, s.gpus_allocated) == (2, 2)
     records.on_pod(t, "DELETED", _needing("dp", 10, plugin_gpus=2), 2.0)
     s = records.take_sample(t, 2.0)
     assert (s.gpus_busy, s.memory_requested, s.memory_taken) == (0, 10 * gib, 0)
+    assert s.gpus_allocated == 0 and t.fleet.peak_gpus_allocated == 2
 
 
 def _member(name: str, group: str, *, node: str = "", phase: str = "Pending") -> dict[str, Any]:
