@@ -224,7 +224,7 @@ def parser() -> argparse.ArgumentParser:
     )
     root.add_argument(
         "--gpus",
-        type=runtime.positive_int,
+        type=runtime.non_negative_int,
         default=argparse.SUPPRESS,
         help="default scenario: GPUs per pod (default 1)",
     )

@@ -123,12 +123,12 @@ async def test_a_missing_device_class_exits_one_and_creates_nothing(
         await kube.get(r.NAMESPACES, templates.namespace_name(run_id))
 
 
-async def test_no_cluster_is_one_line_and_exit_one(tmp_path: Path) -> None:
+async def test_no_cluster_is_one_line_missing_kubeconfig_2_unreachable_1(tmp_path: Path) -> None:
     out = tmp_path / "out"
     code, _, err = await run_loadgen(
         "--kubeconfig", str(tmp_path / "missing.yaml"), "--output-dir", str(out)
     )
-    assert code == 1
+    assert code == 2  # bad input, as in every command
     assert "does not exist" in err and len(err.strip().splitlines()) == 2  # run id, error
     unreachable = tmp_path / "kubeconfig.yaml"
     unreachable.write_text(
@@ -139,7 +139,7 @@ async def test_no_cluster_is_one_line_and_exit_one(tmp_path: Path) -> None:
     )
     code, _, err = await run_loadgen("--kubeconfig", str(unreachable), "--output-dir", str(out))
     assert code == 1
-    assert "unreachable" in err and len(err.strip().splitlines()) == 2
+    assert "cannot reach the API server" in err and len(err.strip().splitlines()) == 2
     assert not out.exists()
 
 
