@@ -198,17 +198,28 @@ class Core:
             def fits(view: NodeView) -> bool | None:
                 return index.judge(view, pod_claims).fits
 
-        scores = scoring.score_nodes(
-            d,
-            names,
-            nodes,
-            self.index.summary,
-            sib,
-            w,
-            self.index.node_memo,
-            fits,
-            fits_key if judged is not None else "",
-        )
+        def score(sib: locality.Siblings) -> list[int]:
+            return scoring.score_nodes(
+                d,
+                names,
+                nodes,
+                self.index.summary,
+                sib,
+                w,
+                self.index.node_memo,
+                fits,
+                fits_key if judged is not None else "",
+            )
+
+        scores = score(sib)
+        if d.group and not sib.pods:
+            # A PodGroup's pods are placed in one cycle, none bound before the last: no
+            # sibling shows. Each pod follows the same anchor instead, the first rack (by
+            # block, then rack) among the best nodes it may take, so the group converges.
+            anchor = scoring.anchor(names, scores, nodes)
+            if anchor.pods:
+                sib = anchor
+                scores = score(sib)
         if self.settings.explain_pods or log.isEnabledFor(logging.DEBUG):
             top = []
             for i in _best(scores, _TOP):

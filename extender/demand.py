@@ -58,6 +58,9 @@ class Demand:
     the alignment term does not apply (no paying twice for it)."""
     job: str | None = None
     """`namespace/name` of the pod's gang (its PodGroup, else the gang label) or Job."""
+    group: bool = False
+    """The gang is a Workload API PodGroup: kube-scheduler places all its pods in one cycle
+    and binds none before the last is placed, so no sibling is ever seen placed meanwhile."""
     notes: tuple[str, ...] = ()
     specs: tuple[dict[str, Any], ...] = ()
     """The specs of the pod's claims not yet allocated, for `allocation.judge`."""
@@ -84,14 +87,19 @@ def role_of(klass: selectors.DeviceClassSelector | None, settings: Settings) -> 
     return None
 
 
+def pod_group(pod: dict[str, Any]) -> str | None:
+    """The Workload API PodGroup the pod names (`spec.schedulingGroup.podGroupName`)."""
+    group = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+    return group if isinstance(group, str) and group else None
+
+
 def job_of(pod: dict[str, Any], settings: Settings) -> str | None:
     """The pod's gang: the Workload API PodGroup it names (1.37), else the gang label, else
     its Job. Sibling pods are watched by label (see cache.store), so a PodGroup's pods are
     followed when they also carry a gang or Job label, as every Job's pods do."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
-    group = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
-    name = group or labels.get(settings.gang_label) or labels.get(vocab.LABEL_JOB_NAME)
+    name = pod_group(pod) or labels.get(settings.gang_label) or labels.get(vocab.LABEL_JOB_NAME)
     if not isinstance(name, str) or not name:
         return None
     return f"{meta.get('namespace') or 'default'}/{name}"
@@ -150,6 +158,7 @@ def of_pod(
         require_locality=locality,
         aligned_in_tree=any(in_tree),
         job=job,
+        group=pod_group(pod) is not None,
         notes=tuple(notes),
         specs=tuple(specs),
         unjudged=tuple(unjudged),

@@ -167,6 +167,31 @@ def _by_place(
     )
 
 
+def anchor(
+    names: Sequence[str], scores: Sequence[int], nodes: Mapping[str, NodeView]
+) -> locality.Siblings:
+    """Where a gang with no placed pod should gather: the rack (and block) of the first of
+    the best-scoring candidates in (block, rack, name) order, as a stand-in sibling. Pods of
+    one group scored against the same state get the same anchor; as its rack fills, the
+    scheduler's filter drops those nodes and the next anchor is the next rack of the block.
+    No sibling when no candidate carries a rack or block label."""
+    best = max(scores, default=MIN_PRIORITY)
+    chosen: tuple[str, str, str] | None = None
+    for name, s in zip(names, scores, strict=True):
+        view = nodes.get(name)
+        if s != best or view is None or (view.rack is None and view.block is None):
+            continue
+        key = (view.block or "", view.rack or "", name)
+        if chosen is None or key < chosen:
+            chosen = key
+    if chosen is None:
+        return locality.NO_SIBLINGS
+    view = nodes[chosen[2]]
+    racks = frozenset({view.rack}) if view.rack is not None else frozenset()
+    blocks = frozenset({view.block}) if view.block is not None else frozenset()
+    return locality.Siblings(1, racks, blocks)
+
+
 def filter_nodes(
     demand: Demand,
     names: Sequence[str],

@@ -266,3 +266,24 @@ def test_an_in_tree_numa_constrained_pod_is_not_scored_on_alignment_again() -> N
     core = core_of([*objects.dgx("al"), *objects.numa_only("nu"), plain_tmpl])
     al, nu = core.prioritize(plain, ["al", "nu"])
     assert al > nu
+
+
+def test_a_pod_group_with_nothing_placed_gathers_at_one_anchor_rack_then_its_block() -> None:
+    """kube-scheduler places a PodGroup's pods in one cycle and binds none before the last,
+    so the extender never sees a sibling placed: every pod follows the same anchor instead."""
+    pod, tmpl = pair_pod(8, labels={vocab.LABEL_JOB_NAME: "train"})
+    pod["spec"]["schedulingGroup"] = {"podGroupName": "train"}
+    nodes = [
+        *objects.dgx("far", rack="r1", block="b1"),
+        *objects.dgx("near", rack="r5", block="b0"),
+        *objects.dgx("home", rack="r0", block="b0"),
+        tmpl,
+    ]
+    core = core_of(nodes)
+    far, near, home = core.prioritize(pod, ["far", "near", "home"])
+    assert home > near > far
+    assert core.prioritize(pod, ["far", "near"]) == [far, home]  # r0 full: r5 of b0 next
+    # Without a PodGroup, a first pod has no sibling and no anchor: all alike.
+    plain, _ = pair_pod(8, labels={vocab.LABEL_JOB_NAME: "train"})
+    a, b, c = core.prioritize(plain, ["far", "near", "home"])
+    assert a == b == c
