@@ -34,7 +34,16 @@ def pairs(store: Store, node: str) -> tuple[int, int]:
 
 
 async def test_rendered_yaml_directory_and_json_lines(tmp_path: Path) -> None:
-    await fleet("--profile", "dgx-h100", "--nodes", "3", "--name", "off", "-o", str(tmp_path / "d"))
+    await fleet(
+        "--profile",
+        "dgx-h100",
+        "--nodes",
+        "3",
+        "--name",
+        "off",
+        "--output-dir",
+        str(tmp_path / "d"),
+    )
     lines = await fleet(
         "--profile", "h100-4nic", "--nodes", "2", "--name", "four", "--format", "json"
     )
