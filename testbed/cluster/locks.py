@@ -52,7 +52,9 @@ def held(
     calling `on_wait(current holder)` once if it is taken. `holder` is written into the
     file so that waiters can say whom they wait for."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    # Never through a symlink: the machine-wide lock sits in the shared temporary directory,
+    # where another user could plant one pointing at a file of ours.
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
     try:
         with contextlib.suppress(OSError):
             os.fchmod(fd, 0o666)  # shared by every user's testbed on this machine

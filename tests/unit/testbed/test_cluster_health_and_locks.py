@@ -177,3 +177,13 @@ def test_the_kwokctl_config_carries_the_reserved_ports_and_stays_on_loopback() -
         "etcdPort": 32000,
         "kubeSchedulerPort": 32001,
     }
+
+
+def test_a_lock_path_that_is_a_symlink_is_refused_and_its_target_untouched(tmp_path: Path) -> None:
+    target = tmp_path / "precious"
+    target.write_text("keep me\n")
+    planted = tmp_path / "dra-testbed-start.lock"
+    planted.symlink_to(target)
+    with pytest.raises(OSError), locks.held(planted, holder="test", timeout=1):
+        pass
+    assert target.read_text() == "keep me\n"
