@@ -267,8 +267,12 @@ def _ratio_target(
     than two), judged by the ratio's interval."""
     row = _row(rows, comparison, metric, a_name)
     interval = row.interval if row is not None else None
-    if row is None or interval is None:
+    if row is None:
         return Target(goal, "-", f"not measured: run --comparisons {comparison}")
+    if interval is None:
+        # The comparison ran, but no repeat has the figure in both arms (e.g. no throughput
+        # sample: the arm scheduled its pods within one sampling interval).
+        return Target(goal, "-", f"no data: no repeat has {metric} in both arms")
     ratio = f"ratio {row.ratio:.3f}" if row.ratio is not None else "ratio -"
     spread = (
         "1 repeat"

@@ -132,6 +132,8 @@ def test_an_arm_without_a_throughput_sample_has_no_throughput() -> None:
     rows = summary.rows([(on, empty), (off, _doc(10, 100))])
     thr = next(r for r in rows if r.metric == "scheduling throughput")
     assert thr.a.values == [] and thr.ratio is None
+    got = {t.goal: t for t in summary.targets(rows)}[OVERHEAD]
+    assert got.verdict == "no data: no repeat has scheduling throughput in both arms"
 
 
 def _counts(expected: int, seen: int, running: int) -> dict[str, int]:
