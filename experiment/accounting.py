@@ -12,6 +12,14 @@ def accounted(doc: Doc, *, probe_phases: tuple[str, ...] = ()) -> tuple[bool, st
     (the fragmentation and alignment probes ask for more pods than a fragmented fleet can
     take; how many fit is the measurement).
     """
+    # A phase that waits until each pod is placed or refused (`wait: settled`) is a probe
+    # by its own definition, whoever planned it (an experiment file's `alignment` scenario).
+    settled = tuple(
+        str(p.get("name"))
+        for p in (doc.get("scenario") or {}).get("phases") or []
+        if p.get("wait") == "settled"
+    )
+    probe_phases = (*probe_phases, *settled)
     counts = doc["counts"]
     expected = counts["expected_pods"]
     probe_timeout = any(

@@ -165,6 +165,10 @@ def test_accounting_allows_only_the_probe_phase_to_time_out() -> None:
     }
     assert accounted(settled, probe_phases=("whole",)) == (True, "ok")
     assert accounted(settled) == (False, "6 of 10 pods ran")
+    # A scenario whose phase waits `settled` is a probe whoever planned it (an experiment
+    # file's alignment scenario): the result says so itself.
+    declared = {**settled, "scenario": {"phases": [{"name": "whole", "wait": "settled"}]}}
+    assert accounted(declared) == (True, "ok")
 
 
 def test_completed_pods_are_counted_once() -> None:
