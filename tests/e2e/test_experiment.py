@@ -102,7 +102,7 @@ def test_two_releases_run_one_cluster_each_and_the_report_compares_them(
             "fleet": {"profile": "dgx-h100", "nodes": 10},
             "variants": [
                 {"name": "old", "kubernetes": "1.35", "extender": False},
-                {"name": "new", "kubernetes": "1.36", "extender": False},
+                {"name": "new", "kubernetes": "1.37", "extender": False},
             ],
             "workloads": [{"name": "gpus", "scenario": "pods", "params": {"pods": 16, "gpus": 1}}],
             "qps": 20,
@@ -116,18 +116,18 @@ def test_two_releases_run_one_cluster_each_and_the_report_compares_them(
     doc = json.loads((out / "experiment.json").read_text())
     _arms_accounted(out, doc)
     # One cluster per release, in turn; each torn down after its arms.
-    assert [s.split(", ")[1] for s in doc["sites"]] == ["Kubernetes 1.35", "Kubernetes 1.36"]
+    assert [s.split(", ")[1] for s in doc["sites"]] == ["Kubernetes 1.35", "Kubernetes 1.37"]
     name = cluster_config.name
-    for suffix in ("k135", "k136"):
+    for suffix in ("k135", "k137"):
         cluster = local.LocalCluster(local.ClusterConfig(name=f"{name}-{suffix}"))
         assert not cluster.status().exists, suffix
     # Each release's second scheduler ran that release's kube-scheduler.
-    for variant, version in (("old", "v1.35."), ("new", "v1.36.")):
+    for variant, version in (("old", "v1.35."), ("new", "v1.37.")):
         sched_log = (out / f"{variant}-scheduler" / f"{variant}-scheduler.log").read_text()
         assert f'"Starting Kubernetes Scheduler" version="{version}' in sched_log, variant
     releases = {r["metric"]: r for r in doc["releases"]}
     row = releases["pod startup p50"]  # always > 0 (see the test above on throughput)
-    assert (row["previous"]["variant"], row["current"]["variant"]) == ("old (1.35)", "new (1.36)")
+    assert (row["previous"]["variant"], row["current"]["variant"]) == ("old (1.35)", "new (1.37)")
     prev, cur = row["previous"]["median"], row["current"]["median"]
     assert row["change"] == pytest.approx((cur - prev) / prev)
     assert "Release to release" in (out / "index.html").read_text()
