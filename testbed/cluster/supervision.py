@@ -116,9 +116,10 @@ def stop(pids: Iterable[int], *, grace_seconds: float = 5.0) -> None:
         reap(pid)
 
 
-def wait_exited(pid: int, timeout: float = 10.0) -> None:
+def wait_exited(pid: int, timeout: float = 30.0) -> None:
     """Wait (at most `timeout`) until `pid` has fully exited: until then it holds its ports
-    (its memory goes first, its sockets later), and a successor fails to bind them."""
+    (its memory goes first, its sockets later), and a successor fails to bind them. 30 s:
+    at load ~20 a restarted kube-apiserver found its port still taken after the 10 s this was."""
     deadline = time.monotonic() + timeout
     while not exited(pid) and time.monotonic() < deadline:
         time.sleep(0.02)
