@@ -43,6 +43,7 @@ __all__ = [
     "NS",
     "add_cluster_flags",
     "apply_demo_fleet",
+    "apply_fleet",
     "build_objects",
     "cpu_seconds",
     "extender_counters",
@@ -60,13 +61,19 @@ __all__ = [
 # -- the demo's extender workload --------------------------------------------------------------
 
 
+def apply_fleet(spec: dict[str, Any], work: Path, env: dict[str, str]) -> None:
+    """`fleet apply` of the Fleet `spec` (written to `work`/fleet.yaml); idempotent."""
+    work.mkdir(parents=True, exist_ok=True)
+    path = work / "fleet.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    subprocess.run(
+        [tool("fleet"), "apply", "-f", str(path)], env=env, check=True, stdout=subprocess.DEVNULL
+    )
+
+
 def apply_demo_fleet(nodes: int, work: Path, env: dict[str, str]) -> None:
     """The demo's mixed fleet of `nodes` nodes, applied idempotently with `fleet apply`."""
-    spec = work / "fleet.yaml"
-    spec.write_text(yaml.safe_dump(plan.fleet_spec(nodes), sort_keys=False))
-    subprocess.run(
-        [tool("fleet"), "apply", "-f", str(spec)], env=env, check=True, stdout=subprocess.DEVNULL
-    )
+    apply_fleet(plan.fleet_spec(nodes), work, env)
 
 
 def run_arm(

@@ -30,11 +30,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from common import loadgen_pods  # bench/ is on sys.path
+from common import apply_fleet, loadgen_pods, tool  # bench/ is on sys.path
 
 from testbed.cluster import binaries, local, second_scheduler
 
-BIN = Path(sys.executable).parent
 STATES = ("mig", "none")
 
 
@@ -43,13 +42,6 @@ def _fleet(name: str, whole: int, mig: int) -> dict[str, Any]:
     if mig:
         pools.append({"name": "mig", "profile": "dgx-h100-mig", "count": mig})
     return {"name": name, "pools": pools}
-
-
-def _apply(spec: dict[str, Any], out: Path, env: dict[str, str]) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "fleet.json"
-    path.write_text(json.dumps(spec))
-    subprocess.run([str(BIN / "fleet"), "apply", "-f", str(path)], check=True, env=env)
 
 
 def _run(
@@ -86,12 +78,12 @@ def _release(release: str, args: argparse.Namespace) -> dict[str, list[dict[str,
                 for state in STATES if rep % 2 == 0 else STATES[::-1]:
                     out = args.out / release / f"{state}-{rep}"
                     mig = args.mig if state == "mig" else 0
-                    _apply(_fleet(fleet, args.whole, mig), out, env)
+                    apply_fleet(_fleet(fleet, args.whole, mig), out, env)
                     got = _run(fleet, args.pods, plain, out, env)
                     runs[state].append(got)
                     print(f"{release} repeat {rep} {state}: {got}", file=sys.stderr, flush=True)
     finally:
-        subprocess.run([str(BIN / "fleet"), "delete", "--name", fleet], check=False, env=env)
+        subprocess.run([tool("fleet"), "delete", "--name", fleet], check=False, env=env)
         if created and not args.keep:
             cluster.down()
     return runs

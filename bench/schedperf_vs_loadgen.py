@@ -29,11 +29,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from common import loadgen_pods  # bench/ is on sys.path
+from common import apply_fleet, loadgen_pods, tool  # bench/ is on sys.path
 
 from testbed.cluster import binaries, local, second_scheduler
 
-BIN = Path(sys.executable).parent
 WAYS = ("schedperf", "loadgen")
 
 
@@ -50,7 +49,7 @@ def _throughput(doc: dict[str, Any]) -> float | None:
 def _schedperf(args: argparse.Namespace, out: Path) -> dict[str, float | None]:
     before = _children_cpu()
     cmd = [
-        str(BIN / "testbed"),
+        tool("testbed"),
         "perf",
         "run",
         f"fleet/{args.profile}",
@@ -142,11 +141,8 @@ def main() -> None:
     fleet = f"sp-{secrets.token_hex(3)}"
     runs: dict[str, list[dict[str, float | None]]] = {w: [] for w in WAYS}
     try:
-        spec = args.out / "fleet.json"
-        spec.parent.mkdir(parents=True, exist_ok=True)
         pools = [{"name": "whole", "profile": args.profile, "count": args.nodes}]
-        spec.write_text(json.dumps({"name": fleet, "pools": pools}))
-        subprocess.run([str(BIN / "fleet"), "apply", "-f", str(spec)], check=True, env=env)
+        apply_fleet({"name": fleet, "pools": pools}, args.out, env)
         with (
             tempfile.TemporaryDirectory() as work,
             second_scheduler.running(
@@ -164,7 +160,7 @@ def main() -> None:
                     runs[way].append(got)
                     print(f"repeat {rep} {way}: {got}", file=sys.stderr, flush=True)
     finally:
-        subprocess.run([str(BIN / "fleet"), "delete", "--name", fleet], check=False, env=env)
+        subprocess.run([tool("fleet"), "delete", "--name", fleet], check=False, env=env)
         if created:
             cluster.down()
     (args.out / "schedperf_vs_loadgen.json").write_text(json.dumps(runs, indent=2))
