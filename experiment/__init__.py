@@ -25,6 +25,7 @@ each to its place):
       figures.py           the metric catalogue read from loadgen results; `Figure`
       accounting.py        whether an arm accounted for every pod it asked for
       arm_charts.py        charts and sections every report shares
+      report_files.py      the JSON document and index.html every report writes
       intervals.py         medians, intervals and verdicts over repeats
       validity.py          whether an arm ran as labelled (the extender answered)
       fleet_shape.py       what a fleet offers, read back from its ResourceSlices

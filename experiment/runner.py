@@ -29,7 +29,7 @@ from experiment import accounting, arms, children, fleet_shape, matrix, validity
 from experiment import spec as specs
 from experiment.arms import Arm
 from experiment.site import Scheduler, SchedulerSetup, Site
-from experiment.wing import Planner, Reporter
+from experiment.wing import Finished, Planner, Reporter
 from testbed import vocab
 from testbed.kube import resources, watching
 from testbed.kube.client import Kube
@@ -393,7 +393,8 @@ def _report(
         },
         "invalid_arms": {n: v.reason for n, v in p.valid.items() if not v.valid},
     }
-    index = reporter.report(exp, results, [arm for arm, _ in p.results], meta, out, console)
+    finished = Finished(exp, results, [arm for arm, _ in p.results], meta, out)
+    index = reporter.report(finished, console)
     bad = {n: why for n, (ok, why) in accounted.items() if not ok}
     for name, why in bad.items():
         console.print(f"[red]arm {name}: not every pod accounted for: {why}")

@@ -2,13 +2,12 @@
 
 Per workload and metric each variant's median (min-max over repeats) and its ratio to the
 first variant; the release-to-release table where variants differ only in the release; per
-workload the variants' charts side by side (`arm_charts`); each arm's own
+workload the variants' charts side by side; each arm's own
 loadgen report linked.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,12 +17,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from experiment import arm_charts, comparison
+from experiment import comparison, report_files
 from experiment.arms import Arm
 from experiment.comparison import ReleaseRow, VariantRow
-from experiment.figures import SCHEMA_VERSION, Doc, Figure
+from experiment.figures import SCHEMA_VERSION, Figure
 from experiment.spec import Experiment
-from testbed import charts, files, units
+from experiment.wing import Finished
+from testbed import charts, units
 
 RELEASE_COLUMNS = ("workload", "metric", "previous", "current", "% change")
 
@@ -160,12 +160,8 @@ def write(
     releases: Sequence[ReleaseRow],
     arms: Sequence[Arm],
 ) -> Path:
-    doc = to_json(exp, meta, rows, releases)
-    files.write_atomic(
-        out_dir / "experiment.json", json.dumps(doc, indent=2, allow_nan=False) + "\n"
-    )
     variants = _variants(rows)
-    sections = [
+    lead = [
         charts.Section(
             "Variants side by side",
             [
@@ -180,11 +176,7 @@ def write(
     ]
     if releases:
         table = charts.table(RELEASE_COLUMNS, [_release_cells(r) for r in releases], text_columns=2)
-        sections.append(charts.Section("Release to release", [table]))
-    for workload, first in arm_charts.first_repeat_groups(arms).items():
-        heading = f"{workload}: {' vs '.join(a.variant for a in first)}"
-        sections.append(charts.Section(heading, arm_charts.comparison_charts(out_dir, first)))
-    sections += arm_charts.arm_sections(arms, meta.get("invalid_arms") or {})
+        lead.append(charts.Section("Release to release", [table]))
     facts = [
         ("experiment", exp.name),
         *(("description", exp.description) for _ in [0] if exp.description),
@@ -194,27 +186,25 @@ def write(
         ("repeats", f"{exp.repeats} ({exp.order})"),
         ("elapsed", units.duration(float(meta.get("elapsed_seconds", 0.0)))),
     ]
-    index = out_dir / "index.html"
-    index.write_text(
-        charts.page(f"dra-testbed experiment {exp.name}", sections, intro=charts.facts(facts))
+    return report_files.write(
+        out_dir,
+        "experiment.json",
+        to_json(exp, meta, rows, releases),
+        title=f"dra-testbed experiment {exp.name}",
+        intro=charts.facts(facts),
+        arms=arms,
+        invalid=meta.get("invalid_arms") or {},
+        lead=lead,
     )
-    return index
 
 
 class Reporter:
     """The engine's own reporter (`experiment.wing.Reporter`) for a file's variants x
     workloads: the variants side by side and release to release."""
 
-    def report(
-        self,
-        exp: Experiment,
-        results: list[tuple[Arm, Doc]],
-        arms: list[Arm],
-        meta: dict[str, Any],
-        out_dir: Path,
-        console: Console,
-    ) -> Path:
+    def report(self, run: Finished, console: Console) -> Path:
+        exp, results = run.exp, run.results
         rows = comparison.rows(results, [v.name for v in exp.variants], exp.metrics)
         releases = comparison.release_rows(results, exp.release_pairs(), exp.metrics)
         console_tables(rows, releases, console)
-        return write(out_dir, exp, meta, rows, releases, arms)
+        return write(run.out_dir, exp, run.meta, rows, releases, run.arms)

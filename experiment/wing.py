@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -44,18 +45,23 @@ class Planner(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Finished:
+    """What a run hands its reporter."""
+
+    exp: Experiment
+    results: list[tuple[Arm, Doc]]
+    """The valid arms' results: the only ones any figure is made of."""
+    arms: list[Arm]
+    """Every arm run."""
+    meta: dict[str, Any]
+    """The run's facts (elapsed time, sites, each arm's accounting and validity)."""
+    out_dir: Path
+
+
 class Reporter(Protocol):
     """The run's report over its arms' results."""
 
-    def report(
-        self,
-        exp: Experiment,
-        results: list[tuple[Arm, Doc]],
-        arms: list[Arm],
-        meta: dict[str, Any],
-        out_dir: Path,
-        console: Console,
-    ) -> Path:
-        """Print the summary, write the report over `results` (the valid arms; `arms` is
-        every arm run, `meta` the run's facts) and return its index page."""
+    def report(self, run: Finished, console: Console) -> Path:
+        """Print the summary, write the report into `run.out_dir` and return its index page."""
         ...

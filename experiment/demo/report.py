@@ -4,7 +4,6 @@ matrix) linking each arm's own loadgen report."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -12,13 +11,13 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from experiment import arm_charts, bandwidth_model, figures, intervals
+from experiment import bandwidth_model, figures, intervals, report_files
 from experiment.arms import LATENCY_RATE_DEFINITION, Arm
 from experiment.demo import summary, wing
 from experiment.demo.summary import GuideRow, Row, Target
-from experiment.figures import SCHEMA_VERSION, Doc
-from experiment.spec import Experiment
-from testbed import charts, files, units
+from experiment.figures import SCHEMA_VERSION
+from experiment.wing import Finished
+from testbed import charts, units
 
 _ALIGNED, _UNALIGNED = bandwidth_model.PUBLISHED_BUS_BANDWIDTH["all_gather"]
 MODEL_NOTE = (
@@ -228,11 +227,8 @@ def write(
     targets: list[Target],
     guide: list[GuideRow],
 ) -> Path:
-    doc = to_json(rows, meta, targets, guide)
-    # Valid JSON only: a missing figure is null, never NaN (json.dumps refuses NaN here).
-    files.write_atomic(out_dir / "demo.json", json.dumps(doc, indent=2, allow_nan=False) + "\n")
     target_rows = [(t.goal, t.measured, t.verdict) for t in targets]
-    sections = [
+    lead = [
         charts.Section("Targets", [charts.targets_table(target_rows)]),
         charts.Section(
             "Side by side",
@@ -242,41 +238,39 @@ def write(
             ],
         ),
     ]
-    for comparison, group in arm_charts.first_repeat_groups(arms, min_size=2).items():
-        heading = f"{comparison}: {' vs '.join(arm.variant for arm in group)}"
-        sections.append(charts.Section(heading, arm_charts.comparison_charts(out_dir, group)))
     guide_rows = [(g.aspect, g.target, g.guide, g.measured, g.verdict) for g in guide]
+    after = []
     if guide_rows:
         header = ("aspect", "guide's target", "guide's example", "ours", "verdict")
         table = charts.table(header, guide_rows, text_columns=4, verdict_column=4)
-        sections.append(charts.Section("The DRA guide's matrix vs measured", [table]))
-    sections += arm_charts.arm_sections(arms, meta.get("invalid_arms") or {})
-    sections.append(charts.Section("Definitions", [charts.facts(DEFINITIONS.items())]))
-    index = out_dir / "index.html"
-    index.write_text(charts.page("dra-testbed demo", sections, intro=_facts(meta)))
-    return index
+        after.append(charts.Section("The DRA guide's matrix vs measured", [table]))
+    return report_files.write(
+        out_dir,
+        "demo.json",
+        to_json(rows, meta, targets, guide),
+        title="dra-testbed demo",
+        intro=_facts(meta),
+        arms=arms,
+        invalid=meta.get("invalid_arms") or {},
+        lead=lead,
+        after_comparisons=after,
+        last=[charts.Section("Definitions", [charts.facts(DEFINITIONS.items())])],
+        min_group=2,
+    )
 
 
 class Reporter:
     """What the demo hands the runner (`experiment.wing.Reporter`): its rows, targets and
     guide matrix, on the console and in `demo.json` and `index.html`."""
 
-    def report(
-        self,
-        exp: Experiment,
-        results: list[tuple[Arm, Doc]],
-        arms: list[Arm],
-        meta: dict[str, Any],
-        out_dir: Path,
-        console: Console,
-    ) -> Path:
-        workload = wing.workload_of(exp)
-        meta = {**meta, "pods": workload.pods, "scale_nodes": workload.scale_nodes}
+    def report(self, run: Finished, console: Console) -> Path:
+        workload = wing.workload_of(run.exp)
+        meta = {**run.meta, "pods": workload.pods, "scale_nodes": workload.scale_nodes}
         # Invalid arms are shown (below and in demo.json), never averaged in.
-        rows = summary.rows(results)
+        rows = summary.rows(run.results)
         goals = summary.targets(rows)
         guide = summary.guide_matrix(rows)
         console_table(rows, console)
         console_targets(goals, console)
         console_guide(guide, console)
-        return write(out_dir, rows, meta, arms, goals, guide)
+        return write(run.out_dir, rows, meta, run.arms, goals, guide)

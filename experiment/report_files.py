@@ -1,0 +1,44 @@
+"""The two files every experiment report writes into its output directory: its JSON document
+and `index.html` (the report's own sections, per comparison its arms' charts side by side,
+the invalid arms and a link to each arm's report)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from experiment import arm_charts
+from experiment.arms import Arm
+from testbed import charts, files
+
+
+def write(
+    out_dir: Path,
+    json_name: str,
+    doc: Mapping[str, Any],
+    *,
+    title: str,
+    intro: str,
+    arms: Sequence[Arm],
+    invalid: Mapping[str, str],
+    lead: Sequence[charts.Section],
+    after_comparisons: Sequence[charts.Section] = (),
+    last: Sequence[charts.Section] = (),
+    min_group: int = 1,
+) -> Path:
+    """Write `doc` as `json_name` and the page: `lead`, the comparisons of at least
+    `min_group` arms, `after_comparisons`, the arms' sections, `last`. Returns the page."""
+    # Valid JSON only: a missing figure is null, never NaN (json.dumps refuses NaN here).
+    files.write_atomic(out_dir / json_name, json.dumps(doc, indent=2, allow_nan=False) + "\n")
+    sections = list(lead)
+    for key, group in arm_charts.first_repeat_groups(arms, min_group).items():
+        heading = f"{key}: {' vs '.join(arm.variant for arm in group)}"
+        sections.append(charts.Section(heading, arm_charts.comparison_charts(out_dir, group)))
+    sections += after_comparisons
+    sections += arm_charts.arm_sections(arms, invalid)
+    sections += last
+    index = out_dir / "index.html"
+    index.write_text(charts.page(title, sections, intro=intro))
+    return index
