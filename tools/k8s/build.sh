@@ -19,6 +19,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl)
 
 # The version of module $2 as required by the wrapper module in directory $1.
@@ -66,7 +68,6 @@ main() {
   etcd_version="$(pinned "$etcd_module" go.etcd.io/etcd/server/v3)"
   kwok_version="$(pinned kwok sigs.k8s.io/kwok)"
   key="kube-${kube_version}_etcd-${etcd_version}_kwok-${kwok_version}"
-  cache_root="${DRA_TESTBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dra-testbed}"
   out="$cache_root/bin/$key"
 
   if [[ -n "$print_dir" ]]; then
@@ -88,30 +89,8 @@ main() {
     exit 0
   fi
 
-  if complete "$out"; then
-    echo "$out"
-    exit 0
-  fi
-
-  if ! command -v go >/dev/null 2>&1; then
-    echo "error: go is not on PATH; install Go >= 1.26 or set DRA_TESTBED_BIN_DIR to existing binaries" >&2
-    exit 1
-  fi
-
-  mkdir -p "$cache_root/logs"
-  # Two first `testbed up`s (or a set-up and a test run) would build into the same staging
-  # directory; the second waits here, then finds the cache complete.
-  if command -v flock >/dev/null 2>&1; then
-    exec 9>"$cache_root/build-$key.lock"
-    if ! flock -n 9; then
-      echo "another build of $key is running; waiting for it to finish" >&2
-      flock 9
-    fi
-    if complete "$out"; then
-      echo "$out"
-      exit 0
-    fi
-  fi
+  # Two first `testbed up`s (or a set-up and a test run) take turns here.
+  claim_build "$out" "$key" "install Go >= 1.26 or set DRA_TESTBED_BIN_DIR to existing binaries"
 
   log="$cache_root/logs/build-$key.log"
   staging="$out.partial"

@@ -13,6 +13,9 @@
 # Exit status: 0 built or cached, 1 build failed, 2 usage.
 set -euo pipefail
 
+# shellcheck source=lib.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
+
 # The pinned module version: the pseudo-version of kubernetes/perf-tests commit 4b3415444f4c
 # (2026-08-07), whose testing/dra is the DRA steady-state test this repo compares against.
 VERSION=v0.0.0-20260807161653-4b3415444f4c
@@ -30,31 +33,13 @@ main() {
     esac
     shift
   done
-  local cache_root="${DRA_TESTBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dra-testbed}"
   local out="$cache_root/bin/clusterloader2-$VERSION"
   if [[ -n "$print_dir" ]]; then
     echo "$out"
     exit 0
   fi
   complete() { [[ -x "$1/clusterloader" && -f "$1/testing/dra/config.yaml" ]]; }
-  if complete "$out"; then
-    echo "$out"
-    exit 0
-  fi
-  if ! command -v go >/dev/null 2>&1; then
-    echo "error: go is not on PATH; install Go >= 1.26" >&2
-    exit 1
-  fi
-  mkdir -p "$cache_root/logs"
-  exec 9>"$cache_root/build-clusterloader2-$VERSION.lock"
-  if ! flock -n 9; then
-    echo "another build of clusterloader2 $VERSION is running; waiting for it" >&2
-    flock 9
-  fi
-  if complete "$out"; then
-    echo "$out"
-    exit 0
-  fi
+  claim_build "$out" "clusterloader2-$VERSION" "install Go >= 1.26"
 
   local dir
   if [[ -n "$source" ]]; then

@@ -23,6 +23,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 wrapper="$here/scheduler-perf"
 
 pinned() { sed -n "s|^\(require\)\{0,1\}[[:space:]]*$2 \(v[^ ]*\).*|\2|p" "$1" | head -n1; }
@@ -61,14 +63,13 @@ main() {
     exit 2
   fi
 
-  local kube_version etcd_module etcd_version sources key cache_root out
+  local kube_version etcd_module etcd_version sources key out
   kube_version="$(pinned "$wrapper/$modfile" k8s.io/kubernetes)"
   etcd_module="$(cat "$here/$kube_module/etcd.module")"
   etcd_version="$(pinned "$here/$etcd_module/go.mod" go.etcd.io/etcd/server/v3)"
   # The wrapper's own files change the binary too: a short hash of them is part of the key.
   sources="$(cd "$wrapper" && cat ./*.go "$modfile" "${modfile%.mod}.sum" | sha256sum | cut -c1-12)"
   key="scheduler-perf-${kube_version}_etcd-${etcd_version}_${sources}"
-  cache_root="${DRA_TESTBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dra-testbed}"
   out="$cache_root/bin/$key"
 
   if [[ "$print_dir" == upstream ]]; then
@@ -85,27 +86,7 @@ main() {
   complete() {
     [[ -x "$1/scheduler_perf.test" && -x "$1/etcd" && -f "$1/upstream" ]] && [[ -d "$(cat "$1/upstream")" ]]
   }
-  if complete "$out"; then
-    echo "$out"
-    exit 0
-  fi
-  if ! command -v go >/dev/null 2>&1; then
-    echo "error: go is not on PATH; install Go >= 1.26 to build the scheduler_perf benchmark" >&2
-    exit 1
-  fi
-
-  mkdir -p "$cache_root/logs"
-  if command -v flock >/dev/null 2>&1; then
-    exec 9>"$cache_root/build-$key.lock"
-    if ! flock -n 9; then
-      echo "another build of $key is running; waiting for it to finish" >&2
-      flock 9
-    fi
-    if complete "$out"; then
-      echo "$out"
-      exit 0
-    fi
-  fi
+  claim_build "$out" "$key" "install Go >= 1.26 to build the scheduler_perf benchmark"
 
   local log="$cache_root/logs/build-$key.log" staging="$out.partial"
   rm -rf "$staging"

@@ -1,0 +1,33 @@
+# Sourced by the build scripts beside it (build.sh, scheduler-perf.sh, clusterloader2.sh):
+# what each does before it builds into the shared cache.
+
+# The cache every build writes under ($DRA_TESTBED_CACHE, else the user's cache directory).
+cache_root="${DRA_TESTBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dra-testbed}"
+
+# claim_build OUT NAME GO_HINT: print OUT and exit 0 when the caller's `complete OUT` holds;
+# otherwise check that go is on PATH (else one error line ending in GO_HINT, exit 1) and take
+# the build lock of NAME. Two first runs would build into the same staging directory: the
+# second waits here for the first, then finds OUT complete. Returns when the caller builds.
+claim_build() {
+  local out="$1" name="$2" hint="$3"
+  if complete "$out"; then
+    echo "$out"
+    exit 0
+  fi
+  if ! command -v go >/dev/null 2>&1; then
+    echo "error: go is not on PATH; $hint" >&2
+    exit 1
+  fi
+  mkdir -p "$cache_root/logs"
+  if command -v flock >/dev/null 2>&1; then
+    exec 9>"$cache_root/build-$name.lock"
+    if ! flock -n 9; then
+      echo "another build of $name is running; waiting for it to finish" >&2
+      flock 9
+    fi
+    if complete "$out"; then
+      echo "$out"
+      exit 0
+    fi
+  fi
+}
