@@ -117,6 +117,22 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
         "when the cluster is created",
     )
     up.add_argument(
+        "--prometheus-port",
+        type=cliconv.port,
+        metavar="PORT",
+        help="also run a Prometheus (the `prometheus` on PATH, Debian's package) on this "
+        "loopback port, scraping the control plane, kwok, the extender and the fleet service "
+        "with the alert rules loaded; it stays until `down`",
+    )
+    up.add_argument(
+        "--fleet-port",
+        type=cliconv.port,
+        default=vocab.FLEET_SERVICE_DEFAULT_PORT,
+        metavar="PORT",
+        help="loopback port that Prometheus scrapes the fleet service on (`fleet serve "
+        "--port`; default %(default)s)",
+    )
+    up.add_argument(
         "--no-build",
         action="store_true",
         help="fail instead of building missing binaries",
@@ -166,6 +182,8 @@ def _main(argv: list[str] | None) -> None:
             extender_port=args.extender_port,
             scheduler_config=getattr(args, "scheduler_config", None),
             kwok_shards=shards,
+            prometheus_port=getattr(args, "prometheus_port", None),
+            fleet_port=getattr(args, "fleet_port", vocab.FLEET_SERVICE_DEFAULT_PORT),
         )
     except local.ClusterError as e:
         _fail(EXIT_USAGE, f"--name: {e}")
@@ -232,6 +250,7 @@ def _status(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
         "healthy": status.healthy,
         "server": status.server,
         "kubeconfig": str(status.kubeconfig) if status.exists else None,
+        "prometheus": status.prometheus,
         "components": [
             {
                 "name": c.name,
@@ -250,6 +269,8 @@ def _status(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
             return
         print(f"cluster {name!r}: {state} at {status.server}")
         print(f"kubeconfig: {status.kubeconfig}")
+        if status.prometheus:
+            print(f"prometheus: {status.prometheus}")
         for c in status.components:
             rss = f"{c.rss_bytes / 2**20:.0f} MiB" if c.rss_bytes is not None else "-"
             pid = str(c.pid) if c.pid else "not running"
@@ -267,6 +288,8 @@ def _status(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
 
 def _print_usage(status: local.Status) -> None:
     print(f"kubeconfig: {status.kubeconfig}")
+    if status.prometheus:
+        print(f"prometheus: {status.prometheus}")
     print("use it with:")
     print(f"  export KUBECONFIG={status.kubeconfig}")
     print("  kubectl get nodes   # or: fleet apply --profile dgx-h100 --nodes 100")

@@ -45,8 +45,8 @@ def _host(address: str) -> str:
 
 
 def endpoint(component: str, argv: Sequence[str]) -> Endpoint | None:
-    """Where `component` (a kwokctl component or a kwok shard controller) serves health,
-    from its command line (pure); None if the command line does not say."""
+    """Where `component` (a kwokctl component, a kwok shard controller or the cluster's
+    Prometheus) serves health, from its command line (pure); None if it does not say."""
     f = flags(argv)
     try:
         if component == "etcd":
@@ -56,6 +56,9 @@ def endpoint(component: str, argv: Sequence[str]) -> Endpoint | None:
             port = int(f["secure-port"])
             path = "/readyz" if component == "kube-apiserver" else "/healthz"
             return Endpoint(port, f"https://{_host(f.get('bind-address', ''))}:{port}{path}")
+        if component == "prometheus":
+            host, _, prom_port = f["web.listen-address"].rpartition(":")
+            return Endpoint(int(prom_port), f"http://{_host(host)}:{prom_port}/-/ready")
         if component.startswith("kwok-controller"):
             host, _, kwok_port = f["server-address"].rpartition(":")
             return Endpoint(int(kwok_port), f"http://{_host(host)}:{kwok_port}/healthz")

@@ -21,7 +21,17 @@ import yaml
 from testbed import vocab
 from testbed.cluster import binaries as bins
 from testbed.cluster import feature_gates as fg
-from testbed.cluster import health, holds, in_use, kwok_shards, locks, paths, ports, supervision
+from testbed.cluster import (
+    health,
+    holds,
+    in_use,
+    kwok_shards,
+    locks,
+    paths,
+    ports,
+    prometheus,
+    supervision,
+)
 
 DEFAULT_NAME = "dra-testbed"
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
@@ -70,6 +80,11 @@ class ClusterConfig:
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     """Gates set on every component on top of `feature_gates.NEEDED` (which are always on);
     fixed when the cluster is created."""
+    prometheus_port: int | None = None
+    """Loopback port of a Prometheus scraping the cluster (see `prometheus`); None: keep
+    whatever the cluster has (none for a new one). Once added it stays until `down`."""
+    fleet_port: int = vocab.FLEET_SERVICE_DEFAULT_PORT
+    """Loopback port the Prometheus scrapes the fleet service on (`fleet serve --port`)."""
 
     def __post_init__(self) -> None:
         # The name becomes a directory that `down` deletes: never a path, never "..".
@@ -90,6 +105,10 @@ class ClusterConfig:
     @property
     def kubeconfig(self) -> Path:
         return self.cluster_dir / "kubeconfig.yaml"
+
+    @property
+    def prometheus(self) -> prometheus.Layout:
+        return prometheus.Layout(self.cluster_dir / "prometheus")
 
     @property
     def log_file(self) -> Path:
@@ -236,6 +255,8 @@ class Status:
     server: str | None
     kubeconfig: Path
     components: list[ComponentState]
+    prometheus: str | None = None
+    """Base URL of the cluster's Prometheus (None: it has none)."""
 
     @property
     def healthy(self) -> bool:
@@ -303,8 +324,14 @@ class LocalCluster:
         exists = cfg.kubeconfig.is_file()
         server = _server_of(cfg.kubeconfig) if exists else None
         ready = exists and self._ready()
+        port = cfg.prometheus.port() if exists else None
         return Status(
-            exists, ready, server, cfg.kubeconfig, self._components(ready) if exists else []
+            exists,
+            ready,
+            server,
+            cfg.kubeconfig,
+            self._components(ready) if exists else [],
+            prometheus.url(port) if port is not None else None,
         )
 
     def up(
@@ -330,15 +357,18 @@ class LocalCluster:
                         f"cluster {cfg.name!r} runs {have} kwok shard(s); `testbed down` it "
                         f"first to recreate it with {cfg.kwok_shards}"
                     )
-            if current.healthy:
+            add_prometheus = self._check_prometheus(current.exists)
+            if current.healthy and not add_prometheus:
                 return current, False
             b = self.binaries(build=build)  # a first build takes minutes: before our turn
             cfg.home.mkdir(parents=True, exist_ok=True)
             with self._start_lock(notify):
                 try:
-                    if current.exists:
-                        return self._repair(b, notify), True
-                    return self._create(b), True
+                    status = self._repair(b, notify) if current.exists else self._create(b)
+                    if add_prometheus:
+                        self._add_prometheus()
+                        status = self._healthy_or_raise()
+                    return status, True
                 except _Unhealthy as e:
                     # Never leave half a cluster running: an API server whose etcd died keeps
                     # retrying its port, and once another cluster's etcd takes that port it
@@ -348,6 +378,52 @@ class LocalCluster:
                         f"{e}; stopped what was running of it (logs: {cfg.cluster_dir / 'logs'}); "
                         f"{self._recovery()}"
                     ) from None
+
+    def _check_prometheus(self, exists: bool) -> bool:
+        """Whether `up` must add a Prometheus; raises ClusterError if it cannot (another
+        port asked of a cluster that has one, no binary, a busy port)."""
+        cfg = self.config
+        want = cfg.prometheus_port
+        have = cfg.prometheus.port() if exists else None
+        if want is None or have == want:
+            return False
+        if have is not None:
+            raise ClusterError(
+                f"cluster {cfg.name!r} runs Prometheus on port {have}; `testbed --name "
+                f"{cfg.name} down` it first to recreate it with --prometheus-port {want}"
+            )
+        try:
+            prometheus.binary()
+        except prometheus.PrometheusError as e:
+            raise ClusterError(str(e)) from None
+        if ports.in_use(want) or want in ports.reserved_elsewhere(cfg.cluster_dir):
+            raise ClusterError(f"port {want} on 127.0.0.1 is already in use")
+        return True
+
+    def _add_prometheus(self) -> None:
+        """Write the cluster's Prometheus configuration (from its running components' command
+        lines) and start it."""
+        cfg = self.config
+        assert cfg.prometheus_port is not None
+        pids_dir = cfg.cluster_dir / "pids"
+        argvs = {
+            name: supervision.argv(pid)
+            for name in self._component_names()
+            if (pid := self._own_pid(pids_dir / f"{name}.pid")) is not None
+        }
+        config = prometheus.scrape_config(
+            argvs,
+            pki=cfg.cluster_dir / "pki",
+            extender_port=cfg.extender_port,
+            fleet_port=cfg.fleet_port,
+        )
+        prometheus.write(cfg.prometheus, config, cfg.prometheus_port)
+        ports.add(cfg.cluster_dir, cfg.prometheus_port)
+        try:
+            self._start_prometheus()
+        except ClusterError:
+            shutil.rmtree(cfg.prometheus.directory, ignore_errors=True)  # as it was
+            raise
 
     def _create(self, b: bins.Binaries) -> Status:
         cfg = self.config
@@ -378,6 +454,7 @@ class LocalCluster:
                 self.status(), f"the API server was not ready in {cfg.wait_seconds}s"
             )
         self._start_shards()
+        self._start_prometheus()
         return self._healthy_or_raise()
 
     def _repair(self, b: bins.Binaries, notify: Callable[[str], None], attempts: int = 3) -> Status:
@@ -404,6 +481,7 @@ class LocalCluster:
                         self.status(), f"the API server was not ready in {cfg.wait_seconds}s"
                     )
                 self._start_shards()
+                self._start_prometheus()
             try:
                 return self._healthy_or_raise()
             except _Unhealthy:
@@ -447,8 +525,10 @@ class LocalCluster:
         return _Unhealthy(f"cluster {cfg.name!r} is not healthy: {detail}")
 
     def _stop(self, b: bins.Binaries) -> None:
-        """Stop every component (kwokctl's and the shard controllers), keeping the files."""
+        """Stop every component (kwokctl's, the shard controllers, Prometheus), keeping the
+        files."""
         self._stop_shards()
+        self._stop_prometheus()
         self._run([str(b["kwokctl"]), "stop", "cluster", "--name", self.config.name], b)
 
     def _recovery(self) -> str:
@@ -509,6 +589,7 @@ class LocalCluster:
                 )
             b = self.binaries()
             self._stop_shards()
+            self._stop_prometheus()
             if self._run([str(b["kwokctl"]), "delete", "cluster", "--name", cfg.name], b) != 0:
                 raise self._failed("delete")
             shutil.rmtree(cfg.cluster_dir, ignore_errors=True)
@@ -599,6 +680,42 @@ class LocalCluster:
                 time.sleep(0.2)
         return len(started)
 
+    # -- Prometheus ----------------------------------------------------------------------
+
+    def _start_prometheus(self, timeout: float = 60.0) -> None:
+        """Start the cluster's Prometheus if it has one and it is not running."""
+        cfg = self.config
+        layout, port = cfg.prometheus, cfg.prometheus.port()
+        pid_file = cfg.cluster_dir / "pids" / f"{prometheus.COMPONENT}.pid"
+        if port is None or not layout.configured() or self._own_pid(pid_file) is not None:
+            return
+        try:
+            argv = prometheus.argv(prometheus.binary(), layout, port)
+        except prometheus.PrometheusError as e:
+            raise ClusterError(str(e)) from None
+        log_path = cfg.cluster_dir / "logs" / f"{prometheus.COMPONENT}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        proc = supervision.start_detached(argv, log=log_path, cwd=layout.directory)
+        pid_file.parent.mkdir(parents=True, exist_ok=True)
+        pid_file.write_text(str(proc.pid))
+        deadline = time.monotonic() + timeout
+        while not supervision.answers(f"{prometheus.url(port)}/-/ready"):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                # Not _Unhealthy: the control plane itself is fine and stays up.
+                self._stop_prometheus()
+                raise ClusterError(
+                    f"prometheus did not become ready: {supervision.exit_reason(log_path)} "
+                    f"(log: {log_path})"
+                )
+            time.sleep(0.2)
+
+    def _stop_prometheus(self, grace_seconds: float = 10.0) -> None:
+        pid_file = self.config.cluster_dir / "pids" / f"{prometheus.COMPONENT}.pid"
+        pid = self._own_pid(pid_file)
+        if pid is not None:
+            supervision.stop([pid], grace_seconds=grace_seconds)
+        pid_file.unlink(missing_ok=True)
+
     def _stop_shards(self, grace_seconds: float = 5.0) -> None:
         """Stop every extra kwok controller of this cluster (SIGTERM, then SIGKILL)."""
         pids_dir = self.config.cluster_dir / "pids"
@@ -621,7 +738,8 @@ class LocalCluster:
 
     def _component_names(self) -> list[str]:
         shards = [kwok_shards.shard_name(i) for i in range(1, self.kwok_shards())]
-        return [*COMPONENTS, *shards]
+        extra = [prometheus.COMPONENT] if self.config.prometheus.configured() else []
+        return [*COMPONENTS, *shards, *extra]
 
     # -- helpers -------------------------------------------------------------------------
 

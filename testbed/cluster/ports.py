@@ -108,6 +108,21 @@ def reserve(
     return ports
 
 
+def add(cluster_dir: Path, port: int) -> None:
+    """Record one more port for `cluster_dir` (a component added later, e.g. Prometheus)."""
+    with _registry() as entries:
+        kept = entries.setdefault(str(cluster_dir), [])
+        entries[str(cluster_dir)] = sorted({*kept, port})
+
+
+def reserved_elsewhere(cluster_dir: Path) -> set[int]:
+    """Ports live clusters other than `cluster_dir` reserved."""
+    with _registry() as entries:
+        current = live(entries)
+    current.pop(str(cluster_dir), None)
+    return {p for ps in current.values() for p in ps}
+
+
 def release(cluster_dir: Path) -> None:
     with _registry() as entries:
         entries.pop(str(cluster_dir), None)

@@ -35,6 +35,9 @@ def test_endpoints_come_from_each_components_command_line() -> None:
     assert health.endpoint(
         "kwok-controller-shard-2", ["--server-address=127.0.0.1:40001"]
     ) == health.Endpoint(40001, "http://127.0.0.1:40001/healthz")
+    assert health.endpoint(
+        "prometheus", ["/usr/bin/prometheus", "--web.listen-address=127.0.0.1:9090"]
+    ) == health.Endpoint(9090, "http://127.0.0.1:9090/-/ready")
 
 
 def test_a_command_line_without_its_port_has_no_endpoint() -> None:

@@ -1,0 +1,86 @@
+"""The local cluster's Prometheus configuration, from its components' command lines: every
+component a job under the name the dashboard and alerts use, loopback only, the API server
+with the admin certificate, and the rules file loaded."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from testbed.cluster import prometheus
+
+ARGVS = {
+    "etcd": ["/b/etcd", "--listen-client-urls=http://127.0.0.1:32766"],
+    "kube-apiserver": ["/b/a", "--bind-address=127.0.0.1", "--secure-port=32764"],
+    "kube-controller-manager": ["/b/c", "--bind-address=127.0.0.1", "--secure-port=32763"],
+    "kube-scheduler": ["/b/s", "--bind-address=127.0.0.1", "--secure-port=32762"],
+    "kwok-controller": ["/b/k", "--server-address=127.0.0.1:32761"],
+    "kwok-controller-shard-1": ["/b/k", "--server-address=127.0.0.1:40001"],
+    "kube-proxy": ["/b/p", "--secure-port=1"],  # not ours: no job
+}
+
+
+def config(pki: Path = Path("/c/pki")) -> dict[str, object]:
+    return prometheus.scrape_config(ARGVS, pki=pki, extender_port=18902, fleet_port=18903)
+
+
+def jobs() -> dict[str, dict[str, object]]:
+    return {str(j["job_name"]): j for j in config()["scrape_configs"]}  # type: ignore[attr-defined]
+
+
+def targets(job: dict[str, object]) -> list[str]:
+    return [t for sc in job["static_configs"] for t in sc["targets"]]  # type: ignore[attr-defined]
+
+
+def test_every_component_and_service_is_a_job_on_loopback() -> None:
+    found = {name: targets(job) for name, job in jobs().items()}
+    assert found == {
+        "etcd": ["127.0.0.1:32766"],
+        "extender": ["127.0.0.1:18902"],
+        "fleet": ["127.0.0.1:18903"],
+        "kube-apiserver": ["127.0.0.1:32764"],
+        "kube-controller-manager": ["127.0.0.1:32763"],
+        "kube-scheduler": ["127.0.0.1:32762"],
+        "kwok": ["127.0.0.1:32761", "127.0.0.1:40001"],
+    }
+
+
+def test_the_api_server_is_scraped_with_the_admin_certificate() -> None:
+    api = jobs()["kube-apiserver"]
+    assert api["scheme"] == "https"
+    assert api["tls_config"] == {
+        "insecure_skip_verify": True,
+        "cert_file": "/c/pki/admin.crt",
+        "key_file": "/c/pki/admin.key",
+    }
+    assert "cert_file" not in jobs()["kube-scheduler"]["tls_config"]  # type: ignore[operator]
+
+
+def test_prometheus_listens_on_loopback_with_its_own_files(tmp_path: Path) -> None:
+    layout = prometheus.Layout(tmp_path)
+    argv = prometheus.argv(Path("/usr/bin/prometheus"), layout, 18990)
+    assert "--web.listen-address=127.0.0.1:18990" in argv
+    files = [a for a in argv[1:] if "listen-address" not in a]
+    assert all(str(tmp_path) in a for a in files), argv  # nothing from /etc/prometheus
+    assert layout.port() is None and not layout.configured()
+
+
+def test_written_configuration_passes_promtool(tmp_path: Path) -> None:
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.fail("promtool missing: run hack/install-test-deps.sh (Debian package prometheus)")
+    layout = prometheus.Layout(tmp_path / "prometheus")
+    (tmp_path / "pki").mkdir()
+    for name in ("admin.crt", "admin.key"):  # promtool checks that they exist
+        (tmp_path / "pki" / name).touch()
+    prometheus.write(layout, config(tmp_path / "pki"), 18990)
+    assert layout.configured() and layout.port() == 18990
+    assert yaml.safe_load(layout.config.read_text())["rule_files"] == ["alerts.rules.yaml"]
+    out = subprocess.run(
+        [promtool, "check", "config", str(layout.config)], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
