@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from testbed.cluster import supervision
+
 
 @dataclass(frozen=True)
 class Holder:
@@ -27,23 +29,13 @@ def _dir(home: Path, cluster: str) -> Path:
     return home / "holds" / cluster
 
 
-def _start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (field 22 of /proc/pid/stat)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[-1].split()
-    return fields[19] if len(fields) > 19 and fields[0] not in ("Z", "X") else None
-
-
 @contextlib.contextmanager
 def hold(home: Path, cluster: str, what: str) -> Iterator[None]:
     """Hold `cluster` for the block, as `what` (e.g. "experiment writing to runs/x")."""
     folder = _dir(home, cluster)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{os.getpid()}.json"
-    record = {"pid": os.getpid(), "start": _start_time(os.getpid()), "what": what}
+    record = {"pid": os.getpid(), "start": supervision.start_time(os.getpid()), "what": what}
     tmp = folder / f".{os.getpid()}.tmp"
     tmp.write_text(json.dumps(record))
     tmp.replace(path)
@@ -62,7 +54,7 @@ def holders(home: Path, cluster: str) -> list[Holder]:
             pid, start, what = int(record["pid"]), record["start"], str(record["what"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if start is None or _start_time(pid) != start:
+        if start is None or supervision.start_time(pid) != start:
             path.unlink(missing_ok=True)
             continue
         if pid != os.getpid():

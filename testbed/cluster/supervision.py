@@ -60,6 +60,18 @@ def exited(pid: int) -> bool:
     return all(st.rsplit(")", 1)[-1].split()[:1] in (["Z"], ["X"], []) for st in stats)
 
 
+def start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (field 22 of /proc/pid/stat): with
+    the pid, what tells a process from a later one given the same pid. None when it is gone
+    or a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 and fields[0] not in ("Z", "X") else None
+
+
 @dataclass(frozen=True)
 class Launch:
     """How a running process was started: enough to start it again the same way."""
