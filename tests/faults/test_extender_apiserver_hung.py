@@ -72,12 +72,11 @@ async def test_a_hung_api_server_turns_readyz_503_within_30s_and_ready_again_aft
     env = {**os.environ, "KUBECONFIG": kubeconfig}
     log = tmp_path / "extender.log"
     fleet_port = ports.free_port()
-    service = processes.running(
+    service = processes.service(
         "the fleet service",
         [str(BIN / "fleet"), "serve", "--install-crd", "--port", str(fleet_port)],
+        fleet_port,
         log=tmp_path / "fleet-serve.log",
-        health_url=f"http://127.0.0.1:{fleet_port}/readyz",
-        timeout=120,
         env=env,
     )
     with children.extender(env, log, extender_port), service:

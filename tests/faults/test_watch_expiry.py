@@ -90,20 +90,18 @@ async def test_extender_and_fleet_service_relist_after_410_and_carry_on(
     name = f"gone-{secrets.token_hex(3)}"
     env = {**os.environ, "KUBECONFIG": kubeconfig}
     fleet_port = ports.free_port()
-    extender = processes.running(
+    extender = processes.service(
         "the extender",
         [str(BIN / "extender"), "serve", "--port", str(extender_port), "--debug"],
+        extender_port,
         log=tmp_path / "extender.log",
-        health_url=f"http://127.0.0.1:{extender_port}/readyz",
-        timeout=120,
         env=env,
     )
-    service = processes.running(
+    service = processes.service(
         "the fleet service",
         [str(BIN / "fleet"), "serve", "--install-crd", "--port", str(fleet_port)],
+        fleet_port,
         log=tmp_path / "fleet-serve.log",
-        health_url=f"http://127.0.0.1:{fleet_port}/readyz",
-        timeout=120,
         env=env,
     )
     try:

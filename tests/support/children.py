@@ -40,12 +40,11 @@ def extender(
     env: dict[str, str], log: Path, port: int
 ) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
     """`extender serve` on 127.0.0.1:`port`, ready (synced) inside the block."""
-    return processes.running(
+    return processes.service(
         "the extender",
         [str(BIN / "extender"), "serve", "--port", str(port), "--debug"],  # tests read /debug
+        port,
         log=log,
-        health_url=f"http://127.0.0.1:{port}/readyz",
-        timeout=120,
         env=env,
     )
 

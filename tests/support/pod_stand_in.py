@@ -91,12 +91,11 @@ class LocalPods:
                 assert sidecar[:2] == ["extender", "serve"], sidecar
                 admin_port = free_port() if "--admin-port" in sidecar else extender_port
                 stack.enter_context(
-                    processes.running(
+                    processes.service(
                         f"the stand-in extender of {name}",
                         [EXTENDER, *_local_flags(sidecar[1:], extender_port, admin_port)],
+                        admin_port,
                         log=workdir / "extender.log",
-                        health_url=f"http://127.0.0.1:{admin_port}/readyz",
-                        timeout=120,
                         env=env,
                     )
                 )

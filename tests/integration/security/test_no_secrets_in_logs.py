@@ -165,12 +165,11 @@ async def test_debug_logs_and_reports_hold_no_credentials_or_secret_values(
         # fleet serve (client certificate) reconciles a one-node Fleet object.
         port = ports.free_port()
         fleet_serve = [str(BIN / "fleet"), "-v", "serve", "--install-crd", "--port", str(port)]
-        with processes.running(
+        with processes.service(
             "fleet serve",
             fleet_serve,
+            port,
             log=logs / "fleet-serve.log",
-            health_url=f"http://127.0.0.1:{port}/readyz",
-            timeout=120,
             env=cert_env,
         ):
             body = {
@@ -187,12 +186,11 @@ async def test_debug_logs_and_reports_hold_no_credentials_or_secret_values(
             # The extender (token) answers a scheduler call; loadgen (token) runs two pods.
             ext_port = ports.free_port()
             serve = [str(BIN / "extender"), "serve", "--port", str(ext_port)]
-            with processes.running(
+            with processes.service(
                 "the extender",
                 [*serve, "--log-level", "debug"],
+                ext_port,
                 log=logs / "extender.log",
-                health_url=f"http://127.0.0.1:{ext_port}/readyz",
-                timeout=120,
                 env=env,
             ):
                 pod = {"metadata": {"name": "p", "namespace": ns, "uid": "u"}, "spec": {}}
