@@ -87,9 +87,12 @@ class Pod:
 
 
 def parse_claims(
-    specs: Sequence[Mapping[str, Any]], classes: Mapping[str, DeviceClassSelector]
+    specs: Sequence[Mapping[str, Any]],
+    classes: Mapping[str, DeviceClassSelector],
+    evaluator: expressions.Evaluator,
 ) -> Pod:
-    """The requests and constraints of claim specs (`spec` of ResourceClaims)."""
+    """The requests and constraints of claim specs (`spec` of ResourceClaims); `evaluator`
+    compiles the requests' own selectors."""
     requests: list[Request] = []
     constraints: list[Constraint] = []
     for ci, spec in enumerate(specs):
@@ -110,7 +113,7 @@ def parse_claims(
                 return Pod(unjudged="request_shape", reason=f"request {name}: unknown shape")
             alts: list[Alternative] = []
             for sub_name, sub in subs:
-                alt = _alternative(sub_name, sub, classes)
+                alt = _alternative(sub_name, sub, classes, evaluator)
                 if isinstance(alt, Pod):
                     return alt
                 alts.append(alt)
@@ -128,7 +131,10 @@ def parse_claims(
 
 
 def _alternative(
-    name: str, raw: Mapping[str, Any], classes: Mapping[str, DeviceClassSelector]
+    name: str,
+    raw: Mapping[str, Any],
+    classes: Mapping[str, DeviceClassSelector],
+    evaluator: expressions.Evaluator,
 ) -> Alternative | Pod:
     cls = str(raw.get("deviceClassName", ""))
     klass = classes.get(cls)
@@ -136,7 +142,7 @@ def _alternative(
         return Pod(unjudged="unknown_class", reason=f"request {name}: DeviceClass {cls!r} unknown")
     if klass.not_judged is not None:
         return Pod(unjudged=klass.not_judged, reason=f"DeviceClass {cls}: {klass.not_judged}")
-    own, why = expressions.selectors_of(raw.get("selectors"))
+    own, why = evaluator.selectors_of(raw.get("selectors"))
     if why is not None:
         return Pod(unjudged=why, reason=f"request {name}: selectors not judged ({why})")
     if any(s.error is not None for s in own):

@@ -82,7 +82,9 @@ class Core:
             if len(self._parsed) >= 256 or self._parsed_classes is not self.index.classes_version:
                 self._parsed.clear()
                 self._parsed_classes = self.index.classes_version
-            pod = self._parsed[key] = allocation.parse_claims(d.specs, self.index.classes)
+            pod = self._parsed[key] = allocation.parse_claims(
+                d.specs, self.index.classes, self.index.evaluator
+            )
         if pod.unjudged is not None:
             if self.on_unjudged is not None:
                 self.on_unjudged(pod.unjudged)

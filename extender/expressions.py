@@ -30,7 +30,8 @@ parse the whole language). Where the two environments differ we follow kube-sche
 
 Evaluation results are cached per (expression, what the expression reads of the device): an
 expression that reads only `device.driver` and one attribute is evaluated once per distinct
-(driver, value), however many devices share them.
+(driver, value), however many devices share them. The caches belong to an `Evaluator` (the
+extender's index owns one), never to the module: two apps, or two tests, share nothing.
 """
 
 from __future__ import annotations
@@ -39,8 +40,7 @@ import enum
 import logging
 import re
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -259,6 +259,8 @@ class Selector:
     """One compiled CEL expression."""
 
     expression: str
+    evaluator: Evaluator = field(compare=False, repr=False)
+    """The evaluator that compiled it, whose caches its evaluations use."""
     program: Any = None
     error: str | None = None
     """Why it does not compile (kube-scheduler would fail every allocation that uses it)."""
@@ -285,53 +287,142 @@ it runs); the interpreter here counts none, so an expression one evaluation of w
 longer than this is not judged from then on (a cost limit by time: each costly expression
 costs at most one slow evaluation)."""
 
-_COMPILED: dict[str, Selector] = {}
 _COMPILED_LIMIT = 4096
-_RESULTS: dict[tuple[str, object], Outcome] = {}
 _RESULTS_LIMIT = 1 << 18
-_LOGGED: set[str] = set()
 _LOGGED_LIMIT = 4096
 
 
-def compile_selector(expression: str) -> Selector:
-    """The compiled selector for `expression`, compiled once per process."""
-    hit = _COMPILED.get(expression)
-    if hit is not None:
-        return hit
-    sel = _compile(expression)
-    if len(_COMPILED) >= _COMPILED_LIMIT:
-        _COMPILED.clear()
-    _COMPILED[expression] = sel
-    if sel.error is not None:
-        _log_once(expression, f"CEL expression does not compile ({sel.error}): {expression!r}")
-    elif sel.unsupported is not None:
-        _log_once(expression, f"CEL expression uses {sel.unsupported}; not judged: {expression!r}")
-    return sel
+class Evaluator:
+    """Compiles selector expressions and evaluates them on devices, with the caches that make
+    that cheap: compiled selectors, results per what an expression reads, the expressions
+    already logged."""
+
+    def __init__(self) -> None:
+        self._compiled: dict[str, Selector] = {}
+        self._results: dict[tuple[str, object], Outcome] = {}
+        self._logged: set[str] = set()
+
+    def compile_selector(self, expression: str) -> Selector:
+        """The compiled selector for `expression`, compiled once per evaluator."""
+        hit = self._compiled.get(expression)
+        if hit is not None:
+            return hit
+        sel = _compile(expression, self)
+        if len(self._compiled) >= _COMPILED_LIMIT:
+            self._compiled.clear()
+        self._compiled[expression] = sel
+        if sel.error is not None:
+            self._log_once(
+                expression, f"CEL expression does not compile ({sel.error}): {expression!r}"
+            )
+        elif sel.unsupported is not None:
+            self._log_once(
+                expression, f"CEL expression uses {sel.unsupported}; not judged: {expression!r}"
+            )
+        return sel
+
+    def selectors_of(self, items: Any) -> tuple[tuple[Selector, ...], str | None]:
+        """Compiled selectors of a DeviceClass's or request's `selectors` list, and why they
+        are not judged (None when all are)."""
+        out: list[Selector] = []
+        for item in items or []:
+            expr = (
+                ((item or {}).get("cel") or {}).get("expression")
+                if isinstance(item, dict)
+                else None
+            )
+            if not isinstance(expr, str):
+                return (), "selector without a CEL expression"
+            sel = self.compile_selector(expr)
+            if sel.unsupported is not None:
+                return (), "unsupported_function"
+            out.append(sel)
+        return tuple(out), None
+
+    def evaluate(self, sel: Selector, device: Device) -> Outcome:
+        """Does `device` match `sel`? Cached per (expression, what it reads of the device)."""
+        if sel.refs is None:
+            key: object = id(device), device
+        else:
+            key = (device.driver, device.multi, *(_read(device, r) for r in sel.refs))
+        cache_key = (sel.expression, key)
+        hit = self._results.get(cache_key)
+        if hit is not None:
+            return hit
+        out = self._run(sel, device)
+        if len(self._results) >= _RESULTS_LIMIT:
+            self._results.clear()
+        if sel.refs is not None:
+            self._results[cache_key] = out
+        return out
+
+    def _run(self, sel: Selector, device: Device) -> Outcome:
+        started = time.perf_counter()
+        try:
+            context = cel.Context(
+                variables={"device": device_input(sel, device)}, functions=FUNCTIONS
+            )
+            result = sel.program.execute(context)
+        except Exception as e:  # KeyError, TypeError, ValueError, RuntimeError... from the binding
+            self._log_once(
+                sel.expression, f"CEL runtime error ({_first_line(e)}) in {sel.expression!r}"
+            )
+            return Outcome.ERROR
+        finally:
+            took = time.perf_counter() - started
+            if took > MAX_EVALUATION_SECONDS:
+                # Compiled anew as not judged: callers that look it up from now on skip it.
+                self._compiled[sel.expression] = Selector(
+                    sel.expression,
+                    self,
+                    unsupported=f"its cost (one evaluation took {took * 1e3:.0f} ms)",
+                )
+                self._log_once(
+                    sel.expression, f"CEL expression too costly, not judged: {sel.expression!r}"
+                )
+        if result is True:
+            return Outcome.MATCH
+        if result is False:
+            return Outcome.NO_MATCH
+        self._log_once(
+            sel.expression, f"CEL result {type(result).__name__}, not bool, in {sel.expression!r}"
+        )
+        return Outcome.ERROR
+
+    def _log_once(self, key: str, message: str) -> None:
+        if key in self._logged:
+            return
+        if len(self._logged) >= _LOGGED_LIMIT:
+            self._logged.clear()
+        self._logged.add(key)
+        log.warning("%s", message[:500])
 
 
-def _compile(expression: str) -> Selector:
+def _compile(expression: str, owner: Evaluator) -> Selector:
     if not isinstance(expression, str) or not expression.strip():
-        return Selector(str(expression), error="empty expression")
+        return Selector(str(expression), owner, error="empty expression")
     if len(expression.encode()) > MAX_EXPRESSION_BYTES:
-        return Selector(expression, unsupported=f"an expression over {MAX_EXPRESSION_BYTES} bytes")
+        return Selector(
+            expression, owner, unsupported=f"an expression over {MAX_EXPRESSION_BYTES} bytes"
+        )
     try:
         program = cel.compile(_DOMAIN.sub(_defaulted, expression))
         functions = program.functions()
         variables = program.variables()
     except Exception as e:  # the binding raises ValueError, and more on odd input
-        return Selector(expression, error=_first_line(e))
+        return Selector(expression, owner, error=_first_line(e))
     unknown = sorted(
         f for f in functions if f not in FUNCTIONS and f not in _BUILTINS and not _OPERATOR.match(f)
     )
     if unknown:
-        return Selector(expression, program, unsupported=f"function {unknown[0]}")
+        return Selector(expression, owner, program, unsupported=f"function {unknown[0]}")
     refused = typecheck.check(expression)
     if refused is not None:
-        return Selector(expression, program, error=refused)
+        return Selector(expression, owner, program, error=refused)
     free = [v for v in variables if v != "device"]
     bound = _bound_names(expression)
     if any(v not in bound for v in free):
-        return Selector(expression, program, error=f"undeclared reference to {free[0]!r}")
+        return Selector(expression, owner, program, error=f"undeclared reference to {free[0]!r}")
     refs: list[Ref] = []
     domains: set[tuple[str, str]] = set()
     for m in _DOMAIN.finditer(expression):
@@ -345,6 +436,7 @@ def _compile(expression: str) -> Selector:
     projected = not _DEVICE.search(rest)
     return Selector(
         expression,
+        owner,
         program,
         refs=tuple(sorted(set(refs))) if projected else None,
         domains=tuple(sorted(domains)),
@@ -369,24 +461,6 @@ def _bound_names(expression: str) -> set[str]:
             r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,", expression
         )
     )
-
-
-def evaluate(sel: Selector, device: Device) -> Outcome:
-    """Does `device` match `sel`? Cached per (expression, what it reads of the device)."""
-    if sel.refs is None:
-        key: object = id(device), device
-    else:
-        key = (device.driver, device.multi, *(_read(device, r) for r in sel.refs))
-    cache_key = (sel.expression, key)
-    hit = _RESULTS.get(cache_key)
-    if hit is not None:
-        return hit
-    out = _run(sel, device)
-    if len(_RESULTS) >= _RESULTS_LIMIT:
-        _RESULTS.clear()
-    if sel.refs is not None:
-        _RESULTS[cache_key] = out
-    return out
 
 
 def _read(device: Device, ref: Ref) -> object:
@@ -445,70 +519,16 @@ def device_input(sel: Selector, device: Device) -> dict[str, Any]:
     return out
 
 
-def _run(sel: Selector, device: Device) -> Outcome:
-    started = time.perf_counter()
-    try:
-        context = cel.Context(variables={"device": device_input(sel, device)}, functions=FUNCTIONS)
-        result = sel.program.execute(context)
-    except Exception as e:  # KeyError, TypeError, ValueError, RuntimeError... from the binding
-        _log_once(sel.expression, f"CEL runtime error ({_first_line(e)}) in {sel.expression!r}")
-        return Outcome.ERROR
-    finally:
-        took = time.perf_counter() - started
-        if took > MAX_EVALUATION_SECONDS:
-            # Compiled anew as not judged: callers that look it up from now on skip it.
-            _COMPILED[sel.expression] = Selector(
-                sel.expression, unsupported=f"its cost (one evaluation took {took * 1e3:.0f} ms)"
-            )
-            _log_once(sel.expression, f"CEL expression too costly, not judged: {sel.expression!r}")
-    if result is True:
-        return Outcome.MATCH
-    if result is False:
-        return Outcome.NO_MATCH
-    _log_once(
-        sel.expression, f"CEL result {type(result).__name__}, not bool, in {sel.expression!r}"
-    )
-    return Outcome.ERROR
-
-
 def matches_all(selectors: tuple[Selector, ...], device: Device) -> Outcome:
     """All of `selectors` in order, as the allocator runs them: the first non-match or error
     decides."""
     for sel in selectors:
-        out = evaluate(sel, device)
+        out = sel.evaluator.evaluate(sel, device)
         if out is not Outcome.MATCH:
             return out
     return Outcome.MATCH
 
 
-def selectors_of(items: Any) -> tuple[tuple[Selector, ...], str | None]:
-    """Compiled selectors of a DeviceClass's or request's `selectors` list, and why they are
-    not judged (None when all are)."""
-    out: list[Selector] = []
-    for item in items or []:
-        expr = ((item or {}).get("cel") or {}).get("expression") if isinstance(item, dict) else None
-        if not isinstance(expr, str):
-            return (), "selector without a CEL expression"
-        sel = compile_selector(expr)
-        if sel.unsupported is not None:
-            return (), "unsupported_function"
-        out.append(sel)
-    return tuple(out), None
-
-
-def _log_once(key: str, message: str) -> None:
-    if key in _LOGGED:
-        return
-    if len(_LOGGED) >= _LOGGED_LIMIT:
-        _LOGGED.clear()
-    _LOGGED.add(key)
-    log.warning("%s", message[:500])
-
-
 def _first_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return text[0][:200] if text else type(e).__name__
-
-
-def cache_sizes() -> Mapping[str, int]:
-    return {"compiled": len(_COMPILED), "results": len(_RESULTS)}

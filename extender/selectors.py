@@ -55,9 +55,11 @@ def driver_of(selectors: tuple[expressions.Selector, ...]) -> str | None:
     return None
 
 
-def parse_device_class(obj: dict[str, Any]) -> DeviceClassSelector:
+def parse_device_class(
+    obj: dict[str, Any], evaluator: expressions.Evaluator
+) -> DeviceClassSelector:
     name = str((obj.get("metadata") or {}).get("name") or "")
-    selectors, reason = expressions.selectors_of((obj.get("spec") or {}).get("selectors"))
+    selectors, reason = evaluator.selectors_of((obj.get("spec") or {}).get("selectors"))
     if reason is not None:
         return DeviceClassSelector(name, not_judged=reason)
     broken = next((s for s in selectors if s.error is not None), None)

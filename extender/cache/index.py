@@ -41,6 +41,8 @@ class Index:
         """The cluster's Kubernetes (major, minor), once read: DRA's allocator differs by
         release (distinctAttribute); None: the newest's semantics."""
         self.nodes: dict[str, NodeView] = {}
+        self.evaluator = expressions.Evaluator()
+        """Compiles and evaluates the CEL selectors of classes and requests (its caches)."""
         self.classes: dict[str, selectors.DeviceClassSelector] = {}
         """DeviceClasses by name, compiled."""
         self.classes_version = object()
@@ -330,7 +332,7 @@ class Index:
 
     def _upsert_class(self, obj: dict[str, Any]) -> None:
         name = resources.name_of(obj)
-        parsed = selectors.parse_device_class(obj)
+        parsed = selectors.parse_device_class(obj, self.evaluator)
         old = self.classes.get(name)
         if old is not None and old.expressions == parsed.expressions:
             return

@@ -6,14 +6,15 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from extender import allocation, selectors, topology
+from extender import allocation, expressions, selectors, topology
 from extender.cache.index import Index
 from extender.config import Settings
 from extender.topology import DeviceKey
 from tests.support import extender_objects as objects
 
+EVALUATOR = expressions.Evaluator()
 CLASSES = {
-    c["metadata"]["name"]: selectors.parse_device_class(c)
+    c["metadata"]["name"]: selectors.parse_device_class(c, EVALUATOR)
     for c in [
         *objects.classes(),
         objects.device_class("mig", "device.driver == 'gpu.nvidia.com'"),
@@ -45,7 +46,7 @@ def judge(
     **kw: Any,
 ) -> allocation.Verdict:
     spec = {"devices": {"requests": requests, "constraints": constraints or []}}
-    pod = allocation.parse_claims([spec], CLASSES)
+    pod = allocation.parse_claims([spec], CLASSES, EVALUATOR)
     return allocation.judge(pod, devices, in_use=lambda k: k[2] in used, classes=CLASSES, **kw)
 
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from extender import demand, selectors
+from extender import demand, expressions, selectors
 from extender.config import Settings
 from testbed import vocab
 from tests.support import extender_objects as objects
 
 NS = "ns"
-CLASSES = {c["metadata"]["name"]: selectors.parse_device_class(c) for c in objects.classes()}
+EVALUATOR = expressions.Evaluator()
+CLASSES = {
+    c["metadata"]["name"]: selectors.parse_device_class(c, EVALUATOR) for c in objects.classes()
+}
 
 
 def of(pod: dict[str, Any], *objs: dict[str, Any]) -> demand.Demand:

@@ -25,7 +25,8 @@ GPU = topology.device_of(
 
 
 def run(expression: str, device: topology.Device = GPU) -> Outcome:
-    return expressions.evaluate(expressions.compile_selector(expression), device)
+    evaluator = expressions.Evaluator()
+    return evaluator.evaluate(evaluator.compile_selector(expression), device)
 
 
 @pytest.mark.parametrize(
@@ -86,22 +87,26 @@ def test_quantities_parse_as_kubernetes_does(text: str, value: Fraction) -> None
 
 def test_results_are_cached_per_value_read_not_per_device() -> None:
     expr = "device.attributes['gpu.nvidia.com'].index == 7 && device.driver == 'gpu.nvidia.com'"
-    sel = expressions.compile_selector(expr)
+    evaluator = expressions.Evaluator()
+    sel = evaluator.compile_selector(expr)
     assert sel.refs == (("attributes", "gpu.nvidia.com", "index"),)
-    assert expressions.compile_selector(expr) is sel  # compiled once
+    assert evaluator.compile_selector(expr) is sel  # compiled once
 
 
 def test_an_expression_that_walks_the_device_is_not_projected() -> None:
-    sel = expressions.compile_selector("device.attributes.exists(d, d == 'gpu.nvidia.com')")
+    sel = expressions.Evaluator().compile_selector(
+        "device.attributes.exists(d, d == 'gpu.nvidia.com')"
+    )
     assert sel.judged and sel.refs is None
     assert run(sel.expression) is Outcome.MATCH
 
 
 def test_unsupported_functions_and_syntax_errors_are_told_apart() -> None:
-    assert expressions.compile_selector("device.driver.lowerAscii() == 'x'").unsupported
-    broken = expressions.compile_selector("device.driver ==")
+    evaluator = expressions.Evaluator()
+    assert evaluator.compile_selector("device.driver.lowerAscii() == 'x'").unsupported
+    broken = evaluator.compile_selector("device.driver ==")
     assert broken.error and not broken.judged
-    assert expressions.compile_selector("nothing == 1").error  # undeclared reference
+    assert evaluator.compile_selector("nothing == 1").error  # undeclared reference
 
 
 @pytest.mark.parametrize(

@@ -33,10 +33,11 @@ def _claim_with(expression: str) -> dict[str, Any]:
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
 @given(expressions_any)
 def test_any_expression_compiles_or_is_refused_and_evaluates_to_a_verdict(expression: str) -> None:
-    sel = expressions.compile_selector(expression)
+    evaluator = expressions.Evaluator()
+    sel = evaluator.compile_selector(expression)
     if sel.judged:
         for dev in CORE.index.nodes["n0"].devices.values():
-            assert isinstance(expressions.evaluate(sel, dev), expressions.Outcome)
+            assert isinstance(evaluator.evaluate(sel, dev), expressions.Outcome)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))

@@ -170,7 +170,7 @@ async def test_debug_is_off_unless_asked_and_admin_routes_can_move_apart(tmp_pat
 def test_a_selector_over_kubernetes_length_limit_is_not_judged() -> None:
     long = "device.driver == 'gpu.nvidia.com' && " + " && ".join(["true"] * 3000)
     assert len(long) > expressions.MAX_EXPRESSION_BYTES
-    sel = expressions.compile_selector(long)
+    sel = expressions.Evaluator().compile_selector(long)
     assert not sel.judged and "bytes" in str(sel.unsupported)
 
 
@@ -178,13 +178,14 @@ def test_a_selector_whose_evaluation_overran_the_limit_is_not_judged_from_then_o
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     expression = "[1, 2, 3].all(x, [4, 5, 6].exists(y, x < y)) && device.driver != 'lp'"
-    sel = expressions.compile_selector(expression)
+    evaluator = expressions.Evaluator()
+    sel = evaluator.compile_selector(expression)
     assert sel.judged
     monkeypatch.setattr(expressions, "MAX_EVALUATION_SECONDS", 0.0)  # every evaluation overruns
-    assert expressions.evaluate(sel, GPU) is expressions.Outcome.MATCH  # this one still counts
-    again = expressions.compile_selector(expression)
+    assert evaluator.evaluate(sel, GPU) is expressions.Outcome.MATCH  # this one still counts
+    again = evaluator.compile_selector(expression)
     assert not again.judged and "cost" in str(again.unsupported)
-    assert expressions.selectors_of([{"cel": {"expression": expression}}]) == (
+    assert evaluator.selectors_of([{"cel": {"expression": expression}}]) == (
         (),
         "unsupported_function",
     )

@@ -65,7 +65,10 @@ def test_syntax_it_does_not_follow_is_left_unchecked() -> None:
 
 
 def test_a_class_that_does_not_check_is_not_judged() -> None:
-    sel = expressions.compile_selector("device.model == 'H100'")
+    evaluator = expressions.Evaluator()
+    sel = evaluator.compile_selector("device.model == 'H100'")
     assert sel.error is not None and "undefined field" in sel.error
-    parsed = selectors.parse_device_class(objects.device_class("c", "device.model == 'H100'"))
+    parsed = selectors.parse_device_class(
+        objects.device_class("c", "device.model == 'H100'"), evaluator
+    )
     assert parsed.not_judged == "does_not_compile"
