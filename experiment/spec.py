@@ -366,10 +366,10 @@ def unknown_extender_flags(exp: Experiment, serve_help: str) -> list[str]:
 
 
 def _serves_workloads(v: Variant) -> bool:
-    """The variant's cluster serves the Workload API's v1beta1 native gangs are made of."""
-    minor = int((v.kubernetes or bins.DEFAULT_RELEASE).split(".")[1])
-    first = int(vocab.WORKLOAD_RELEASE.split(".")[1])
-    return minor >= first and v.feature_gates.get(vocab.WORKLOAD_GATE, False)
+    """The variant's cluster serves a Workload API version and runs the gang plugin: its
+    release has one and `featureGates` turns on every gate that release needs for it."""
+    gates = vocab.WORKLOAD_GATES.get(v.kubernetes or bins.DEFAULT_RELEASE)
+    return gates is not None and all(v.feature_gates.get(g, False) for g in gates)
 
 
 def check(exp: Experiment) -> list[str]:
@@ -402,9 +402,11 @@ def check(exp: Experiment) -> list[str]:
                 where = f" (variant {v.name})" if v.device_plugin or v.workload_params else ""
                 raise SpecError(f"workloads.{i}{where}: {e}") from None
             if any(p.native_gang for p in built.phases) and not _serves_workloads(v):
+                release = v.kubernetes or bins.DEFAULT_RELEASE
+                gates = vocab.WORKLOAD_GATES.get(release, (vocab.WORKLOAD_GATE,))
+                wanted = ", ".join(f"{g}: true" for g in gates)
                 raise SpecError(
                     f"workloads.{i} (variant {v.name}): native gangs need Kubernetes "
-                    f"{vocab.WORKLOAD_RELEASE} or later with featureGates: "
-                    f"{{{vocab.WORKLOAD_GATE}: true}}"
+                    f"{vocab.WORKLOAD_RELEASE} or later with featureGates: {{{wanted}}}"
                 )
     return sorted(set(releases)) or [bins.DEFAULT_RELEASE]

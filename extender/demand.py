@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from extender import selectors
 from extender.config import Settings
-from testbed import vocab
+from testbed import vocab, workloads
 
 Alignment = Literal["pcie-root", "numa"]
 Locality = Literal["rack", "block"]
@@ -88,13 +88,13 @@ def role_of(klass: selectors.DeviceClassSelector | None, settings: Settings) -> 
 
 
 def pod_group(pod: dict[str, Any]) -> str | None:
-    """The Workload API PodGroup the pod names (`spec.schedulingGroup.podGroupName`)."""
-    group = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
-    return group if isinstance(group, str) and group else None
+    """The Workload API group the pod names: its PodGroup (`spec.schedulingGroup`, 1.36 on)
+    or, on 1.35, its Workload's pod group (`spec.workloadRef`)."""
+    return workloads.group_of(pod.get("spec") or {})
 
 
 def job_of(pod: dict[str, Any], settings: Settings) -> str | None:
-    """The pod's gang: the Workload API PodGroup it names (1.37), else the gang label, else
+    """The pod's gang: the Workload API group it names (1.35 on), else the gang label, else
     its Job. Sibling pods are watched by label (see cache.store), so a PodGroup's pods are
     followed when they also carry a gang or Job label, as every Job's pods do."""
     meta = pod.get("metadata") or {}

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from loadgen import placement, templates
-from testbed import heartbeats, units, vocab
+from testbed import heartbeats, units, vocab, workloads
 
 _TOPOLOGY: Final = (vocab.LABEL_RACK, vocab.LABEL_BLOCK)
 # Watch restart reasons, mildest first: a gap keeps its worst.
@@ -291,9 +291,9 @@ def scheduling_verdict(status: dict[str, Any]) -> str | None:
 
 
 def gang_of(labels: dict[str, str], spec: dict[str, Any]) -> str | None:
-    """A pod's gang: the PodGroup it names (the Workload API's), else the private label."""
-    group = (spec.get("schedulingGroup") or {}).get("podGroupName")
-    return str(group) if group else labels.get(vocab.LABEL_GANG)
+    """A pod's gang: the Workload API group it names (a PodGroup, or on 1.35 a Workload's
+    pod group), else the private label."""
+    return workloads.group_of(spec) or labels.get(vocab.LABEL_GANG)
 
 
 def device_attribute(attrs: dict[str, Any], driver: str, name: str) -> str | None:

@@ -33,6 +33,7 @@ from loadgen import (
     workload_api,
 )
 from loadgen.scenarios import Phase, Scenario, resolve
+from testbed import vocab
 from testbed.kube import errors, resources
 from testbed.kube.client import Kube
 
@@ -88,7 +89,7 @@ async def run(
     await kube.request("GET", "/version", retry=False)
     await _check_device_classes(kube, scenario)
     try:
-        await workload_api.check(kube, scenario)
+        gangs = await workload_api.check(kube, scenario)
     except workload_api.Unsupported as e:
         raise Unsupported(str(e)) from None
     await _check_run_id_free(kube, settings.run_id)
@@ -131,7 +132,7 @@ async def run(
                 break
             pr = outcome.PhaseResult(phase=phase, started=watcher.clock())
             result.phases.append(pr)
-            await _run_phase(kube, watcher, phase, pr, settings, stop)
+            await _run_phase(kube, watcher, phase, pr, settings, stop, gangs)
     except (driver.DriverError, errors.KubeError, RunError) as e:
         result.error = str(e)
         log.info("run %s failed: %s", settings.run_id, e)
@@ -277,19 +278,19 @@ async def _create_shared_claims(
 
 
 async def _create_pod_groups(
-    kube: Kube, phase: Phase, settings: outcome.Settings, stop: asyncio.Event
+    kube: Kube, phase: Phase, settings: outcome.Settings, stop: asyncio.Event, version: str
 ) -> None:
-    """Each native gang's Workload and PodGroup, before its Job (as fast as allowed), so no
-    pod of a gang waits for its group to appear."""
+    """Each native gang's Workload and (where `version` has them) PodGroup, before its Job
+    (as fast as allowed), so no pod of a gang waits for its group to appear."""
     pacing = driver.Pacing(qps=0, max_in_flight=settings.max_in_flight)
-    for res, make in (
-        (resources.WORKLOADS, templates.workload),
-        (resources.POD_GROUPS, templates.pod_group),
-    ):
+    kinds = [(workload_api.workloads(version), templates.workload)]
+    if workload_api.standalone(version):
+        kinds.append((workload_api.pod_groups(version), templates.pod_group))
+    for res, make in kinds:
         await driver.create_objects(
             kube,
             res,
-            lambda i, make=make: make(phase, i, settings.run_id),  # type: ignore[misc]
+            lambda i, make=make: make(phase, i, settings.run_id, version),  # type: ignore[misc]
             range(phase.count),
             pacing,
             stats=outcome.CreateStats(),
@@ -304,7 +305,9 @@ async def _run_phase(
     pr: outcome.PhaseResult,
     settings: outcome.Settings,
     stop: asyncio.Event,
+    gangs: str | None = None,
 ) -> None:
+    """`gangs`: the Workload API version native gangs are made with (from the check)."""
     spec = templates.pod_spec(phase, settings.node_selector, settings.scheduler_name)
     res = resources.JOBS if phase.kind == "jobs" else resources.PODS
     counts = records.phase_counts(watcher.records, phase.name)
@@ -332,13 +335,15 @@ async def _run_phase(
 
             await waiting.until(room, "Running", lambda: counts.running, made)
 
+    version = gangs or vocab.WORKLOAD_VERSION
+
     def build(i: int) -> dict[str, object]:
-        return templates.build(phase, i, settings.run_id, spec)
+        return templates.build(phase, i, settings.run_id, spec, version)
 
     if phase.claim.shared_by > 1 and phase.claim.uses_dra:
         await _create_shared_claims(kube, phase, settings, stop)
     if phase.native_gang:
-        await _create_pod_groups(kube, phase, settings, stop)
+        await _create_pod_groups(kube, phase, settings, stop, version)
 
     for wave in _wave_ranges(phase):
         pr.waves += 1

@@ -237,37 +237,62 @@ def pod(phase: Phase, index: int, run_id: str, spec: dict[str, Any]) -> dict[str
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
-# The one pod group template of a native gang's Workload.
+# The one pod group (template) of a native gang's Workload.
 POD_GROUP_TEMPLATE: Final = "workers"
 
 
-def workload(phase: Phase, index: int, run_id: str) -> dict[str, Any]:
-    """The Workload of native gang `index`: one pod group template with the gang policy."""
-    return {
-        "apiVersion": vocab.WORKLOAD_API_VERSION,
-        "kind": "Workload",
-        "metadata": _gang_metadata(phase, index, run_id),
-        "spec": {
+def workload(
+    phase: Phase, index: int, run_id: str, version: str = vocab.WORKLOAD_VERSION
+) -> dict[str, Any]:
+    """The Workload of native gang `index` in the Workload API's `version`: one pod group
+    (template) with the gang policy. v1alpha1 (1.35) holds the group itself (`podGroups`,
+    `policy`); later versions hold a template a PodGroup object is made from."""
+    if version == "v1alpha1":
+        groups = {"podGroups": [{"name": POD_GROUP_TEMPLATE, "policy": _gang_policy(phase)}]}
+    else:
+        groups = {
             "podGroupTemplates": [
                 {"name": POD_GROUP_TEMPLATE, "schedulingPolicy": _gang_policy(phase)}
             ]
-        },
+        }
+    return {
+        "apiVersion": f"{vocab.SCHEDULING_GROUP}/{version}",
+        "kind": "Workload",
+        "metadata": _gang_metadata(phase, index, run_id),
+        "spec": groups,
     }
 
 
-def pod_group(phase: Phase, index: int, run_id: str) -> dict[str, Any]:
+def pod_group(
+    phase: Phase, index: int, run_id: str, version: str = vocab.WORKLOAD_VERSION
+) -> dict[str, Any]:
     """The PodGroup of native gang `index` (named as its Job): all of the Job's concurrent
-    pods or none (`gang.minCount`), made from its Workload's template."""
+    pods or none (`gang.minCount`), made from its Workload's template. v1alpha2 (1.36) names
+    the template as `podGroupTemplateRef.workload`, v1beta1 (1.37) as `workloadRef`."""
     name = object_name(phase, index)
+    ref: dict[str, Any]
+    if version == "v1alpha2":
+        ref = {
+            "podGroupTemplateRef": {
+                "workload": {"workloadName": name, "podGroupTemplateName": POD_GROUP_TEMPLATE}
+            }
+        }
+    else:
+        ref = {"workloadRef": {"workloadName": name, "templateName": POD_GROUP_TEMPLATE}}
     return {
-        "apiVersion": vocab.WORKLOAD_API_VERSION,
+        "apiVersion": f"{vocab.SCHEDULING_GROUP}/{version}",
         "kind": "PodGroup",
         "metadata": _gang_metadata(phase, index, run_id),
-        "spec": {
-            "workloadRef": {"workloadName": name, "templateName": POD_GROUP_TEMPLATE},
-            "schedulingPolicy": _gang_policy(phase),
-        },
+        "spec": ref | {"schedulingPolicy": _gang_policy(phase)},
     }
+
+
+def group_ref(name: str, version: str = vocab.WORKLOAD_VERSION) -> dict[str, Any]:
+    """The pod spec fields naming native gang `name`'s group: `schedulingGroup` (1.36 on),
+    or in v1alpha1 (1.35) `workloadRef` to the Workload and its pod group."""
+    if version == "v1alpha1":
+        return {"workloadRef": {"name": name, "podGroup": POD_GROUP_TEMPLATE}}
+    return {"schedulingGroup": {"podGroupName": name}}
 
 
 def _gang_metadata(phase: Phase, index: int, run_id: str) -> dict[str, Any]:
@@ -282,13 +307,19 @@ def _gang_policy(phase: Phase) -> dict[str, Any]:
     return {"gang": {"minCount": phase.concurrent}}
 
 
-def job(phase: Phase, index: int, run_id: str, spec: dict[str, Any]) -> dict[str, Any]:
+def job(
+    phase: Phase,
+    index: int,
+    run_id: str,
+    spec: dict[str, Any],
+    workload_version: str = vocab.WORKLOAD_VERSION,
+) -> dict[str, Any]:
     """One Job of `phase.parallelism` x `phase.completions` pods; gangs label their pods, or
-    (native gangs) name their PodGroup."""
+    (native gangs) name their group in the Workload API's `workload_version`."""
     name = object_name(phase, index)
     template_meta = _pod_metadata(phase, run_id)
     if phase.native_gang:
-        spec = spec | {"schedulingGroup": {"podGroupName": name}}
+        spec = spec | group_ref(name, workload_version)
     elif phase.gang:
         template_meta["labels"][vocab.LABEL_GANG] = name
     return {
@@ -308,7 +339,15 @@ def job(phase: Phase, index: int, run_id: str, spec: dict[str, Any]) -> dict[str
     }
 
 
-def build(phase: Phase, index: int, run_id: str, spec: dict[str, Any]) -> dict[str, Any]:
-    """The object number `index` of `phase`: a pod or a Job."""
-    maker = job if phase.kind == "jobs" else pod
-    return maker(phase, index, run_id, spec)
+def build(
+    phase: Phase,
+    index: int,
+    run_id: str,
+    spec: dict[str, Any],
+    workload_version: str = vocab.WORKLOAD_VERSION,
+) -> dict[str, Any]:
+    """The object number `index` of `phase`: a pod or a Job (native gangs' Jobs name their
+    group in the Workload API's `workload_version`)."""
+    if phase.kind == "jobs":
+        return job(phase, index, run_id, spec, workload_version)
+    return pod(phase, index, run_id, spec)

@@ -1,8 +1,11 @@
-"""Native gangs need the Workload API served: where it is not, say which release or gate.
+"""Native gangs need the Workload API served: find the version the cluster serves, or say
+which release or gate is missing.
 
 Checked before anything is created. A PodGroup the API server does not serve would fail the
-first create, and a pod naming a PodGroup on a scheduler without the gang plugin would be
-scheduled pod by pod: either way the run would not measure what it says.
+first create, and a pod naming a group on a scheduler without the gang plugin would be
+scheduled pod by pod: either way the run would not measure what it says. Each release serves
+one version (`vocab.WORKLOAD_VERSIONS`: v1beta1 in 1.37, v1alpha2 in 1.36, v1alpha1 in
+1.35), so the version is discovered, never assumed from the release.
 """
 
 from __future__ import annotations
@@ -11,8 +14,10 @@ import re
 
 from loadgen.scenarios import Scenario
 from testbed import vocab
-from testbed.kube import errors, resources
+from testbed.cluster import feature_gates
+from testbed.kube import errors
 from testbed.kube.client import Kube
+from testbed.kube.resources import Resource
 
 _MINOR = re.compile(r"^v?1\.(\d+)")
 
@@ -25,35 +30,91 @@ def needed(scenario: Scenario) -> bool:
     return any(p.native_gang for p in scenario.phases)
 
 
-def problem(git_version: str, served: bool) -> str | None:
-    """Why native gangs cannot run on a cluster of `git_version` that does (not) serve the
-    PodGroups of the Workload API's v1beta1 (pure); None when they can."""
-    if served:
-        return None
-    wanted = f"native gangs need {vocab.WORKLOAD_API_VERSION} PodGroups"
+def standalone(version: str) -> bool:
+    """The version has PodGroup objects (v1alpha2 on); v1alpha1 holds groups in the Workload."""
+    return version != "v1alpha1"
+
+
+def workloads(version: str) -> Resource:
+    return Resource(vocab.SCHEDULING_GROUP, version, "workloads", "Workload", namespaced=True)
+
+
+def pod_groups(version: str) -> Resource:
+    return Resource(vocab.SCHEDULING_GROUP, version, "podgroups", "PodGroup", namespaced=True)
+
+
+def release_of(git_version: str) -> str | None:
+    """`1.NN` of a `/version` gitVersion (`v1.36.4` -> `1.36`); None if unreadable (pure)."""
     m = _MINOR.match(git_version)
-    if m and int(m.group(1)) < int(vocab.WORKLOAD_RELEASE.split(".")[1]):
+    return f"1.{m.group(1)}" if m else None
+
+
+def problem(git_version: str, version: str | None, off: tuple[str, ...] = ()) -> str | None:
+    """Why native gangs cannot run on a cluster of `git_version` that serves the Workload API
+    as `version` (None: not at all) and reports the gates `off` (pure); None when they can."""
+    release = release_of(git_version)
+    gates = vocab.WORKLOAD_GATES.get(release or "", (vocab.WORKLOAD_GATE,))
+    flags = ",".join(f"{g}=true" for g in gates)
+    if version is not None and not off:
+        return None
+    if version is not None:
         return (
-            f"{wanted}: Kubernetes {git_version} has no such API (it starts in "
-            f"{vocab.WORKLOAD_RELEASE}; use the gang scenario without native=true)"
+            f"native gangs need the scheduler's gang plugin: Kubernetes {git_version} serves "
+            f"the Workload API but runs with {' and '.join(off)} off "
+            f"(testbed up --feature-gates {flags})"
+        )
+    first = vocab.WORKLOAD_RELEASE
+    if release is not None and int(release.split(".")[1]) < int(first.split(".")[1]):
+        return (
+            f"native gangs need the Workload API: Kubernetes {git_version} has no such API (it "
+            f"starts in {first}; use the gang scenario without native=true)"
         )
     return (
-        f"{wanted}: Kubernetes {git_version} serves them only with the feature gate "
-        f"{vocab.WORKLOAD_GATE}=true (testbed up --feature-gates {vocab.WORKLOAD_GATE}=true)"
+        f"native gangs need the Workload API: Kubernetes {git_version} serves it only with "
+        f"the feature gates {flags} (testbed up --feature-gates {flags})"
     )
 
 
-async def check(kube: Kube, scenario: Scenario) -> None:
-    """Unsupported unless every native gang of `scenario` can be created and scheduled."""
-    if not needed(scenario):
-        return
-    version = await kube.request("GET", "/version", retry=False)
-    git_version = str((version or {}).get("gitVersion", "unknown"))
+async def served_version(kube: Kube) -> str | None:
+    """The Workload API version the cluster serves with everything native gangs create
+    (Workload, and PodGroup where the version has them), newest first; None if none."""
+    for version in dict.fromkeys(vocab.WORKLOAD_VERSIONS.values()):
+        try:
+            listing = await kube.request("GET", f"/apis/{vocab.SCHEDULING_GROUP}/{version}")
+        except errors.NotFound:
+            continue
+        plurals = {r.get("name") for r in (listing or {}).get("resources") or []}
+        if workloads(version).plural in plurals and (
+            not standalone(version) or pod_groups(version).plural in plurals
+        ):
+            return version
+    return None
+
+
+async def _gates_off(kube: Kube, release: str | None) -> tuple[str, ...]:
+    """The gates native gangs need on `release` that the API server reports off (its
+    /metrics; the local cluster's components share one gate set). Nothing when it does not
+    say: a cluster that hides its metrics is not refused on a guess."""
+    needed_gates = vocab.WORKLOAD_GATES.get(release or "", ())
+    if len(needed_gates) < 2:
+        return ()  # 1.37: serving the API is the gate
     try:
-        listing = await kube.request("GET", f"/apis/{vocab.WORKLOAD_API_VERSION}")
-    except errors.NotFound:
-        listing = None
-    plurals = {r.get("name") for r in (listing or {}).get("resources") or []}
-    served = resources.POD_GROUPS.plural in plurals and resources.WORKLOADS.plural in plurals
-    if (text := problem(git_version, served)) is not None:
+        text = await kube.request("GET", "/metrics", retry=False, text=True)
+    except errors.KubeError:
+        return ()
+    state = feature_gates.enabled_in(str(text))
+    return tuple(g for g in needed_gates if state.get(g) is False)
+
+
+async def check(kube: Kube, scenario: Scenario) -> str | None:
+    """The Workload API version the scenario's native gangs are made with (None: it has
+    none); Unsupported unless every one of them can be created and scheduled."""
+    if not needed(scenario):
+        return None
+    info = await kube.request("GET", "/version", retry=False)
+    git_version = str((info or {}).get("gitVersion", "unknown"))
+    version = await served_version(kube)
+    off = await _gates_off(kube, release_of(git_version)) if version is not None else ()
+    if (text := problem(git_version, version, off)) is not None:
         raise Unsupported(text)
+    return version

@@ -19,8 +19,22 @@ SCHEDULING_GROUP: Final = "scheduling.k8s.io"
 WORKLOAD_VERSION: Final = "v1beta1"
 WORKLOAD_API_VERSION: Final = f"{SCHEDULING_GROUP}/{WORKLOAD_VERSION}"
 WORKLOAD_GATE: Final = "GenericWorkload"
-WORKLOAD_RELEASE: Final = "1.37"
-"""The first release whose Workload API (v1beta1) native gangs are written against."""
+GANG_GATE: Final = "GangScheduling"
+"""The gang plugin's own gate in 1.35 and 1.36 (folded into GenericWorkload in 1.37)."""
+WORKLOAD_VERSIONS: Final[dict[str, str]] = {
+    "1.37": "v1beta1",  # Workload + standalone PodGroup; pods: spec.schedulingGroup
+    "1.36": "v1alpha2",  # the same shape (PodGroup spec.podGroupTemplateRef)
+    "1.35": "v1alpha1",  # Workload with its podGroups inline; pods: spec.workloadRef
+}
+"""The Workload API version each release serves (newest first), read from its k8s.io/api."""
+WORKLOAD_GATES: Final[dict[str, tuple[str, ...]]] = {
+    "1.37": (WORKLOAD_GATE,),
+    "1.36": (WORKLOAD_GATE, GANG_GATE),
+    "1.35": (WORKLOAD_GATE, GANG_GATE),
+}
+"""The gates a release needs on for native gangs: the API, and the scheduler's gang plugin."""
+WORKLOAD_RELEASE: Final = "1.35"
+"""The first release with a Workload API (v1alpha1)."""
 
 # DRA drivers imitated by the fleet.
 GPU_DRIVER: Final = "gpu.nvidia.com"

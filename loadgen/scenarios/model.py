@@ -270,9 +270,11 @@ class Phase(_Model):
     """Jobs only: every Job's pods are a gang, labelled with the Job's name (span and time
     to all Running are reported)."""
     native_gang: bool = False
-    """Gangs as the Workload API has them (1.37, GenericWorkload): a Workload and a PodGroup
-    per Job (gang policy, minCount = the Job's parallelism) its pods name in
-    `spec.schedulingGroup`, and no private label; the scheduler then binds all or none."""
+    """Gangs as the Workload API has them, in the version the cluster serves (1.35 on, with
+    GenericWorkload and before 1.37 GangScheduling): a Workload and a PodGroup per Job (gang
+    policy, minCount = the Job's parallelism) its pods name in `spec.schedulingGroup` (on
+    1.35 a Workload holding the group, named in `spec.workloadRef`), and no private label;
+    the scheduler then binds all or none."""
     run_time: Duration | None = None
     """How long each pod runs before kwok completes it (Jobs only; bare pods run on)."""
     qps: float | None = Field(None, gt=0)

@@ -64,9 +64,9 @@ class GangParams(_Params):
     size: int = Field(4, ge=1, le=1000)
     run_time: Duration = 3600.0
     native: bool = False
-    """Each gang a Workload API PodGroup (Kubernetes 1.37 with GenericWorkload on), placed
-    all or nothing by kube-scheduler; else (today's way) a private label only the extender
-    reads."""
+    """Each gang a Workload API group (Kubernetes 1.35 on, in the version it serves, with
+    GenericWorkload and before 1.37 GangScheduling on), placed all or nothing by
+    kube-scheduler; else (today's way) a private label only the extender reads."""
 
 
 class AlignmentParams(_Params):

@@ -124,7 +124,14 @@ def test_gang_label_takes_precedence_over_job_name() -> None:
 def test_a_pod_group_is_the_gang_ahead_of_label_and_job() -> None:
     pod = objects.pod(NS, "p", labels={vocab.LABEL_JOB_NAME: "j", vocab.LABEL_GANG: "g"})
     pod["spec"]["schedulingGroup"] = {"podGroupName": "pg"}
-    assert of(pod).job == "ns/pg"
+    assert of(pod).job == "ns/pg" and of(pod).group
+
+
+def test_a_1_35_pod_follows_its_workloads_pod_group_as_its_gang() -> None:
+    pod = objects.pod(NS, "p", labels={vocab.LABEL_JOB_NAME: "j"})
+    pod["spec"]["workloadRef"] = {"name": "train", "podGroup": "workers"}
+    d = of(pod)
+    assert d.job == "ns/train/workers" and d.group
 
 
 def _numa_spec(gpus: int, nics: int) -> dict[str, Any]:

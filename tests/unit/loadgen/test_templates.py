@@ -228,6 +228,35 @@ def test_a_native_gang_job_names_its_pod_group_and_carries_no_private_label() ->
     ]
 
 
+def test_on_1_36_the_pod_group_names_its_template_as_v1alpha2_has_it() -> None:
+    phase = _gang_phase(True)
+    group = templates.pod_group(phase, 1, "r1", "v1alpha2")
+    assert group["apiVersion"] == "scheduling.k8s.io/v1alpha2"
+    assert group["spec"] == {
+        "podGroupTemplateRef": {
+            "workload": {"workloadName": "gang-000001", "podGroupTemplateName": "workers"}
+        },
+        "schedulingPolicy": {"gang": {"minCount": 4}},
+    }
+    workload = templates.workload(phase, 1, "r1", "v1alpha2")
+    assert workload["spec"]["podGroupTemplates"][0]["schedulingPolicy"] == {"gang": {"minCount": 4}}
+    job = templates.build(phase, 1, "r1", templates.pod_spec(phase, {}), "v1alpha2")
+    assert job["spec"]["template"]["spec"]["schedulingGroup"] == {"podGroupName": "gang-000001"}
+
+
+def test_on_1_35_the_workload_holds_the_group_and_pods_name_it_by_workload_ref() -> None:
+    phase = _gang_phase(True)
+    workload = templates.workload(phase, 1, "r1", "v1alpha1")
+    assert workload["apiVersion"] == "scheduling.k8s.io/v1alpha1"
+    assert workload["spec"] == {
+        "podGroups": [{"name": "workers", "policy": {"gang": {"minCount": 4}}}]
+    }
+    job = templates.build(phase, 1, "r1", templates.pod_spec(phase, {}), "v1alpha1")
+    spec = job["spec"]["template"]["spec"]
+    assert spec["workloadRef"] == {"name": "gang-000001", "podGroup": "workers"}
+    assert "schedulingGroup" not in spec
+
+
 def test_a_labelled_gang_job_keeps_the_private_label_and_no_scheduling_group() -> None:
     phase = _gang_phase(False)
     template = templates.job(phase, 0, "r1", templates.pod_spec(phase, {}))["spec"]["template"]

@@ -1,4 +1,5 @@
-"""Native gangs on a cluster without the Workload API: one line naming the release or gate."""
+"""Native gangs on a cluster without the Workload API, or without the gang plugin's gate: one
+line naming the release or gates."""
 
 from __future__ import annotations
 
@@ -6,19 +7,38 @@ from loadgen import workload_api
 from loadgen.scenarios import load
 
 
-def test_an_older_release_is_named_with_the_release_the_api_starts_in() -> None:
-    text = workload_api.problem("v1.36.4", served=False)
+def test_a_release_before_the_api_is_named_with_the_release_the_api_starts_in() -> None:
+    text = workload_api.problem("v1.34.2", None)
     assert text is not None
-    assert "Kubernetes v1.36.4 has no such API (it starts in 1.37" in text
+    assert "Kubernetes v1.34.2 has no such API (it starts in 1.35" in text
     assert "\n" not in text
 
 
-def test_1_37_without_the_gate_names_the_gate() -> None:
-    text = workload_api.problem("v1.37.2", served=False)
-    assert text is not None and "GenericWorkload=true" in text
+def test_each_release_without_the_api_names_the_gates_it_needs() -> None:
+    text = workload_api.problem("v1.37.2", None)
+    assert text is not None and "feature gates GenericWorkload=true " in text
+    for old in ("v1.36.4", "v1.35.8"):
+        text = workload_api.problem(old, None)
+        assert text is not None and "GenericWorkload=true,GangScheduling=true" in text, text
+
+
+def test_the_api_served_but_the_gang_plugin_off_is_refused_naming_its_gate() -> None:
+    text = workload_api.problem("v1.36.4", "v1alpha2", ("GangScheduling",))
+    assert text is not None and "runs with GangScheduling off" in text
+    assert "--feature-gates GenericWorkload=true,GangScheduling=true" in text
 
 
 def test_a_serving_cluster_has_no_problem_and_only_native_gangs_need_it() -> None:
-    assert workload_api.problem("v1.37.2", served=True) is None
+    for version in ("v1beta1", "v1alpha2", "v1alpha1"):
+        assert workload_api.problem("v1.37.2", version) is None
     assert workload_api.needed(load("gang", {"native": "true"}))
     assert not workload_api.needed(load("gang", {}))
+
+
+def test_only_1_35s_v1alpha1_has_no_pod_group_objects() -> None:
+    assert not workload_api.standalone("v1alpha1")
+    assert workload_api.standalone("v1alpha2") and workload_api.standalone("v1beta1")
+    assert workload_api.pod_groups("v1alpha2").path("ns") == (
+        "/apis/scheduling.k8s.io/v1alpha2/namespaces/ns/podgroups"
+    )
+    assert workload_api.release_of("v1.36.4") == "1.36" and workload_api.release_of("x") is None

@@ -1,0 +1,124 @@
+"""Native gangs on the releases before 1.37, each through the Workload API version it serves:
+1.36's v1alpha2 (Workload + PodGroup, pods name it in `spec.schedulingGroup`) and 1.35's
+v1alpha1 (a Workload holding its pod group, pods name it in `spec.workloadRef`), with the gates
+each release names (GenericWorkload for the API, GangScheduling for the scheduler's plugin).
+
+One cluster per release, `<test cluster>-r1NN` (kube-scheduler without the extender), made for
+this module and torn down after it unless it was already running. Select a release with
+`-k 1.36` or `-k 1.35`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from extender import demand
+from extender.config import Settings
+from loadgen import records, runner, scenarios, templates, workload_api
+from loadgen.scenarios import Phase, Scenario
+from testbed import vocab
+from testbed.cluster import local
+from testbed.kube import resources as r
+from testbed.kube.client import ClientSettings, Kube
+from tests.support.private_fleet import Fleet, make_fleet, remove_fleet
+
+# A cold cluster on a release not built yet would build it here: never in a test run.
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
+
+VERSIONS = {"1.36": "v1alpha2", "1.35": "v1alpha1"}
+
+
+@pytest.fixture(scope="module", params=sorted(VERSIONS, reverse=True))
+def release_cluster(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
+    release = str(request.param)
+    base = os.environ.get("DRA_TESTBED_TEST_CLUSTER", local.DEFAULT_NAME)
+    gates = dict.fromkeys(vocab.WORKLOAD_GATES[release], True)
+    name = f"{base}-r{release.replace('.', '')}"
+    config = local.ClusterConfig(name=name, extender=False, kubernetes=release, feature_gates=gates)
+    cluster = local.LocalCluster(config)
+    status, created = cluster.up(build=False)
+    try:
+        yield release, str(status.kubeconfig)
+    finally:
+        if created and not os.environ.get("DRA_TESTBED_KEEP_CLUSTER"):
+            cluster.down()
+
+
+@pytest.fixture(scope="module")
+async def release_kube(release_cluster: tuple[str, str]) -> AsyncIterator[Kube]:
+    client = await Kube.connect(
+        kubeconfig=release_cluster[1], settings=ClientSettings(qps=500, burst=1000)
+    )
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+async def release_fleet(
+    release_kube: Kube, release_cluster: tuple[str, str]
+) -> AsyncIterator[Fleet]:
+    f = await make_fleet(release_kube, release_cluster[1], nodes=4)
+    try:
+        yield f
+    finally:
+        await remove_fleet(release_kube, release_cluster[1], f)
+
+
+def _gangs(gangs: int, size: int, timeout: float = 120.0) -> Scenario:
+    """`gangs` native gang Jobs of `size` whole-node pods (8 GPUs + 8 aligned NICs), each left
+    until placed or refused (at most `timeout` s): on 4 nodes, two gangs of 3 cannot both run."""
+    base = scenarios.load("gang", {"gangs": str(gangs), "size": str(size), "native": "true"})
+    phase = base.phases[0]
+    settled = phase.model_copy(update={"wait": "settled", "timeout": timeout})
+    return base.model_copy(update={"phases": [Phase.model_validate(settled.model_dump())]})
+
+
+async def test_the_release_serves_its_own_workload_api_version(
+    release_cluster: tuple[str, str], release_kube: Kube
+) -> None:
+    release, _ = release_cluster
+    assert await workload_api.served_version(release_kube) == VERSIONS[release]
+    # The check passes: the API served and the gang plugin's gate reported on.
+    assert await workload_api.check(release_kube, _gangs(1, 2)) == VERSIONS[release]
+
+
+async def test_native_gangs_bind_all_or_nothing_and_the_extender_reads_their_group(
+    release_cluster: tuple[str, str], release_kube: Kube, release_fleet: Fleet
+) -> None:
+    release, _ = release_cluster
+    version = VERSIONS[release]
+    params = release_fleet.settings(qps=50, allow_unschedulable=True, stall_timeout=90, keep=True)
+    res = await runner.run(release_kube, _gangs(2, 3, 45.0), params)
+    if workload_api.standalone(version):
+        # 1.36 places a PodGroup in one cycle: the gang that cannot fit is refused at once.
+        assert res.error is None, res.error
+    else:
+        # 1.35's gang plugin waits at Permit: the gang that cannot fit holds one pod there,
+        # neither bound nor refused, for up to 5 minutes (DefaultSchedulingTimeoutDuration).
+        assert res.error == "phase gang: 5 of 6 pods settled after 45s", res.error
+    states = records.gang_states(res.records, {"gang": 3})
+    assert len(states) == 2 and sum(s.seen for s in states.values()) == 6, states
+    # One gang fits (3 of the 4 nodes), the other cannot: none of its pods is bound.
+    assert sorted(s.scheduled for s in states.values()) == [0, 3], states
+    assert not any(s.partial for s in states.values())
+    (bound,) = [s for s in states.values() if s.scheduled]
+    assert bound.nodes == 3
+    if workload_api.standalone(version):
+        assert set(states) == {"gang-000000", "gang-000001"}
+    else:
+        assert set(states) == {"gang-000000/workers", "gang-000001/workers"}
+
+    # The pods as the API server kept them name their group the release's way, and the
+    # extender takes that group as the gang (ahead of the Job label every pod also has).
+    ns = templates.namespace_name(res.run_id)
+    pods = (await release_kube.list(r.PODS, namespace=ns)).items
+    assert len(pods) == 6
+    field = "schedulingGroup" if workload_api.standalone(version) else "workloadRef"
+    assert all(field in p["spec"] for p in pods)
+    jobs = {demand.job_of(p, Settings()) for p in pods}
+    assert jobs == {f"{ns}/{g}" for g in states}
