@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import Any
+from typing import Any, get_args
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -19,6 +19,7 @@ LATE_AFTER_SECONDS = 5.0
 """kube-scheduler's `httpTimeout` in the shipped configuration: an answer that took longer
 came after the scheduler gave up on the call (and, the extender being ignorable, scheduled
 without it)."""
+VERBS = ("filter", "prioritize")
 _CANDIDATE_BUCKETS = (1, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
 _LAG_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 300)
 
@@ -90,6 +91,17 @@ class Metrics:
             registry=registry,
         )
 
+        # Born at zero, the children a dashboard's rate() or increase() needs from the first
+        # call: one born at its first observation shows no increase until the next scrape
+        # sees another (a burst of pods within one scrape interval would show nothing).
+        for verb in VERBS:
+            self.request_seconds.labels(verb)
+            self.candidates.labels(verb)
+            self.requests.labels(verb, "ok")
+        for requirement in ("alignment", "locality"):
+            self.rejections.labels(requirement)
+        for outcome in get_args(Outcome):
+            self.placements.labels(outcome)
         self._answered: dict[tuple[str, bool], tuple[Any, Any, Any]] = {}
         self._lag: dict[str, Any] = {}
 

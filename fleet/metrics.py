@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from testbed.kube import resources as r
+
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _RECONCILE_BUCKETS = (0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 
@@ -54,6 +56,14 @@ class FleetMetrics:
             ["reason"],
             registry=registry,
         )
+
+        # Born at zero, the children a dashboard's rate() needs from the first write: one born
+        # at its first increment shows no increase until the next scrape sees another.
+        for kind in (r.NODES.kind, r.RESOURCE_SLICES.kind):
+            for action in ("created", "updated", "deleted"):
+                self.objects.labels(kind, action)
+        for kind in ("object", "fleet", "outage"):
+            self.errors.labels(kind)
 
     def observe_request(self, verb: str, resource: str, status: int, seconds: float) -> None:
         """A `testbed.kube.client.RequestObserver`."""

@@ -276,10 +276,19 @@ def alert_queries() -> list[Query]:
     ]
 
 
-def grafana_to_promql(expr: str, rate_interval: str = "1m") -> str:
-    """Grafana's built-in interval variables as Prometheus would see them."""
+DASHBOARD_VARIABLES = ("job", "scheduler")
+"""The dashboard's own variables; "All" stands for the regex `.*` (their allValue)."""
+
+
+def grafana_to_promql(expr: str, rate_interval: str = "1m", time_range: str = "1h") -> str:
+    """Grafana's built-in interval and range variables, and the dashboard's variables set to
+    All, as Prometheus would see them."""
     for var in ("$__rate_interval", "${__rate_interval}", "$__interval", "${__interval}"):
         expr = expr.replace(var, rate_interval)
+    for var in ("$__range", "${__range}"):
+        expr = expr.replace(var, time_range)
+    for name in DASHBOARD_VARIABLES:
+        expr = expr.replace(f"${{{name}}}", ".*").replace(f"${name}", ".*")
     return expr
 
 

@@ -5,6 +5,7 @@ the rules, and every metric a query names is one the extender or fleet code regi
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -17,8 +18,9 @@ from tests.support import deploy as s
 pytestmark = pytest.mark.timeout(120)
 
 MONITORING = s.MANIFESTS / "monitoring"
-# Prefixes whose names only the running control plane can confirm (integration test).
-CONTROL_PLANE_PREFIXES = ("scheduler_",)
+# Prefixes whose names only the running control plane can confirm (integration tests; a
+# kubelet's only on kind or a real cluster: kwok nodes have none).
+CONTROL_PLANE_PREFIXES = ("scheduler_", "apiserver_", "kubelet_")
 # Series Prometheus itself writes for every target.
 PROMETHEUS_SERIES = {"up"}
 
@@ -115,6 +117,26 @@ def test_dashboard_is_a_grafana_dashboard_with_queries(path: Path) -> None:
         assert p.get("targets"), f"{path.name}: panel {p['title']!r} has no query"
         for t in p["targets"]:
             assert t["datasource"]["uid"] == "${datasource}", p["title"]
+
+
+@pytest.mark.parametrize("path", s.DASHBOARDS, ids=lambda p: p.name)
+def test_dashboard_tells_jobs_and_schedulers_apart(path: Path) -> None:
+    """Every selector filters by the job variable, and every scheduler panel whose metric
+    carries the scheduler profile filters by it and keeps profiles apart (not summed)."""
+    board = json.loads(path.read_text())
+    variables = {v["name"]: v for v in board["templating"]["list"]}
+    for name in s.DASHBOARD_VARIABLES:
+        assert variables[name]["includeAll"] and variables[name]["allValue"] == ".*"
+    by_profile = ("scheduler_schedule_attempts_total", "scheduling_attempt_duration_seconds")
+    for q in s.dashboard_queries():
+        selectors = re.findall(r"[a-z_:]+\{([^}]*)\}", q.expr)
+        assert selectors and all('job=~"$job"' in sel for sel in selectors), q.where
+        if any(m in q.expr for m in by_profile):
+            grouped = re.search(r"sum by \(([^)]*)\)", q.expr)
+            assert 'profile=~"$scheduler"' in q.expr, q.where
+            assert grouped and "profile" in grouped.group(1), f"{q.where}: profiles summed"
+    titles = [p["title"] for p in s._panels(board["panels"])]
+    assert "Pod startup SLI" in titles
 
 
 def test_dashboard_configmap_is_labelled_for_the_grafana_sidecar() -> None:

@@ -54,8 +54,29 @@ def test_an_answer_after_the_schedulers_timeout_or_hang_up_is_late_not_ok() -> N
         )
 
     assert calls("filter", "ok") == 1 and calls("filter", "late") == 1
-    assert calls("prioritize", "late") == 1 and calls("prioritize", "ok") is None
+    assert calls("prioritize", "late") == 1 and calls("prioritize", "ok") == 0
     assert calls("filter", "not_ready") == 1
     # The duration histogram has a bucket at the timeout, so the late tail is readable there.
     le = {"verb": "filter", "le": str(LATE_AFTER_SECONDS)}
     assert registry.get_sample_value("extender_request_duration_seconds_bucket", le) == 2
+
+
+def test_children_a_dashboard_rates_are_born_at_zero() -> None:
+    """A burst of calls within one scrape interval must show as an increase: the children
+    exist, at zero, before the first call."""
+    registry = CollectorRegistry()
+    Metrics(registry)
+    for verb in ("filter", "prioritize"):
+        assert (
+            registry.get_sample_value("extender_requests_total", {"verb": verb, "outcome": "ok"})
+            == 0
+        )
+        assert (
+            registry.get_sample_value("extender_request_duration_seconds_count", {"verb": verb})
+            == 0
+        )
+    for outcome in ("aligned", "numa", "unaligned"):
+        assert (
+            registry.get_sample_value("extender_observed_placements_total", {"outcome": outcome})
+            == 0
+        )
