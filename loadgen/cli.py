@@ -239,7 +239,12 @@ def parser() -> argparse.ArgumentParser:
             f"  {name}: "
             + ", ".join(f"{k}={f.default}" for k, f in named.params.model_fields.items())
             for name, named in scenarios.NAMED.items()
-        ),
+        )
+        + "\nclaim shapes (every scenario): memory=10Gi and compute=250m are per-GPU capacity"
+        "\n  shares of GPUs that allow multiple allocations (dgx-h100-shared, -fractional);"
+        "\n  compute is milli-units of one GPU within the fleet's policy (dgx-h100-fractional:"
+        "\n  100m to 1 in 100m steps, with DRAFractionalCapacityRange): the allocator rounds up"
+        "\n  to a step, and a share above every GPU's max is refused by the pre-flight check",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument("scenario", help="scenario name or FILE.yaml")

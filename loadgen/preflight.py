@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from loadgen.scenarios import Scenario
+from loadgen.scenarios.model import compute_milli
 from testbed import units
 
 
@@ -24,6 +25,9 @@ class Capacity:
     """Of those, held by claims of other namespaces (other runs) when the run starts."""
     largest_node: int
     """Most GPUs one fleet node publishes."""
+    compute_max: int | None = None
+    """Most `compute` one claim may take of a fleet GPU, milli-units (its request policy's
+    max); None: no fleet GPU publishes compute."""
 
     @property
     def free(self) -> int:
@@ -41,7 +45,9 @@ def problems(scenario: Scenario, cap: Capacity) -> list[str]:
     kept = 0
     for p in scenario.phases:
         claim = p.claim
-        if not (claim.uses_dra and claim.gpus) or claim.memory is not None:
+        if claim.uses_dra and claim.compute is not None:
+            out += _compute_problems(p.name, claim.compute, cap)
+        if not (claim.uses_dra and claim.gpus) or claim.shares:
             continue  # no DRA GPUs, or shares of GPUs only the scheduler can count
         smallest = min((a.gpus for a in claim.first_available), default=claim.gpus)
         if smallest > cap.largest_node and not claim.all_gpus:
@@ -74,3 +80,21 @@ def problems(scenario: Scenario, cap: Capacity) -> list[str]:
         if p.wait != "complete":
             kept += p.gpus_held
     return out
+
+
+def _compute_problems(phase: str, compute: str, cap: Capacity) -> list[str]:
+    """A compute share no fleet GPU's policy admits: the allocator would refuse every pod
+    (below the policy's min or off its step it rounds up instead, which fits)."""
+    asked = compute_milli(compute) or 0
+    if cap.compute_max is None:
+        return [
+            f"phase {phase}: compute={compute} asks a share of a GPU's compute, but no fleet "
+            "GPU publishes compute capacity (a fractional profile such as "
+            "dgx-h100-fractional does)"
+        ]
+    if asked > cap.compute_max:
+        return [
+            f"phase {phase}: compute={compute} ({asked}m) is more than any fleet GPU's "
+            f"request policy lets one claim take ({cap.compute_max}m at most)"
+        ]
+    return []

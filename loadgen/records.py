@@ -168,6 +168,9 @@ class Fleet:
     plugin_gpus_by_node: dict[str, int] = field(default_factory=dict)
     """Node -> device-plugin GPUs the run's pods hold there (no claim says so)."""
     plugin_nodes: set[str] = field(default_factory=set)
+    compute_max: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(pool, GPU device) -> the most `compute` one claim may take there, milli-units (its
+    request policy's max, else all of it): only GPUs that publish compute."""
     """Nodes with the device plugin's GPUs in their capacity: there an `nvidia.com/gpu` pod
     takes the plugin's GPUs; elsewhere DRA serves it with a claim (counted as claims are)."""
     memory_taken: int = 0
@@ -576,6 +579,8 @@ def on_slice(rec: Records, kind: str, slc: dict[str, Any], now: float) -> None:
             memory = bytes_of(
                 ((dev.get("capacity") or {}).get(vocab.GPU_CAP_MEMORY) or {}).get("value")
             )
+            if (most := _compute_max(dev)) is not None:
+                fleet.compute_max[(pool, dev.get("name", ""))] = most
             if memory:
                 fleet.device_memory[(pool, dev.get("name", ""))] = memory
                 whole = device_attribute(attrs, driver, vocab.GPU_ATTR_TYPE) != vocab.GPU_TYPE_MIG
@@ -715,6 +720,31 @@ def pending(rec: Records) -> dict[str, int]:
             reason = r.pending_reason or "no verdict from the scheduler yet"
             out[reason] = out.get(reason, 0) + 1
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def _compute_max(dev: dict[str, Any]) -> int | None:
+    """The most `compute` one claim may take of device `dev`, milli-units; None if it
+    publishes none (or nothing readable)."""
+    cap = (dev.get("capacity") or {}).get(vocab.GPU_CAP_COMPUTE)
+    if not isinstance(cap, dict):
+        return None
+    most = ((cap.get("requestPolicy") or {}).get("validRange") or {}).get("max", cap.get("value"))
+    try:
+        return int(units.parse_quantity(str(most)) * 1000)
+    except ValueError:
+        return None
+
+
+def compute_max(rec: Records) -> int | None:
+    """The most `compute` one claim may take of any GPU of the fleet's nodes, milli-units;
+    None when none of them publishes compute."""
+    fleet = rec.fleet
+    found = [
+        most
+        for (pool, _), most in fleet.compute_max.items()
+        if fleet.pool_node.get((vocab.GPU_DRIVER, pool)) in fleet.nodes
+    ]
+    return max(found, default=None)
 
 
 def fleet_gpus(rec: Records) -> int:

@@ -185,6 +185,7 @@ def _size_and_check(
         gpus=result.fleet_gpus,
         held_by_others=held,
         largest_node=max(records.gpus_by_node(rec).values(), default=0),
+        compute_max=records.compute_max(rec),
     )
     if scenario.needs_fleet_size:
         try:

@@ -141,8 +141,9 @@ def _exactly(
         exactly |= {"allocationMode": "ExactCount", "count": count}
     if selectors:
         exactly["selectors"] = selectors
-    if claim is not None and claim.memory:
-        exactly["capacity"] = {"requests": {vocab.GPU_CAP_MEMORY: claim.memory}}
+    if claim is not None and claim.shares:
+        shares = {vocab.GPU_CAP_MEMORY: claim.memory, vocab.GPU_CAP_COMPUTE: claim.compute}
+        exactly["capacity"] = {"requests": {k: v for k, v in shares.items() if v is not None}}
     if claim is not None and claim.admin_access:
         exactly["adminAccess"] = True
     return exactly

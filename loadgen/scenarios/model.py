@@ -103,6 +103,16 @@ def parse_alternatives(value: object) -> object:
     return out
 
 
+def compute_milli(text: str) -> int | None:
+    """A positive compute fraction in whole milli-units (`250m` -> 250, `0.5` -> 500, `1` ->
+    1000); None if it is no quantity, not positive or finer than 1m (pure)."""
+    try:
+        value = units.parse_quantity(text) * 1000
+    except ValueError:
+        return None
+    return int(value) if value > 0 and value.denominator == 1 else None
+
+
 class Claim(_Model):
     """What each pod asks for. `gpus: 0` means no devices at all."""
 
@@ -129,6 +139,11 @@ class Claim(_Model):
     memory: str | None = None
     """Per GPU, a capacity request (`capacity.requests.memory`, e.g. `10Gi`): a share of a
     GPU that allows multiple allocations (consumable capacity)."""
+    compute: str | None = None
+    """Per GPU, a fraction of a shared GPU's compute (`capacity.requests.compute`, milli-units:
+    `250m`, `0.5`), as a fractional profile publishes it (dgx-h100-fractional: 100m to 1 in
+    100m steps; DRAFractionalCapacityRange). The allocator rounds a request up to the policy's
+    next step and refuses one above its max."""
     footprint: str | None = None
     """GPU memory the pod's workload uses on each of its GPUs (e.g. `10G`), for the report's
     utilization figures (memory requested vs what the allocations take); a capacity request's
@@ -163,6 +178,11 @@ class Claim(_Model):
             raise ValueError("numa aligns GPUs with NICs: set gpus and nics >= 1")
         if self.memory is not None and not _is_quantity(self.memory):
             raise ValueError(f"memory {validation.shown(self.memory)} is not a quantity like 10Gi")
+        if self.compute is not None and compute_milli(self.compute) is None:
+            raise ValueError(
+                f"compute {validation.shown(self.compute)} is not a positive fraction of a GPU "
+                "in milli-units like 250m or 0.5"
+            )
         if self.footprint is not None and not _is_quantity(self.footprint):
             raise ValueError(
                 f"footprint {validation.shown(self.footprint)} is not a quantity like 10G"
@@ -173,15 +193,22 @@ class Claim(_Model):
                     f"mig_profile {validation.shown(self.mig_profile)} is not a MIG profile "
                     "like 1g.10gb"
                 )
-            if self.all_gpus or self.memory or self.first_available or self.min_memory:
+            if (
+                self.all_gpus
+                or self.memory
+                or self.compute
+                or self.first_available
+                or self.min_memory
+            ):
                 raise ValueError(
-                    "mig_profile names the partition: no all_gpus, memory, "
+                    "mig_profile names the partition: no all_gpus, memory, compute, "
                     "first_available or min_memory with it"
                 )
         shaped = (
             self.mig_profile is not None
             or self.all_gpus
             or self.memory is not None
+            or self.compute is not None
             or self.shared_by > 1
             or self.admin_access
             or bool(self.first_available)
@@ -196,9 +223,16 @@ class Claim(_Model):
             raise ValueError(
                 "aligned NIC pairs need an exact GPU count (no all_gpus or first_available)"
             )
-        if self.all_gpus and (self.first_available or self.memory):
-            raise ValueError("all_gpus takes whole devices: no first_available or memory with it")
+        if self.all_gpus and (self.first_available or self.memory or self.compute):
+            raise ValueError(
+                "all_gpus takes whole devices: no first_available, memory or compute with it"
+            )
         return self
+
+    @property
+    def shares(self) -> bool:
+        """The claim takes capacity shares of GPUs (memory or compute), not whole ones."""
+        return self.memory is not None or self.compute is not None
 
     @property
     def uses_dra(self) -> bool:
@@ -222,6 +256,8 @@ class Claim(_Model):
             parts.append("all")
         if self.memory:
             parts.append("cap" + self.memory.lower().replace(".", "p"))
+        if self.compute:
+            parts.append(f"compute{compute_milli(self.compute)}m")
         if self.shared_by > 1:
             parts.append(f"shared{self.shared_by}")
         if self.admin_access:
@@ -248,7 +284,7 @@ class Claim(_Model):
         """Whole GPUs one claim holds at least, for the pre-flight check: 0 when only the
         scheduler can know (capacity shares, MIG partitions), the smallest alternative of a
         `firstAvailable`."""
-        if not self.uses_dra or self.memory is not None or self.mig_profile is not None:
+        if not self.uses_dra or self.shares or self.mig_profile is not None:
             return 0  # shares and partitions: only the scheduler can count them
         return min((a.gpus for a in self.first_available), default=self.gpus)
 

@@ -147,3 +147,17 @@ def test_a_gang_larger_than_the_free_fleet_is_refused_with_its_numbers() -> None
         "phase gang: one gang needs 64 pods x 8 GPUs = 512 GPUs at once; the fleet has 400 free"
     ]
     assert preflight.problems(_scenario(gang), CAP) == []
+
+
+def test_a_compute_share_no_fleet_gpu_admits_is_refused_with_the_numbers() -> None:
+    sc = _scenario({"name": "p", "kind": "pods", "count": 2, "claim": {"compute": "1500m"}})
+    fractional = preflight.Capacity(gpus=8, held_by_others=0, largest_node=8, compute_max=1000)
+    assert preflight.problems(sc, fractional) == [
+        "phase p: compute=1500m (1500m) is more than any fleet GPU's request policy lets one "
+        "claim take (1000m at most)"
+    ]
+    (line,) = preflight.problems(sc, CAP)  # whole GPUs only: nothing publishes compute
+    assert "no fleet GPU publishes compute capacity" in line
+    # Within the max it passes (below min or off a step the allocator rounds up).
+    ok = _scenario({"name": "p", "kind": "pods", "count": 2, "claim": {"compute": "0.25"}})
+    assert preflight.problems(ok, fractional) == []

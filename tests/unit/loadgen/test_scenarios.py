@@ -45,6 +45,10 @@ def test_parameters_are_validated_and_strings_coerced() -> None:
         ("pods", {"bogus": "1"}, "bogus"),
         ("nope", {}, "unknown scenario"),
         ("gang", {"gpus": "8", "nics": "4"}, "nics equal to gpus"),
+        ("pods", {"compute": "0"}, "compute '0' is not a positive fraction"),
+        ("pods", {"compute": "0.2505"}, "milli-units like 250m"),
+        ("pods", {"compute": "lots"}, "compute 'lots'"),
+        ("pods", {"compute": "250m", "all_gpus": "true"}, "no first_available, memory or compute"),
     ],
 )
 def test_bad_input_is_one_line_naming_the_problem(

@@ -97,6 +97,16 @@ def test_a_memory_share_is_a_capacity_request() -> None:
     assert Claim(memory="10Gi").gpus_per_claim == 0  # only the scheduler can count shares
 
 
+def test_a_compute_share_is_a_milli_unit_capacity_request_beside_memory() -> None:
+    req = _gpu_request(Claim(compute="250m"))
+    assert req["exactly"]["capacity"] == {"requests": {vocab.GPU_CAP_COMPUTE: "250m"}}
+    both = _gpu_request(Claim(compute="0.5", memory="10Gi"))["exactly"]["capacity"]
+    assert both == {"requests": {vocab.GPU_CAP_MEMORY: "10Gi", vocab.GPU_CAP_COMPUTE: "0.5"}}
+    assert Claim(compute="250m").gpus_per_claim == 0
+    # One template per amount, however it is written.
+    assert Claim(compute="0.25").key == Claim(compute="250m").key == "gpu1-compute250m"
+
+
 def test_admin_access_marks_the_request_and_labels_the_namespace() -> None:
     assert _gpu_request(Claim(admin_access=True))["exactly"]["adminAccess"] is True
     ns = templates.namespace("r1", admin_access=True)
