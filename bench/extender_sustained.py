@@ -11,7 +11,10 @@ runs `--clients` aiohttp clients (each its own connection, each calling back-to-
 `--seconds`. Prints per case: client-side p50/p90/p99/max (nearest rank; under many
 concurrent clients this includes queueing in the server), calls/s, errors and dropped calls
 (non-2xx or connection errors: must be 0), the server's own handler time from its /metrics
-histogram (mean, and the bucket bounds of p50/p99), the server's CPU (cores used) and RSS.
+histogram (mean, and the bucket bounds of p50/p99) and its count of calls by outcome
+(`overloaded` = refused with 503, `deadline` = answered not judged), the kernel's count of
+listen-queue overflows during the case (connection attempts dropped before the server saw
+them), the server's CPU (cores used) and RSS.
 
     .venv/bin/python bench/extender_sustained.py [--nodes 5000] [--clients 32] [--procs 1]
         [--seconds 60]
@@ -20,6 +23,8 @@ One client process can itself be the limit (its event loop then queues the calls
 client-side latency is its own); `--procs` spreads the clients over processes.
 
 Targets (issue 4, for one call at a time): p99 <= 2 ms at 500 names, <= 10 ms at 5,000.
+Overload (issue 30: `--clients 320 --procs 2`, 10x the clients): no crash, no 5xx but the
+counted 503s, RSS flat, p99 of the answered calls within kube-scheduler's 5 s httpTimeout.
 """
 
 from __future__ import annotations
@@ -50,6 +55,10 @@ async def histogram(session: aiohttp.ClientSession, base: str, verb: str) -> dic
         text = await r.text()
     out: dict[str, float] = {}
     for line in text.splitlines():
+        if line.startswith("extender_requests_total{") and f'verb="{verb}"' in line:
+            name, value = line.rsplit(" ", 1)
+            out["outcome " + name.split('outcome="', 1)[1].split('"', 1)[0]] = float(value)
+            continue
         if not line.startswith("extender_request_duration_seconds") or f'verb="{verb}"' not in line:
             continue
         name, value = line.rsplit(" ", 1)
@@ -75,7 +84,28 @@ def server_side(before: dict[str, float], after: dict[str, float]) -> dict[str, 
         return "inf"
 
     mean = (after.get("sum", 0) - before.get("sum", 0)) / count
-    return {"calls": int(count), "mean_ms": mean * 1000, "p50_le": bound(50), "p99_le": bound(99)}
+    outcomes = {
+        k.split(" ", 1)[1]: int(v - before.get(k, 0))
+        for k, v in after.items()
+        if k.startswith("outcome ") and v - before.get(k, 0)
+    }
+    return {
+        "calls": int(count),
+        "mean_ms": mean * 1000,
+        "p50_le": bound(50),
+        "p99_le": bound(99),
+        "outcomes": outcomes,
+    }
+
+
+def listen_overflows() -> int:
+    """The kernel's count of connection attempts dropped because a listen queue was full
+    (TcpExt ListenOverflows; for the whole network namespace, so other programs' too)."""
+    lines = [ln.split() for ln in Path("/proc/net/netstat").read_text().splitlines()]
+    for keys, values in zip(lines[::2], lines[1::2], strict=False):
+        if keys[0] == "TcpExt:" and "ListenOverflows" in keys:
+            return int(values[keys.index("ListenOverflows")])
+    return 0
 
 
 def proc_stats(pid: int) -> tuple[float, float]:
@@ -87,12 +117,39 @@ def proc_stats(pid: int) -> tuple[float, float]:
     return cpu, float("nan")
 
 
+Samples = dict[str, list[float]]
+"""Per answered call, seconds: `call` from the client's start to the answer read, `sent`
+from its body's last byte handed to the kernel to the answer read (without the client's own
+queueing before it sends); per new connection, `connect`: the time to open it."""
+
+
+def samples() -> Samples:
+    return {"call": [], "sent": [], "connect": []}
+
+
 async def client(
-    url: str, bodies: list[bytes], until: float, times: list[float], errors: dict[str, int]
+    url: str, bodies: list[bytes], until: float, out: Samples, errors: dict[str, int]
 ) -> None:
     connector = aiohttp.TCPConnector(limit=1)
     timeout = aiohttp.ClientTimeout(total=30)
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as s:
+    mark = {"sent": 0.0, "connect": 0.0}
+
+    async def sent(*_: object) -> None:
+        mark["sent"] = time.perf_counter()
+
+    async def connecting(*_: object) -> None:
+        mark["connect"] = time.perf_counter()
+
+    async def connected(*_: object) -> None:
+        out["connect"].append(time.perf_counter() - mark["connect"])
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_chunk_sent.append(sent)
+    trace.on_connection_create_start.append(connecting)
+    trace.on_connection_create_end.append(connected)
+    async with aiohttp.ClientSession(
+        connector=connector, timeout=timeout, trace_configs=[trace]
+    ) as s:
         i = random.randrange(len(bodies))
         while time.perf_counter() < until:
             body = bodies[i % len(bodies)]
@@ -107,7 +164,9 @@ async def client(
             except (TimeoutError, aiohttp.ClientError) as e:
                 errors[type(e).__name__] = errors.get(type(e).__name__, 0) + 1
                 continue
-            times.append(time.perf_counter() - t0)
+            now = time.perf_counter()
+            out["call"].append(now - t0)
+            out["sent"].append(now - mark["sent"])
 
 
 _FORK = multiprocessing.get_context("fork")
@@ -115,17 +174,17 @@ _FORK = multiprocessing.get_context("fork")
 
 def client_process(
     url: str, bodies: list[bytes], until: float, clients: int
-) -> tuple[list[float], dict[str, int]]:
+) -> tuple[Samples, dict[str, int]]:
     """`clients` clients in a process of their own (perf_counter is system-wide on Linux)."""
-    times: list[float] = []
+    out = samples()
     errors: dict[str, int] = {}
 
     async def run() -> None:
-        await asyncio.gather(*(client(url, bodies, until, times, errors) for _ in range(clients)))
+        await asyncio.gather(*(client(url, bodies, until, out, errors) for _ in range(clients)))
 
     asyncio.events._set_running_loop(None)  # forked from inside the parent's running loop
     asyncio.run(run())
-    return times, errors
+    return out, errors
 
 
 async def case(
@@ -144,14 +203,13 @@ async def case(
                 await r.read()
         hist0 = await histogram(s, base, verb)
         cpu0, _ = proc_stats(pid)
-        times: list[float] = []
+        overflows0 = listen_overflows()
+        got = samples()
         errors: dict[str, int] = {}
         started = time.perf_counter()
         until = started + seconds
         if procs <= 1:
-            await asyncio.gather(
-                *(client(url, bodies, until, times, errors) for _ in range(clients))
-            )
+            await asyncio.gather(*(client(url, bodies, until, got, errors) for _ in range(clients)))
         else:  # spread the clients over processes, so that one client loop is not the limit
             loop = asyncio.get_running_loop()
             with concurrent.futures.ProcessPoolExecutor(procs, mp_context=_FORK) as pool:
@@ -162,14 +220,18 @@ async def case(
                         for n in shares
                     )
                 )
-            for part_times, part_errors in parts:
-                times += part_times
+            for part, part_errors in parts:
+                for kind, values in part.items():
+                    got[kind] += values
                 for k, v in part_errors.items():
                     errors[k] = errors.get(k, 0) + v
         wall = time.perf_counter() - started
+        overflows = listen_overflows() - overflows0
         cpu1, rss = proc_stats(pid)
         hist1 = await histogram(s, base, verb)
-    times.sort()
+    times = sorted(got["call"])
+    after_sent = sorted(got["sent"])
+    connects = sorted(got["connect"])
     return {
         "calls": len(times),
         "calls_per_s": len(times) / wall,
@@ -177,12 +239,17 @@ async def case(
         "p90_ms": 1000 * common.nearest_rank(times, 90),
         "p99_ms": 1000 * common.nearest_rank(times, 99),
         "max_ms": 1000 * times[-1],
+        "sent_p99_ms": 1000 * common.nearest_rank(after_sent, 99),
+        "sent_max_ms": 1000 * after_sent[-1],
+        "connects": len(connects),
+        "connect_max_ms": 1000 * connects[-1] if connects else 0.0,
         "errors": errors,
         # The in-flight cap's 503s are the extender refusing load on purpose (counted by it);
         # anything else is a dropped call.
         "overloaded_503": errors.get("HTTP 503", 0),
         "dropped": sum(v for k, v in errors.items() if k != "HTTP 503"),
         "server": server_side(hist0, hist1),
+        "listen_overflows": overflows,
         "server_cores": (cpu1 - cpu0) / wall,
         "server_rss_mib": rss,
         "load": os.getloadavg()[0],
@@ -229,11 +296,14 @@ async def main() -> int:
                 srv = res["server"]
                 print(
                     f"{name:22s} client p50 {res['p50_ms']:6.2f}  p90 {res['p90_ms']:6.2f}  "
-                    f"p99 {res['p99_ms']:6.2f}  max {res['max_ms']:7.2f} ms | "
+                    f"p99 {res['p99_ms']:6.2f}  max {res['max_ms']:7.2f} ms (from sent: p99 "
+                    f"{res['sent_p99_ms']:.2f} max {res['sent_max_ms']:.2f} ms; "
+                    f"{res['connects']} connects, slowest {res['connect_max_ms']:.0f} ms) | "
                     f"{res['calls_per_s']:5.0f} calls/s, {res['calls']} calls, dropped "
                     f"{res['dropped']} {res['errors'] or ''}| server handler mean "
                     f"{srv.get('mean_ms', 0):.2f} ms (p50 <= {srv.get('p50_le')}, p99 <= "
-                    f"{srv.get('p99_le')}), server CPU {res['server_cores']:.2f} cores, "
+                    f"{srv.get('p99_le')}), outcomes {srv.get('outcomes')}, listen overflows "
+                    f"{res['listen_overflows']}, server CPU {res['server_cores']:.2f} cores, "
                     f"RSS {res['server_rss_mib']:.0f} MiB, load {res['load']:.1f}",
                     flush=True,
                 )

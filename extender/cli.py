@@ -168,7 +168,12 @@ async def serve(ns: argparse.Namespace, settings: config.Settings) -> None:
         async with contextlib.AsyncExitStack() as stack:
             url = await stack.enter_async_context(
                 runtime.listening(
-                    application, ns.address, ns.port, ssl_context=tls, access_log=False
+                    application,
+                    ns.address,
+                    ns.port,
+                    ssl_context=tls,
+                    access_log=False,
+                    backlog=settings.listen_backlog,
                 )
             )
             log.info("serving on %s", url)

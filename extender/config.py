@@ -69,6 +69,12 @@ class Settings(BaseModel):
     """A call still waiting for its turn this long after it arrived is answered "not judged"
     (every node passes, every score 0; counted as `result="late"`) rather than late: within
     kube-scheduler's 5 s `httpTimeout` of the shipped configuration."""
+    listen_backlog: int = Field(default=1024, gt=0)
+    """Connections the kernel may hold completed before the extender accepts them (capped by
+    net.core.somaxconn). Past it the kernel drops connection attempts and the client retries
+    only after 1, 3, 7, 15 s: a queue the extender never sees, which made calls wait 15-20 s
+    under a burst of new connections with aiohttp's default of 128. Room for a burst lets
+    every call reach the gate, which refuses the excess with a 503 at once."""
     debug: bool = False
     """Serve /debug/* (recent decisions, every tenant's pods; free devices; judge). Off
     unless asked (`--debug`)."""

@@ -84,10 +84,13 @@ async def listening(
     *,
     ssl_context: ssl.SSLContext | None = None,
     access_log: bool = True,
+    backlog: int = 128,
 ) -> AsyncIterator[str]:
     """Serve `app` on `host:port` until the block ends, yielding its base URL; the runner (and
     with it the app's cleanup contexts) is cleaned up on the way out, whatever happens.
-    Signals stay the caller's (`until_signal`)."""
+    Signals stay the caller's (`until_signal`). `backlog`: connections the kernel completes
+    before the server accepts them (capped by net.core.somaxconn); beyond it the kernel drops
+    attempts, which the client retries only after 1, 3, 7, 15 s."""
     runner = (
         web.AppRunner(app, handle_signals=False)
         if access_log
@@ -95,7 +98,7 @@ async def listening(
     )
     await runner.setup()
     try:
-        site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
+        site = web.TCPSite(runner, host, port, ssl_context=ssl_context, backlog=backlog)
         try:
             await site.start()
         except OSError as e:

@@ -83,6 +83,38 @@ async def test_a_turn_that_comes_past_the_deadline_is_not_judged() -> None:
             assert not in_time
 
 
+async def test_a_gate_refuses_a_call_that_would_wait_past_its_deadline() -> None:
+    """Below the cap, a call is still refused when the calls ahead of it, at the recent time
+    to judge one, would take it past its deadline; admitted again once they are done."""
+    now = [0.0]
+    gate = limits.Gate(max_inflight=64, deadline_seconds=2.5, clock=lambda: now[0])
+    async with gate.admitted() as turn, turn.judging():
+        now[0] += 1.0  # judging one call takes a second
+    assert gate.judge_seconds == pytest.approx(limits.Gate.SMOOTHING * 1.0)
+    for _ in range(30):  # the average settles at 1 s
+        async with gate.admitted() as turn, turn.judging():
+            now[0] += 1.0
+    assert gate.judge_seconds == pytest.approx(1.0, rel=0.01)
+    async with gate.admitted(), gate.admitted():  # 2 calls: the second judged by ~2 s
+        with pytest.raises(limits.Overloaded, match=r"past the 2\.5s call deadline"):
+            async with gate.admitted():  # a third would be judged by ~3 s
+                pass
+    async with gate.admitted(), gate.admitted():  # room again once they are answered
+        assert gate.inflight == 2
+
+
+async def test_a_call_not_judged_does_not_lower_the_time_to_judge() -> None:
+    now = [0.0]
+    gate = limits.Gate(max_inflight=4, deadline_seconds=1.0, clock=lambda: now[0])
+    async with gate.admitted() as first, gate.admitted() as second:
+        async with first.judging():
+            now[0] = 1.5
+        judged = gate.judge_seconds
+        async with second.judging() as in_time:
+            assert not in_time
+    assert gate.judge_seconds == judged > 0
+
+
 async def test_calls_beyond_the_cap_get_a_counted_503(
     served: tuple[web.Application, TestServer],
 ) -> None:
@@ -93,6 +125,21 @@ async def test_calls_beyond_the_cap_get_a_counted_503(
     assert status == 503 and "overloaded" in body["error"]
     status, _ = await post(srv, "prioritize", args(pair_pod(), ["al"]))
     assert status == 200  # once the others are answered
+    _, metrics = await _get(srv, "/metrics")
+    assert _count(metrics, "prioritize", "overloaded") == 1
+
+
+async def test_a_call_that_would_wait_past_its_deadline_gets_a_counted_503(
+    served: tuple[web.Application, TestServer],
+) -> None:
+    app, srv = served
+    gate = app[handlers.GATE]
+    gate.judge_seconds = 0.15  # recent calls took 0.15 s each to judge; the deadline is 0.2 s
+    async with gate.admitted():  # one call ahead: this one would be judged by ~0.3 s
+        status, body = await post(srv, "prioritize", args(pair_pod(), ["al"]))
+    assert status == 503 and "past the 0.2s call deadline" in body["error"]
+    status, _ = await post(srv, "prioritize", args(pair_pod(), ["al"]))
+    assert status == 200  # alone, it is judged in time
     _, metrics = await _get(srv, "/metrics")
     assert _count(metrics, "prioritize", "overloaded") == 1
 

@@ -6,7 +6,10 @@ import argparse
 import asyncio
 import logging
 import os
+import select
 import signal
+import socket
+import time
 
 import aiohttp
 import pytest
@@ -16,6 +19,7 @@ from prometheus_client import CollectorRegistry, Counter
 from rich.console import Console
 
 from testbed import runtime
+from testbed.cluster import ports
 
 
 def test_run_returns_what_the_coroutine_returns() -> None:
@@ -144,3 +148,32 @@ def test_flag_numbers_refuse_with_one_line(kind: object, text: str, says: str) -
     assert callable(kind)
     with pytest.raises(argparse.ArgumentTypeError, match=says):
         kind(text)
+
+
+def _completed_while_not_accepting(port: int, attempts: int) -> int:
+    """How many of `attempts` connections to `port` the kernel completes within 0.5 s while
+    the server's loop is blocked here (so it accepts none)."""
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(attempts)]
+    try:
+        for s in socks:
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", port))
+        time.sleep(0.5)
+        _, writable, _ = select.select([], socks, [], 0)
+        return sum(1 for s in writable if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0)
+    finally:
+        for s in socks:
+            s.close()
+
+
+@pytest.mark.parametrize("backlog", [2, 32])
+async def test_listening_holds_as_many_unaccepted_connections_as_its_backlog(
+    backlog: int,
+) -> None:
+    """Past the backlog the kernel drops connection attempts (the client retries only a second
+    later); up to it, it completes them for the server to accept."""
+    port = ports.free_port()
+    async with runtime.listening(web.Application(), "127.0.0.1", port, backlog=backlog):
+        completed = _completed_while_not_accepting(port, 16)
+    # Linux completes one more than the backlog.
+    assert completed == min(16, backlog + 1)
