@@ -12,6 +12,13 @@ ratio loadgen / scheduler_perf per repeat (their median), so the machine's speed
 CPU per pod: loadgen's side is the second scheduler's own CPU; scheduler_perf's is the whole
 benchmark process tree (scheduler, API server and etcd together), an upper bound.
 
+Where the time goes: for every arm the machine's busy cores (from /proc/stat, averaged over
+the arm) and, for the loadgen arm, the CPU each process spent per pod (the cluster's
+components from their pid files, the second scheduler from its metrics, loadgen itself as a
+child): on a machine whose cores are all busy, that is what the end-to-end path pays beside
+the scheduler. The ratio's 95 % interval and verdict against 0.8 use the experiment engine's
+paired statistics (one repeat is an observation).
+
     .venv/bin/python bench/schedperf_vs_loadgen.py --nodes 500 --pods 2500 --repeat 3
 """
 
@@ -26,14 +33,48 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 from common import apply_fleet, loadgen_pods, tool  # bench/ is on sys.path
 
-from testbed.cluster import binaries, local, second_scheduler
+from experiment import intervals
+from testbed.cluster import binaries, local, second_scheduler, supervision
 
 WAYS = ("schedperf", "loadgen")
+TARGET = 0.8
+"""loadgen / scheduler_perf throughput the issue asks for."""
+
+
+def _machine_busy() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine since boot, from /proc/stat."""
+    fields = [float(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle and iowait
+    tick = os.sysconf("SC_CLK_TCK")
+    return (sum(fields) - idle) / tick, sum(fields) / tick
+
+
+class Span:
+    """Wall time and the machine's busy cores over one arm."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+        self.busy = _machine_busy()[0]
+
+    def figures(self) -> dict[str, float]:
+        wall = time.monotonic() - self.start
+        return {"wall_seconds": wall, "busy_cores": (_machine_busy()[0] - self.busy) / wall}
+
+
+def _component_cpu(cluster: local.LocalCluster) -> dict[str, float]:
+    """CPU seconds so far of each running component of the local cluster."""
+    out = {}
+    for c in cluster.status().components:
+        used = supervision.cpu_seconds(c.pid) if c.pid is not None else None
+        if used is not None:
+            out[c.name] = used
+    return out
 
 
 def _children_cpu() -> float:
@@ -47,6 +88,7 @@ def _throughput(doc: dict[str, Any]) -> float | None:
 
 
 def _schedperf(args: argparse.Namespace, out: Path) -> dict[str, float | None]:
+    span = Span()
     before = _children_cpu()
     cmd = [
         tool("testbed"),
@@ -68,19 +110,37 @@ def _schedperf(args: argparse.Namespace, out: Path) -> dict[str, float | None]:
     if code != 0 or not result.is_file():
         raise SystemExit(f"testbed perf run failed (exit {code}); see {out}")
     doc = json.loads(result.read_text())
-    return {"throughput": _throughput(doc), "cpu_ms_per_pod": cpu / args.pods * 1e3}
+    return {
+        "throughput": _throughput(doc),
+        "cpu_ms_per_pod": cpu / args.pods * 1e3,
+        **span.figures(),
+    }
 
 
 def _loadgen(
     args: argparse.Namespace,
+    cluster: local.LocalCluster,
     fleet: str,
     plain: second_scheduler.SecondScheduler,
     out: Path,
     env: dict[str, str],
 ) -> dict[str, float | None]:
+    span, components, client = Span(), _component_cpu(cluster), _children_cpu()
     doc = loadgen_pods(plain, fleet, out, f"pods={args.pods}", env=env, require_success=True)
+    client = _children_cpu() - client
     cpu = doc["metrics"]["scheduler"]["summary"]["cpu_seconds"]
-    return {"throughput": _throughput(doc), "cpu_ms_per_pod": cpu / args.pods * 1e3}
+    per_pod = {
+        f"cpu_ms_per_pod:{name}": (used - components[name]) / args.pods * 1e3
+        for name, used in _component_cpu(cluster).items()
+        if name in components
+    }
+    per_pod["cpu_ms_per_pod:loadgen"] = client / args.pods * 1e3
+    return {
+        "throughput": _throughput(doc),
+        "cpu_ms_per_pod": cpu / args.pods * 1e3,
+        **span.figures(),
+        **per_pod,
+    }
 
 
 def _ratios(runs: dict[str, list[dict[str, float | None]]], key: str) -> list[float]:
@@ -109,7 +169,34 @@ def table(runs: dict[str, list[dict[str, float | None]]], args: argparse.Namespa
         shown = ", ".join(f"{r:.2f}" for r in ratios)
         middle = f"{statistics.median(ratios):.2f}" if ratios else "no data"
         lines.append(f"loadgen / scheduler_perf {label}: median {middle} (repeats: {shown})")
+    lines.append(_verdict(runs))
+    lines += ["", "Where the time goes (medians over repeats):", *_breakdown(runs, median)]
     return "\n".join(lines)
+
+
+def _verdict(runs: dict[str, list[dict[str, float | None]]]) -> str:
+    pairs = [
+        (float(lg["throughput"]), float(sp["throughput"]))
+        for lg, sp in zip(runs["loadgen"], runs["schedperf"], strict=True)
+        if lg["throughput"] and sp["throughput"]
+    ]
+    interval = intervals.ratio_interval([a for a, _ in pairs], [b for _, b in pairs])
+    verdict = intervals.verdict(interval, TARGET, at_least=True)
+    return (
+        f"throughput ratio 95 % interval {intervals.describe(interval, '{:.2f}'.format)}, "
+        f">= {TARGET}: {verdict}"
+    )
+
+
+def _breakdown(runs: dict[str, list[dict[str, float | None]]], median: Any) -> list[str]:
+    lines = [f"- busy cores during the arm: {w} {median(w, 'busy_cores')}" for w in WAYS]
+    names = sorted({k for r in runs["loadgen"] for k in r if k.startswith("cpu_ms_per_pod:")})
+    parts = ", ".join(f"{k.split(':', 1)[1]} {median('loadgen', k)}" for k in names)
+    lines.append(f"- loadgen arm, CPU ms per pod by process: {parts}")
+    lines.append(
+        f"- the second scheduler (the one measured): {median('loadgen', 'cpu_ms_per_pod')}"
+    )
+    return lines
 
 
 def main() -> None:
@@ -155,7 +242,7 @@ def main() -> None:
                     got = (
                         _schedperf(args, out)
                         if way == "schedperf"
-                        else _loadgen(args, fleet, plain, out, env)
+                        else _loadgen(args, cluster, fleet, plain, out, env)
                     )
                     runs[way].append(got)
                     print(f"repeat {rep} {way}: {got}", file=sys.stderr, flush=True)
