@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import secrets
 import shutil
@@ -184,7 +185,12 @@ class ExistingSite:
                         self._stand_in.scheduler(cm, dep, self.kubeconfig, workdir)
                     )
                 else:
-                    running = _in_cluster(name, pod, extender=setup.extender)
+                    running = _in_cluster(
+                        name,
+                        pod,
+                        extender=setup.extender,
+                        read_log=functools.partial(self._scheduler_log, pod),
+                    )
                     stack.callback(self._save_logs, pod, workdir)
                 self._active[name] = running
                 try:
@@ -194,14 +200,14 @@ class ExistingSite:
         finally:
             self.api.run(lambda k: _delete(k, made))
 
-    def _save_logs(self, pod: str, workdir: Path) -> None:
-        """Keep the pod's container logs beside the run (best effort: a cluster may not
-        serve them, and the run's figures never depend on them)."""
+    def _logs(self, pod: str, containers: tuple[str, ...]) -> dict[str, str]:
+        """The containers' logs the cluster serves (a cluster may serve none: a failure is
+        logged and that container left out)."""
 
         async def fetch(kube: Kube) -> dict[str, str]:
             path = resources.PODS.path(co.NAMESPACE, pod) + "/log"
             logs = {}
-            for container in ("kube-scheduler", "extender"):
+            for container in containers:
                 try:
                     logs[container] = await kube.request(
                         "GET", path, query=[("container", container)], text=True, retry=False
@@ -210,7 +216,20 @@ class ExistingSite:
                     log.debug("no %s log of pod %s: %s", container, pod, e)
             return logs
 
-        for container, text in self.api.run(fetch).items():
+        try:
+            return self.api.run(fetch)
+        except SiteError as e:
+            log.debug("no logs of pod %s: %s", pod, e)
+            return {}
+
+    def _scheduler_log(self, pod: str) -> str | None:
+        """kube-scheduler's log in the variant's pod, for the validity check (None: not served)."""
+        return self._logs(pod, ("kube-scheduler",)).get("kube-scheduler")
+
+    def _save_logs(self, pod: str, workdir: Path) -> None:
+        """Keep the pod's container logs beside the run (best effort: the run's figures never
+        depend on them)."""
+        for container, text in self._logs(pod, ("kube-scheduler", "extender")).items():
             workdir.mkdir(parents=True, exist_ok=True)
             (workdir / f"{container}.log").write_text(text)
 
@@ -229,10 +248,17 @@ class ExistingSite:
         return out
 
 
-def _in_cluster(name: str, pod: str, *, extender: bool) -> Scheduler:
+def _in_cluster(
+    name: str, pod: str, *, extender: bool, read_log: Callable[[], str | None]
+) -> Scheduler:
     metrics = co.pod_proxy(co.NAMESPACE, pod, co.SCHEDULER_METRICS_PORT, "/metrics", https=True)
     ext = co.pod_proxy(co.NAMESPACE, pod, co.EXTENDER_ADMIN_PORT, "/metrics", https=False)
-    return Scheduler(name=name, metrics_url=metrics, extender_metrics_url=ext if extender else None)
+    return Scheduler(
+        name=name,
+        metrics_url=metrics,
+        extender_metrics_url=ext if extender else None,
+        read_log=read_log,
+    )
 
 
 def _pod_state(pod: Obj) -> str:

@@ -151,26 +151,6 @@ def _latency_qps(arm: Arm, by_name: dict[str, dict[str, Any]]) -> float | None:
     return arms.latency_rate(float(sustained) if sustained is not None else None)
 
 
-def _log_size(log: Path | None) -> int:
-    try:
-        return log.stat().st_size if log else 0
-    except OSError:
-        return 0
-
-
-def _skipped_since(log: Path | None, offset: int) -> int | None:
-    """Times kube-scheduler's log says it skipped the extender after byte `offset`; None
-    when the log cannot be read (the validity check says so, rather than assume 0)."""
-    if log is None:
-        return None
-    try:
-        with log.open("rb") as f:
-            f.seek(offset)
-            return validity.skipped_in_log(f.read().decode(errors="replace"))
-    except OSError:
-        return None
-
-
 def _settle(kubeconfig: Path, doc: dict[str, Any], console: Console) -> None:
     namespace = doc.get("namespace")
     if namespace and not asyncio.run(_wait_namespace_gone(kubeconfig, namespace, 300)):
@@ -290,12 +270,15 @@ def _one_arm(
         console.print(f"unsaturated: Poisson arrivals at {qps:g} pods/s")
     scheduler = schedulers[arm.scheduler]
     started = time.monotonic()
-    log_offset = _log_size(scheduler.log)
+    skips_before = scheduler.skips_logged() if setups[arm.scheduler].extender else None
     doc = _run_arm(arm, out, env, qps, scheduler, exp.fleet_name, arrival)
     p.by_name[arm.name] = doc
     p.results.append((arm, doc))
     p.valid[arm.name] = (
-        validity.extender_arm(doc, scheduler_skipped=_skipped_since(scheduler.log, log_offset))
+        validity.extender_arm(
+            doc,
+            scheduler_skipped=validity.skipped_between(skips_before, scheduler.skips_logged()),
+        )
         if setups[arm.scheduler].extender
         else validity.VALID
     )

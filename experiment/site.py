@@ -10,10 +10,12 @@ processes; an existing cluster's site realizes them as objects in the cluster.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+from experiment import validity
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,8 +48,24 @@ class Scheduler:
     extender_metrics_url: str | None = None
     """The extender it calls, as loadgen's `--scrape extender=` takes it; None: no extender."""
     log: Path | None = None
-    """kube-scheduler's log where this machine can read it (the validity check reads skipped
-    extender calls there); None where it cannot."""
+    """kube-scheduler's log file where this machine can read it (the validity check reads
+    skipped extender calls there)."""
+    read_log: Callable[[], str | None] | None = None
+    """Where there is no file (a scheduler pod on an existing cluster): kube-scheduler's log
+    read through the API, None when the cluster does not serve it. Neither: not read."""
+
+    def skips_logged(self) -> int | None:
+        """Times kube-scheduler's log says so far that it skipped the extender; None when
+        the log cannot be read (the validity check says so, rather than assume 0)."""
+        text: str | None = None
+        if self.log is not None:
+            try:
+                text = self.log.read_bytes().decode(errors="replace")
+            except OSError:
+                return None
+        elif self.read_log is not None:
+            text = self.read_log()
+        return None if text is None else validity.skipped_in_log(text)
 
 
 class Site(Protocol):

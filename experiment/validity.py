@@ -13,8 +13,10 @@ Evidence, from both sides of the call:
 - kube-scheduler's log: it records every ignored filter failure as "Skipping extender as it
   returned error and has ignorable flag set" (schedule_one.go, findNodesThatPassExtenders; it
   has no metric for it). Failed prioritize calls are logged only at -v=5, so the extender's
-  own counters cover those. Where the log cannot be read (an existing cluster's scheduler
-  pod), the verdict says so rather than assuming nothing was skipped;
+  own counters cover those. The log is the local scheduler's file, or on an existing cluster
+  the scheduler pod's log read through the API before and after each arm; where it cannot
+  be read (not served, or restarted mid-arm), the verdict says so rather than assuming
+  nothing was skipped;
 - requests the extender could not judge (`extender_unjudged_requests_total{reason}`, e.g. a
   DeviceClass selector it does not evaluate) were left to DRA: not a failure, but the arm
   reports their share of filter calls, since for those pods "on" behaved as "off".
@@ -73,6 +75,14 @@ def unjudged(doc: dict[str, Any]) -> dict[str, float]:
 def skipped_in_log(text: str) -> int:
     """How many times kube-scheduler's log says it skipped the extender."""
     return text.count(SCHEDULER_SKIPPED)
+
+
+def skipped_between(before: int | None, after: int | None) -> int | None:
+    """Skips logged during an arm from the counts before and after it; None when either
+    reading failed or the count went down (a restarted scheduler's log starts anew)."""
+    if before is None or after is None or after < before:
+        return None
+    return after - before
 
 
 def extender_arm(doc: dict[str, Any], *, scheduler_skipped: int | None) -> Validity:

@@ -3,9 +3,11 @@ never skipped it."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from experiment import validity
+from experiment.site import Scheduler
 
 
 def doc(scheduled: int, unjudged: dict[str, float] | None = None, **calls: float) -> dict[str, Any]:
@@ -74,3 +76,32 @@ def test_unjudged_requests_are_reported_as_a_share_of_filter_calls() -> None:
     v = validity.extender_arm(d, scheduler_skipped=0)
     assert v.valid and v.unjudged_share == 0.25
     assert "25.0% of filter calls had requests left to DRA unjudged" in v.reason
+
+
+SKIP_LINE = "I1125 ...] " + validity.SCHEDULER_SKIPPED + ' extender="x" err="timeout"\n'
+
+
+def test_skips_during_an_arm_are_counted_from_a_log_file(tmp_path: Path) -> None:
+    log = tmp_path / "kube-scheduler.log"
+    log.write_text(SKIP_LINE * 2)
+    s = Scheduler(name="s", metrics_url="m", log=log)
+    before = s.skips_logged()
+    log.write_text(SKIP_LINE * 5)
+    assert validity.skipped_between(before, s.skips_logged()) == 3
+    log.unlink()
+    assert s.skips_logged() is None
+
+
+def test_skips_are_counted_from_a_log_read_through_the_api() -> None:
+    # An existing cluster's scheduler pod: no file, its log read on each call.
+    served = [SKIP_LINE, SKIP_LINE * 4]
+    s = Scheduler(name="s", metrics_url="m", read_log=lambda: served.pop(0))
+    assert validity.skipped_between(s.skips_logged(), s.skips_logged()) == 3
+
+
+def test_a_log_that_is_not_served_or_starts_anew_is_not_taken_as_zero_skips() -> None:
+    assert Scheduler(name="s", metrics_url="m").skips_logged() is None
+    assert Scheduler(name="s", metrics_url="m", read_log=lambda: None).skips_logged() is None
+    assert validity.skipped_between(None, 4) is None
+    assert validity.skipped_between(5, 1) is None  # restarted scheduler: cannot compare
+    assert validity.skipped_between(2, 2) == 0
