@@ -110,6 +110,15 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--rack-label", help=f"node label of the rack [{vocab.LABEL_RACK}]")
     s.add_argument("--gang-label", help=f"pod label naming a gang [{vocab.LABEL_GANG}]")
     s.add_argument(
+        "--fractional-capacity",
+        choices=["true", "false"],
+        default=env("EXTENDER_FRACTIONAL_CAPACITY"),
+        help="judge capacity requests as the allocator does with DRAFractionalCapacityRange "
+        "(1.37): request policies step in milli-units, so a share like compute: 250m fits "
+        "(rounded up to a step) on shared GPUs; set it as the cluster's gate is (env "
+        "EXTENDER_FRACTIONAL_CAPACITY, config key fractional_capacity) [false]",
+    )
+    s.add_argument(
         "--log-level",
         default=env("EXTENDER_LOG_LEVEL", "info"),
         choices=["debug", "info", "warning", "error"],
@@ -134,6 +143,13 @@ def _settings(ns: argparse.Namespace) -> config.Settings:
         value = getattr(ns, flag)
         if value is not None:
             overrides[key] = value
+    fractional = ns.fractional_capacity
+    if fractional is not None:
+        if fractional not in ("true", "false"):  # from the environment, unchecked by argparse
+            raise config.ConfigFileError(
+                f"EXTENDER_FRACTIONAL_CAPACITY must be true or false, not {fractional[:20]!r}"
+            )
+        overrides["fractional_capacity"] = fractional == "true"
     return config.load(ns.config, overrides)
 
 

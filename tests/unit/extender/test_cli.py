@@ -188,3 +188,28 @@ async def test_busy_port_is_a_runtime_error(tmp_path: Path) -> None:
         _, err = await proc.communicate()
     assert proc.returncode == 1
     assert b"cannot listen" in err and b"Traceback" not in err
+
+
+def test_fractional_capacity_is_off_unless_the_flag_the_environment_or_the_config_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("EXTENDER_FRACTIONAL_CAPACITY", raising=False)
+
+    def settings(*argv: str) -> bool:
+        return cli._settings(cli.parser().parse_args(["serve", *argv])).fractional_capacity
+
+    assert settings() is False  # the default is unchanged
+    assert settings("--fractional-capacity", "true") is True
+    on = tmp_path / "c.yaml"
+    on.write_text("fractional_capacity: true\n")
+    assert settings("--config", str(on)) is True
+    assert settings("--config", str(on), "--fractional-capacity", "false") is False
+    monkeypatch.setenv("EXTENDER_FRACTIONAL_CAPACITY", "true")
+    assert settings() is True
+    monkeypatch.setenv("EXTENDER_FRACTIONAL_CAPACITY", "yes")
+    assert run(["serve", "--from-files", str(tmp_path), "--port", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "EXTENDER_FRACTIONAL_CAPACITY must be true or false, not 'yes'" in err
+    assert "\n" not in err
+    monkeypatch.delenv("EXTENDER_FRACTIONAL_CAPACITY")
+    assert run(["serve", "--fractional-capacity", "maybe"]) == 2
