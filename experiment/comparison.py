@@ -4,14 +4,18 @@ The demo's built-in comparisons have their own rows (`experiment.demo.summary`);
 experiment file's variants x workloads are compared here: per workload and metric (from the
 catalogue, `figures.METRICS`), each variant's median over repeats (min-max beside it) and its
 ratio to the first variant, and, for variants that differ only in the Kubernetes release, the
-release-to-release table (previous, current, % change).
+release-to-release table (previous, current, % change). Each ratio carries its 95 % interval
+from the repeats the two variants share, paired by repeat as the demo's are
+(`experiment.intervals`): an interval that excludes 1 is a difference, one that spans it is
+not shown to be one, and one repeat gives no interval.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from experiment import intervals
 from experiment.arms import Arm
 from experiment.figures import METRICS, UNSATURATED, Doc, Figure
 
@@ -44,6 +48,10 @@ class VariantRow:
         value = self.figures[variant].median
         return value / base if base and base == base and value == value else None
 
+    def interval(self, variant: str) -> intervals.Interval | None:
+        """variant / baseline over the repeats both ran, paired by repeat."""
+        return paired_ratio(self.figures[variant], self.figures[self.baseline])
+
 
 @dataclass(frozen=True)
 class ReleaseRow:
@@ -62,11 +70,32 @@ class ReleaseRow:
         prev, cur = self.previous_value.median, self.current_value.median
         return (cur - prev) / prev if prev and prev == prev and cur == cur else None
 
+    @property
+    def interval(self) -> intervals.Interval | None:
+        """current / previous over the repeats both ran, paired by repeat."""
+        return paired_ratio(self.current_value, self.previous_value)
 
-def _by_workload(results: Sequence[tuple[Arm, Doc]]) -> dict[tuple[str, str], dict[str, list[Doc]]]:
-    out: dict[tuple[str, str], dict[str, list[Doc]]] = {}
+
+def paired_ratio(a: Figure, b: Figure) -> intervals.Interval | None:
+    """The 95 % interval of A/B from the repeats both figures have."""
+    return intervals.ratio_interval(*intervals.paired(a.values, a.repeats, b.values, b.repeats))
+
+
+def _figure(docs: Sequence[tuple[int, Doc]], get: Callable[[Doc], float | None]) -> Figure:
+    """One variant's values of a metric with the repeat each came from."""
+    got = [(repeat, x) for repeat, d in docs if (x := get(d)) is not None]
+    return Figure([x for _, x in got], [r for r, _ in got])
+
+
+Docs = list[tuple[int, Doc]]
+"""(repeat, result) of one variant's arms."""
+
+
+def _by_workload(results: Sequence[tuple[Arm, Doc]]) -> dict[tuple[str, str], dict[str, Docs]]:
+    out: dict[tuple[str, str], dict[str, Docs]] = {}
     for arm, doc in results:
-        out.setdefault((arm.comparison, arm.measure), {}).setdefault(arm.variant, []).append(doc)
+        by_variant = out.setdefault((arm.comparison, arm.measure), {})
+        by_variant.setdefault(arm.variant, []).append((arm.repeat, doc))
     return out
 
 
@@ -87,9 +116,7 @@ def rows(
             unit, get, kind = METRICS[metric]
             if kind != measure:
                 continue
-            figures = {
-                v: Figure([x for d in docs[v] if (x := get(d)) is not None]) for v in present
-            }
+            figures = {v: _figure(docs[v], get) for v in present}
             if any(f.values for f in figures.values()):
                 out.append(VariantRow(workload, metric, unit, figures, present[0]))
     return out
@@ -111,8 +138,8 @@ def release_rows(
                 unit, get, kind = METRICS[metric]
                 if kind != measure:
                     continue
-                a = Figure([x for d in docs[prev] if (x := get(d)) is not None])
-                b = Figure([x for d in docs[cur] if (x := get(d)) is not None])
+                a = _figure(docs[prev], get)
+                b = _figure(docs[cur], get)
                 if a.values and b.values:
                     out.append(
                         ReleaseRow(

@@ -1,7 +1,8 @@
 """An experiment file's outputs: the console tables, `experiment.json` and `index.html`.
 
 Per workload and metric each variant's median (min-max over repeats) and its ratio to the
-first variant; the release-to-release table where variants differ only in the release; per
+first variant with the ratio's paired 95 % interval; the release-to-release table where
+variants differ only in the release, its change with the same interval; per
 workload the variants' charts side by side; each arm's own
 loadgen report linked.
 """
@@ -17,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from experiment import comparison, report_files
+from experiment import comparison, intervals, report_files
 from experiment.arms import Arm
 from experiment.comparison import ReleaseRow, VariantRow
 from experiment.figures import SCHEMA_VERSION, Figure
@@ -45,17 +46,35 @@ def _figure(f: Figure, unit: str) -> str:
     return _value(f.median, unit)
 
 
+def _interval(interval: intervals.Interval | None) -> str:
+    """` [low–high]` of a ratio over >= 2 paired repeats, else nothing."""
+    if interval is None or interval.single_run or not interval.defined:
+        return ""
+    return f" [{interval.low:.2f}–{interval.high:.2f}]"
+
+
 def _variant_cell(row: VariantRow, variant: str) -> str:
     text = _figure(row.figures[variant], row.unit)
     ratio = row.ratio(variant)
     if variant != row.baseline and ratio is not None:
-        text += f" ×{ratio:.2f}"
+        text += f" ×{ratio:.2f}{_interval(row.interval(variant))}"
     return text
 
 
 def _change(row: ReleaseRow) -> str:
-    c = row.change
-    return "-" if c is None else f"{c:+.1%}"
+    """The change of the medians, with the 95 % interval of the change where there is one."""
+    c, i = row.change, row.interval
+    if c is None:
+        return "-"
+    if i is None or i.single_run or not i.defined:
+        return f"{c:+.1%}"
+    return f"{c:+.1%} [{i.low - 1:+.1%}, {i.high - 1:+.1%}]"
+
+
+def _interval_json(interval: intervals.Interval | None) -> dict[str, Any] | None:
+    if interval is None or interval.single_run or not interval.defined:
+        return None
+    return {"low": interval.low, "high": interval.high, "repeats": interval.runs}
 
 
 def _release_cells(r: ReleaseRow) -> tuple[str, ...]:
@@ -91,7 +110,8 @@ def console_tables(
 ) -> None:
     variants = _variants(rows)
     table = Table(
-        title="variants side by side (median, min–max over repeats; ×ratio to the first variant)"
+        title="variants side by side (median, min–max over repeats; ×ratio to the first "
+        "variant [its 95 % interval, paired by repeat])"
     )
     for col in ("workload", "metric", *variants):
         table.add_column(col, justify="left" if col in ("workload", "metric") else "right")
@@ -99,7 +119,7 @@ def console_tables(
         table.add_row(*map(escape, cells))
     out.print(table)
     if releases:
-        rt = Table(title="release to release (median over repeats)")
+        rt = Table(title="release to release (median over repeats; % change [its 95 % interval])")
         for col in RELEASE_COLUMNS:
             rt.add_column(col, justify="left" if col in ("workload", "metric") else "right")
         for r in releases:
@@ -132,7 +152,13 @@ def to_json(
                 "unit": r.unit,
                 "baseline": r.baseline,
                 "variants": {
-                    v: {**_figure_json(f), "ratio_to_baseline": r.ratio(v)}
+                    v: {
+                        **_figure_json(f),
+                        "ratio_to_baseline": r.ratio(v),
+                        "ratio_interval": None
+                        if v == r.baseline
+                        else _interval_json(r.interval(v)),
+                    }
                     for v, f in r.figures.items()
                 },
             }
@@ -146,6 +172,7 @@ def to_json(
                 "previous": {"variant": r.previous, **_figure_json(r.previous_value)},
                 "current": {"variant": r.current, **_figure_json(r.current_value)},
                 "change": r.change,
+                "ratio_interval": _interval_json(r.interval),
             }
             for r in releases
         ],
@@ -170,7 +197,10 @@ def write(
                     _variant_cells(rows, variants),
                     text_columns=2,
                 ),
-                charts.note("Median over repeats (min–max); ×ratio to the first variant."),
+                charts.note(
+                    "Median over repeats (min–max); ×ratio to the first variant with its 95 % "
+                    f"interval in brackets: {intervals.METHOD}."
+                ),
             ],
         )
     ]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
+from rich.console import Console
 
-from experiment import comparison
+from experiment import comparison, variants_report
 from experiment.arms import Arm
 
 
@@ -80,3 +82,34 @@ def test_every_metric_name_is_known_once() -> None:
     names = comparison.metric_names()
     assert len(names) == len(set(names))
     assert set(comparison.DEFAULT_METRICS) <= set(names)
+
+
+def test_ratios_carry_a_paired_interval_from_the_repeats_both_variants_ran() -> None:
+    # b is half of a in every repeat although both swing 10x between repeats: paired by
+    # repeat, the interval is tight around 0.5; repeat 3 of b is missing, so it is left out.
+    a = [10.0, 100.0, 40.0, 70.0]
+    b = [5.2, 49.0, 20.4]
+    results = [(_arm("w", "a", i), _doc(x, 1)) for i, x in enumerate(a)]
+    results += [(_arm("w", "b", i), _doc(x, 1)) for i, x in enumerate(b)]
+    (row,) = comparison.rows(results, ["a", "b"], ["scheduling throughput"])
+    interval = row.interval("b")
+    assert interval is not None and interval.runs == 3
+    assert 0.45 < interval.low < 0.5 < interval.high < 0.56
+
+
+def test_the_release_table_prints_the_change_with_its_interval() -> None:
+    results = [(_arm("w", "old", i), _doc(x, 1)) for i, x in enumerate([10.0, 30.0, 20.0])]
+    results += [(_arm("w", "new", i), _doc(x, 1)) for i, x in enumerate([12.0, 36.6, 23.8])]
+    releases = comparison.release_rows(results, [("old", "1.36", "new", "1.37")])
+    console = Console(record=True, width=200)
+    variants_report.console_tables([], releases, console)
+    text = console.export_text()
+    # Medians 20 -> 23.8 (+19.0 %); per repeat +20 %, +22 %, +19 %: the interval excludes 0.
+    assert re.search(r"\+19\.0% \[\+1\d\.\d%, \+2\d\.\d%\]", text), text
+
+
+def test_one_shared_repeat_gives_no_interval() -> None:
+    results = [(_arm("w", "a", 0), _doc(10, 1)), (_arm("w", "b", 0), _doc(5, 1))]
+    (row,) = comparison.rows(results, ["a", "b"], ["scheduling throughput"])
+    interval = row.interval("b")
+    assert interval is not None and interval.single_run
