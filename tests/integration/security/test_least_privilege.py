@@ -1,5 +1,5 @@
-"""fleet, loadgen and the extender under their own ServiceAccounts, as manifests/ grants them
-(RBAC and the ValidatingAdmissionPolicies), against the real API server, in both directions:
+"""fleet (its commands and `fleet serve`'s controller), loadgen and the extender under their
+own ServiceAccounts, as manifests/ grants them (RBAC and the ValidatingAdmissionPolicies), against the real API server, in both directions:
 what each one does succeeds, and a sample of what it must not do is Forbidden.
 
 Each test installs the component's RBAC and policies from the rendered manifests, moved into
@@ -13,6 +13,7 @@ and the ValidatingAdmissionPolicy admission plugin (both defaults of the local c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
 import time
@@ -22,9 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from extender.cache.store import KINDS
-from fleet import render
+from fleet import crd, render, service
+from fleet.metrics import FleetMetrics
 from fleet.reconcile import Reconciler, ReconcileSettings, record_name
 from fleet.spec import for_profile
 from loadgen import templates
@@ -32,9 +35,13 @@ from testbed import vocab
 from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube.client import ClientSettings, Kube
+from testbed.kube.resources import CRDS
+from testbed.kube.watching import Liveness
 from tests.integration.deploy import cluster as c
 from tests.support import deploy as s
+from tests.support import fleet_objects
 from tests.support import private_fleet as pf
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
 
@@ -299,6 +306,98 @@ async def test_fleet_writes_its_own_fleet_and_nothing_else(
         assert node["metadata"]["labels"] == {"team": "theirs"}
     finally:
         await kube.delete(r.NODES, foreign)
+
+
+async def test_the_fleet_service_runs_fleet_objects_under_its_own_account(
+    kube: Kube, as_fleet: Identity
+) -> None:
+    """`fleet serve`'s controller with the fleet's token: a Fleet object created, grown and
+    deleted by a user is reconciled to Ready each time (finalizer, status, record, nodes),
+    and cleaned up; the Fleet objects themselves it may only patch."""
+    fleet_kube, ns = as_fleet.kube, as_fleet.namespace
+    await service.install_crd(kube)
+    controller = service.FleetController(
+        fleet_kube,
+        Reconciler(fleet_kube, settings=ReconcileSettings(record_namespace=ns)),
+        FleetMetrics(CollectorRegistry()),
+        service.ControllerSettings(ready_timeout=120, retry_max=5),
+        liveness=Liveness(fleet_kube),
+    )
+    name = f"lp-svc-{secrets.token_hex(3)}"
+    sel = render.fleet_selector(name)
+    running = asyncio.create_task(controller.run())
+    try:
+        await asyncio.wait_for(controller.synced.wait(), 60)
+        await kube.create(crd.FLEETS, fleet_objects.fleet_object(name, 2))
+        obj = await wait_for(kube, crd.FLEETS, fleet_objects.ready_at(1, 2), name=name, timeout=180)
+        assert vocab.FLEET_FINALIZER in obj["metadata"]["finalizers"]
+        await kube.get(r.CONFIG_MAPS, record_name(name), ns)
+        await kube.patch(
+            crd.FLEETS,
+            name,
+            {"spec": {"pools": [{"name": "h", "profile": "dgx-h100", "count": 3}]}},
+        )
+        await wait_for(kube, crd.FLEETS, fleet_objects.ready_at(2, 3), name=name, timeout=180)
+        assert len((await kube.list(r.NODES, label_selector=sel)).items) == 3
+
+        allowed = await _forbidden(
+            [
+                (
+                    "create a Fleet",
+                    lambda: fleet_kube.request(
+                        "POST",
+                        crd.FLEETS.path(None),
+                        body=fleet_objects.fleet_object(f"{name}-x", 1),
+                        query=_dry(),
+                    ),
+                ),
+                (
+                    "delete a Fleet",
+                    lambda: fleet_kube.request("DELETE", crd.FLEETS.path(None, name), query=_dry()),
+                ),
+                (
+                    "delete every Fleet",
+                    lambda: fleet_kube.request("DELETE", crd.FLEETS.path(None), query=_dry()),
+                ),
+                (
+                    "edit the Fleet CRD",
+                    lambda: fleet_kube.request(
+                        "PATCH",
+                        CRDS.path(None, crd.CRD_NAME),
+                        body={"metadata": {"labels": {"x": "y"}}},
+                        content_type="application/merge-patch+json",
+                        query=_dry(),
+                    ),
+                ),
+                (
+                    "list ConfigMaps in kube-system",
+                    lambda: fleet_kube.list(r.CONFIG_MAPS, namespace="kube-system"),
+                ),
+            ]
+        )
+        assert not allowed, f"allowed with the fleet's token: {allowed}"
+
+        await kube.delete(crd.FLEETS, name)
+        deadline = time.monotonic() + 120
+        while True:  # the finalizer holds the object until its nodes are deleted
+            try:
+                await kube.get(crd.FLEETS, name)
+            except errors.NotFound:
+                break
+            assert time.monotonic() < deadline, "the Fleet object was not released in 120 s"
+            await asyncio.sleep(0.5)
+        assert (await kube.list(r.NODES, label_selector=sel)).items == []
+        with pytest.raises(errors.NotFound):
+            await kube.get(r.CONFIG_MAPS, record_name(name), ns)
+        assert not running.done(), "the controller stopped"
+    finally:
+        controller.stop.set()
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        await Reconciler(kube, settings=ReconcileSettings(record_namespace=ns)).delete(name)
+        with contextlib.suppress(errors.NotFound):
+            await kube.patch(crd.FLEETS, name, {"metadata": {"finalizers": None}})
+            await kube.delete(crd.FLEETS, name)
 
 
 def _pod(name: str) -> Obj:
