@@ -1,6 +1,7 @@
 """fleet (its commands and `fleet serve`'s controller), loadgen and the extender under their
-own ServiceAccounts, as manifests/ grants them (RBAC and the ValidatingAdmissionPolicies), against the real API server, in both directions:
-what each one does succeeds, and a sample of what it must not do is Forbidden.
+own ServiceAccounts, as manifests/ grants them (RBAC and the ValidatingAdmissionPolicies),
+against the real API server, in both directions: what each one does succeeds, and a sample of
+what it must not do is Forbidden.
 
 Each test installs the component's RBAC and policies from the rendered manifests, moved into
 a namespace of its own (the cluster-scoped objects renamed with a random suffix), and
