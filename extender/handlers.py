@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import operator
 import time
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
 
 import msgspec
 from aiohttp import web
@@ -30,6 +31,7 @@ GATE: Final = web.AppKey("gate", limits.Gate)
 """Admits scheduler calls (`extender.limits`)."""
 
 _JSON = "application/json"
+T = TypeVar("T")
 # A HostPriority as two pre-encoded halves: `{"Host":"<name>","Score":` (per node name, kept
 # in a bounded cache) and `<score>}` (one per possible score).
 _SCORE_TAIL = [f"{s}}}" for s in range(MAX_PRIORITY + 1)]
@@ -120,22 +122,33 @@ def _observe(request: web.Request, verb: str, started: float, candidates: int) -
     request.app[METRICS].answered(verb, ready, seconds, candidates, gone=gone)
 
 
-def _late(request: web.Request, verb: str) -> None:
-    """A call not judged: its turn came past its deadline (`extender.limits`)."""
-    request.app[METRICS].requests.labels(verb, "deadline").inc()
+async def _in_turn(
+    request: web.Request,
+    verb: str,
+    judge: Callable[[dict[str, Any], list[str]], T],
+    not_judged: Callable[[list[str]], T],
+) -> tuple[decoding.Call, T, bool]:
+    """The call decoded and judged (`judge(pod, names)`) in its turn at the gate, and whether
+    in time: a turn that came past its deadline (`extender.limits`) is not judged but answered
+    with `not_judged(names)`, and counted."""
+    async with request.app[GATE].admitted() as turn:
+        call = await _call(request)
+        async with turn.judging() as in_time:
+            if in_time:
+                out = judge(call.pod, call.names)
+            else:
+                out = not_judged(call.names)
+                request.app[METRICS].requests.labels(verb, "deadline").inc()
+    return call, out, in_time
 
 
 async def filter_nodes(request: web.Request) -> web.Response:
     started = time.perf_counter()
-    async with request.app[GATE].admitted() as turn:
-        call = await _call(request)
-        names = call.names
-        async with turn.judging() as in_time:
-            if in_time:
-                out = request.app[CORE].filter(call.pod, names)
-            else:  # not judged: every node passes
-                out = FilterOutcome(passed=names)
-                _late(request, "filter")
+    # Not judged: every node passes.
+    call, out, in_time = await _in_turn(
+        request, "filter", request.app[CORE].filter, lambda names: FilterOutcome(passed=names)
+    )
+    names = call.names
     reply: dict[str, Any] = {}
     if call.nodes is None:
         reply["NodeNames"] = out.passed
@@ -160,15 +173,14 @@ async def filter_nodes(request: web.Request) -> web.Response:
 
 async def prioritize_nodes(request: web.Request) -> web.Response:
     started = time.perf_counter()
-    async with request.app[GATE].admitted() as turn:
-        call = await _call(request)
-        names = call.names
-        async with turn.judging() as in_time:
-            if in_time:
-                scores = request.app[CORE].prioritize(call.pod, names)
-            else:  # not judged: no preference
-                scores = [MIN_PRIORITY] * len(names)
-                _late(request, "prioritize")
+    # Not judged: no preference.
+    call, scores, in_time = await _in_turn(
+        request,
+        "prioritize",
+        request.app[CORE].prioritize,
+        lambda names: [MIN_PRIORITY] * len(names),
+    )
+    names = call.names
     body = encode_priorities(names, scores, request.app[HEADS])
     if in_time:
         _observe(request, "prioritize", started, len(names))
