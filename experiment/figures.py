@@ -51,16 +51,11 @@ def _throughput(doc: Doc) -> float | None:
     return float(t["Average"]) if any(t.get(k) for k in ("Average", "Perc50", "Perc99")) else None
 
 
-def _aligned_share(doc: Doc) -> float | None:
-    claims = doc.get("claims") or {}
-    pairs = claims.get("gpu_nic_pairs") or 0
-    return claims.get("pcie_aligned_pairs", 0) / pairs if pairs else None
-
-
-def _numa_share(doc: Doc) -> float | None:
-    claims = doc.get("claims") or {}
-    pairs = claims.get("gpu_nic_pairs") or 0
-    return claims.get("numa_aligned_pairs", 0) / pairs if pairs else None
+def _share(doc: Doc, section: str, part: str, whole: str) -> float | None:
+    """`part` over `whole` of one section of the result; None when `whole` is zero."""
+    values = doc.get(section) or {}
+    total = values.get(whole) or 0
+    return values.get(part, 0) / total if total else None
 
 
 def _mean_gang(doc: Doc, level: str) -> float | None:
@@ -168,12 +163,6 @@ def _pods_placed(doc: Doc) -> float | None:
     return float((doc.get("counts") or {}).get("pods_scheduled", 0))
 
 
-def _placed_share(doc: Doc) -> float | None:
-    counts = doc.get("counts") or {}
-    expected = counts.get("expected_pods") or 0
-    return counts.get("pods_scheduled", 0) / expected if expected else None
-
-
 def _bandwidth(doc: Doc) -> float | None:
     claims = doc.get("claims") or {}
     pairs = claims.get("gpu_nic_pairs") or 0
@@ -195,8 +184,16 @@ THROUGHPUT_METRICS: list[Metric] = [
     ("scheduler CPU per pod", "ms", _scheduler_cpu_per_pod),
     ("nodes DRA-filtered per pod", "nodes", lambda d: _per_pod(d, "dra_filter_calls")),
     ("extender CPU per pod", "ms", lambda d: _per_pod(d, "cpu_seconds", 1000, "extender")),
-    ("GPU-NIC pairs on one PCIe root", "share", _aligned_share),
-    ("GPU-NIC pairs on one NUMA node", "share", _numa_share),
+    (
+        "GPU-NIC pairs on one PCIe root",
+        "share",
+        lambda d: _share(d, "claims", "pcie_aligned_pairs", "gpu_nic_pairs"),
+    ),
+    (
+        "GPU-NIC pairs on one NUMA node",
+        "share",
+        lambda d: _share(d, "claims", "numa_aligned_pairs", "gpu_nic_pairs"),
+    ),
     ("blocks spanned per gang", "blocks", lambda d: _mean_gang(d, "blocks")),
     ("racks spanned per gang", "racks", lambda d: _mean_gang(d, "racks")),
     ("gang time to all Running p50", "ms", lambda d: _gang_summary(d, "Perc50")),
@@ -239,7 +236,7 @@ THROUGHPUT_METRICS: list[Metric] = [
         "share",
         _fleet_figure("gpu_memory_requested_share_of_taken"),
     ),
-    ("pods placed", "share", _placed_share),
+    ("pods placed", "share", lambda d: _share(d, "counts", "pods_scheduled", "expected_pods")),
     (
         "API server requests per pod",
         "requests",
