@@ -155,13 +155,7 @@ def parser() -> argparse.ArgumentParser:
         "what the fleet no longer has, then wait until kwok reports every node Ready.",
     )
     a.add_argument("--no-wait", action="store_true", help="do not wait for nodes to be Ready")
-    a.add_argument(
-        "--timeout",
-        type=cliconv.positive_duration,
-        default=600.0,
-        metavar="DURATION",
-        help="how long to wait for Ready, e.g. 90s, 10m (default 10m)",
-    )
+    cliconv.add_wait_timeout(a, "--timeout", default=600.0, waits_for="for Ready")
     a.set_defaults(func=_cmd_apply)
 
     st = sub.add_parser(
@@ -180,13 +174,7 @@ def parser() -> argparse.ArgumentParser:
         "by its labels. DeviceClasses stay: other fleets and claims share them.",
     )
     d.add_argument("--name", help=f"fleet name (default {DEFAULT_NAME!r})")
-    d.add_argument(
-        "--timeout",
-        type=cliconv.positive_duration,
-        default=300.0,
-        metavar="DURATION",
-        help="how long to wait until gone (default 5m)",
-    )
+    cliconv.add_wait_timeout(d, "--timeout", default=300.0, waits_for="until gone")
     d.set_defaults(func=_cmd_delete)
 
     t = sub.add_parser(
@@ -230,13 +218,7 @@ def parser() -> argparse.ArgumentParser:
         help="listen port",
     )
     sv.add_argument("--install-crd", action="store_true", help="create the Fleet CRD if missing")
-    sv.add_argument(
-        "--ready-timeout",
-        type=cliconv.positive_duration,
-        default=600.0,
-        metavar="DURATION",
-        help="how long to wait for nodes Ready (default 10m)",
-    )
+    cliconv.add_wait_timeout(sv, "--ready-timeout", default=600.0, waits_for="for nodes Ready")
     sv.set_defaults(func=_cmd_serve)
     for command in sub.choices.values():  # `fleet -v apply` and `fleet apply -v` alike
         cliconv.add_verbosity(command)

@@ -142,6 +142,21 @@ def positive_duration(text: str) -> float:
     return seconds
 
 
+def add_wait_timeout(
+    p: argparse.ArgumentParser, flag: str, *, default: float, waits_for: str
+) -> None:
+    """A DURATION option `flag`: how long the command waits `waits_for` (`default` seconds
+    unless given, shown in the help as minutes when whole)."""
+    shown = f"{default / 60:g}m" if default % 60 == 0 else f"{default:g}s"
+    p.add_argument(
+        flag,
+        type=positive_duration,
+        default=default,
+        metavar="DURATION",
+        help=f"how long to wait {waits_for}, e.g. 90s, 10m (default {shown})",
+    )
+
+
 def port(text: str) -> int:
     """argparse type: a TCP port, 1..65535."""
     try:
