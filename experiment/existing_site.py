@@ -15,8 +15,9 @@ proxy. A `PodStandIn` can run a scheduler pod's containers as local processes fr
 objects applied: how the tests use a kwok cluster, whose pods are faked (Running, doing
 nothing), as an existing cluster.
 
-Children get `kubeconfig`: the chosen context alone, flattened, in a private temporary
-directory removed on leaving (it carries credentials, so it is kept out of the results).
+Children get `kubeconfig`: the chosen context alone, flattened, in a private directory under
+the testbed's state home, removed on leaving, or by the next run if this one is killed (it
+carries credentials, so it is kept out of the results and out of /tmp).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import functools
 import logging
 import secrets
 import shutil
-import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -37,7 +37,7 @@ from typing import Any, Protocol, TypeVar
 from experiment import cluster_objects as co
 from experiment.site import Scheduler, SchedulerSetup, Site
 from testbed import vocab
-from testbed.cluster import paths
+from testbed.cluster import paths, scratch
 from testbed.kube import crds, errors, kubeconfig, resources
 from testbed.kube.client import ClientSettings, Kube
 from testbed.kube.resources import Resource
@@ -396,7 +396,7 @@ def _checked(
 ) -> Iterator[tuple[SiteApi, str]]:
     """The context's own kubeconfig (in a private directory, removed afterwards) and the
     cluster's gitVersion, once the kubeconfig, the context and the cluster pass the checks."""
-    private = Path(tempfile.mkdtemp(prefix="dra-testbed-site-"))
+    private = scratch.private_dir("site-kubeconfigs")
     try:
         try:
             path = kubeconfig.write_minified(kubeconfig_path, context, private / "kubeconfig")
