@@ -259,7 +259,7 @@ def workload(
     return {
         "apiVersion": f"{vocab.SCHEDULING_GROUP}/{version}",
         "kind": "Workload",
-        "metadata": _gang_metadata(phase, index, run_id),
+        "metadata": _object_metadata(phase, index, run_id),
         "spec": groups,
     }
 
@@ -283,7 +283,7 @@ def pod_group(
     return {
         "apiVersion": f"{vocab.SCHEDULING_GROUP}/{version}",
         "kind": "PodGroup",
-        "metadata": _gang_metadata(phase, index, run_id),
+        "metadata": _object_metadata(phase, index, run_id),
         "spec": ref | {"schedulingPolicy": _gang_policy(phase)},
     }
 
@@ -296,7 +296,8 @@ def group_ref(name: str, version: str = vocab.WORKLOAD_VERSION) -> dict[str, Any
     return {"schedulingGroup": {"podGroupName": name}}
 
 
-def _gang_metadata(phase: Phase, index: int, run_id: str) -> dict[str, Any]:
+def _object_metadata(phase: Phase, index: int, run_id: str) -> dict[str, Any]:
+    """A Job's, Workload's or PodGroup's metadata: named as the phase's object `index`."""
     return {
         "name": object_name(phase, index),
         "namespace": namespace_name(run_id),
@@ -326,11 +327,7 @@ def job(
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": namespace_name(run_id),
-            "labels": run_labels(run_id) | {LABEL_PHASE: phase.name},
-        },
+        "metadata": _object_metadata(phase, index, run_id),
         "spec": {
             "parallelism": phase.parallelism,
             "completions": phase.completions,
