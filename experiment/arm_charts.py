@@ -14,12 +14,15 @@ from testbed import charts
 
 
 def _arm_doc(out_dir: Path, name: str) -> dict[str, Any] | None:
-    """An arm's loadgen result, or None where the arm left none (interrupted, refused)."""
-    try:
-        doc: dict[str, Any] = json.loads((out_dir / name / "result.json").read_text())
-    except (OSError, ValueError):
-        return None
-    return doc
+    """An arm's loadgen result, or None where the arm left none (interrupted, refused). A
+    run's arms each have a directory; kept results (bench/results) are flat `<arm>.json`."""
+    for path in (out_dir / name / "result.json", out_dir / f"{name}.json"):
+        try:
+            doc: dict[str, Any] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        return doc
+    return None
 
 
 def first_repeat_groups(arms: Sequence[Arm], min_size: int = 1) -> dict[str, list[Arm]]:
@@ -40,12 +43,16 @@ def comparison_charts(out_dir: Path, group: list[Arm]) -> list[Any]:
         return [charts.note("an arm left no result: no charts for this comparison")]
     got = {k: d for k, d in docs.items() if d is not None}
     cdfs, rates, alloc, occupancy = [], [], [], {}
-    for name, d in got.items():
-        t = d["timeline"]
-        cdfs.append(charts.Series.points(name, d["cdf_ms"].get("pod_startup", [])))
-        rates.append(charts.named(charts.rate(t["seconds"], t["scheduled"]), name))
-        alloc.append(charts.Series(name, t["seconds"], t["gpu_allocation_ratio"]))
-        occupancy[name] = {n: (u, g) for n, (u, g) in d["fleet"]["occupancy_at_peak"].items()}
+    try:
+        for name, d in got.items():
+            t = d["timeline"]
+            cdfs.append(charts.Series.points(name, d["cdf_ms"].get("pod_startup", [])))
+            rates.append(charts.named(charts.rate(t["seconds"], t["scheduled"]), name))
+            alloc.append(charts.Series(name, t["seconds"], t["gpu_allocation_ratio"]))
+            peak = d["fleet"]["occupancy_at_peak"]
+            occupancy[name] = {n: (u, g) for n, (u, g) in peak.items()}
+    except KeyError as e:  # a result kept from before a field existed (`testbed report`)
+        return [charts.note(f"an arm's result has no {e}: no charts for this comparison")]
     return [
         charts.latency_cdfs(*cdfs, title="Pod startup latency (first repeat)"),
         charts.over_time(*rates, title="Scheduling throughput", y_title="pods/s"),
@@ -56,7 +63,17 @@ def comparison_charts(out_dir: Path, group: list[Arm]) -> list[Any]:
     ]
 
 
-def arm_sections(arms: Sequence[Arm], invalid: Mapping[str, str]) -> list[Any]:
+def arm_page(out_dir: Path | None, name: str) -> str:
+    """Where an arm's own report is, relative to the index: `<arm>/report.html`, or for kept
+    flat results `<arm>.html`."""
+    if out_dir is None or (out_dir / name).is_dir() or not (out_dir / f"{name}.json").is_file():
+        return f"{name}/report.html"
+    return f"{name}.html"
+
+
+def arm_sections(
+    arms: Sequence[Arm], invalid: Mapping[str, str], out_dir: Path | None = None
+) -> list[Any]:
     """The invalid arms with their reasons (if any), then a link to each arm's own report."""
     sections = []
     if invalid:
@@ -65,7 +82,7 @@ def arm_sections(arms: Sequence[Arm], invalid: Mapping[str, str]) -> list[Any]:
             charts.Section("Invalid arms (left out of every figure)", [f"<ul>{items}</ul>"])
         )
     links = "".join(
-        f"<li><a href='{html.escape(arm.name)}/report.html'>{html.escape(arm.name)}</a></li>"
+        f"<li><a href='{html.escape(arm_page(out_dir, arm.name))}'>{html.escape(arm.name)}</a></li>"
         for arm in arms
     )
     sections.append(charts.Section("Each arm's report", [f"<ul>{links}</ul>"]))

@@ -10,6 +10,7 @@ Only the parsers and the checks of their flags live here; the orchestration
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -310,3 +311,39 @@ def run_experiment(cluster: local.LocalCluster, args: argparse.Namespace) -> int
         return runner.run(exp, config, open_site, console)
     except (runner.RunError, processes.ProcessError, existing_site.SiteError) as e:
         raise cli.CommandError(str(e)) from e
+
+
+def register_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Command:
+    report = sub.add_parser(
+        "report",
+        help="rebuild a results directory's HTML pages from its kept JSON",
+        description="Rewrite the HTML pages of DIR from the JSON it keeps, with this "
+        "version's page writers: each loadgen result's report (result.json, in DIR or one "
+        "level down, or flat <arm>.json files as bench/results keeps them) and the index of "
+        "a demo (demo.json) or experiment (experiment.json). The JSON is left as it is; "
+        "no cluster is needed.",
+    )
+    report.add_argument("directory", type=Path, metavar="DIR", help="a results directory")
+    return run_report
+
+
+def run_report(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
+    from experiment import rebuild
+    from experiment.demo import report
+
+    directory: Path = args.directory
+    if not directory.is_dir():
+        raise cli.UsageError(f"{directory} is not a directory")
+    try:
+        out = rebuild.rebuild(directory, report.rebuild_page)
+    except rebuild.NoResults as e:
+        raise cli.UsageError(str(e)) from e
+    for page in out.pages:
+        print(page)
+    for line in out.failed:
+        print(f"testbed: {line}", file=sys.stderr)
+    if out.failed:
+        raise cli.CommandError(
+            f"{len(out.failed)} of {len(out.failed) + len(out.pages)} pages not rebuilt"
+        )
+    return cli.EXIT_OK

@@ -27,17 +27,21 @@ def write(
     after_comparisons: Sequence[charts.Section] = (),
     last: Sequence[charts.Section] = (),
     min_group: int = 1,
+    keep_json: bool = False,
 ) -> Path:
-    """Write `doc` as `json_name` and the page: `lead`, the comparisons of at least
-    `min_group` arms, `after_comparisons`, the arms' sections, `last`. Returns the page."""
-    # Valid JSON only: a missing figure is null, never NaN (json.dumps refuses NaN here).
-    files.write_atomic(out_dir / json_name, json.dumps(doc, indent=2, allow_nan=False) + "\n")
+    """Write `doc` as `json_name` (unless `keep_json`: a page rebuilt from a kept document
+    leaves it as it is) and the page: `lead`, the comparisons of at least `min_group` arms,
+    `after_comparisons`, the arms' sections, `last`. Returns the page."""
+    if not keep_json:
+        # Valid JSON only: a missing figure is null, never NaN (json.dumps refuses NaN here).
+        text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
+        files.write_atomic(out_dir / json_name, text)
     sections = list(lead)
     for key, group in arm_charts.first_repeat_groups(arms, min_group).items():
         heading = f"{key}: {' vs '.join(arm.variant for arm in group)}"
         sections.append(charts.Section(heading, arm_charts.comparison_charts(out_dir, group)))
     sections += after_comparisons
-    sections += arm_charts.arm_sections(arms, invalid)
+    sections += arm_charts.arm_sections(arms, invalid, out_dir)
     sections += last
     index = out_dir / "index.html"
     index.write_text(charts.page(title, sections, intro=intro))

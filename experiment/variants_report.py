@@ -186,6 +186,8 @@ def write(
     rows: Sequence[VariantRow],
     releases: Sequence[ReleaseRow],
     arms: Sequence[Arm],
+    *,
+    keep_json: bool = False,
 ) -> Path:
     variants = _variants(rows)
     lead = [
@@ -225,6 +227,7 @@ def write(
         arms=arms,
         invalid=meta.get("invalid_arms") or {},
         lead=lead,
+        keep_json=keep_json,
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from experiment import bandwidth_model, figures, intervals, report_files
+from experiment import bandwidth_model, figures, intervals, rebuild, report_files
 from experiment.arms import LATENCY_RATE_DEFINITION, Arm
 from experiment.demo import summary, wing
 from experiment.demo.summary import GuideRow, Row, Target
@@ -226,6 +226,8 @@ def write(
     arms: list[Arm],
     targets: list[Target],
     guide: list[GuideRow],
+    *,
+    keep_json: bool = False,
 ) -> Path:
     target_rows = [(t.goal, t.measured, t.verdict) for t in targets]
     lead = [
@@ -256,7 +258,40 @@ def write(
         after_comparisons=after,
         last=[charts.Section("Definitions", [charts.facts(DEFINITIONS.items())])],
         min_group=2,
+        keep_json=keep_json,
     )
+
+
+def rebuild_page(out_dir: Path, doc: dict[str, Any]) -> Path:
+    """`index.html` from a kept `demo.json` (`testbed report`); the JSON is left as is."""
+
+    def side(s: dict[str, Any]) -> figures.Figure:
+        return rebuild.figure(s["values"], s.get("repeats") or ())
+
+    def probes(s: dict[str, Any]) -> list[figures.ProbeOutcome]:
+        return [
+            figures.ProbeOutcome(p["expected"], p["placed"], p["refused"])
+            for p in s.get("probes") or []
+        ]
+
+    rows = [
+        Row(
+            c["comparison"],
+            c["metric"],
+            c["unit"],
+            c["a"]["variant"],
+            side(c["a"]),
+            c["b"]["variant"],
+            side(c["b"]),
+            (probes(c["a"]), probes(c["b"])),
+        )
+        for c in doc["comparisons"]
+    ]
+    targets = [Target(t["goal"], t["measured"], t["verdict"]) for t in doc.get("targets") or []]
+    guide = [GuideRow(**g) for g in doc.get("guide_matrix") or []]
+    pairs = {(r.comparison, name) for r in rows for name in (r.a_name, r.b_name)}
+    arms = rebuild.arms_from_names(doc.get("arms") or {}, pairs)
+    return write(out_dir, rows, doc, arms, targets, guide, keep_json=True)
 
 
 class Reporter:
