@@ -23,11 +23,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/lib.sh"
 binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl)
 
-# The version of module $2 as required by the wrapper module in directory $1.
-pinned() { sed -n "s|^\(require\)\{0,1\}[[:space:]]*$2 \(v[^ ]*\).*|\2|p" "$here/$1/go.mod" | head -n1; }
-minor_of() { echo "$1" | sed -n 's|^v\([0-9]*\.[0-9]*\)\..*|\1|p'; }
-
-default_release="$(minor_of "$(pinned kubernetes k8s.io/kubernetes)")"
+default_release="$(minor_of "$(pinned "$here/kubernetes/go.mod" k8s.io/kubernetes)")"
 releases() {
   local d
   echo "$default_release"
@@ -59,14 +55,14 @@ main() {
     kube_module="kubernetes-$release"
   fi
   if [[ ! "$release" =~ ^[0-9]+\.[0-9]+$ || ! -f "$here/$kube_module/go.mod" ]]; then
-    echo "error: no pinned module for Kubernetes '$release'; releases: $(releases | sort -uV | paste -sd, | sed 's/,/, /g')" >&2
+    echo "error: no pinned module for Kubernetes '$release'; releases: $(releases_line)" >&2
     exit 2
   fi
 
-  kube_version="$(pinned "$kube_module" k8s.io/kubernetes)"
+  kube_version="$(pinned "$here/$kube_module/go.mod" k8s.io/kubernetes)"
   etcd_module="$(cat "$here/$kube_module/etcd.module")"
-  etcd_version="$(pinned "$etcd_module" go.etcd.io/etcd/server/v3)"
-  kwok_version="$(pinned kwok sigs.k8s.io/kwok)"
+  etcd_version="$(pinned "$here/$etcd_module/go.mod" go.etcd.io/etcd/server/v3)"
+  kwok_version="$(pinned "$here/kwok/go.mod" sigs.k8s.io/kwok)"
   key="kube-${kube_version}_etcd-${etcd_version}_kwok-${kwok_version}"
   out="$cache_root/bin/$key"
 

@@ -4,6 +4,15 @@
 # The cache every build writes under ($DRA_TESTBED_CACHE, else the user's cache directory).
 cache_root="${DRA_TESTBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dra-testbed}"
 
+# The version of module $2 that the go.mod file $1 requires.
+pinned() { sed -n "s|^\(require\)\{0,1\}[[:space:]]*$2 \(v[^ ]*\).*|\2|p" "$1" | head -n1; }
+
+# The release (1.NN) of version $1 (v1.NN.P).
+minor_of() { echo "$1" | sed -n 's|^v\([0-9]*\.[0-9]*\)\..*|\1|p'; }
+
+# The caller's `releases` in order, on one line, for its error messages.
+releases_line() { releases | sort -uV | paste -sd, | sed 's/,/, /g'; }
+
 # claim_build OUT NAME GO_HINT: print OUT and exit 0 when the caller's `complete OUT` holds;
 # otherwise check that go is on PATH (else one error line ending in GO_HINT, exit 1) and take
 # the build lock of NAME. Two first runs would build into the same staging directory: the

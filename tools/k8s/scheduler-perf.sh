@@ -27,9 +27,6 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/lib.sh"
 wrapper="$here/scheduler-perf"
 
-pinned() { sed -n "s|^\(require\)\{0,1\}[[:space:]]*$2 \(v[^ ]*\).*|\2|p" "$1" | head -n1; }
-minor_of() { echo "$1" | sed -n 's|^v\([0-9]*\.[0-9]*\)\..*|\1|p'; }
-
 default_release="$(minor_of "$(pinned "$wrapper/go.mod" k8s.io/kubernetes)")"
 releases() {
   local f
@@ -59,7 +56,7 @@ main() {
     modfile="$release.mod" kube_module="kubernetes-$release"
   fi
   if [[ ! "$release" =~ ^[0-9]+\.[0-9]+$ || ! -f "$wrapper/$modfile" || ! -f "$here/$kube_module/etcd.module" ]]; then
-    echo "error: no pinned scheduler_perf module for Kubernetes '$release'; releases: $(releases | sort -uV | paste -sd, | sed 's/,/, /g')" >&2
+    echo "error: no pinned scheduler_perf module for Kubernetes '$release'; releases: $(releases_line)" >&2
     exit 2
   fi
 
