@@ -20,6 +20,7 @@ from extender.core import Core
 from extender.metrics import CacheCollector, Metrics
 from testbed import runtime
 from testbed.kube import errors as kube_errors
+from testbed.kube import workloads
 from testbed.kube.client import Kube
 from testbed.kube.watching import Liveness
 
@@ -172,11 +173,26 @@ async def _release(kube: Kube) -> tuple[int, int] | None:
     return (int(major.group(1)), int(minor.group(1))) if major and minor else None
 
 
+async def _serves_workloads(kube: Kube) -> bool:
+    """The cluster serves a Workload API version, so a pod may name its gang only there
+    (and is then watched); False if discovery fails (the labelled pods are still followed)."""
+    try:
+        version = await workloads.served_version(kube)
+    except kube_errors.KubeError as e:
+        log.warning("cannot discover the Workload API (%s): following labelled gangs only", e)
+        return False
+    if version is not None:
+        log.info("the cluster serves the Workload API (%s): following group-only pods", version)
+    return version is not None
+
+
 def _watching(
     kube: Kube, store: Store, metrics: Metrics, liveness: Liveness
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
         store.index.release = await _release(kube)
+        if await _serves_workloads(kube):
+            store.watch_groups()
         tasks = sync.start(kube, store, on_restart=metrics.restart, liveness=liveness)
         try:
             yield

@@ -35,6 +35,7 @@ from loadgen import (
 from loadgen.scenarios import Phase, Scenario, resolve
 from testbed import vocab
 from testbed.kube import errors, resources
+from testbed.kube import workloads as workloads_api
 from testbed.kube.client import Kube
 
 log = logging.getLogger(__name__)
@@ -284,9 +285,9 @@ async def _create_pod_groups(
     """Each native gang's Workload and (where `version` has them) PodGroup, before its Job
     (as fast as allowed), so no pod of a gang waits for its group to appear."""
     pacing = driver.Pacing(qps=0, max_in_flight=settings.max_in_flight)
-    kinds = [(workload_api.workloads(version), templates.workload)]
-    if workload_api.standalone(version):
-        kinds.append((workload_api.pod_groups(version), templates.pod_group))
+    kinds = [(workloads_api.workloads(version), templates.workload)]
+    if workloads_api.standalone(version):
+        kinds.append((workloads_api.pod_groups(version), templates.pod_group))
     for res, make in kinds:
         await driver.create_objects(
             kube,

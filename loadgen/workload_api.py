@@ -16,8 +16,8 @@ from loadgen.scenarios import Scenario
 from testbed import vocab
 from testbed.cluster import feature_gates
 from testbed.kube import errors
+from testbed.kube import workloads as workloads_api
 from testbed.kube.client import Kube
-from testbed.kube.resources import Resource
 
 _MINOR = re.compile(r"^v?1\.(\d+)")
 
@@ -28,19 +28,6 @@ class Unsupported(Exception):
 
 def needed(scenario: Scenario) -> bool:
     return any(p.native_gang for p in scenario.phases)
-
-
-def standalone(version: str) -> bool:
-    """The version has PodGroup objects (v1alpha2 on); v1alpha1 holds groups in the Workload."""
-    return version != "v1alpha1"
-
-
-def workloads(version: str) -> Resource:
-    return Resource(vocab.SCHEDULING_GROUP, version, "workloads", "Workload", namespaced=True)
-
-
-def pod_groups(version: str) -> Resource:
-    return Resource(vocab.SCHEDULING_GROUP, version, "podgroups", "PodGroup", namespaced=True)
 
 
 def release_of(git_version: str) -> str | None:
@@ -75,22 +62,6 @@ def problem(git_version: str, version: str | None, off: tuple[str, ...] = ()) ->
     )
 
 
-async def served_version(kube: Kube) -> str | None:
-    """The Workload API version the cluster serves with everything native gangs create
-    (Workload, and PodGroup where the version has them), newest first; None if none."""
-    for version in dict.fromkeys(vocab.WORKLOAD_VERSIONS.values()):
-        try:
-            listing = await kube.request("GET", f"/apis/{vocab.SCHEDULING_GROUP}/{version}")
-        except errors.NotFound:
-            continue
-        plurals = {r.get("name") for r in (listing or {}).get("resources") or []}
-        if workloads(version).plural in plurals and (
-            not standalone(version) or pod_groups(version).plural in plurals
-        ):
-            return version
-    return None
-
-
 async def _gates_off(kube: Kube, release: str | None) -> tuple[str, ...]:
     """The gates native gangs need on `release` that the API server reports off (its
     /metrics; the local cluster's components share one gate set). Nothing when it does not
@@ -113,7 +84,7 @@ async def check(kube: Kube, scenario: Scenario) -> str | None:
         return None
     info = await kube.request("GET", "/version", retry=False)
     git_version = str((info or {}).get("gitVersion", "unknown"))
-    version = await served_version(kube)
+    version = await workloads_api.served_version(kube)
     off = await _gates_off(kube, release_of(git_version)) if version is not None else ()
     if (text := problem(git_version, version, off)) is not None:
         raise Unsupported(text)

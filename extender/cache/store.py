@@ -57,6 +57,19 @@ def watches(settings: Settings) -> dict[str, Watch]:
     return out
 
 
+GROUP_WATCH: Final = "Pod/group"
+
+
+def group_watch(settings: Settings) -> Watch:
+    """Scheduled pods with neither label: where the Workload API is served, a pod may name
+    its gang only there (`spec.schedulingGroup`, or on 1.35 `spec.workloadRef`), which no
+    field selector can pick, so all of them are read (the index keeps only those naming a
+    group). Disjoint from the two label selections."""
+    gang = settings.gang_label
+    unlabelled = f"!{vocab.LABEL_JOB_NAME}" + (f",!{gang}" if gang != vocab.LABEL_JOB_NAME else "")
+    return Watch("Pod", POD_FIELD_SELECTOR, unlabelled)
+
+
 EventObserver = Callable[[str, dict[str, Any]], None]
 
 
@@ -71,13 +84,21 @@ class Store:
         self.index = index
         self.watches = watches(index.settings)
         self.kinds = kinds if kinds is not None else tuple(self.watches)
+        self._every_watch = kinds is None
         """The watches that must list before the store is ready."""
         self.on_event = on_event
         self.synced: set[str] = set()
         self.ready = asyncio.Event()
         self._owner: dict[str, str] = {}
         """Pod key -> the watch that last reported it (a relabelled pod moves between the
-        two pod selections, and the two streams are not ordered with each other)."""
+        pod selections, and their streams are not ordered with each other)."""
+
+    def watch_groups(self) -> None:
+        """Also follow pods that name their gang only through the Workload API (before the
+        watches start: the store is then ready only once this one has listed too)."""
+        self.watches[GROUP_WATCH] = group_watch(self.index.settings)
+        if self._every_watch:
+            self.kinds = tuple(self.watches)
 
     def _kind(self, watch: str) -> str:
         w = self.watches.get(watch)

@@ -22,6 +22,7 @@ from loadgen.scenarios import Phase, Scenario
 from testbed import vocab
 from testbed.cluster import local
 from testbed.kube import resources as r
+from testbed.kube import workloads as workloads_api
 from testbed.kube.client import ClientSettings, Kube
 from tests.support.private_fleet import Fleet, make_fleet, remove_fleet
 
@@ -82,7 +83,7 @@ async def test_the_release_serves_its_own_workload_api_version(
     release_cluster: tuple[str, str], release_kube: Kube
 ) -> None:
     release, _ = release_cluster
-    assert await workload_api.served_version(release_kube) == VERSIONS[release]
+    assert await workloads_api.served_version(release_kube) == VERSIONS[release]
     # The check passes: the API served and the gang plugin's gate reported on.
     assert await workload_api.check(release_kube, _gangs(1, 2)) == VERSIONS[release]
 
@@ -94,7 +95,7 @@ async def test_native_gangs_bind_all_or_nothing_and_the_extender_reads_their_gro
     version = VERSIONS[release]
     params = release_fleet.settings(qps=50, allow_unschedulable=True, stall_timeout=90, keep=True)
     res = await runner.run(release_kube, _gangs(2, 3, 45.0), params)
-    if workload_api.standalone(version):
+    if workloads_api.standalone(version):
         # 1.36 places a PodGroup in one cycle: the gang that cannot fit is refused at once.
         assert res.error is None, res.error
     else:
@@ -108,7 +109,7 @@ async def test_native_gangs_bind_all_or_nothing_and_the_extender_reads_their_gro
     assert not any(s.partial for s in states.values())
     (bound,) = [s for s in states.values() if s.scheduled]
     assert bound.nodes == 3
-    if workload_api.standalone(version):
+    if workloads_api.standalone(version):
         assert set(states) == {"gang-000000", "gang-000001"}
     else:
         assert set(states) == {"gang-000000/workers", "gang-000001/workers"}
@@ -118,7 +119,7 @@ async def test_native_gangs_bind_all_or_nothing_and_the_extender_reads_their_gro
     ns = templates.namespace_name(res.run_id)
     pods = (await release_kube.list(r.PODS, namespace=ns)).items
     assert len(pods) == 6
-    field = "schedulingGroup" if workload_api.standalone(version) else "workloadRef"
+    field = "schedulingGroup" if workloads_api.standalone(version) else "workloadRef"
     assert all(field in p["spec"] for p in pods)
     jobs = {demand.job_of(p, Settings()) for p in pods}
     assert jobs == {f"{ns}/{g}" for g in states}

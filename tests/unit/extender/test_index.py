@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from extender.cache.index import Outcome
+from extender.cache.index import Index, Outcome
+from extender.cache.store import GROUP_WATCH, Store, watches
+from extender.config import Settings
 from testbed import vocab
 from testbed.kube.watching import Change
 from tests.support import extender_objects as objects
@@ -97,3 +99,26 @@ def test_device_class_change_rescores_nodes() -> None:
     idx.summary(idx.nodes["n1"])
     store.apply("DeviceClass", Change("DELETED", objects.classes()[2]))
     assert RDMA not in idx.summary(idx.nodes["n1"]).classes
+
+
+def test_pods_naming_their_group_only_are_watched_where_the_workload_api_is_served() -> None:
+    store = Store(Index(Settings()))
+    # By default only labelled pods are read: the two label selections.
+    assert [n for n in store.watches if n.startswith("Pod")] == ["Pod/gang", "Pod/job"]
+    store.watch_groups()
+    group = store.watches[GROUP_WATCH]
+    assert group.label_selector == f"!{vocab.LABEL_JOB_NAME},!{vocab.LABEL_GANG}"
+    assert group.field_selector == watches(Settings())["Pod/gang"].field_selector
+    assert GROUP_WATCH in store.kinds  # not ready before it has listed too
+
+    # 1.37 (schedulingGroup) and 1.35 (workloadRef) pods with no label: bound ones count as
+    # their gang's placed pods; a pod naming no group is read and dropped.
+    bound = objects.pod("ns", "a", node_name="n1", phase="Running")
+    bound["spec"]["schedulingGroup"] = {"podGroupName": "pg"}
+    old = objects.pod("ns", "b", node_name="n2", phase="Running")
+    old["spec"]["workloadRef"] = {"name": "train", "podGroup": "workers"}
+    plain = objects.pod("ns", "c", node_name="n1", phase="Running")
+    store.replace(GROUP_WATCH, [bound, old, plain])
+    assert store.index.jobs == {"ns/pg": {"n1": 1}, "ns/train/workers": {"n2": 1}}
+    store.apply(GROUP_WATCH, Change("DELETED", bound))
+    assert store.index.jobs == {"ns/train/workers": {"n2": 1}}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from loadgen import workload_api
 from loadgen.scenarios import load
+from testbed.kube import workloads as workloads_api
 
 
 def test_a_release_before_the_api_is_named_with_the_release_the_api_starts_in() -> None:
@@ -36,9 +37,9 @@ def test_a_serving_cluster_has_no_problem_and_only_native_gangs_need_it() -> Non
 
 
 def test_only_1_35s_v1alpha1_has_no_pod_group_objects() -> None:
-    assert not workload_api.standalone("v1alpha1")
-    assert workload_api.standalone("v1alpha2") and workload_api.standalone("v1beta1")
-    assert workload_api.pod_groups("v1alpha2").path("ns") == (
+    assert not workloads_api.standalone("v1alpha1")
+    assert workloads_api.standalone("v1alpha2") and workloads_api.standalone("v1beta1")
+    assert workloads_api.pod_groups("v1alpha2").path("ns") == (
         "/apis/scheduling.k8s.io/v1alpha2/namespaces/ns/podgroups"
     )
     assert workload_api.release_of("v1.36.4") == "1.36" and workload_api.release_of("x") is None
