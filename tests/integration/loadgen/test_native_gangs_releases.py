@@ -4,14 +4,15 @@ v1alpha1 (a Workload holding its pod group, pods name it in `spec.workloadRef`),
 each release names (GenericWorkload for the API, GangScheduling for the scheduler's plugin).
 
 One cluster per release, `<test cluster>-r1NN` (kube-scheduler without the extender), made for
-this module and torn down after it unless it was already running. Select a release with
-`-k 1.36` or `-k 1.35`.
+this module and torn down after it unless it was already running (and one 1.36 cluster with
+GenericWorkload only, for the refusal). Select a release with `-k 1.36` or `-k 1.35`.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -20,11 +21,18 @@ from extender.config import Settings
 from loadgen import records, runner, scenarios, templates, workload_api
 from loadgen.scenarios import Phase, Scenario
 from testbed import vocab
-from testbed.cluster import local
+from testbed.cluster import feature_gates, local
+from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube import workloads as workloads_api
 from testbed.kube.client import ClientSettings, Kube
-from tests.support.private_fleet import Fleet, make_fleet, remove_fleet
+from tests.support.private_fleet import (
+    Fleet,
+    loadgen_args,
+    make_fleet,
+    remove_fleet,
+    run_loadgen,
+)
 
 # A cold cluster on a release not built yet would build it here: never in a test run.
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
@@ -123,3 +131,55 @@ async def test_native_gangs_bind_all_or_nothing_and_the_extender_reads_their_gro
     assert all(field in p["spec"] for p in pods)
     jobs = {demand.job_of(p, Settings()) for p in pods}
     assert jobs == {f"{ns}/{g}" for g in states}
+
+
+async def test_the_gang_plugins_gate_is_read_from_the_api_servers_own_report(
+    release_cluster: tuple[str, str], release_kube: Kube
+) -> None:
+    text = await release_kube.request("GET", "/metrics", text=True)
+    gates = feature_gates.enabled_in(str(text))
+    assert gates[vocab.GANG_GATE] is True and gates[vocab.WORKLOAD_GATE] is True
+
+
+@pytest.fixture(scope="module")
+def api_without_plugin() -> Iterator[str]:
+    """1.36 serving the Workload API (GenericWorkload) without the gang plugin's gate."""
+    base = os.environ.get("DRA_TESTBED_TEST_CLUSTER", local.DEFAULT_NAME)
+    config = local.ClusterConfig(
+        name=f"{base}-r136-nogang",
+        extender=False,
+        kubernetes="1.36",
+        feature_gates={vocab.WORKLOAD_GATE: True},
+    )
+    cluster = local.LocalCluster(config)
+    status, created = cluster.up(build=False)
+    try:
+        yield str(status.kubeconfig)
+    finally:
+        if created and not os.environ.get("DRA_TESTBED_KEEP_CLUSTER"):
+            cluster.down()
+
+
+async def test_on_1_36_without_gang_scheduling_a_native_gang_is_one_line_exit_2(
+    api_without_plugin: str, tmp_path: Path
+) -> None:
+    kube = await Kube.connect(kubeconfig=api_without_plugin)
+    try:
+        fleet = await make_fleet(kube, api_without_plugin, nodes=1)
+        try:
+            run_id = f"nogang-{fleet.suffix}"
+            code, out, err = await run_loadgen(
+                "run", "gang", "native=true", "gangs=1", "size=1",
+                *loadgen_args(fleet, api_without_plugin, tmp_path, run_id),
+            )  # fmt: skip
+            assert code == 2, (out, err)
+            lines = err.strip().splitlines()
+            assert len(lines) == 2 and "Traceback" not in err, err
+            assert "serves the Workload API but runs with GangScheduling off" in lines[1]
+            assert "--feature-gates GenericWorkload=true,GangScheduling=true" in lines[1]
+            with pytest.raises(errors.NotFound):
+                await kube.get(r.NAMESPACES, templates.namespace_name(run_id))
+        finally:
+            await remove_fleet(kube, api_without_plugin, fleet)
+    finally:
+        await kube.close()
