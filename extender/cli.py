@@ -89,6 +89,13 @@ def parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--tls-cert", default=env("EXTENDER_TLS_CERT"), help="serve HTTPS with this")
     s.add_argument("--tls-key", default=env("EXTENDER_TLS_KEY"), help="key for --tls-cert")
+    s.add_argument(
+        "--client-ca",
+        default=env("EXTENDER_CLIENT_CA"),
+        help="with --tls-cert: answer only clients presenting a certificate this CA bundle "
+        "signed (mutual TLS; kube-scheduler's tlsConfig certData/keyData). Probes need one "
+        "too, so give kubelet --admin-port (env EXTENDER_CLIENT_CA) [any client]",
+    )
     # No --request-timeout: a server outlives a silent API server (its caches retry and it
     # reports not ready), where a command would fail in one line.
     cliconv.add_cluster_flags(s, timeout=False)
@@ -155,6 +162,8 @@ def _settings(ns: argparse.Namespace) -> config.Settings:
 
 def _ssl(ns: argparse.Namespace) -> ssl.SSLContext | None:
     if not ns.tls_cert and not ns.tls_key:
+        if ns.client_ca:
+            raise config.ConfigFileError("--client-ca needs --tls-cert and --tls-key")
         return None
     if not (ns.tls_cert and ns.tls_key):
         raise config.ConfigFileError("--tls-cert and --tls-key go together")
@@ -163,6 +172,12 @@ def _ssl(ns: argparse.Namespace) -> ssl.SSLContext | None:
         ctx.load_cert_chain(ns.tls_cert, ns.tls_key)
     except (OSError, ssl.SSLError) as e:
         raise config.ConfigFileError(f"cannot load TLS certificate/key: {e}") from e
+    if ns.client_ca:
+        try:
+            ctx.load_verify_locations(cafile=ns.client_ca)
+        except (OSError, ssl.SSLError) as e:
+            raise config.ConfigFileError(f"cannot load --client-ca {ns.client_ca}: {e}") from e
+        ctx.verify_mode = ssl.CERT_REQUIRED  # no certificate from that CA: no handshake
     return ctx
 
 
