@@ -22,6 +22,7 @@ from experiment.comparison import ReleaseRow, VariantRow
 from experiment.figures import Figure
 from experiment.spec import Experiment
 from loadgen.report import document, html
+from testbed import charts
 
 LOADGEN_KIND = "LoadgenResult"
 EXPERIMENT_KIND = "ExperimentResult"
@@ -86,9 +87,11 @@ def arms_from_names(names: Iterable[str], pairs: Iterable[tuple[str, str]]) -> l
     return arms
 
 
-def figure(values: Iterable[float | None], repeats: Iterable[int] = ()) -> Figure:
-    """A kept figure (null = no value) as the page writers take it."""
-    return Figure([math.nan if v is None else float(v) for v in values], list(repeats))
+def figure(values: Iterable[float | None], repeats: Iterable[int] | None = None) -> Figure:
+    """A kept figure (null = no value) as the page writers take it; without the repeats
+    (experiment.json keeps none) its values pair with the other side's by position."""
+    kept = [math.nan if v is None else float(v) for v in values]
+    return Figure(kept, list(range(len(kept))) if repeats is None else list(repeats))
 
 
 def experiment_page(directory: Path, doc: Mapping[str, Any]) -> Path:
@@ -136,13 +139,14 @@ def rebuild(directory: Path, demo_page: PageWriter) -> Outcome:
             "loadgen result files)"
         )
     out = Outcome()
+    charts.shared_plotly(directory, directory)  # one copy, before the pages that share it
     for source, page in results:
         try:
             doc = document.load(source)
         except (OSError, ValueError) as e:  # pydantic's ValidationError is a ValueError
             out.failed.append(f"{source}: not a loadgen result this version reads ({_first(e)})")
             continue
-        page.write_text(html.render(doc))
+        page.write_text(html.render(doc, charts.shared_plotly(page.parent)))
         out.pages.append(page)
     for source, writer in present:
         try:

@@ -44,5 +44,6 @@ def write(
     sections += arm_charts.arm_sections(arms, invalid, out_dir)
     sections += last
     index = out_dir / "index.html"
-    index.write_text(charts.page(title, sections, intro=intro))
+    src = charts.shared_plotly(out_dir, out_dir)
+    index.write_text(charts.page(title, sections, intro=intro, plotly_src=src))
     return index

@@ -30,7 +30,7 @@ from experiment import spec as specs
 from experiment.arms import Arm
 from experiment.site import Scheduler, SchedulerSetup, Site
 from experiment.wing import Finished, Planner, Reporter
-from testbed import vocab
+from testbed import charts, vocab
 from testbed.kube import resources, watching
 from testbed.kube.client import Kube
 
@@ -308,6 +308,7 @@ def run(
     started = time.monotonic()
     out = config.output_dir
     out.mkdir(parents=True, exist_ok=True)
+    charts.shared_plotly(out, out)  # before the arms: their reports share it
     stages = planner.stages(exp)
     total = sum(len(s.arms) for s in stages)
     p = _Progress([], {}, {}, {}, [])

@@ -1,6 +1,7 @@
-"""Report charts and pages: plotly figures from plain data, and one self-contained HTML page
-(plotly.js embedded once, no CDN, works offline). Pure: builders return figures and
-strings; callers write files.
+"""Report charts and pages: plotly figures from plain data, and HTML pages that work offline
+(no CDN): a results directory's pages share one plotly.js file beside them (`shared_plotly`,
+the only function here that writes), a lone page embeds it. Pure otherwise: builders return
+figures and strings; callers write files.
 
 Shared by loadgen's run report, `loadgen compare --html` and the experiment's index page:
 
@@ -16,10 +17,12 @@ Shared by loadgen's run report, `loadgen compare --html` and the experiment's in
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
+from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
@@ -340,9 +343,37 @@ def figure_html(fig: go.Figure, div_id: str) -> str:
     return f'<div class="chart">{out}</div>'
 
 
-def page(title: str, sections: Sequence[Section], *, intro: str = "") -> str:
-    """A whole self-contained page: plotly.js inlined once (only when there is a figure),
-    the sections in order. `intro` is an HTML fragment under the title."""
+PLOTLY_JS = "plotly.min.js"
+
+
+def shared_plotly(page_dir: Path, results_dir: Path | None = None) -> str:
+    """The `src` a page in `page_dir` loads plotly.js from: the one copy of its results
+    directory -- `results_dir`, else `page_dir`'s parent if that holds one (an arm's
+    directory inside a demo's), else `page_dir` -- written there if missing or of another
+    plotly version. Relative, so a directory opens from file:// and moves whole."""
+    if results_dir is None:
+        results_dir = page_dir.parent if (page_dir.parent / PLOTLY_JS).is_file() else page_dir
+    target = results_dir / PLOTLY_JS
+    script = get_plotlyjs()
+    try:
+        with target.open(encoding="utf-8") as f:
+            current = f.read(200) == script[:200]  # the header names the version
+    except OSError:
+        current = False
+    if not current:
+        results_dir.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".tmp")
+        tmp.write_text(script, encoding="utf-8")
+        tmp.replace(target)
+    return Path(os.path.relpath(target, page_dir)).as_posix()
+
+
+def page(
+    title: str, sections: Sequence[Section], *, intro: str = "", plotly_src: str | None = None
+) -> str:
+    """A whole page, the sections in order; `intro` is an HTML fragment under the title.
+    plotly.js (only when there is a figure) from `plotly_src` (see `shared_plotly`), else
+    inlined: a page on its own."""
     parts, n = [], 0
     for s in sections:
         parts.append(f"<h2>{escape(s.heading)}</h2>")
@@ -352,7 +383,11 @@ def page(title: str, sections: Sequence[Section], *, intro: str = "") -> str:
                 parts.append(figure_html(p, f"chart-{n}"))
             else:
                 parts.append(p)
-    script = f'<script type="text/javascript">{get_plotlyjs()}</script>' if n else ""
+    script = ""
+    if n and plotly_src:
+        script = f'<script type="text/javascript" src="{escape(plotly_src)}"></script>'
+    elif n:
+        script = f'<script type="text/javascript">{get_plotlyjs()}</script>'
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         f"<meta name='viewport' content='width=device-width'><title>{escape(title)}</title>"

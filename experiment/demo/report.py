@@ -266,7 +266,7 @@ def rebuild_page(out_dir: Path, doc: dict[str, Any]) -> Path:
     """`index.html` from a kept `demo.json` (`testbed report`); the JSON is left as is."""
 
     def side(s: dict[str, Any]) -> figures.Figure:
-        return rebuild.figure(s["values"], s.get("repeats") or ())
+        return rebuild.figure(s["values"], s.get("repeats"))
 
     def probes(s: dict[str, Any]) -> list[figures.ProbeOutcome]:
         return [

@@ -233,20 +233,23 @@ _SECTIONS = (
 )
 
 
-def render(doc: ResultDoc) -> str:
-    """The whole page of one run."""
+def render(doc: ResultDoc, plotly_src: str | None = None) -> str:
+    """The whole page of one run; plotly.js from `plotly_src` (else inlined)."""
     sections = [s for section in _SECTIONS for s in section(doc)]
     return charts.page(
         f"loadgen {doc.scenario.get('name', '')}: run {doc.run_id}",
         sections,
         intro=_facts(doc),
+        plotly_src=plotly_src,
     )
 
 
 def write(doc: ResultDoc, out_dir: Path) -> Path:
+    """`report.html` in `out_dir`, sharing its results directory's plotly.js (an arm of a
+    demo: the demo's)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "report.html"
-    path.write_text(render(doc))
+    path.write_text(render(doc, charts.shared_plotly(out_dir)))
     return path
 
 

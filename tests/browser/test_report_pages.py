@@ -66,6 +66,7 @@ def _pages(tmp_path: Path) -> dict[str, tuple[Path, int]]:
         # 5 phases' CDFs (run_to_watch is zero by definition), throughput, GPU allocation,
         # occupancy A next to B.
         "compare": (html.render_comparison(prev, cur, compare.formatted(prev, cur)), 8),
+        # The index loads the directory's one plotly.js (beside it).
         "experiment": (_demo_index(tmp_path), 4),
     }
     out = {}
@@ -73,6 +74,10 @@ def _pages(tmp_path: Path) -> dict[str, tuple[Path, int]]:
         path = tmp_path / f"{name}.html"
         path.write_text(text)
         out[name] = (path, figures)
+    # An arm's page inside the demo's directory loads the same file, one level up.
+    arm = html.write(cur, tmp_path / "extender-on-0")
+    assert f'src="../{charts.PLOTLY_JS}"' in arm.read_text()
+    out["arm"] = (arm, 5)
     return out
 
 
@@ -89,7 +94,7 @@ _CHART_BOXES = """JSON.stringify([...document.querySelectorAll('.js-plotly-plot'
 }))"""
 
 
-@pytest.mark.parametrize("name", ["run", "compare", "experiment"])
+@pytest.mark.parametrize("name", ["run", "compare", "experiment", "arm"])
 async def test_a_report_page_loads_cleanly_and_draws_its_charts(name: str, tmp_path: Path) -> None:
     binary = cdp.find_browser()
     assert binary, "no Chromium on PATH: run hack/install-test-deps.sh"

@@ -63,7 +63,9 @@ async def test_an_impossible_slo_exits_one_after_writing_every_output(
     assert {i.labels["Metric"] for i in items} >= {"pod_startup", "create_to_schedule"}
     assert all(i.unit == "ms" and set(i.data) == {"Perc50", "Perc90", "Perc99"} for i in items)
     html = (tmp_path / "report.html").read_text()
-    assert "Plotly.newPlot" in html and "<script src" not in html and "<link" not in html
+    # No CDN: plotly.js from the run directory's own copy.
+    assert "Plotly.newPlot" in html and 'src="plotly.min.js"' in html and "<link" not in html
+    assert (tmp_path / "plotly.min.js").is_file()
     await namespace_gone(kube, run_id)
 
 

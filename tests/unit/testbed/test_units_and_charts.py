@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -111,3 +112,22 @@ def test_occupancy_lays_nodes_out_in_natural_order() -> None:
     (trace,) = _trace_data(charts.occupancy_heatmap({"A": occ}))
     # node-0, node-1 empty first, then node-2..node-11 full (not node-10, node-11 after node-1)
     assert [v for row in trace["z"] for v in row if v is not None][:3] == [0.0, 0.0, 1.0]
+
+
+def test_a_results_directory_shares_one_plotly_js(tmp_path: Path) -> None:
+    """The index and each arm's page load the directory's one copy, by a relative path (the
+    directory opens from file:// and moves whole); a second page writes no second copy."""
+    assert charts.shared_plotly(tmp_path, tmp_path) == charts.PLOTLY_JS
+    shared = tmp_path / charts.PLOTLY_JS
+    written = shared.stat().st_mtime_ns
+    arm = tmp_path / "extender-on-0"
+    arm.mkdir()
+    assert charts.shared_plotly(arm) == f"../{charts.PLOTLY_JS}"
+    assert shared.stat().st_mtime_ns == written
+    assert [p.name for p in arm.iterdir()] == []
+    fig = charts.latency_cdfs(Series("A", [1.0], [1.0]))
+    text = charts.page("t", [Section("s", [fig])], plotly_src="../plotly.min.js")
+    assert '<script type="text/javascript" src="../plotly.min.js"></script>' in text
+    assert len(text) < 100_000  # plotly.js itself is ~4.6 MB
+    lone = tmp_path / "other" / "run"
+    assert charts.shared_plotly(lone) == charts.PLOTLY_JS  # no shared copy above: its own
