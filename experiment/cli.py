@@ -31,7 +31,7 @@ def _cluster_flags(p: argparse.ArgumentParser) -> None:
         "second scheduler per variant with the extender as its sidecar, and deletes what it "
         "created afterwards.",
     )
-    cliconv.add_cluster_flags(g, timeout=False)
+    cliconv.add_cluster_flags(g)
     g.add_argument(
         "--image",
         metavar="IMAGE",
@@ -51,12 +51,13 @@ def _existing_opener(
     from experiment import existing_site as es
 
     try:
-        es.preflight(args.kubeconfig, args.context)
+        es.preflight(args.kubeconfig, args.context, request_timeout=args.request_timeout)
         return es.opener(
             keys,
             kubeconfig_path=args.kubeconfig,
             context=args.context,
             image=args.image or es.DEFAULT_IMAGE,
+            request_timeout=args.request_timeout,
             explicit_release=explicit_release,
         )
     except es.SiteUsageError as e:
@@ -175,6 +176,7 @@ def run_demo(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
         keep=args.keep,
         qps=args.qps,
         cluster=cluster.config,
+        request_timeout=args.request_timeout,
     )
     keys = demo.experiment(config).clusters()
     open_site = _existing_opener(args, keys, explicit_release=False)
@@ -304,7 +306,7 @@ def run_experiment(cluster: local.LocalCluster, args: argparse.Namespace) -> int
         explicit_release=explicit_release,
         keep=args.keep,
     )
-    config = runner.RunConfig(output_dir=out, keep=args.keep)
+    config = runner.RunConfig(output_dir=out, keep=args.keep, request_timeout=args.request_timeout)
     try:
         if exp.builtin is not None:
             return demo.run_experiment(exp, config, open_site, console)

@@ -36,7 +36,7 @@ from typing import Any, Protocol, TypeVar
 
 from experiment import cluster_objects as co
 from experiment.site import Scheduler, SchedulerSetup, Site
-from testbed import vocab
+from testbed import cliconv, vocab
 from testbed.cluster import paths, scratch
 from testbed.kube import crds, errors, kubeconfig, resources
 from testbed.kube.client import ClientSettings, Kube
@@ -334,15 +334,17 @@ async def _delete(kube: Kube, made: list[Created]) -> None:
             log.warning("could not delete %s %s: %s", c.res.kind, c.name, e)
 
 
-async def _check(kube: Kube) -> str:
+async def _check(kube: Kube, answer_within: float = cliconv.DEFAULT_REQUEST_TIMEOUT) -> str:
     """The cluster's gitVersion, once it answers and serves DRA."""
-    try:  # once, not retried: a silent server is one line within 10 s
-        version = await kube.request("GET", "/version", attempt_timeout=10.0, retry=False)
+    timeout = answer_within
+    try:  # once, not retried: a silent server is one line within it (--request-timeout)
+        version = await kube.request("GET", "/version", attempt_timeout=timeout, retry=False)
     except errors.KubeError as e:
-        why = "it did not answer within 10s" if isinstance(e.__cause__, TimeoutError) else e
+        silent = isinstance(e.__cause__, TimeoutError)
+        why = f"it did not answer within {timeout:g}s (--request-timeout)" if silent else e
         raise SiteError(f"cannot reach the cluster at {kube.host}: {why}") from e
     try:
-        await kube.request("GET", "/apis/resource.k8s.io/v1", attempt_timeout=10.0)
+        await kube.request("GET", "/apis/resource.k8s.io/v1", attempt_timeout=timeout)
     except errors.NotFound as e:
         raise SiteError(
             f"the cluster at {kube.host} ({version.get('gitVersion')}) serves no "
@@ -392,7 +394,9 @@ async def _ensure(api: SiteApi, kube: Kube, objs: list[Obj], made: list[Created]
 
 @contextlib.contextmanager
 def _checked(
-    kubeconfig_path: str | Path | None, context: str | None
+    kubeconfig_path: str | Path | None,
+    context: str | None,
+    timeout: float = cliconv.DEFAULT_REQUEST_TIMEOUT,
 ) -> Iterator[tuple[SiteApi, str]]:
     """The context's own kubeconfig (in a private directory, removed afterwards) and the
     cluster's gitVersion, once the kubeconfig, the context and the cluster pass the checks."""
@@ -401,7 +405,7 @@ def _checked(
         try:
             path = kubeconfig.write_minified(kubeconfig_path, context, private / "kubeconfig")
             api = SiteApi(path)
-            version = api.run(_check)
+            version = api.run(lambda kube: _check(kube, timeout))
         except errors.ConfigError as e:
             raise SiteUsageError(str(e)) from e
         yield api, version
@@ -409,10 +413,15 @@ def _checked(
         shutil.rmtree(private, ignore_errors=True)
 
 
-def preflight(kubeconfig_path: str | Path | None = None, context: str | None = None) -> str:
+def preflight(
+    kubeconfig_path: str | Path | None = None,
+    context: str | None = None,
+    request_timeout: float = cliconv.DEFAULT_REQUEST_TIMEOUT,
+) -> str:
     """Check the kubeconfig, the context and the cluster, creating nothing (a run calls it
-    before it makes its output directory); the cluster's gitVersion."""
-    with _checked(kubeconfig_path, context) as (_, version):
+    before it makes its output directory; the cluster must answer within `request_timeout`);
+    the cluster's gitVersion."""
+    with _checked(kubeconfig_path, context, request_timeout) as (_, version):
         return version
 
 
@@ -434,6 +443,7 @@ def opened(
     stand_in: PodStandIn | None = None,
     manifests: Path | None = None,
     kwok_flow_control: bool = False,
+    request_timeout: float = cliconv.DEFAULT_REQUEST_TIMEOUT,
 ) -> Iterator[ExistingSite]:
     """The cluster of `context` in the kubeconfig (default: $KUBECONFIG, ~/.kube/config; its
     current context), ready for variants until the block ends. `image` runs the extender;
@@ -443,7 +453,7 @@ def opened(
     installs, with a kwok that is missing, kwok's FlowSchema (it exempts kwok's controller from
     API Priority and Fairness on the whole cluster: asked for, never by default)."""
     m = co.Manifests.load(manifests or paths.manifests_dir())
-    with _checked(kubeconfig_path, context) as (api, version):
+    with _checked(kubeconfig_path, context, request_timeout) as (api, version):
         if release and minor_release(release) != minor_release(version):
             raise SiteError(
                 f"the experiment asks for Kubernetes {release}; the cluster runs {version}"
@@ -496,6 +506,7 @@ def opener(
     context: str | None,
     image: str = DEFAULT_IMAGE,
     explicit_release: bool = False,
+    request_timeout: float = cliconv.DEFAULT_REQUEST_TIMEOUT,
 ) -> Callable[[ClusterKey, Path], contextlib.AbstractContextManager[ExistingSite]]:
     """The runner's site opener on one existing cluster. It runs one release, so an
     experiment whose variants need several clusters is refused here (`SiteUsageError`)."""
@@ -517,6 +528,7 @@ def opener(
             image=image,
             release=release if explicit_release else None,
             feature_gates=dict(gates),
+            request_timeout=request_timeout,
         )
 
     return open_site

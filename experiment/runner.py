@@ -17,7 +17,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from experiment import spec as specs
 from experiment.arms import Arm
 from experiment.site import Scheduler, SchedulerSetup, Site
 from experiment.wing import Finished, Planner, Reporter
-from testbed import charts, vocab
+from testbed import charts, cliconv, vocab
 from testbed.kube import resources, watching
 from testbed.kube.client import Kube
 
@@ -47,6 +47,11 @@ class RunConfig:
     output_dir: Path
     keep: bool = False
     """Leave the fleet running afterwards (the site decides about its cluster)."""
+    request_timeout: float = cliconv.DEFAULT_REQUEST_TIMEOUT
+    """`--request-timeout` of every fleet and loadgen call (their first request's limit)."""
+
+    def timeout_flags(self) -> list[str]:
+        return ["--request-timeout", f"{self.request_timeout:g}s"]
 
 
 async def _fleet_slices(kubeconfig: Path, fleet: str) -> list[dict[str, Any]]:
@@ -70,7 +75,9 @@ def _run_arm(
     scheduler: Scheduler,
     fleet: str,
     arrival: str = "fixed",
+    flags: Sequence[str] = (),
 ) -> dict[str, Any]:
+    """Run `arm` with loadgen (`flags`: common ones, e.g. the request timeout)."""
     arm_dir = out_dir / arm.name
     arm_dir.mkdir(parents=True, exist_ok=True)
     scenario = arm.scenario
@@ -103,6 +110,7 @@ def _run_arm(
         "apiserver=kube:/metrics",
         "--scrape",
         f"scheduler={scheduler.metrics_url}",
+        *flags,
     ]
     if scheduler.extender_metrics_url:
         cmd += ["--scrape", f"extender={scheduler.extender_metrics_url}"]
@@ -121,11 +129,13 @@ def _run_arm(
     return doc
 
 
-def _apply_fleet(doc: dict[str, Any], path: Path, env: dict[str, str]) -> None:
+def _apply_fleet(
+    doc: dict[str, Any], path: Path, env: dict[str, str], flags: Sequence[str] = ()
+) -> None:
     """`fleet apply` the fleet spec `doc` (written to `path`): fleet touches only the
     difference from what runs."""
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    if children.run([children.tool("fleet"), "apply", "-f", str(path)], env) != 0:
+    if children.run([children.tool("fleet"), "apply", "-f", str(path), *flags], env) != 0:
         raise RunError(f"fleet apply of {path.name} failed")
 
 
@@ -186,6 +196,7 @@ def _run_stage(
 ) -> None:
     out = config.output_dir
     env = {**os.environ, "KUBECONFIG": str(site.kubeconfig)}
+    flags = config.timeout_flags()
     fleet_doc = specs.fleet_document(exp)
     fleet = exp.fleet_name
     fleet_applied = False
@@ -195,7 +206,7 @@ def _run_stage(
         if found:
             # A fleet of that name was there before (a kept run's): used, never deleted.
             console.print(f"fleet {fleet!r} already runs: reshaped as needed, then left up")
-        _apply_fleet(*_fleet_for(exp, planner, fleet_doc, 0, "", out), env)
+        _apply_fleet(*_fleet_for(exp, planner, fleet_doc, 0, "", out), env, flags)
         # Only now: after a failed apply (refused, say, since a node of that name is not
         # the fleet's) the delete would touch what this run did not create.
         fleet_applied = not found
@@ -229,11 +240,11 @@ def _run_stage(
                 if wanted != fleet_now:
                     fleet_now = wanted
                     console.print(f"fleet: {wanted[0]} nodes, variant {wanted[1] or '-'}")
-                    _apply_fleet(*_fleet_for(exp, planner, fleet_doc, *wanted, out), env)
-                _one_arm(exp, arm, out, site, schedulers, setups, env, progress, console)
+                    _apply_fleet(*_fleet_for(exp, planner, fleet_doc, *wanted, out), env, flags)
+                _one_arm(exp, arm, out, site, schedulers, setups, env, progress, console, flags)
     finally:
         if fleet_applied and not config.keep:
-            children.run([children.tool("fleet"), "delete", "--name", fleet], env)
+            children.run([children.tool("fleet"), "delete", "--name", fleet, *flags], env)
 
 
 def _one_arm(
@@ -246,6 +257,7 @@ def _one_arm(
     env: dict[str, str],
     p: _Progress,
     console: Console,
+    flags: Sequence[str] = (),
 ) -> None:
     if arm.same_as:
         # Link, so the report and every reader find the arm's own directory.
@@ -271,7 +283,7 @@ def _one_arm(
     scheduler = schedulers[arm.scheduler]
     started = time.monotonic()
     skips_before = scheduler.skips_logged() if setups[arm.scheduler].extender else None
-    doc = _run_arm(arm, out, env, qps, scheduler, exp.fleet_name, arrival)
+    doc = _run_arm(arm, out, env, qps, scheduler, exp.fleet_name, arrival, flags)
     p.by_name[arm.name] = doc
     p.results.append((arm, doc))
     p.valid[arm.name] = (

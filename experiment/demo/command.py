@@ -18,6 +18,7 @@ from rich.console import Console
 from experiment import local_site, runner
 from experiment import spec as specs
 from experiment.demo import plan, report, wing
+from testbed import cliconv
 from testbed.cluster import local
 
 DemoError = runner.RunError
@@ -35,6 +36,8 @@ class DemoConfig:
     qps: float = 100.0
     """loadgen's creation rate."""
     cluster: local.ClusterConfig = field(default_factory=local.ClusterConfig)
+    request_timeout: float = cliconv.DEFAULT_REQUEST_TIMEOUT
+    """`--request-timeout` of the demo's fleet and loadgen calls."""
 
 
 def builtin(name: str = "demo") -> specs.Experiment:
@@ -81,5 +84,12 @@ def run(config: DemoConfig, console: Console, open_site: runner.SiteOpener | Non
             config.cluster, exp.clusters(), console, explicit_release=False, keep=config.keep
         )
     return run_experiment(
-        exp, runner.RunConfig(output_dir=config.output_dir, keep=config.keep), open_site, console
+        exp,
+        runner.RunConfig(
+            output_dir=config.output_dir,
+            keep=config.keep,
+            request_timeout=config.request_timeout,
+        ),
+        open_site,
+        console,
     )

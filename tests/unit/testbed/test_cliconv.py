@@ -136,6 +136,13 @@ def _cluster_commands(kubeconfig: Path, out: Path) -> dict[str, list[str]]:
         "fleet apply": [
             str(BIN / "fleet"), "apply", "--profile", "cpu-only", "--nodes", "1", *cluster,
         ],
+        "testbed demo": [
+            str(BIN / "testbed"), "demo", "--output-dir", str(out / "demo"), *cluster,
+        ],
+        "testbed experiment run": [
+            str(BIN / "testbed"), "experiment", "run", "builtin:demo",
+            "--output-dir", str(out / "experiment"), *cluster,
+        ],
     }  # fmt: skip
 
 
