@@ -10,8 +10,9 @@ import asyncio
 import contextlib
 import logging
 import signal
+import socket
 import ssl
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
@@ -24,6 +25,7 @@ if TYPE_CHECKING:  # rich loads only where a bar is drawn, not in every service'
 T = TypeVar("T")
 N = TypeVar("N", int, float)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+log = logging.getLogger(__name__)
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
@@ -90,7 +92,12 @@ async def listening(
     with it the app's cleanup contexts) is cleaned up on the way out, whatever happens.
     Signals stay the caller's (`until_signal`). `backlog`: connections the kernel completes
     before the server accepts them (capped by net.core.somaxconn); beyond it the kernel drops
-    attempts, which the client retries only after 1, 3, 7, 15 s."""
+    attempts, which the client retries only after 1, 3, 7, 15 s.
+
+    Connections are accepted here, every waiting one each time the socket is ready, rather
+    than by the loop's own server: uvloop's libuv accepts one connection per loop iteration,
+    so a loop busy answering calls left new connections (and the calls they carry) in the
+    kernel's queue for seconds, unseen by any limit of the app's."""
     runner = (
         web.AppRunner(app, handle_signals=False)
         if access_log
@@ -98,14 +105,86 @@ async def listening(
     )
     await runner.setup()
     try:
-        site = web.TCPSite(runner, host, port, ssl_context=ssl_context, backlog=backlog)
-        try:
-            await site.start()
-        except OSError as e:
-            raise ListenError(f"cannot listen on {host}:{port}: {e.strerror or e}") from e
-        yield f"{'https' if ssl_context else 'http'}://{host}:{port}"
+        with contextlib.ExitStack() as stack:
+            try:
+                socks = [stack.enter_context(s) for s in _listen_sockets(host, port, backlog)]
+            except OSError as e:
+                raise ListenError(f"cannot listen on {host}:{port}: {e.strerror or e}") from e
+            for sock in socks:
+                stack.enter_context(_accepting(sock, runner.server, ssl_context))
+            yield f"{'https' if ssl_context else 'http'}://{host}:{port}"
     finally:
         await runner.cleanup()
+
+
+def _listen_sockets(host: str, port: int, backlog: int) -> list[socket.socket]:
+    """A listening socket on each address `host` names (`localhost`: ::1 and 127.0.0.1)."""
+    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    socks: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            socks.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:  # its IPv4 twin, if any, gets a socket of its own
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+            sock.listen(backlog)
+            sock.setblocking(False)
+    except OSError:
+        for sock in socks:
+            sock.close()
+        raise
+    return socks
+
+
+@contextlib.contextmanager
+def _accepting(
+    sock: socket.socket,
+    protocol: Callable[[], asyncio.BaseProtocol] | None,
+    ssl_context: ssl.SSLContext | None,
+) -> Iterator[None]:
+    """Accept every waiting connection whenever `sock` is readable and hand it to
+    `protocol`, until the block ends."""
+    if protocol is None:
+        raise RuntimeError("the app runner was not set up")
+    loop = asyncio.get_running_loop()
+    handshakes: set[asyncio.Task[Any]] = set()
+
+    async def connect(conn: socket.socket) -> None:
+        try:
+            await loop.connect_accepted_socket(protocol, conn, ssl=ssl_context)
+        except (OSError, ssl.SSLError) as e:  # a failed TLS handshake, a client gone
+            log.debug("connection dropped before it was served: %s", e)
+            conn.close()
+
+    def ready() -> None:
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                return
+            except OSError as e:  # out of descriptors: stop polling a while, as asyncio does
+                log.warning("cannot accept a connection (%s); retrying in 1s", e)
+                loop.remove_reader(sock.fileno())
+                loop.call_later(1.0, resume)
+                return
+            conn.setblocking(False)
+            task = loop.create_task(connect(conn))
+            handshakes.add(task)
+            task.add_done_callback(handshakes.discard)
+
+    def resume() -> None:
+        if sock.fileno() != -1:  # still serving
+            loop.add_reader(sock.fileno(), ready)
+
+    loop.add_reader(sock.fileno(), ready)
+    try:
+        yield
+    finally:
+        loop.remove_reader(sock.fileno())
+        for task in handshakes:
+            task.cancel()
 
 
 def add_probe_routes(

@@ -9,7 +9,9 @@ import os
 import select
 import signal
 import socket
+import sys
 import time
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -177,3 +179,75 @@ async def test_listening_holds_as_many_unaccepted_connections_as_its_backlog(
         completed = _completed_while_not_accepting(port, 16)
     # Linux completes one more than the backlog.
     assert completed == min(16, backlog + 1)
+
+
+BUSY_SERVER = """
+import asyncio, sys, time
+from aiohttp import web
+from testbed import runtime
+
+async def slow(request):
+    time.sleep(0.1)  # holds the loop, as a handler judging a large call does
+    return web.Response(text="ok")
+
+async def main():
+    app = web.Application()
+    app.router.add_get("/", slow)
+    async with runtime.listening(app, "127.0.0.1", int(sys.argv[1]), access_log=False):
+        await asyncio.sleep(60)
+
+runtime.run(main())
+"""
+
+
+def _accept_queue(port: int) -> int:
+    """Connections waiting in the kernel for the listener on 127.0.0.1:`port` to accept
+    them (rx_queue of its LISTEN line in /proc/net/tcp)."""
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == f"0100007F:{port:04X}" and fields[3] == "0A":
+            return int(fields[4].split(":")[1], 16)
+    raise AssertionError(f"nothing listens on 127.0.0.1:{port}")
+
+
+async def test_a_busy_server_accepts_every_waiting_connection() -> None:
+    """uvloop (libuv) accepts one connection per loop iteration: with every iteration
+    running a 100 ms handler, 40 new connections waited 4 s in the kernel. `listening`
+    accepts all that wait each time, so none is left after a few iterations."""
+    port = ports.free_port()
+    server = await asyncio.create_subprocess_exec(sys.executable, "-c", BUSY_SERVER, str(port))
+    stop = asyncio.Event()
+
+    async def busy() -> None:  # always a call waiting: every loop iteration runs a handler
+        async with aiohttp.ClientSession() as s:
+            while not stop.is_set():
+                async with s.get(f"http://127.0.0.1:{port}/") as r:
+                    await r.read()
+
+    waiting = [socket.socket() for _ in range(40)]
+    clients: list[asyncio.Task[None]] = []
+    try:
+        async with asyncio.timeout(30):
+            while True:
+                try:
+                    _accept_queue(port)
+                    break
+                except AssertionError:
+                    await asyncio.sleep(0.1)
+        clients += [asyncio.create_task(busy()) for _ in range(4)]
+        await asyncio.sleep(0.5)
+        for s in waiting:
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", port))
+        await asyncio.sleep(1.5)  # ~15 iterations of the busy loop, or fewer on a loaded box
+        assert _accept_queue(port) == 0
+        stop.set()
+        await asyncio.gather(*clients)
+    finally:
+        for task in clients:
+            task.cancel()
+        await asyncio.gather(*clients, return_exceptions=True)
+        for s in waiting:
+            s.close()
+        server.kill()
+        await server.wait()
