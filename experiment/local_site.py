@@ -24,7 +24,7 @@ from rich.console import Console
 
 from experiment.children import tool
 from experiment.site import Scheduler, SchedulerSetup
-from testbed.cluster import holds, local, paths, ports, processes, second_scheduler
+from testbed.cluster import holds, local, paths, ports, processes, prometheus, second_scheduler
 
 DEFAULT_SCHEDULER = "default-scheduler"
 
@@ -94,6 +94,9 @@ class LocalSite:
                     stack.enter_context(
                         extender(self.env, workdir / "extender.log", port, setup.extender_args)
                     )
+                    stack.enter_context(
+                        prometheus.scraped(cfg.cluster_dir, prometheus.EXTENDER_JOB, port)
+                    )
                     extender_metrics = f"http://127.0.0.1:{port}/metrics"
                 extenders = extender_entries(port)
             second = stack.enter_context(
@@ -106,6 +109,9 @@ class LocalSite:
                     release=self.cluster.release(),
                     overrides=setup.config,
                 )
+            )
+            stack.enter_context(
+                prometheus.scraped(cfg.cluster_dir, prometheus.SECOND_SCHEDULER_JOB, second.port)
             )
             yield Scheduler(
                 name=second.name,

@@ -416,6 +416,7 @@ class LocalCluster:
             pki=cfg.cluster_dir / "pki",
             extender_port=cfg.extender_port,
             fleet_port=cfg.fleet_port,
+            targets=cfg.prometheus.targets,
         )
         prometheus.write(cfg.prometheus, config, cfg.prometheus_port)
         ports.add(cfg.cluster_dir, cfg.prometheus_port)

@@ -4,15 +4,19 @@ alert rules of manifests/monitoring loaded.
 
 Its scrape configuration is static, written once from the cluster's own command lines (the
 component ports are reserved for the cluster's life, see `ports`), with the job names the
-shipped dashboard and alerts use. The binary is the `prometheus` on PATH (Debian's package).
+shipped dashboard and alerts use. Processes that come and go beside the cluster (a second
+kube-scheduler, an extender with other flags) add themselves while they run (`scraped`: a
+file_sd target file). The binary is the `prometheus` on PATH (Debian's package).
 
 Pure: `scrape_config` and `argv`. Thin I/O: finding the binary, writing the files.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +35,8 @@ INSTALL_HINT = (
     "install Debian's `prometheus` package (apt-get install prometheus) or put a "
     "Prometheus binary on PATH"
 )
+SECOND_SCHEDULER_JOB = "second-scheduler"
+EXTENDER_JOB = "extender"
 _JOBS = {
     "etcd": "etcd",
     "kube-apiserver": "kube-apiserver",
@@ -65,6 +71,11 @@ class Layout:
     def listen(self) -> Path:
         return self.directory / LISTEN_FILE
 
+    @property
+    def targets(self) -> Path:
+        """file_sd target files of processes that run for a while (`scraped`)."""
+        return self.directory / "targets"
+
     def configured(self) -> bool:
         return self.config.is_file() and self.listen.is_file()
 
@@ -97,11 +108,13 @@ def scrape_config(
     pki: Path,
     extender_port: int,
     fleet_port: int,
+    targets: Path,
     rules: str = RULES_FILE,
 ) -> dict[str, Any]:
     """The Prometheus configuration for a cluster whose components run with `argvs` (by
     component name, kwok shard controllers included; pure). kube-apiserver's /metrics needs
-    the admin client certificate in `pki`; the other components serve it without one."""
+    the admin client certificate in `pki`; the other components serve it without one.
+    Second schedulers and extra extenders are found in `targets` (see `scraped`)."""
     jobs: list[dict[str, Any]] = []
     kwok: list[str] = []
     for name, args in argvs.items():
@@ -123,13 +136,28 @@ def scrape_config(
         jobs.append(_job("kwok", sorted(kwok)))
     # The services run beside the cluster when someone starts them; until then their
     # targets are down (and DRATestbedExtenderAbsent says so).
-    jobs.append(_job("extender", [f"127.0.0.1:{extender_port}"]))
+    extender = _job(EXTENDER_JOB, [f"127.0.0.1:{extender_port}"])
+    extender["file_sd_configs"] = _file_sd(targets, EXTENDER_JOB)
+    jobs.append(extender)
     jobs.append(_job("fleet", [f"127.0.0.1:{fleet_port}"]))
+    second = {
+        "job_name": SECOND_SCHEDULER_JOB,
+        "scheme": "https",
+        "tls_config": {"insecure_skip_verify": True},
+        "file_sd_configs": _file_sd(targets, SECOND_SCHEDULER_JOB),
+    }
+    jobs.append(second)
     return {
         "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": SCRAPE_INTERVAL},
         "rule_files": [rules],
         "scrape_configs": sorted(jobs, key=lambda j: str(j["job_name"])),
     }
+
+
+def _file_sd(targets: Path, job: str) -> list[dict[str, Any]]:
+    # Prometheus watches the directory (it must exist when it starts: `write`); the refresh
+    # is the fallback.
+    return [{"files": [str(targets / f"{job}-*.json")], "refresh_interval": SCRAPE_INTERVAL}]
 
 
 def argv(prometheus: Path, layout: Layout, port: int) -> list[str]:
@@ -145,9 +173,29 @@ def argv(prometheus: Path, layout: Layout, port: int) -> list[str]:
     ]
 
 
+@contextlib.contextmanager
+def scraped(cluster_dir: Path, job: str, port: int) -> Iterator[None]:
+    """While the block runs, the cluster's Prometheus (if it has one) scrapes 127.0.0.1:`port`
+    under `job` (SECOND_SCHEDULER_JOB or EXTENDER_JOB): a file_sd target file, read within
+    its refresh interval, removed afterwards."""
+    layout = Layout(cluster_dir / "prometheus")
+    if not layout.configured():
+        yield
+        return
+    layout.targets.mkdir(parents=True, exist_ok=True)
+    path = layout.targets / f"{job}-{port}.json"
+    tmp = path.with_suffix(".tmp")  # file_sd reads only *.json: never half a file
+    tmp.write_text(json.dumps([{"targets": [f"127.0.0.1:{port}"]}]))
+    tmp.replace(path)
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
 def write(layout: Layout, config: Mapping[str, Any], port: int) -> None:
     """The configuration, a copy of the alert rules and the port, in `layout`."""
-    layout.directory.mkdir(parents=True, exist_ok=True)
+    layout.targets.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(paths.manifests_dir() / "monitoring" / RULES_FILE, layout.rules)
     layout.config.write_text(yaml.safe_dump(dict(config), sort_keys=False))
     layout.listen.write_text(f"127.0.0.1:{port}\n")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 import secrets
 import time
 import urllib.parse
@@ -24,7 +25,7 @@ import yaml
 
 from fleet import crd
 from testbed import vocab
-from testbed.cluster import local, prometheus
+from testbed.cluster import local, prometheus, second_scheduler
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
 from tests.support import deploy as s
@@ -39,7 +40,8 @@ Obj = dict[str, Any]
 RATE_WINDOW = "1m"
 NODES = 8  # dgx-h100: 64 GPUs
 JOBS = {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
-JOBS |= {"extender", "fleet"}
+JOBS |= {"extender", "fleet", prometheus.SECOND_SCHEDULER_JOB}
+PLAIN = "plain-scheduler"
 # GPU+NIC pods (the extender observes their placements) and one-GPU pods (enough scheduling
 # cycles that kube-scheduler, timing plugins in 10 % of them, times DynamicResources).
 SCENARIO = {
@@ -210,6 +212,16 @@ async def stack(
             await asyncio.to_thread(
                 s.wait_http, f"http://127.0.0.1:{ports['fleet']}/readyz", fleet, limit=60
             )
+            # A second scheduler, as the demo runs one: scraped while it runs.
+            second = await asyncio.to_thread(
+                procs.enter_context,
+                second_scheduler.running(Path(kubeconfig), tmp / "second", scheduler_name=PLAIN),
+            )
+            procs.enter_context(
+                prometheus.scraped(
+                    cluster_config.cluster_dir, prometheus.SECOND_SCHEDULER_JOB, second.port
+                )
+            )
             # Every target scraped before the load, so rates see the load as an increase.
             await asyncio.to_thread(wait_for_query, stack, f"count(up == 1) >= {len(JOBS)}")
             await kube.create(crd.FLEETS, fleet_objects.fleet_object(name, NODES))
@@ -248,6 +260,12 @@ async def load(kube: Kube, kubeconfig: str, stack: Stack, name: str, namespace: 
         "--output-dir", str(tmp / "results"),
     )  # fmt: skip
     assert code == 0, out + err
+    code, out, err = await run_loadgen(
+        "--pods", "4", "--gpus", "0", "--scheduler-name", PLAIN, "--kubeconfig", kubeconfig,
+        "-q", "--node-selector", f"{vocab.LABEL_FLEET}={name}",
+        "--output-dir", str(tmp / "plain"),
+    )  # fmt: skip
+    assert code == 0, out + err
     await wait_for(
         kube,
         r.PODS,
@@ -259,6 +277,7 @@ async def load(kube: Kube, kubeconfig: str, stack: Stack, name: str, namespace: 
         "sum(extender_observed_placements_total)",
         'sum(scheduler_unschedulable_pods{plugin="DynamicResources"})',
         "sum(scheduler_pod_scheduling_sli_duration_seconds_count)",
+        f'sum(scheduler_schedule_attempts_total{{profile="{PLAIN}"}})',
     ):
         await asyncio.to_thread(wait_for_query, stack, expr)
     await asyncio.sleep(10)  # two more scrapes: the last pods' series in every rate
@@ -274,6 +293,23 @@ def test_prometheus_scrapes_every_component_with_the_alert_rules(stack: Stack) -
     )
     loaded = {rule["name"] for g in stack.get("/api/v1/rules")["groups"] for rule in g["rules"]}
     assert loaded == {q.where.rsplit(" ", 1)[1] for q in s.alert_queries()}
+
+
+def test_the_scheduler_variable_tells_the_two_schedulers_apart(stack: Stack) -> None:
+    (variable,) = [
+        v
+        for v in json.loads(s.DASHBOARDS[0].read_text())["templating"]["list"]
+        if v["name"] == "scheduler"
+    ]
+    found = re.fullmatch(r"label_values\((.+), (\w+)\)", variable["definition"])
+    assert found, variable["definition"]
+    metric, label = found.groups()
+    values = stack.get(
+        f"/api/v1/label/{label}/values",
+        **{"match[]": s.grafana_to_promql(metric)},
+        start=f"{stack.start:.0f}",
+    )
+    assert {"default-scheduler", PLAIN} <= set(values), values
 
 
 def test_every_dashboard_panel_shows_data_but_the_ones_this_load_cannot_feed(

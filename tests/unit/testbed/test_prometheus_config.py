@@ -4,6 +4,7 @@ with the admin certificate, and the rules file loaded."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -25,7 +26,9 @@ ARGVS = {
 
 
 def config(pki: Path = Path("/c/pki")) -> dict[str, object]:
-    return prometheus.scrape_config(ARGVS, pki=pki, extender_port=18902, fleet_port=18903)
+    return prometheus.scrape_config(
+        ARGVS, pki=pki, extender_port=18902, fleet_port=18903, targets=Path("/c/targets")
+    )
 
 
 def jobs() -> dict[str, dict[str, object]]:
@@ -33,7 +36,7 @@ def jobs() -> dict[str, dict[str, object]]:
 
 
 def targets(job: dict[str, object]) -> list[str]:
-    return [t for sc in job["static_configs"] for t in sc["targets"]]  # type: ignore[attr-defined]
+    return [t for sc in job.get("static_configs", []) for t in sc["targets"]]  # type: ignore[attr-defined]
 
 
 def test_every_component_and_service_is_a_job_on_loopback() -> None:
@@ -46,6 +49,7 @@ def test_every_component_and_service_is_a_job_on_loopback() -> None:
         "kube-controller-manager": ["127.0.0.1:32763"],
         "kube-scheduler": ["127.0.0.1:32762"],
         "kwok": ["127.0.0.1:32761", "127.0.0.1:40001"],
+        "second-scheduler": [],  # while one runs: `scraped`
     }
 
 
@@ -84,3 +88,20 @@ def test_written_configuration_passes_promtool(tmp_path: Path) -> None:
         [promtool, "check", "config", str(layout.config)], capture_output=True, text=True
     )
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_process_beside_the_cluster_is_scraped_while_it_runs(tmp_path: Path) -> None:
+    cluster_dir = tmp_path / "cluster"
+    with prometheus.scraped(cluster_dir, prometheus.SECOND_SCHEDULER_JOB, 40100):
+        assert not cluster_dir.exists()  # no Prometheus: nothing written
+    layout = prometheus.Layout(cluster_dir / "prometheus")
+    prometheus.write(layout, config(), 18990)
+    job = jobs()[prometheus.SECOND_SCHEDULER_JOB]
+    (sd,) = job["file_sd_configs"]  # type: ignore[misc]
+    assert sd["files"] == ["/c/targets/second-scheduler-*.json"]
+    assert layout.targets.is_dir()  # before Prometheus starts: it watches the directory
+    with prometheus.scraped(cluster_dir, prometheus.SECOND_SCHEDULER_JOB, 40100):
+        (written,) = layout.targets.iterdir()
+        assert written.name == "second-scheduler-40100.json"
+        assert json.loads(written.read_text()) == [{"targets": ["127.0.0.1:40100"]}]
+    assert list(layout.targets.iterdir()) == []
