@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.cluster import local
+from testbed.cluster import local, ports
 from tests.support.children import TESTBED
 from tests.support.children import testbed as run
 
@@ -93,13 +93,22 @@ def test_bad_port_is_a_usage_error(tmp_path: Path) -> None:
 @pytest.mark.cluster
 def test_up_is_idempotent_and_down_removes_everything(tmp_path: Path) -> None:
     home = tmp_path / "state"
-    first = run("--name", "lifecycle", "up", home=home)
+    prom = ports.free_port()
+    first = run("--name", "lifecycle", "up", "--prometheus-port", str(prom), home=home)
     assert first.returncode == 0, first.stderr
     assert "is up at https://127.0.0.1:" in first.stdout
+    assert f"prometheus: http://127.0.0.1:{prom}" in first.stdout
     try:
-        again = run("--name", "lifecycle", "up", home=home)
+        again = run("--name", "lifecycle", "up", "--prometheus-port", str(prom), home=home)
         assert again.returncode == 0, again.stderr
         assert "is already running" in again.stdout
+        other = run("--name", "lifecycle", "up", "--prometheus-port", str(prom + 1), home=home)
+        assert other.returncode == 1 and f"runs Prometheus on port {prom}" in other.stderr
+        # Prometheus is a component like the others: `up` starts it again if it stopped.
+        pids = prometheus_pid(run("--name", "lifecycle", "status", home=home).stdout)
+        os.kill(pids, signal.SIGKILL)
+        repaired = run("--name", "lifecycle", "up", home=home)
+        assert repaired.returncode == 0 and "starting prometheus again" in repaired.stderr
         status = run("--name", "lifecycle", "status", home=home)
         assert status.returncode == 0
         assert "running at https://127.0.0.1:" in status.stdout
@@ -155,6 +164,12 @@ def spawn(*args: str, home: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [*TESTBED, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
+
+
+def prometheus_pid(status_stdout: str) -> int:
+    (line,) = [ln for ln in status_stdout.splitlines() if ln.split()[:1] == ["prometheus"]]
+    assert "healthy" in line, status_stdout
+    return int(line.split()[2])
 
 
 def component_pids(status_stdout: str) -> dict[str, int | None]:
