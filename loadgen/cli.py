@@ -366,7 +366,9 @@ def parser() -> argparse.ArgumentParser:
     which.add_argument(
         "--abandoned",
         action="store_true",
-        help="every abandoned run (runs kept with --keep stay: name them, or --all)",
+        help="every abandoned run, confirmed by watching its heartbeat for three more "
+        "intervals first: a run only cut off (a control-plane outage) beats again and stays "
+        "(runs kept with --keep stay too: name them, or --all)",
     )
     which.add_argument(
         "--all", action="store_true", help="every run (running ones only with --force)"
@@ -831,6 +833,18 @@ def _chosen(found: dict[str, runs.Run], opts: dict[str, Any], err: Console) -> l
     return chosen
 
 
+async def _confirmed_abandoned(kube: Kube, candidates: list[runs.Run], err: Console) -> list[str]:
+    """The runs that stay without a heartbeat while we watch for as long as the stale limit
+    (a run whose beat arrives meanwhile was only cut off, e.g. by a control-plane outage)."""
+    ids = [r.run_id for r in candidates]
+    window = runs.STALE_INTERVALS * max(r.heartbeat_interval for r in candidates)
+    err.print(f"{len(ids)} run(s) look abandoned: watching their heartbeats for {window:g}s")
+    alive = await inventory.still_beating(kube, ids, window)
+    for run_id in sorted(alive):
+        err.print(f"run {run_id}: its heartbeat came back (alive, it was only cut off): left alone")
+    return [i for i in ids if i not in alive]
+
+
 def _cleanup(opts: dict[str, Any], err: Console) -> int:
     ids: list[str] = opts.get("run_ids", [])
     picked = bool(ids) + bool(opts.get("abandoned")) + bool(opts.get("all"))
@@ -843,6 +857,8 @@ def _cleanup(opts: dict[str, Any], err: Console) -> int:
     async def go(kube: Kube) -> int:
         found = {r.run_id: r for r in await inventory.list_runs(kube)}
         chosen = _chosen(found, opts, err)
+        if opts.get("abandoned") and chosen:
+            chosen = await _confirmed_abandoned(kube, [found[i] for i in chosen], err)
         for run_id in chosen:
             await inventory.remove(kube, run_id)
         deadline = time.monotonic() + opts["wait"]

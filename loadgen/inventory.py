@@ -33,6 +33,33 @@ async def list_runs(kube: Kube) -> list[runs.Run]:
     return runs.summarize(namespaces.items, pods.items, claims.items, time.time())
 
 
+async def _heartbeat_of(kube: Kube, run_id: str) -> str | None:
+    """The run's heartbeat annotation as written (None: no namespace, or no heartbeat)."""
+    try:
+        ns = await kube.get(resources.NAMESPACES, templates.namespace_name(run_id))
+    except errors.NotFound:
+        return None
+    value = (ns["metadata"].get("annotations") or {}).get(runs.ANNOTATION_HEARTBEAT)
+    return None if value is None else str(value)
+
+
+async def still_beating(kube: Kube, run_ids: list[str], window: float) -> set[str]:
+    """Of runs that look abandoned, those whose heartbeat changes within `window` seconds
+    of this caller's own watching: alive after all. A heartbeat's age alone cannot tell a
+    killed run from a live one whose beats failed while the control plane was down (every
+    live run looks stale right after an outage longer than the stale limit); a beat seen
+    to arrive can."""
+    first = {i: await _heartbeat_of(kube, i) for i in run_ids}
+    alive: set[str] = set()
+    deadline = time.monotonic() + window
+    while len(alive) < len(run_ids) and time.monotonic() < deadline:
+        await asyncio.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+        for i in run_ids:
+            if i not in alive and (beat := await _heartbeat_of(kube, i)) != first[i] and beat:
+                alive.add(i)
+    return alive
+
+
 async def remove(kube: Kube, run_id: str, *, token: str | None = None) -> bool:
     """Delete run `run_id`'s namespace and with it everything the run made. With `token`,
     only if the namespace is the one created with that token (raises NotOwned otherwise);

@@ -67,6 +67,8 @@ class Run:
     age_seconds: float
     state: State
     heartbeat_age_seconds: float | None
+    heartbeat_interval: float
+    """Seconds between its heartbeats, as the run recorded them."""
     pods: int
     claims: int
     allocated_claims: int
@@ -110,6 +112,7 @@ def summarize(
                 age_seconds=max(0.0, now - created),
                 state=state(ns, now),
                 heartbeat_age_seconds=None if beat is None else max(0.0, now - beat),
+                heartbeat_interval=heartbeats.interval(ns),
                 pods=pod_count.get(name, 0),
                 claims=claims_here[0],
                 allocated_claims=claims_here[1],

@@ -36,6 +36,15 @@ def parse_time(value: Any) -> float | None:
         return None
 
 
+def interval(namespace: dict[str, Any]) -> float:
+    """Seconds between the run's heartbeats, as it recorded them (default when absent)."""
+    annotations = namespace.get("metadata", {}).get("annotations") or {}
+    try:
+        return float(annotations.get(ANNOTATION_INTERVAL, DEFAULT_INTERVAL))
+    except ValueError:
+        return DEFAULT_INTERVAL
+
+
 def state(namespace: dict[str, Any], now: float) -> State:
     """Whether the run behind `namespace` still runs, was kept, or was abandoned.
 
@@ -46,10 +55,6 @@ def state(namespace: dict[str, Any], now: float) -> State:
     if annotations.get(ANNOTATION_STATE) == "kept":
         return "kept"
     beat = parse_time(annotations.get(ANNOTATION_HEARTBEAT))
-    try:
-        interval = float(annotations.get(ANNOTATION_INTERVAL, DEFAULT_INTERVAL))
-    except ValueError:
-        interval = DEFAULT_INTERVAL
-    if beat is None or now - beat > STALE_INTERVALS * interval:
+    if beat is None or now - beat > STALE_INTERVALS * interval(namespace):
         return "abandoned"
     return "running"

@@ -1,6 +1,7 @@
-"""Runs sharing a cluster: a taken run id harms nothing, a killed run is found and removed,
-a demand that cannot fit is refused before anything is created, other runs' GPUs are
-reported apart, and pods left Pending come with the scheduler's reason."""
+"""Runs sharing a cluster: a taken run id harms nothing, a killed run is found and removed
+while a run only cut off (as by a control-plane outage) is not, a demand that cannot fit is
+refused before anything is created, other runs' GPUs are reported apart, and pods left
+Pending come with the scheduler's reason."""
 
 from __future__ import annotations
 
@@ -130,6 +131,52 @@ async def test_a_killed_run_is_listed_abandoned_and_cleanup_releases_every_claim
     assert left.items == []
     code, _, err = await run_loadgen("cleanup", run_id, "--kubeconfig", kubeconfig)
     assert code == 0 and "nothing to remove" in err  # idempotent
+
+
+async def test_a_run_cut_off_for_longer_than_the_stale_limit_is_not_cleaned_up(
+    kube: Kube, kubeconfig: str, fleet: Fleet, tmp_path: Path
+) -> None:
+    # A control-plane outage longer than three heartbeats makes every live run look
+    # abandoned. Here the run is cut off by SIGSTOP until `runs` calls it abandoned; it comes
+    # back while `cleanup --abandoned` watches, and must be left alone and finish whole.
+    run_id = f"cut-{fleet.suffix}"
+    live = await asyncio.create_subprocess_exec(
+        LOADGEN, "--pods", "20", "--qps", "1", "--heartbeat-interval", "2s",
+        *loadgen_args(fleet, kubeconfig, tmp_path / "cut", run_id),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        await _running(kube, run_id, "pods-000001")
+        live.send_signal(signal.SIGSTOP)
+        for _ in range(30):
+            _, out, _ = await run_loadgen("runs", "--kubeconfig", kubeconfig)
+            line = next(ln for ln in out.splitlines() if run_id in ln)
+            if "abandoned" in line:
+                break
+            await asyncio.sleep(1)
+        assert "abandoned" in line, out
+        cleanup = await asyncio.create_subprocess_exec(
+            LOADGEN, "cleanup", "--abandoned", "--kubeconfig", kubeconfig,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        assert cleanup.stderr is not None
+        watching = await asyncio.wait_for(cleanup.stderr.readline(), 60)
+        assert b"look abandoned: watching their heartbeats" in watching, watching
+        live.send_signal(signal.SIGCONT)  # the outage ends
+        _, rest = await asyncio.wait_for(cleanup.communicate(), 60)
+        assert cleanup.returncode == 0, rest.decode()
+        assert f"run {run_id}: its heartbeat came back" in rest.decode()
+        ns = await kube.get(r.NAMESPACES, templates.namespace_name(run_id))
+        assert not ns["metadata"].get("deletionTimestamp")
+        _, live_err = await asyncio.wait_for(live.communicate(), 180)
+    finally:
+        if live.returncode is None:
+            live.send_signal(signal.SIGCONT)
+            live.kill()
+            await live.wait()
+    assert live.returncode == 0, live_err.decode()
+    doc = document.load(tmp_path / "cut" / "result.json")
+    assert doc.error is None and doc.counts.pods_running == 20 and doc.cleaned_up
 
 
 async def test_a_demand_beyond_the_free_gpus_exits_two_with_nothing_created(
