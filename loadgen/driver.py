@@ -4,6 +4,7 @@ Names are deterministic, so a create whose answer was lost and that is retried f
 `AlreadyExists` and counts once: never more objects than requested. The shared client
 already retries 429/5xx with backoff (honouring Retry-After); when it gives up, the driver
 backs off and tries the same object again a few more times before counting it as failed.
+A pod refused because its new namespace has no `default` ServiceAccount yet waits for it.
 """
 
 from __future__ import annotations
@@ -104,6 +105,14 @@ async def create_objects(
         raise DriverError(str(fatal[0]))
 
 
+NO_SERVICE_ACCOUNT = "error looking up service account"
+"""The API server refuses a pod in a namespace whose `default` ServiceAccount
+kube-controller-manager has not made yet (403 with this text)."""
+SERVICE_ACCOUNT_WAIT = 60.0
+"""How long a pod create waits for that ServiceAccount: seconds normally, longer while
+kube-controller-manager is loaded or restarting."""
+
+
 async def _create_one(
     kube: Kube,
     res: resources.Resource,
@@ -112,7 +121,9 @@ async def _create_one(
     stats: outcome.CreateStats,
     stop: asyncio.Event,
 ) -> None:
-    for attempt in range(pacing.give_up_after + 1):
+    attempt = 0
+    no_account_until = time.monotonic() + SERVICE_ACCOUNT_WAIT
+    while True:
         t0 = time.perf_counter()
         try:
             await kube.create(res, body)
@@ -121,6 +132,15 @@ async def _create_one(
             stats.already_existed += 1
             return
         except errors.KubeError as e:
+            if (
+                isinstance(e, errors.Forbidden)
+                and NO_SERVICE_ACCOUNT in str(e)
+                and time.monotonic() < no_account_until
+                and not stop.is_set()
+            ):
+                stats.retries += 1
+                await _sleep(1.0, stop)
+                continue
             if not errors.is_retriable(e):
                 stats.failed += 1
                 stats.first_error = stats.first_error or str(e)
@@ -132,6 +152,7 @@ async def _create_one(
                 return
             stats.retries += 1
             await _sleep(min(10.0, 0.5 * 2**attempt) * random.uniform(0.5, 1.0), stop)
+            attempt += 1
             continue
         stats.request_seconds.append(time.perf_counter() - t0)
         stats.created += 1
