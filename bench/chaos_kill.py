@@ -332,6 +332,9 @@ class Rep:
     """Seconds each actor took, the witness from the start, and the final check."""
     components_killed: list[str] = field(default_factory=list)
     """The control-plane components SIGKILLed, in order."""
+    repaired: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once the control-plane actor is done (or there is none): an operator converges
+    after an outage, not into one, so the actors' converging steps wait for it."""
 
 
 async def timed(r: Rep, name: str, work: Coroutine[Any, Any, None]) -> None:
@@ -365,8 +368,10 @@ async def loadgen_actor(kube: Kube, s: Settings, rep: int, r: Rep, kills: int) -
         await until(has_pods, proc, 90)
         await asyncio.sleep(delay)
         r.landed["loadgen"] += await kill(proc)
-    # Killed runs stop beating: abandoned after 3 missed beats. Then converge.
+    # Killed runs stop beating: abandoned after 3 missed beats. Then converge, once the
+    # control plane is whole again.
     await asyncio.sleep(3 * HEARTBEAT + 1.5)
+    await r.repaired.wait()
     for _ in range(3):
         if await run(s, log, "loadgen", "cleanup", "--abandoned", "--wait", "2m") != 0:
             r.left.append("loadgen cleanup --abandoned failed")
@@ -418,6 +423,7 @@ async def fleet_actor(kube: Kube, s: Settings, rep: int, r: Rep, kills: int) -> 
         r.landed["fleet"] += landed
         if landed and not (await fleet_status(s, s.chaos_fleet)).get("complete"):
             r.incomplete_seen += 1
+    await r.repaired.wait()
     code = await run(
         s,
         log,
@@ -444,6 +450,15 @@ async def control_plane_actor(s: Settings, rep: int, r: Rep, kills: int) -> None
     assert s.cluster is not None
     cluster = local.LocalCluster(local.ClusterConfig(name=s.cluster, extender_port=s.extender_port))
     plan = rng(s, rep, "control-plane")
+    try:
+        await _kill_and_repair(cluster, plan, r, kills)
+    finally:
+        r.repaired.set()
+
+
+async def _kill_and_repair(
+    cluster: local.LocalCluster, plan: random.Random, r: Rep, kills: int
+) -> None:
     for _ in range(kills):
         await asyncio.sleep(plan.uniform(1.0, 8.0))
         name = plan.choice(CONTROL_PLANE)
@@ -502,6 +517,8 @@ async def repetition(kube: Kube, s: Settings, ext: Extender, rep: int) -> Rep:
     seen: list[str] = []
     stop = asyncio.Event()
     watching = asyncio.create_task(guard(kube, namespace, uid, seen, stop))
+    if not s.cluster:
+        r.repaired.set()
     await asyncio.gather(
         timed(r, "loadgen", loadgen_actor(kube, s, rep, r, r.planned["loadgen"])),
         timed(r, "fleet", fleet_actor(kube, s, rep, r, r.planned["fleet"])),
