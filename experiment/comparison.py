@@ -77,8 +77,11 @@ class ReleaseRow:
 
 
 def paired_ratio(a: Figure, b: Figure) -> intervals.Interval | None:
-    """The 95 % interval of A/B from the repeats both figures have."""
-    return intervals.ratio_interval(*intervals.paired(a.values, a.repeats, b.values, b.repeats))
+    """The 95 % interval of A/B from the repeats both figures have (by position where a
+    figure does not know its repeats)."""
+    a_repeats = a.repeats or list(range(len(a.values)))
+    b_repeats = b.repeats or list(range(len(b.values)))
+    return intervals.ratio_interval(*intervals.paired(a.values, a_repeats, b.values, b_repeats))
 
 
 def _figure(docs: Sequence[tuple[int, Doc]], get: Callable[[Doc], float | None]) -> Figure:

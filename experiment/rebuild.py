@@ -89,9 +89,11 @@ def arms_from_names(names: Iterable[str], pairs: Iterable[tuple[str, str]]) -> l
 
 def figure(values: Iterable[float | None], repeats: Iterable[int] | None = None) -> Figure:
     """A kept figure (null = no value) as the page writers take it; without the repeats
-    (experiment.json keeps none) its values pair with the other side's by position."""
+    (experiment.json written before it kept them) its values pair with the other side's by
+    position."""
     kept = [math.nan if v is None else float(v) for v in values]
-    return Figure(kept, list(range(len(kept))) if repeats is None else list(repeats))
+    known = list(repeats or [])
+    return Figure(kept, known if len(known) == len(kept) else list(range(len(kept))))
 
 
 def experiment_page(directory: Path, doc: Mapping[str, Any]) -> Path:
@@ -102,7 +104,7 @@ def experiment_page(directory: Path, doc: Mapping[str, Any]) -> Path:
             workload=c["workload"],
             metric=c["metric"],
             unit=c["unit"],
-            figures={v: figure(f["values"]) for v, f in c["variants"].items()},
+            figures={v: figure(f["values"], f.get("repeats")) for v, f in c["variants"].items()},
             baseline=c["baseline"],
         )
         for c in doc.get("comparisons") or []
@@ -114,8 +116,8 @@ def experiment_page(directory: Path, doc: Mapping[str, Any]) -> Path:
             unit=r["unit"],
             previous=r["previous"]["variant"],
             current=r["current"]["variant"],
-            previous_value=figure(r["previous"]["values"]),
-            current_value=figure(r["current"]["values"]),
+            previous_value=figure(r["previous"]["values"], r["previous"].get("repeats")),
+            current_value=figure(r["current"]["values"], r["current"].get("repeats")),
         )
         for r in doc.get("releases") or []
     ]

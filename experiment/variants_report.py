@@ -127,9 +127,10 @@ def console_tables(
         out.print(rt)
 
 
-def _figure_json(f: Figure) -> dict[str, Any]:
+def figure_json(f: Figure) -> dict[str, Any]:
     return {
         "values": [None if math.isnan(v) else v for v in f.values],
+        "repeats": list(f.repeats),
         "median": None if math.isnan(f.median) else f.median,
     }
 
@@ -153,7 +154,7 @@ def to_json(
                 "baseline": r.baseline,
                 "variants": {
                     v: {
-                        **_figure_json(f),
+                        **figure_json(f),
                         "ratio_to_baseline": r.ratio(v),
                         "ratio_interval": None
                         if v == r.baseline
@@ -169,8 +170,8 @@ def to_json(
                 "workload": r.workload,
                 "metric": r.metric,
                 "unit": r.unit,
-                "previous": {"variant": r.previous, **_figure_json(r.previous_value)},
-                "current": {"variant": r.current, **_figure_json(r.current_value)},
+                "previous": {"variant": r.previous, **figure_json(r.previous_value)},
+                "current": {"variant": r.current, **figure_json(r.current_value)},
                 "change": r.change,
                 "ratio_interval": _interval_json(r.interval),
             }

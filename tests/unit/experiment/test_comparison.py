@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from experiment import comparison, variants_report
+from experiment import comparison, rebuild, variants_report
 from experiment.arms import Arm
 
 
@@ -113,3 +113,17 @@ def test_one_shared_repeat_gives_no_interval() -> None:
     (row,) = comparison.rows(results, ["a", "b"], ["scheduling throughput"])
     interval = row.interval("b")
     assert interval is not None and interval.single_run
+
+
+def test_experiment_json_keeps_the_repeats_so_a_rebuilt_page_pairs_them_alike() -> None:
+    # b has no value in repeat 1: by position its repeat 2 would pair with a's repeat 1.
+    results = [(_arm("w", "a", i), _doc(x, 1)) for i, x in enumerate([10.0, 50.0, 20.0])]
+    results += [(_arm("w", "b", 0), _doc(5.0, 1)), (_arm("w", "b", 2), _doc(10.0, 1))]
+    (row,) = comparison.rows(results, ["a", "b"], ["scheduling throughput"])
+    kept = variants_report.figure_json(row.figures["b"])
+    assert kept["repeats"] == [0, 2]
+    again = rebuild.figure(kept["values"], kept["repeats"])
+    base = rebuild.figure([10.0, 50.0, 20.0], [0, 1, 2])
+    interval = comparison.paired_ratio(again, base)
+    assert interval is not None and interval.runs == 2
+    assert interval.low == pytest.approx(0.5) and interval.high == pytest.approx(0.5)
