@@ -17,7 +17,7 @@ import pytest
 from loadgen.report import document
 from testbed.cluster import local
 from testbed.kube.client import Kube
-from tests.support.private_fleet import LOADGEN, Fleet, loadgen_args, make_fleet, remove_fleet
+from tests.support.private_fleet import LOADGEN, Fleet, loadgen_args, private_fleet
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
 
@@ -27,11 +27,8 @@ HELD = 8.0
 
 @pytest.fixture
 async def fleet(kube: Kube, kubeconfig: str) -> AsyncIterator[Fleet]:
-    f = await make_fleet(kube, kubeconfig, nodes=1)
-    try:
+    async with private_fleet(kube, kubeconfig, nodes=1) as f:
         yield f
-    finally:
-        await remove_fleet(kube, kubeconfig, f)
 
 
 def _pid(cluster: local.LocalCluster, name: str) -> int:

@@ -7,8 +7,10 @@ everything is uniquely named and removed afterwards.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import sys
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,6 +80,18 @@ async def remove_fleet(kube: Kube, kubeconfig: str, fleet: Fleet) -> None:
     for run_id in fleet.run_ids:  # a failed test may have left its run behind
         await kube.delete(r.NAMESPACES, templates.namespace_name(run_id))
     await _fleet_cli(kubeconfig, "delete", "--name", fleet.suffix)
+
+
+@contextlib.asynccontextmanager
+async def private_fleet(
+    kube: Kube, kubeconfig: str, nodes: int, profile: str = "dgx-h100"
+) -> AsyncIterator[Fleet]:
+    """`make_fleet` until the block ends, then `remove_fleet` (what a fleet fixture yields)."""
+    fleet = await make_fleet(kube, kubeconfig, nodes, profile)
+    try:
+        yield fleet
+    finally:
+        await remove_fleet(kube, kubeconfig, fleet)
 
 
 async def namespace_gone(kube: Kube, run_id: str, within: float = 120) -> None:

@@ -24,18 +24,15 @@ from testbed import vocab
 from testbed.kube import resources as r
 from testbed.kube import workloads
 from testbed.kube.client import Kube
-from tests.support.private_fleet import Fleet, make_fleet, remove_fleet
+from tests.support.private_fleet import Fleet, private_fleet
 
 pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture
 async def group_fleet(gated_kube: Kube, gated_kubeconfig: str) -> AsyncIterator[Fleet]:
-    f = await make_fleet(gated_kube, gated_kubeconfig, nodes=2)
-    try:
+    async with private_fleet(gated_kube, gated_kubeconfig, nodes=2) as f:
         yield f
-    finally:
-        await remove_fleet(gated_kube, gated_kubeconfig, f)
 
 
 @pytest.fixture

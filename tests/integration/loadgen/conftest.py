@@ -8,13 +8,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 from testbed.kube.client import Kube
-from tests.support.private_fleet import Fleet, make_fleet, remove_fleet
+from tests.support.private_fleet import Fleet, private_fleet
 
 
 @pytest.fixture
 async def fleet(kube: Kube, kubeconfig: str) -> AsyncIterator[Fleet]:
-    f = await make_fleet(kube, kubeconfig, nodes=4)
-    try:
+    async with private_fleet(kube, kubeconfig, nodes=4) as f:
         yield f
-    finally:
-        await remove_fleet(kube, kubeconfig, f)

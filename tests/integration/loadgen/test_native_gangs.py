@@ -17,9 +17,8 @@ from testbed.kube.client import Kube
 from tests.support.private_fleet import (
     Fleet,
     loadgen_args,
-    make_fleet,
     namespace_gone,
-    remove_fleet,
+    private_fleet,
     run_loadgen,
 )
 
@@ -28,11 +27,8 @@ pytestmark = pytest.mark.cluster
 
 @pytest.fixture
 async def gated_fleet(gated_kube: Kube, gated_kubeconfig: str) -> AsyncIterator[Fleet]:
-    f = await make_fleet(gated_kube, gated_kubeconfig, nodes=4)
-    try:
+    async with private_fleet(gated_kube, gated_kubeconfig, nodes=4) as f:
         yield f
-    finally:
-        await remove_fleet(gated_kube, gated_kubeconfig, f)
 
 
 def _gangs(native: bool, gangs: int, size: int) -> Scenario:
