@@ -143,19 +143,22 @@ def _loadgen(
     }
 
 
-def _ratios(runs: dict[str, list[dict[str, float | None]]], key: str) -> list[float]:
-    """loadgen / scheduler_perf, repeat by repeat, where both measured."""
+Runs = dict[str, list[dict[str, float | None]]]
+
+
+def _pairs(runs: Runs, key: str) -> list[tuple[float, float]]:
+    """(loadgen, scheduler_perf) of `key`, repeat by repeat, where both measured."""
     pairs = zip(runs["loadgen"], runs["schedperf"], strict=True)
-    return [float(lg[key]) / float(sp[key]) for lg, sp in pairs if lg[key] and sp[key]]  # type: ignore[arg-type]
+    return [(float(lg[key]), float(sp[key])) for lg, sp in pairs if lg[key] and sp[key]]  # type: ignore[arg-type]
 
 
-def table(runs: dict[str, list[dict[str, float | None]]], args: argparse.Namespace) -> str:
+def _median(runs: Runs, way: str, key: str) -> str:
+    values = [v for r in runs[way] if (v := r.get(key)) is not None]
+    return f"{statistics.median(values):.1f}" if values else "no data"
+
+
+def table(runs: Runs, args: argparse.Namespace) -> str:
     """Medians per way and the paired ratios; pure."""
-
-    def median(way: str, key: str) -> str:
-        values = [v for r in runs[way] if (v := r[key]) is not None]
-        return f"{statistics.median(values):.1f}" if values else "no data"
-
     lines = [
         f"{args.profile}, {args.nodes} nodes, {args.pods} one-GPU pods, Kubernetes "
         f"{args.kubernetes}, {args.repeat} alternated repeats, {os.cpu_count()} cores",
@@ -163,23 +166,20 @@ def table(runs: dict[str, list[dict[str, float | None]]], args: argparse.Namespa
         "|---|---|---|",
     ]
     for way in WAYS:
-        lines.append(f"| {way} | {median(way, 'throughput')} | {median(way, 'cpu_ms_per_pod')} |")
+        cells = f"{_median(runs, way, 'throughput')} | {_median(runs, way, 'cpu_ms_per_pod')}"
+        lines.append(f"| {way} | {cells} |")
     for key, label in (("throughput", "throughput"), ("cpu_ms_per_pod", "CPU per pod")):
-        ratios = _ratios(runs, key)
+        ratios = [a / b for a, b in _pairs(runs, key)]
         shown = ", ".join(f"{r:.2f}" for r in ratios)
         middle = f"{statistics.median(ratios):.2f}" if ratios else "no data"
         lines.append(f"loadgen / scheduler_perf {label}: median {middle} (repeats: {shown})")
     lines.append(_verdict(runs))
-    lines += ["", "Where the time goes (medians over repeats):", *_breakdown(runs, median)]
+    lines += ["", "Where the time goes (medians over repeats):", *_breakdown(runs)]
     return "\n".join(lines)
 
 
-def _verdict(runs: dict[str, list[dict[str, float | None]]]) -> str:
-    pairs = [
-        (float(lg["throughput"]), float(sp["throughput"]))
-        for lg, sp in zip(runs["loadgen"], runs["schedperf"], strict=True)
-        if lg["throughput"] and sp["throughput"]
-    ]
+def _verdict(runs: Runs) -> str:
+    pairs = _pairs(runs, "throughput")
     interval = intervals.ratio_interval([a for a, _ in pairs], [b for _, b in pairs])
     verdict = intervals.verdict(interval, TARGET, at_least=True)
     return (
@@ -188,13 +188,13 @@ def _verdict(runs: dict[str, list[dict[str, float | None]]]) -> str:
     )
 
 
-def _breakdown(runs: dict[str, list[dict[str, float | None]]], median: Any) -> list[str]:
-    lines = [f"- busy cores during the arm: {w} {median(w, 'busy_cores')}" for w in WAYS]
+def _breakdown(runs: Runs) -> list[str]:
+    lines = [f"- busy cores during the arm: {w} {_median(runs, w, 'busy_cores')}" for w in WAYS]
     names = sorted({k for r in runs["loadgen"] for k in r if k.startswith("cpu_ms_per_pod:")})
-    parts = ", ".join(f"{k.split(':', 1)[1]} {median('loadgen', k)}" for k in names)
+    parts = ", ".join(f"{k.split(':', 1)[1]} {_median(runs, 'loadgen', k)}" for k in names)
     lines.append(f"- loadgen arm, CPU ms per pod by process: {parts}")
     lines.append(
-        f"- the second scheduler (the one measured): {median('loadgen', 'cpu_ms_per_pod')}"
+        f"- the second scheduler (the one measured): {_median(runs, 'loadgen', 'cpu_ms_per_pod')}"
     )
     return lines
 
@@ -226,7 +226,7 @@ def main() -> None:
     status, created = cluster.up()
     env = {**os.environ, "KUBECONFIG": str(status.kubeconfig)}
     fleet = f"sp-{secrets.token_hex(3)}"
-    runs: dict[str, list[dict[str, float | None]]] = {w: [] for w in WAYS}
+    runs: Runs = {w: [] for w in WAYS}
     try:
         pools = [{"name": "whole", "profile": args.profile, "count": args.nodes}]
         apply_fleet({"name": fleet, "pools": pools}, args.out, env)
