@@ -202,7 +202,10 @@ def write(
                 ),
                 charts.note(
                     "Median over repeats (min–max); ×ratio to the first variant with its 95 % "
-                    f"interval in brackets: {intervals.METHOD}."
+                    "interval in brackets: each repeat's arms ran back to back, so per repeat the "
+                    "log of the ratio, and Student's t over those (scipy.stats). An interval that "
+                    "excludes 1 is a difference; one that spans 1 is not shown to be one. No "
+                    "interval from one repeat."
                 ),
             ],
         )
