@@ -5,14 +5,20 @@ on 1.36 (the allocator's GatherPools takes every node's counter slices as releva
 it in 1.37.0 only. The testbed must find the same: the same one-GPU pods on the same
 whole-GPU pool, with a `dgx-h100-mig` pool present and absent, on each release.
 
-For each release (its own local cluster, brought up and torn down here): one fleet whose
-whole-GPU pool stays and whose MIG pool is applied and removed in alternating order per
-repeat; the pods go to the whole-GPU pool through a plain second kube-scheduler (DRA's
-allocator alone, no extender), and each run reports scheduler_perf's throughput and the
-scheduler's CPU per pod. Expected: on 1.36 the MIG pool slows the whole-GPU pods by an order
-of magnitude; on 1.37 it does not; without the pool the releases are alike.
+Each release runs on its own local cluster, all of them up for the whole bench (so every run
+shares the same background). Each cluster's fleet keeps its whole-GPU pool; its MIG pool is
+applied for the "present" runs and removed for the "absent" ones. A repeat runs every
+(pool state, release) pair once, the order of states and of releases alternating between
+repeats, so the releases' runs of one state in one repeat are a pair. The pods go to the
+whole-GPU pool through a plain second kube-scheduler of the release (DRA's allocator alone,
+no extender); each run reports scheduler_perf's throughput and the scheduler's CPU per pod.
 
-    .venv/bin/python bench/regression_138917.py --whole 100 --mig 100 --pods 50 --repeat 3
+Verdicts, from the paired repeats with the project's statistics (experiment.intervals):
+with the pool present, the newest release's throughput over each older one's >= 10x; with it
+absent, within 20 % (the interval of the ratio inside [1/1.2, 1.2]: both one-sided tests
+met). Expected on 1.36 against 1.37: both met.
+
+    .venv/bin/python bench/regression_138917.py --repeat 5
 
 Each run's loadgen result is kept under --out/<release>/<mig|none>-<repeat>/.
 """
@@ -20,6 +26,7 @@ Each run's loadgen result is kept under --out/<release>/<mig|none>-<repeat>/.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import secrets
@@ -27,14 +34,23 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from common import apply_fleet, loadgen_pods, tool  # bench/ is on sys.path
 
+from experiment import intervals
 from testbed.cluster import binaries, local, second_scheduler
 
 STATES = ("mig", "none")
+PRESENT_AT_LEAST = 10.0
+"""With the pool present the fixed release must be at least this many times faster."""
+ABSENT_WITHIN = 1.2
+"""With the pool absent the releases' throughput must be within this factor of each other."""
+
+Runs = dict[str, list[dict[str, float]]]
 
 
 def _fleet(name: str, whole: int, mig: int) -> dict[str, Any]:
@@ -44,20 +60,33 @@ def _fleet(name: str, whole: int, mig: int) -> dict[str, Any]:
     return {"name": name, "pools": pools}
 
 
-def _run(
-    fleet: str, pods: int, plain: second_scheduler.SecondScheduler, out: Path, env: dict[str, str]
-) -> dict[str, float]:
-    doc = loadgen_pods(plain, fleet, out, f"pods={pods}", "pool=whole", "gpus=1", env=env)
-    expected = doc["counts"]["expected_pods"]
-    throughput = (doc.get("throughput") or {}).get("Average")
-    return {
-        "throughput": float("nan") if throughput is None else float(throughput),
-        "cpu_ms_per_pod": doc["metrics"]["scheduler"]["summary"]["cpu_seconds"] / expected * 1e3,
-        "placed": doc["counts"]["pods_scheduled"] / expected,
-    }
+class _Site:
+    """One release's cluster, its fleet's name and its plain scheduler."""
+
+    def __init__(self, release: str, env: dict[str, str], plain: Any) -> None:
+        self.release, self.env, self.plain = release, env, plain
+        self.fleet = f"ka-{secrets.token_hex(3)}"
+
+    def run(self, state: str, rep: int, args: argparse.Namespace) -> dict[str, float]:
+        out = args.out / self.release / f"{state}-{rep}"
+        mig = args.mig if state == "mig" else 0
+        apply_fleet(_fleet(self.fleet, args.whole, mig), out, self.env)
+        pods = args.pods_mig if state == "mig" else args.pods
+        doc = loadgen_pods(
+            self.plain, self.fleet, out, f"pods={pods}", "pool=whole", "gpus=1", env=self.env
+        )
+        expected = doc["counts"]["expected_pods"]
+        throughput = (doc.get("throughput") or {}).get("Average")
+        cpu = doc["metrics"]["scheduler"]["summary"]["cpu_seconds"]
+        return {
+            "throughput": float("nan") if throughput is None else float(throughput),
+            "cpu_ms_per_pod": cpu / expected * 1e3,
+            "placed": doc["counts"]["pods_scheduled"] / expected,
+        }
 
 
-def _release(release: str, args: argparse.Namespace) -> dict[str, list[dict[str, float]]]:
+@contextlib.contextmanager
+def _site(release: str, work: Path, keep: bool) -> Iterator[_Site]:
     cluster = local.LocalCluster(
         local.ClusterConfig(
             name=f"ka-138917-{release.replace('.', '-')}", kubernetes=release, extender=False
@@ -65,43 +94,69 @@ def _release(release: str, args: argparse.Namespace) -> dict[str, list[dict[str,
     )
     status, created = cluster.up()
     env = {**os.environ, "KUBECONFIG": str(status.kubeconfig)}
-    fleet = f"ka-{secrets.token_hex(3)}"
-    runs: dict[str, list[dict[str, float]]] = {s: [] for s in STATES}
     try:
-        with (
-            tempfile.TemporaryDirectory() as work,
-            second_scheduler.running(
-                status.kubeconfig, Path(work), scheduler_name=f"ka-{fleet}", release=release
-            ) as plain,
-        ):
-            for rep in range(args.repeat):
-                for state in STATES if rep % 2 == 0 else STATES[::-1]:
-                    out = args.out / release / f"{state}-{rep}"
-                    mig = args.mig if state == "mig" else 0
-                    apply_fleet(_fleet(fleet, args.whole, mig), out, env)
-                    got = _run(fleet, args.pods, plain, out, env)
-                    runs[state].append(got)
-                    print(f"{release} repeat {rep} {state}: {got}", file=sys.stderr, flush=True)
+        with second_scheduler.running(
+            status.kubeconfig, work, scheduler_name="ka-plain", release=release
+        ) as plain:
+            site = _Site(release, env, plain)
+            try:
+                yield site
+            finally:
+                subprocess.run(
+                    [tool("fleet"), "delete", "--name", site.fleet], check=False, env=env
+                )
     finally:
-        subprocess.run([tool("fleet"), "delete", "--name", fleet], check=False, env=env)
-        if created and not args.keep:
+        if created and not keep:
             cluster.down()
-    return runs
 
 
-def table(results: dict[str, dict[str, list[dict[str, float]]]]) -> str:
-    """Medians per release and pool state, and the newest release's throughput over each
-    older one's, repeat by repeat (median of the paired ratios); pure."""
+def measure(releases: list[str], args: argparse.Namespace) -> dict[str, Runs]:
+    results: dict[str, Runs] = {r: {s: [] for s in STATES} for r in releases}
+    with tempfile.TemporaryDirectory() as work, contextlib.ExitStack() as stack:
+        sites = [stack.enter_context(_site(r, Path(work) / r, args.keep)) for r in releases]
+        for rep in range(args.repeat):
+            flip = rep % 2 == 1
+            for state in STATES[::-1] if flip else STATES:
+                for site in sites[::-1] if flip else sites:
+                    started = time.monotonic()
+                    got = site.run(state, rep, args)
+                    results[site.release][state].append(got)
+                    print(
+                        f"repeat {rep} {site.release} {state}: {got} "
+                        f"({time.monotonic() - started:.0f} s)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+    return results
+
+
+def _within(interval: intervals.Interval | None, factor: float) -> str:
+    """'met' when the ratio is shown inside [1/factor, factor] (both one-sided tests met),
+    'missed' when shown outside either bound, else the more informative inconclusive."""
+    low = intervals.verdict(interval, 1 / factor, at_least=True)
+    high = intervals.verdict(interval, factor, at_least=False)
+    if low == high == "met":
+        return "met"
+    if "missed" in (low, high):
+        return "missed"
+    return low if low != "met" else high
+
+
+def table(results: dict[str, Runs]) -> str:
+    """Medians per release and pool state, then the newest release over each older one per
+    pool state: the paired ratio's interval and the verdict; pure."""
     lines = [
-        "| release | MIG pool | throughput (pods/s) | scheduler CPU per pod (ms) | placed |",
-        "|---|---|---|---|---|",
+        "| release | MIG pool | runs | throughput (pods/s), median | "
+        "scheduler CPU per pod (ms), median | placed |",
+        "|---|---|---|---|---|---|",
     ]
     for release, runs in results.items():
         for state in STATES:
             rs = runs[state]
             lines.append(
                 f"| {release} | {'present' if state == 'mig' else 'absent'} "
-                f"| {statistics.median(r['throughput'] for r in rs):.1f} "
+                f"| {len(rs)} runs "
+                f"| {statistics.median(r['throughput'] for r in rs):.2f} "
                 f"| {statistics.median(r['cpu_ms_per_pod'] for r in rs):.1f} "
                 f"| {min(r['placed'] for r in rs):.0%} |"
             )
@@ -110,14 +165,26 @@ def table(results: dict[str, dict[str, list[dict[str, float]]]]) -> str:
         if release == newest:
             continue
         for state in STATES:
-            pairs = zip(results[newest][state], results[release][state], strict=True)
-            ratios = [n["throughput"] / o["throughput"] for n, o in pairs if o["throughput"]]
-            shown = ", ".join(f"{r:.2f}" for r in ratios)
-            lines.append(
-                f"\nthroughput {newest} / {release}, MIG pool "
-                f"{'present' if state == 'mig' else 'absent'}: median "
-                f"{statistics.median(ratios) if ratios else float('nan'):.2f}x (repeats: {shown})"
-            )
+            new, old = results[newest][state], results[release][state]
+            for key, name in (("throughput", "throughput"), ("cpu_ms_per_pod", "CPU per pod")):
+                interval = intervals.ratio_interval([r[key] for r in new], [r[key] for r in old])
+                shown = ", ".join(f"{n[key] / o[key]:.2f}" for n, o in zip(new, old, strict=True))
+                line = (
+                    f"\n{name} {newest} / {release}, MIG pool "
+                    f"{'present' if state == 'mig' else 'absent'}: "
+                    f"{intervals.describe(interval, '{:.2f}'.format)} (repeats: {shown})"
+                )
+                if key == "throughput":
+                    target, verdict = (
+                        (
+                            f">= {PRESENT_AT_LEAST:g}x",
+                            intervals.verdict(interval, PRESENT_AT_LEAST, at_least=True),
+                        )
+                        if state == "mig"
+                        else (f"within {ABSENT_WITHIN - 1:.0%}", _within(interval, ABSENT_WITHIN))
+                    )
+                    line += f"; target {target}: {verdict}"
+                lines.append(line)
     return "\n".join(lines)
 
 
@@ -126,18 +193,30 @@ def main() -> None:
     p.add_argument("--releases", default="1.36,1.37", help="comma-separated (default 1.36,1.37)")
     p.add_argument("--whole", type=int, default=100, help="dgx-h100 nodes (default 100)")
     p.add_argument("--mig", type=int, default=100, help="dgx-h100-mig nodes (default 100)")
-    p.add_argument("--pods", type=int, default=50, help="one-GPU pods per run (default 50)")
-    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument(
+        "--pods", type=int, default=200, help="one-GPU pods per run, pool absent (default 200)"
+    )
+    p.add_argument(
+        "--pods-mig",
+        type=int,
+        default=20,
+        help="one-GPU pods per run, pool present (default 20: 1.36 takes seconds per pod)",
+    )
+    p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--keep", action="store_true", help="leave the clusters up afterwards")
     p.add_argument("--out", type=Path, default=Path("results/bench-regression-138917"))
     args = p.parse_args()
-    if min(args.whole, args.mig, args.pods, args.repeat) < 1 or args.pods > 8 * args.whole:
-        p.error("--whole, --mig, --pods and --repeat must be >= 1, --pods <= 8 x --whole")
+    if (
+        min(args.whole, args.mig, args.pods, args.pods_mig, args.repeat) < 1
+        or max(args.pods, args.pods_mig) > 8 * args.whole
+    ):
+        p.error("every count must be >= 1, and --pods, --pods-mig <= 8 x --whole")
     try:
         releases = [binaries.check_release(r) for r in args.releases.split(",") if r]
     except binaries.UnknownRelease as e:
         p.error(str(e))
-    results = {r: _release(r, args) for r in releases}
+    results = measure(releases, args)
+    args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "regression_138917.json").write_text(json.dumps(results, indent=2))
     print(table(results))
 
