@@ -30,6 +30,7 @@ import contextlib
 import json
 import os
 import secrets
+import signal
 import statistics
 import subprocess
 import sys
@@ -191,21 +192,23 @@ def table(results: dict[str, Runs]) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--releases", default="1.36,1.37", help="comma-separated (default 1.36,1.37)")
-    p.add_argument("--whole", type=int, default=100, help="dgx-h100 nodes (default 100)")
+    p.add_argument("--whole", type=int, default=125, help="dgx-h100 nodes (default 125)")
     p.add_argument("--mig", type=int, default=100, help="dgx-h100-mig nodes (default 100)")
     p.add_argument(
-        "--pods", type=int, default=200, help="one-GPU pods per run, pool absent (default 200)"
+        "--pods", type=int, default=800, help="one-GPU pods per run, pool absent (default 800)"
     )
     p.add_argument(
         "--pods-mig",
         type=int,
-        default=20,
-        help="one-GPU pods per run, pool present (default 20: 1.36 takes seconds per pod)",
+        default=100,
+        help="one-GPU pods per run, pool present (default 100: 1.36 takes seconds per pod)",
     )
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--keep", action="store_true", help="leave the clusters up afterwards")
     p.add_argument("--out", type=Path, default=Path("results/bench-regression-138917"))
     args = p.parse_args()
+    # SIGTERM unwinds like Ctrl-C, so the clusters and second schedulers come down.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if (
         min(args.whole, args.mig, args.pods, args.pods_mig, args.repeat) < 1
         or max(args.pods, args.pods_mig) > 8 * args.whole
