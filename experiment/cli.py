@@ -207,6 +207,7 @@ def register_experiment(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         "and index.html into --output-dir.",
     )
     run.add_argument("file", metavar="FILE", help="experiment YAML file, or builtin:NAME")
+    _size_flags(run)
     run.add_argument(
         "--output-dir",
         type=Path,
@@ -227,11 +228,31 @@ def register_experiment(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         "extender flags); print the plan. Exit 2 with one line naming the field if not.",
     )
     check.add_argument("file", metavar="FILE", help="experiment YAML file, or builtin:NAME")
+    _size_flags(check)
     return run_experiment
 
 
-def load_checked(source: str) -> tuple[Any, list[str]]:
-    """The experiment FILE (or builtin:NAME), checked; `cli.UsageError` names what is wrong."""
+def _size_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--nodes",
+        type=runtime.positive_int,
+        metavar="N",
+        help="the fleet's node count instead of the file's (a profile fleet only)",
+    )
+    p.add_argument(
+        "--repeat",
+        dest="repeats",
+        type=runtime.positive_int,
+        metavar="N",
+        help="repeats instead of the file's (as testbed demo --repeat)",
+    )
+
+
+def load_checked(
+    source: str, *, nodes: int | None = None, repeats: int | None = None
+) -> tuple[Any, list[str]]:
+    """The experiment FILE (or builtin:NAME) with the command line's --nodes/--repeats over
+    it, checked; `cli.UsageError` names what is wrong."""
     import subprocess
 
     from experiment import children
@@ -249,6 +270,7 @@ def load_checked(source: str) -> tuple[Any, list[str]]:
                 raise specs.SpecError(f"no built-in experiment {name!r} (known: {known})") from None
         else:
             exp = specs.load(Path(source))
+        exp = specs.overridden(exp, nodes=nodes, repeats=repeats)
     except specs.SpecError as e:
         raise cli.UsageError(str(e)) from e
     try:
@@ -275,7 +297,7 @@ def run_experiment(cluster: local.LocalCluster, args: argparse.Namespace) -> int
     from experiment import matrix
     from experiment.demo import wing
 
-    exp, releases = load_checked(args.file)
+    exp, releases = load_checked(args.file, nodes=args.nodes, repeats=args.repeats)
     console = cliconv.stdout_console()
     planner = wing.Planner() if exp.builtin is not None else matrix.Planner()
     stages = planner.stages(exp)

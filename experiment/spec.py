@@ -337,6 +337,24 @@ def load(path: Path) -> Experiment:
     return parse(data, source=str(path), base=path.parent)
 
 
+def overridden(exp: Experiment, *, nodes: int | None, repeats: int | None) -> Experiment:
+    """`exp` with the fleet's node count and the repeats the command line gives in place of
+    the file's (so one file serves a quick run and a published one), validated as the file
+    is; SpecError names the flag."""
+    if nodes is None and repeats is None:
+        return exp
+    data = exp.model_dump(by_alias=True)
+    if nodes is not None:
+        if exp.fleet.profile is None:
+            raise SpecError(
+                "--nodes: the file's fleet is an inline spec, which sets its own counts"
+            )
+        data["fleet"]["nodes"] = nodes
+    if repeats is not None:
+        data["repeats"] = repeats
+    return parse(data, source="--nodes/--repeat")
+
+
 def fleet_document(exp: Experiment) -> dict[str, Any]:
     """The fleet spec `fleet apply -f` gets, named after the experiment (pure)."""
     ref = exp.fleet

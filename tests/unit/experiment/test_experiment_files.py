@@ -17,6 +17,7 @@ from experiment import local_site, matrix
 from experiment import spec as specs
 from experiment.demo import command as demo
 from experiment.demo import plan, wing
+from testbed import cli
 from testbed.cluster import binaries, local, second_scheduler
 
 REPO = Path(__file__).resolve().parents[3]
@@ -362,3 +363,26 @@ def test_the_docs_example_experiment_file_is_valid() -> None:
     block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
     exp = specs.parse(yaml.safe_load(block))
     assert specs.check(exp) == ["1.35", binaries.DEFAULT_RELEASE]
+
+
+def test_nodes_and_repeat_from_the_command_line_replace_the_files(tmp_path: Path) -> None:
+    path = tmp_path / "gang.yaml"
+    path.write_text((REPO / "examples" / "experiments" / "gang.yaml").read_text())
+    exp, _ = experiment_cli.load_checked(str(path), nodes=1000, repeats=5)
+    assert (exp.fleet.nodes, exp.repeats) == (1000, 5)
+    assert exp.variants == specs.load(path).variants
+    untouched, _ = experiment_cli.load_checked(str(path))
+    assert (untouched.fleet.nodes, untouched.repeats) == (100, 2)
+
+
+def test_nodes_over_an_inline_fleet_or_past_the_limits_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "inline.yaml"
+    doc = yaml.safe_load((REPO / "examples" / "experiments" / "gang.yaml").read_text())
+    doc["fleet"] = {"spec": {"pools": [{"name": "a", "profile": "dgx-h100", "count": 2}]}}
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(cli.UsageError, match="--nodes: the file's fleet is an inline"):
+        experiment_cli.load_checked(str(path), nodes=10)
+    with pytest.raises(cli.UsageError, match="repeats"):
+        experiment_cli.load_checked(
+            str(REPO / "examples" / "experiments" / "gang.yaml"), repeats=specs.MAX_REPEATS + 1
+        )
