@@ -35,20 +35,7 @@ releases() {
 # Everything below runs from main, which bash reads whole before running it: editing or
 # checking out this file while a build runs cannot change what that build does.
 main() {
-  release="$default_release"
-  print_dir=""
-  while [[ $# -gt 0 ]]; do
-    case "$1" in
-      --print-dir) print_dir=1 ;;
-      --releases) releases | sort -uV; exit 0 ;;
-      --kubernetes) release="${2:-}"; shift ;;
-      --kubernetes=*) release="${1#*=}" ;;
-      -h | --help) sed -n '2,19s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
-      *) echo "error: unknown argument $1 (see --help)" >&2; exit 2 ;;
-    esac
-    shift
-  done
-  release="${release#v}"
+  release_args -- "$@"
   if [[ "$release" == "$default_release" ]]; then
     kube_module=kubernetes
   else

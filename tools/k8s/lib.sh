@@ -13,6 +13,36 @@ minor_of() { echo "$1" | sed -n 's|^v\([0-9]*\.[0-9]*\)\..*|\1|p'; }
 # The caller's `releases` in order, on one line, for its error messages.
 releases_line() { releases | sort -uV | paste -sd, | sed 's/,/, /g'; }
 
+# release_args [--print-WORD ...] -- ARGS...: the command line every build script takes, into
+# the caller's `release` (1.NN, a leading v dropped; default $default_release) and `print_dir`
+# (1 for --print-dir, WORD for one of the caller's extra --print-WORD flags, else empty).
+# --releases and --help print and exit 0; anything else is a usage error (exit 2).
+release_args() {
+  local extra=" "
+  while [[ "$1" != -- ]]; do extra+="$1 " && shift; done
+  shift
+  release="$default_release" print_dir=""
+  while [[ $# -gt 0 ]]; do
+    case "$1" in
+      --print-dir) print_dir=1 ;;
+      --releases) releases | sort -uV; exit 0 ;;
+      --kubernetes) release="${2:-}"; shift ;;
+      --kubernetes=*) release="${1#*=}" ;;
+      # The script's header comment, up to its first line of code.
+      -h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "${BASH_SOURCE[-1]}"; exit 0 ;;
+      *)
+        [[ "$1" == --print-* && "$extra" == *" $1 "* ]] || {
+          echo "error: unknown argument $1 (see --help)" >&2
+          exit 2
+        }
+        print_dir="${1#--print-}"
+        ;;
+    esac
+    shift
+  done
+  release="${release#v}"
+}
+
 # claim_build OUT NAME GO_HINT: print OUT and exit 0 when the caller's `complete OUT` holds;
 # otherwise check that go is on PATH (else one error line ending in GO_HINT, exit 1) and take
 # the build lock of NAME. Two first runs would build into the same staging directory: the

@@ -35,20 +35,8 @@ releases() {
 }
 
 main() {
-  local release="$default_release" print_dir=""
-  while [[ $# -gt 0 ]]; do
-    case "$1" in
-      --print-dir) print_dir=1 ;;
-      --print-upstream) print_dir=upstream ;;
-      --releases) releases | sort -uV; exit 0 ;;
-      --kubernetes) release="${2:-}"; shift ;;
-      --kubernetes=*) release="${1#*=}" ;;
-      -h | --help) sed -n '2,23s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
-      *) echo "error: unknown argument $1 (see --help)" >&2; exit 2 ;;
-    esac
-    shift
-  done
-  release="${release#v}"
+  local release print_dir
+  release_args --print-upstream -- "$@"
   local modfile kube_module
   if [[ "$release" == "$default_release" ]]; then
     modfile=go.mod kube_module=kubernetes
