@@ -21,6 +21,7 @@ the interpreter has compiled it, and the check can only refuse what it understan
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 DYN = "dyn"
@@ -165,49 +166,32 @@ class _Parser:
         return a if a == b else DYN
 
     def or_(self) -> str:
-        t = self.and_()
-        while self.at("||"):
-            self.take()
-            u = self.and_()
-            _need_bool(t, "_||_")
-            _need_bool(u, "_||_")
-            t = "bool"
-        return t
+        return self.binary(self.and_, ("||",), _logical)
 
     def and_(self) -> str:
-        t = self.relation()
-        while self.at("&&"):
-            self.take()
-            u = self.relation()
-            _need_bool(t, "_&&_")
-            _need_bool(u, "_&&_")
-            t = "bool"
-        return t
+        return self.binary(self.relation, ("&&",), _logical)
 
     def relation(self) -> str:
-        t = self.addition()
-        while self.at("==", "!=", "<", "<=", ">", ">=", "in"):
-            op = self.take().text
-            u = self.addition()
-            if op != "in":
-                _same_kind(t, u, f"_{op}_")
-            t = "bool"
-        return t
+        return self.binary(self.addition, ("==", "!=", "<", "<=", ">", ">=", "in"), _compare)
 
     def addition(self) -> str:
-        t = self.multiplication()
-        while self.at("+", "-"):
-            op = self.take().text
-            u = self.multiplication()
-            t = _arith(t, u, f"_{op}_")
-        return t
+        return self.binary(self.multiplication, ("+", "-"), _arith)
 
     def multiplication(self) -> str:
-        t = self.unary()
-        while self.at("*", "/", "%"):
+        return self.binary(self.unary, ("*", "/", "%"), _arith)
+
+    def binary(
+        self,
+        operand: Callable[[], str],
+        ops: tuple[str, ...],
+        combine: Callable[[str, str, str], str],
+    ) -> str:
+        """One left-associative precedence level: `operand (op operand)*`, each step typed
+        by `combine(left, right, "_op_")`."""
+        t = operand()
+        while self.at(*ops):
             op = self.take().text
-            u = self.unary()
-            t = _arith(t, u, f"_{op}_")
+            t = combine(t, operand(), f"_{op}_")
         return t
 
     def unary(self) -> str:
@@ -328,6 +312,18 @@ def _same_kind(a: str, b: str, op: str) -> None:
     if a in numeric and b in numeric:
         return
     raise Refused(f"no matching overload for '{op}' applied to '({a}, {b})'")
+
+
+def _logical(a: str, b: str, op: str) -> str:
+    _need_bool(a, op)
+    _need_bool(b, op)
+    return "bool"
+
+
+def _compare(a: str, b: str, op: str) -> str:
+    if op != "_in_":
+        _same_kind(a, b, op)
+    return "bool"
 
 
 def _arith(a: str, b: str, op: str) -> str:
