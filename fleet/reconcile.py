@@ -387,24 +387,9 @@ class Reconciler:
     async def _write_slice(
         self, desired: Obj, actual: Obj | None, generation: int, counts: Counts
     ) -> None:
-        name = desired["metadata"]["name"]
         pool = {**desired["spec"]["pool"], "generation": generation}
         body = {**desired, "spec": {**desired["spec"], "pool": pool}}
-        if actual is None:
-            try:
-                await self.kube.create(RESOURCE_SLICES, body)
-                self._wrote(counts, "ResourceSlice", "created", name)
-                return
-            except errors.AlreadyExists:
-                actual = await self.kube.get(RESOURCE_SLICES, name)
-        for _ in range(self.settings.conflict_retries):
-            try:
-                await self.kube.replace(RESOURCE_SLICES, diff.with_version(body, actual))
-                self._wrote(counts, "ResourceSlice", "updated", name)
-                return
-            except errors.Conflict:
-                actual = await self.kube.get(RESOURCE_SLICES, name)
-        raise errors.Conflict(f"resourceslice {name}: still conflicting after retries")
+        await self._put_slice(body, actual, lambda a: diff.with_version(body, a), counts)
 
     async def _sync_node(
         self, fleet: Fleet, node: render.DesiredNode, actual: Obj | None, counts: Counts
@@ -438,24 +423,41 @@ class Reconciler:
         return out
 
     async def _sync_slice(self, desired: Obj, actual: Obj | None, counts: Counts) -> None:
-        name = desired["metadata"]["name"]
+        def republish(actual: Obj) -> Obj | None:
+            if diff.slice_matches(desired, actual):
+                return None
+            body = diff.with_version(desired, actual)
+            # Drivers bump the pool generation when they republish a pool.
+            old = ((actual.get("spec") or {}).get("pool") or {}).get("generation") or 0
+            body["spec"]["pool"] = {**body["spec"]["pool"], "generation": int(old) + 1}
+            return body
+
+        await self._put_slice(desired, actual, republish, counts)
+
+    async def _put_slice(
+        self,
+        body: Obj,
+        actual: Obj | None,
+        update: Callable[[Obj], Obj | None],
+        counts: Counts,
+    ) -> None:
+        """Create `body` where there is no `actual`; else replace the slice with
+        `update(actual)` (None: it matches already), reading it again after each conflict."""
+        name = body["metadata"]["name"]
         if actual is None:
             try:
-                await self.kube.create(RESOURCE_SLICES, desired)
+                await self.kube.create(RESOURCE_SLICES, body)
                 self._wrote(counts, "ResourceSlice", "created", name)
                 return
             except errors.AlreadyExists:
                 actual = await self.kube.get(RESOURCE_SLICES, name)
         for _ in range(self.settings.conflict_retries):
-            if diff.slice_matches(desired, actual):
+            replacement = update(actual)
+            if replacement is None:
                 counts.same("ResourceSlice", name)
                 return
-            body = diff.with_version(desired, actual)
-            # Drivers bump the pool generation when they republish a pool.
-            old = ((actual.get("spec") or {}).get("pool") or {}).get("generation") or 0
-            body["spec"]["pool"] = {**body["spec"]["pool"], "generation": int(old) + 1}
             try:
-                await self.kube.replace(RESOURCE_SLICES, body)
+                await self.kube.replace(RESOURCE_SLICES, replacement)
                 self._wrote(counts, "ResourceSlice", "updated", name)
                 return
             except errors.Conflict:
