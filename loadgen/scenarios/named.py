@@ -155,32 +155,38 @@ class InferenceParams(_Params):
 
 
 def _inference(p: InferenceParams) -> Scenario:
+    sizes = ", ".join(f"{g}GB" for g in p.footprints)
     if p.probe:
-        return _inference_probe(p)
-    base = p.claim()
-    phases = []
-    for i, gb in enumerate(p.footprints):
-        phases.append(
-            Phase(
-                name=f"mem{gb}gb",
-                kind="jobs",
-                count=p.jobs,
-                completions=p.completions,
-                run_time=p.run_time,
-                qps=p.qps,
-                # Every footprint's Jobs run side by side: only the last phase waits.
-                wait="complete" if i == len(p.footprints) - 1 else "created",
-                claim=_footprint_claim(base, p.shape, gb),
-            )
+        phases = _inference_probe(p)
+        description = (
+            f"inference mix probe: {p.jobs} pods per footprint ({sizes}) in {p.rounds} "
+            f"round(s), {p.shape} GPUs, each left until placed or refused"
         )
-    return Scenario(
-        name="inference",
-        description=(
+    else:
+        phases = _inference_churn(p)
+        description = (
             f"inference mix: {p.jobs} Jobs x {p.completions} completions per footprint "
-            f"({', '.join(f'{g}GB' for g in p.footprints)}), {p.shape} GPUs"
-        ),
-        phases=phases,
-    )
+            f"({sizes}), {p.shape} GPUs"
+        )
+    return Scenario(name="inference", description=description, phases=phases)
+
+
+def _inference_churn(p: InferenceParams) -> list[Phase]:
+    base = p.claim()
+    return [
+        Phase(
+            name=f"mem{gb}gb",
+            kind="jobs",
+            count=p.jobs,
+            completions=p.completions,
+            run_time=p.run_time,
+            qps=p.qps,
+            # Every footprint's Jobs run side by side: only the last phase waits.
+            wait="complete" if i == len(p.footprints) - 1 else "created",
+            claim=_footprint_claim(base, p.shape, gb),
+        )
+        for i, gb in enumerate(p.footprints)
+    ]
 
 
 def _footprint_claim(base: Claim, shape: str, gb: int) -> Claim:
@@ -194,7 +200,7 @@ def _footprint_claim(base: Claim, shape: str, gb: int) -> Claim:
     return Claim.model_validate(base.model_copy(update=need).model_dump())
 
 
-def _inference_probe(p: InferenceParams) -> Scenario:
+def _inference_probe(p: InferenceParams) -> list[Phase]:
     base = p.claim()
     phases = []
     for r in range(p.rounds):
@@ -212,15 +218,7 @@ def _inference_probe(p: InferenceParams) -> Scenario:
                     claim=_footprint_claim(base, p.shape, gb),
                 )
             )
-    return Scenario(
-        name="inference",
-        description=(
-            f"inference mix probe: {p.jobs} pods per footprint "
-            f"({', '.join(f'{g}GB' for g in p.footprints)}) in {p.rounds} round(s), "
-            f"{p.shape} GPUs, each left until placed or refused"
-        ),
-        phases=phases,
-    )
+    return phases
 
 
 def _pods(p: PodsParams) -> Scenario:
