@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from aiohttp import web
 from prometheus_client import CollectorRegistry, ProcessCollector
 
-from extender import handlers, limits
+from extender import gates, handlers, limits
 from extender.cache import sync
 from extender.cache.index import Index
 from extender.cache.store import Store
@@ -191,6 +191,8 @@ def _watching(
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
         store.index.release = await _release(kube)
+        if store.index.settings.fractional_capacity is None:
+            store.index.fractional = await gates.read_fractional(kube, store.index.release)
         if await _serves_workloads(kube):
             store.watch_groups()
         tasks = sync.start(kube, store, on_restart=metrics.restart, liveness=liveness)

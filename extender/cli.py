@@ -122,8 +122,8 @@ def parser() -> argparse.ArgumentParser:
         default=env("EXTENDER_FRACTIONAL_CAPACITY"),
         help="judge capacity requests as the allocator does with DRAFractionalCapacityRange "
         "(1.37): request policies step in milli-units, so a share like compute: 250m fits "
-        "(rounded up to a step) on shared GPUs; set it as the cluster's gate is (env "
-        "EXTENDER_FRACTIONAL_CAPACITY, config key fractional_capacity) [false]",
+        "(rounded up to a step) on shared GPUs (env EXTENDER_FRACTIONAL_CAPACITY, config key "
+        "fractional_capacity) [read from the API server's feature gates at start]",
     )
     s.add_argument(
         "--log-level",

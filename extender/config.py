@@ -44,9 +44,11 @@ class Settings(BaseModel):
     rack_label: str = vocab.LABEL_RACK
     """Node label naming the rack."""
     host_label: str = vocab.LABEL_HOSTNAME
-    fractional_capacity: bool = False
+    fractional_capacity: bool | None = None
     """The cluster runs with DRAFractionalCapacityRange (1.37, beta, off by default): its
-    allocator steps capacity ranges in milli-units, which the allocation search then does."""
+    allocator steps capacity ranges in milli-units, which the allocation search then does.
+    None: read from the API server's gates at start (`extender.gates`); set it when the
+    scheduler runs other gates than the API server, or the extender may not read /metrics."""
     gang_label: str = vocab.LABEL_GANG
     """Pod label grouping a gang; takes precedence over the Job name label."""
     gpu_drivers: tuple[str, ...] = (vocab.GPU_DRIVER,)

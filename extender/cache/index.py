@@ -40,6 +40,9 @@ class Index:
         self.release: tuple[int, int] | None = None
         """The cluster's Kubernetes (major, minor), once read: DRA's allocator differs by
         release (distinctAttribute); None: the newest's semantics."""
+        self.fractional = settings.fractional_capacity is True
+        """The allocator steps capacity ranges in milli-units (DRAFractionalCapacityRange):
+        the setting, or read from the cluster at start when the setting leaves it open."""
         self.nodes: dict[str, NodeView] = {}
         self.evaluator = expressions.Evaluator()
         """Compiles and evaluates the CEL selectors of classes and requests (its caches)."""
@@ -129,7 +132,7 @@ class Index:
             counters_in_use=in_use,
             classes=self.classes,
             capacity_in_use=self.capacity_in_use,
-            fractional=self.settings.fractional_capacity,
+            fractional=self.fractional,
             distinct_all=self.release is None or self.release >= (1, 37),
         )
 

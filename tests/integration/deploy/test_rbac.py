@@ -132,3 +132,5 @@ async def test_real_extender_under_its_service_account_becomes_ready(
         await asyncio.to_thread(s.wait_http, f"http://127.0.0.1:{port}/readyz", proc, limit=120)
         log = (tmp_path / "extender.log").read_text()
         assert "Forbidden" not in log and "403" not in log, log[-2000:]
+        # The API server's gates, read with that token (the session cluster runs without it).
+        assert "the API server reports DRAFractionalCapacityRange off" in log, log[-2000:]

@@ -11,7 +11,7 @@ NUMA constraint across GPU and NIC requests)/distinctAttribute, capacity request
 ones too), and a selector that fails at run time.
 
 It runs twice: on the session cluster, and on the gated one, whose allocator steps fractional
-ranges in milli-units (DRAFractionalCapacityRange) as the extender is told to.
+ranges in milli-units (DRAFractionalCapacityRange), as the extender reads from its API server.
 
 Size: DRA_TESTBED_DIFF_NODES x DRA_TESTBED_DIFF_ROUNDS pairs (default 50 x 10 = 500; the gated
 run DRA_TESTBED_DIFF_GATED_ROUNDS, default 4), seed DRA_TESTBED_DIFF_SEED. Every disagreement
@@ -262,14 +262,14 @@ def claim_spec(rng: random.Random, p: str) -> Obj:
 
 @pytest.fixture(scope="module")
 async def gated_extender(gated_kube: Kube) -> AsyncIterator[web.Application]:
-    """The extender's core on the gated cluster, told its allocator steps in milli-units;
-    the test asks it directly, so it serves no port."""
-    settings = Settings(fractional_capacity=True)
-    app = app_mod.build(settings, registry=CollectorRegistry(), kube=gated_kube)
+    """The extender's core on the gated cluster, which reads from its API server that the
+    allocator steps in milli-units; the test asks it directly, so it serves no port."""
+    app = app_mod.build(Settings(), registry=CollectorRegistry(), kube=gated_kube)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     try:
         await asyncio.wait_for(app[app_mod.STORE].ready.wait(), 120)
+        assert app[app_mod.STORE].index.fractional
         yield app
     finally:
         await runner.cleanup()
@@ -289,6 +289,7 @@ async def extender(kube: Kube, extender_port: int) -> AsyncIterator[web.Applicat
     try:
         await web.TCPSite(runner, "127.0.0.1", extender_port).start()
         await asyncio.wait_for(app[app_mod.STORE].ready.wait(), 120)
+        assert not app[app_mod.STORE].index.fractional  # the gate at 1.37's default
         yield app
     finally:
         await runner.cleanup()

@@ -253,15 +253,15 @@ async def test_busy_port_is_a_runtime_error(tmp_path: Path) -> None:
     assert b"cannot listen" in err and b"Traceback" not in err
 
 
-def test_fractional_capacity_is_off_unless_the_flag_the_environment_or_the_config_says(
+def test_fractional_capacity_is_read_from_the_cluster_unless_the_flag_the_env_or_the_config_says(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("EXTENDER_FRACTIONAL_CAPACITY", raising=False)
 
-    def settings(*argv: str) -> bool:
+    def settings(*argv: str) -> bool | None:
         return cli._settings(cli.parser().parse_args(["serve", *argv])).fractional_capacity
 
-    assert settings() is False  # the default is unchanged
+    assert settings() is None  # left to the cluster's gate (extender.gates)
     assert settings("--fractional-capacity", "true") is True
     on = tmp_path / "c.yaml"
     on.write_text("fractional_capacity: true\n")
