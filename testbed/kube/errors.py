@@ -6,6 +6,9 @@ import json
 from http import HTTPStatus
 from typing import Any
 
+# The named error of each HTTP status, filled in by the classes below as they are declared.
+_BY_STATUS: dict[int, type[KubeError]] = {}
+
 
 class KubeError(Exception):
     """Any failure talking to the API server."""
@@ -17,6 +20,14 @@ class KubeError(Exception):
         self.status = status or type(self).status
         self.reason = reason
 
+    def __init_subclass__(cls, *, status: int = 0, **kw: Any) -> None:
+        """`class NotFound(KubeError, status=404)` names the error of an HTTP status, in one
+        place: the class and the status-to-class table."""
+        super().__init_subclass__(**kw)
+        if status:
+            cls.status = status
+            _BY_STATUS[status] = cls
+
 
 class Unreachable(KubeError):
     """No HTTP answer at all: connection refused, DNS, TLS or a timeout."""
@@ -26,66 +37,48 @@ class ConfigError(KubeError):
     """No usable kubeconfig, context or in-cluster configuration."""
 
 
-class BadRequest(KubeError):
-    status = 400
+class BadRequest(KubeError, status=400):
+    """400: a malformed request."""
 
 
-class Unauthorized(KubeError):
-    status = 401
+class Unauthorized(KubeError, status=401):
+    """401: no or bad credentials."""
 
 
-class Forbidden(KubeError):
-    status = 403
+class Forbidden(KubeError, status=403):
+    """403: the credentials may not do this."""
 
 
-class NotFound(KubeError):
-    status = 404
+class NotFound(KubeError, status=404):
+    """404: no such object (or no such kind)."""
 
 
-class Conflict(KubeError):
+class Conflict(KubeError, status=409):
     """409: a stale resourceVersion on update."""
-
-    status = 409
 
 
 class AlreadyExists(Conflict):
     """409 with reason AlreadyExists: a create of a name that is taken."""
 
 
-class Gone(KubeError):
+class Gone(KubeError, status=410):
     """410: the watch's resourceVersion is too old; relist."""
 
-    status = 410
 
-
-class Invalid(KubeError):
+class Invalid(KubeError, status=422):
     """422: the object failed validation; the message names the field."""
 
-    status = 422
 
-
-class TooManyRequests(KubeError):
-    status = 429
+class TooManyRequests(KubeError, status=429):
+    """429: throttled; `retry_after` is the server's Retry-After in seconds, if it sent one."""
 
     def __init__(self, message: str, *, retry_after: float | None = None, **kw: Any) -> None:
         super().__init__(message, **kw)
         self.retry_after = retry_after
 
 
-class ServerError(KubeError):
-    status = 500
-
-
-_BY_STATUS: dict[int, type[KubeError]] = {
-    400: BadRequest,
-    401: Unauthorized,
-    403: Forbidden,
-    404: NotFound,
-    409: Conflict,
-    410: Gone,
-    422: Invalid,
-    429: TooManyRequests,
-}
+class ServerError(KubeError, status=500):
+    """5xx: the server failed; worth retrying."""
 
 
 def from_response(status: int, body: bytes | str, retry_after: str | None = None) -> KubeError:
