@@ -76,6 +76,17 @@ class WatchEvent:
     object: dict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One HTTP request to the API server, as built before it is sent (and resent)."""
+
+    method: str
+    path: str
+    query: list[tuple[str, str]] | None = None
+    data: bytes | None = None
+    content_type: str = "application/json"
+
+
 @dataclass(kw_only=True)
 class Kube:
     """A connected API client. Build with `connect()`; close with `close()` or `async with`."""
@@ -164,12 +175,10 @@ class Kube:
         component's /metrics). Retries 429/5xx/no-answer with backoff. `attempt_timeout` replaces
         the settings' total timeout of one attempt."""
         attempt = 0
-        data = _encode(body)
+        call = _Call(method, path, query, _encode(body), content_type)
         while True:
             try:
-                raw = await self._request_once(
-                    method, path, query, data, content_type, attempt_timeout
-                )
+                raw = await self._request_once(call, attempt_timeout)
             except errors.KubeError as err:
                 if (
                     not retry
@@ -193,51 +202,42 @@ class Kube:
         return random.uniform(cap / 2, cap)
 
     async def _open(
-        self,
-        method: str,
-        path: str,
-        query: list[tuple[str, str]] | None,
-        data: bytes | None,
-        content_type: str,
-        client_timeout: aiohttp.ClientTimeout,
+        self, call: _Call, client_timeout: aiohttp.ClientTimeout
     ) -> aiohttp.ClientResponse:
         """Send one request on kubernetes-asyncio's session, with its TLS and credentials.
 
         ApiClient.call_api would walk every body through its generic model serializer; our
         bodies are already JSON, so only its auth step (token refresh included) is reused.
         """
-        query = list(query or [])
+        query = list(call.query or [])
         headers = {
             "Accept": "application/json, */*",
-            "Content-Type": content_type,
+            "Content-Type": call.content_type,
             "User-Agent": self.settings.user_agent,
         }
         await self.api.update_params_for_auth(headers, query, ["BearerToken"])
-        url = self.host + path + ("?" + urlencode(query) if query else "")
+        url = self.host + call.path + ("?" + urlencode(query) if query else "")
         try:
             resp: aiohttp.ClientResponse = await self._session.request(
-                method, url, data=data, headers=headers, timeout=client_timeout, **self._per_request
+                call.method,
+                url,
+                data=call.data,
+                headers=headers,
+                timeout=client_timeout,
+                **self._per_request,
             )
         except (aiohttp.ClientError, TimeoutError, OSError) as e:
             raise errors.Unreachable(f"API server {self.host} unreachable: {e}") from e
         return resp
 
-    async def _request_once(
-        self,
-        method: str,
-        path: str,
-        query: list[tuple[str, str]] | None,
-        data: bytes | None,
-        content_type: str,
-        timeout_seconds: float | None = None,
-    ) -> bytes:
+    async def _request_once(self, call: _Call, timeout_seconds: float | None = None) -> bytes:
         await self._bucket.acquire()
         start = time.perf_counter()
         status = 0
         total = self.settings.request_timeout if timeout_seconds is None else timeout_seconds
         timeout = aiohttp.ClientTimeout(total=total)
         try:
-            resp = await self._open(method, path, query, data, content_type, timeout)
+            resp = await self._open(call, timeout)
             async with resp:
                 status = resp.status
                 raw = await resp.read()
@@ -247,7 +247,9 @@ class Kube:
             raise errors.Unreachable(f"API server {self.host} unreachable: {e}") from e
         finally:
             if self.observer:
-                self.observer(method, resource_of(path), status, time.perf_counter() - start)
+                self.observer(
+                    call.method, resource_of(call.path), status, time.perf_counter() - start
+                )
         return raw
 
     # -- typed verbs ---------------------------------------------------------------------
@@ -407,9 +409,7 @@ class Kube:
         await self._bucket.acquire()
         # No total timeout; an idle stream past the server's own timeout is dead.
         timeout = aiohttp.ClientTimeout(sock_connect=10, sock_read=timeout_seconds + 30)
-        resp = await self._open(
-            "GET", res.path(namespace), query, None, "application/json", timeout
-        )
+        resp = await self._open(_Call("GET", res.path(namespace), query), timeout)
         async with resp:
             if resp.status != 200:
                 raise errors.from_response(resp.status, await resp.read())
