@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from testbed.kube import errors
-from testbed.kube.client import Kube
+from testbed.kube.client import Kube, ObjectList
 from testbed.kube.resources import Resource
 
 log = logging.getLogger(__name__)
@@ -36,12 +36,8 @@ RestartReason = Literal["gone", "error", "closed", "hung"]
 (resume), or the API server stopped answering (relist once it answers again)."""
 
 
-@dataclass(slots=True)
-class Snapshot:
-    """Every object of the kind as of `resource_version`: replace what you had."""
-
-    items: list[dict[str, Any]]
-    resource_version: str
+Snapshot = ObjectList
+"""Every object of the kind as of `resource_version` (the list itself): replace what you had."""
 
 
 @dataclass(slots=True)
@@ -197,7 +193,7 @@ async def informer(
                 )
                 rv = listed.resource_version
                 failures = 0
-                yield Snapshot(items=listed.items, resource_version=rv)
+                yield listed
             async for event in kube.stream(
                 res,
                 resource_version=rv,
