@@ -135,9 +135,7 @@ class FleetController:
                 raise
             except (SpecError, ProfileError) as e:
                 # A bad spec does not get better by retrying; the next generation may fix it.
-                await self._set_status(
-                    obj, phase="Invalid", ready=False, reason="InvalidSpec", message=str(e)
-                )
+                await self._set_status(obj, phase="Invalid", reason="InvalidSpec", message=str(e))
                 self.metrics.errors.labels("fleet").inc()
                 return
             except (ReconcileError, errors.KubeError) as e:
@@ -149,7 +147,6 @@ class FleetController:
                     await self._set_status(
                         obj,
                         phase="Failed",
-                        ready=False,
                         reason="Error",
                         message=str(e).splitlines()[0][:500],
                     )
@@ -174,7 +171,6 @@ class FleetController:
         await self._set_status(
             obj,
             phase="Provisioning",
-            ready=False,
             reason="Reconciling",
             message=f"writing objects for {desired} nodes",
             desired=desired,
@@ -195,7 +191,6 @@ class FleetController:
                     self._set_status(
                         obj,
                         phase="Provisioning",
-                        ready=False,
                         reason="WaitingReady",
                         message=f"{ready}/{total} nodes Ready",
                         desired=total,
@@ -218,7 +213,6 @@ class FleetController:
         await self._set_status(
             obj,
             phase="Ready",
-            ready=True,
             reason="AllNodesReady",
             message=f"{ready}/{desired} nodes Ready",
             desired=desired,
@@ -264,7 +258,6 @@ class FleetController:
         obj: Obj,
         *,
         phase: str,
-        ready: bool,
         reason: str,
         message: str,
         desired: int | None = None,
@@ -274,6 +267,7 @@ class FleetController:
     ) -> None:
         meta = obj["metadata"]
         generation = int(meta.get("generation") or 0)
+        ready = phase == "Ready"  # the Ready condition holds in that phase and no other
         status: Obj = {
             "observedGeneration": generation,
             "phase": phase,
