@@ -99,6 +99,10 @@ def parser() -> argparse.ArgumentParser:
         "--concurrency", type=runtime.positive_int, default=64, help="nodes written at once (64)"
     )
 
+    # `--name` of the commands that act on one fleet already in the cluster.
+    named = argparse.ArgumentParser(add_help=False)
+    named.add_argument("--name", help=f"fleet name (default {DEFAULT_NAME!r})")
+
     spec = argparse.ArgumentParser(add_help=False)
     s = spec.add_argument_group("fleet spec (a file, or one pool from flags)")
     s.add_argument(
@@ -159,27 +163,25 @@ def parser() -> argparse.ArgumentParser:
     a.set_defaults(func=_cmd_apply)
 
     st = sub.add_parser(
-        "status", parents=[cluster], help="desired, created and Ready nodes per pool"
+        "status", parents=[cluster, named], help="desired, created and Ready nodes per pool"
     )
-    st.add_argument("--name", help=f"fleet name (default {DEFAULT_NAME!r})")
     st.add_argument("--all", action="store_true", help="every fleet in the cluster")
     cliconv.add_output(st)
     st.set_defaults(func=_cmd_status)
 
     d = sub.add_parser(
         "delete",
-        parents=[cluster],
+        parents=[cluster, named],
         help="remove every node and slice the fleet made, nothing else",
         description="Delete the fleet's Nodes, ResourceSlices and its record ConfigMap, found "
         "by its labels. DeviceClasses stay: other fleets and claims share them.",
     )
-    d.add_argument("--name", help=f"fleet name (default {DEFAULT_NAME!r})")
     cliconv.add_wait_timeout(d, "--timeout", default=300.0, waits_for="until gone")
     d.set_defaults(func=_cmd_delete)
 
     t = sub.add_parser(
         "taint",
-        parents=[cluster],
+        parents=[cluster, named],
         help="taint a share of a fleet's GPUs (simulated failures), or clear such taints",
         description="Add (or with --clear remove) a device taint on a share of the fleet's "
         "physical GPUs: every device of a chosen GPU (whole, MIG partitions, shared) carries "
@@ -188,7 +190,6 @@ def parser() -> argparse.ArgumentParser:
         "applies it, rewriting only the affected slices; the same spec and seed always pick "
         "the same GPUs. Re-applying the original spec file removes the taint again.",
     )
-    t.add_argument("--name", help=f"fleet name (default {DEFAULT_NAME!r})")
     t.add_argument("--share", type=runtime.share, help="fraction of the GPUs in scope, e.g. 0.05")
     t.add_argument("--effect", choices=["NoSchedule", "NoExecute", "None"], default="NoSchedule")
     t.add_argument("--key", default=vocab.DEVICE_TAINT_KEY, help="taint key (%(default)s)")
