@@ -51,7 +51,9 @@ def _application_commands(
     return commands
 
 
-def _parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
+def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
+    """The `testbed` command line, with the commands installed applications register (also
+    parsed by the flags' fuzz test)."""
     p = cliconv.parser(
         prog="testbed",
         description=(
@@ -157,8 +159,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _main(argv: list[str] | None) -> None:
-    parser, commands = _parser()
-    args = parser.parse_args(argv)
+    p, commands = parser()
+    args = p.parse_args(argv)
     cliconv.configure_logging(args)
     shards = getattr(args, "kwok_shards", None)
     if shards is not None and not 1 <= shards <= local.MAX_KWOK_SHARDS:

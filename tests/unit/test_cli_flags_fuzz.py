@@ -151,7 +151,7 @@ def test_flags_of_commands_that_start_things_parse_or_fail_in_one_line(
     program = command.split()[0]
     argv = _argv(data, command, PARSE_ONLY[command], [])
     if program == "testbed":
-        parse: Callable[[list[str]], object] = lambda a: testbed_cli._parser()[0].parse_args(a)  # noqa: E731
+        parse: Callable[[list[str]], object] = lambda a: testbed_cli.parser()[0].parse_args(a)  # noqa: E731
     else:
         parse = fleet_cli.parser().parse_args
     code, err = _exit_code(parse, argv)
