@@ -135,7 +135,9 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _settings(ns: argparse.Namespace) -> config.Settings:
+def load_settings(ns: argparse.Namespace) -> config.Settings:
+    """The settings `serve` runs with: the --config file (or the defaults) with the flags and
+    their environment variables over it; `config.ConfigFileError` names what is wrong."""
     overrides: dict[str, Any] = {}
     if ns.debug:
         overrides["debug"] = True
@@ -229,7 +231,7 @@ def _main(argv: list[str] | None) -> None:
     ns = parser().parse_args(argv)
     cliconv.configure_logging(ns, getattr(logging, ns.log_level.upper()))
     try:
-        settings = _settings(ns)
+        settings = load_settings(ns)
         runtime.run(serve(ns, settings))
     except (config.ConfigFileError, files.FilesError, errors.ConfigError) as e:
         print(f"extender: error: {e}", file=sys.stderr)  # bad input: nothing served

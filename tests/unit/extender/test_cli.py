@@ -259,7 +259,7 @@ def test_fractional_capacity_is_read_from_the_cluster_unless_the_flag_the_env_or
     monkeypatch.delenv("EXTENDER_FRACTIONAL_CAPACITY", raising=False)
 
     def settings(*argv: str) -> bool | None:
-        return cli._settings(cli.parser().parse_args(["serve", *argv])).fractional_capacity
+        return cli.load_settings(cli.parser().parse_args(["serve", *argv])).fractional_capacity
 
     assert settings() is None  # left to the cluster's gate (extender.gates)
     assert settings("--fractional-capacity", "true") is True
