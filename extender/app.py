@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from aiohttp import web
 from prometheus_client import CollectorRegistry, ProcessCollector
 
-from extender import gates, handlers, limits
+from extender import gates, handlers, limits, runs
 from extender.cache import sync
 from extender.cache.index import Index
 from extender.cache.store import Store
@@ -75,6 +75,8 @@ def build(
     store = Store(index, on_event=metrics.event)
     core = Core(index, settings, ready=store.ready.is_set, on_unjudged=metrics.not_judged)
     registry.register(CacheCollector(index, store.ready.is_set))
+    seen = runs.Runs()
+    registry.register(seen)
     # process_cpu_seconds_total and RSS, as Go components expose them: loadgen and the demo
     # report the extender's CPU per pod beside the scheduler's.
     ProcessCollector(registry=registry)
@@ -98,7 +100,7 @@ def build(
     if kube is not None:
         liveness = Liveness(kube, on_change=metrics.liveness)
         app[handlers.LIVENESS] = liveness
-        app.cleanup_ctx.append(_watching(kube, store, metrics, liveness))
+        app.cleanup_ctx.append(_watching(kube, store, metrics, liveness, seen))
     app.cleanup_ctx.append(_freeze_after_sync(store))
     return app
 
@@ -187,7 +189,7 @@ async def _serves_workloads(kube: Kube) -> bool:
 
 
 def _watching(
-    kube: Kube, store: Store, metrics: Metrics, liveness: Liveness
+    kube: Kube, store: Store, metrics: Metrics, liveness: Liveness, seen: runs.Runs
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
         store.index.release = await _release(kube)
@@ -196,6 +198,9 @@ def _watching(
         if await _serves_workloads(kube):
             store.watch_groups()
         tasks = sync.start(kube, store, on_restart=metrics.restart, liveness=liveness)
+        follow = runs.follow(kube, seen, on_restart=metrics.restart, liveness=liveness)
+        tasks.append(asyncio.create_task(follow, name="watch-loadgen-runs"))
+        tasks[-1].add_done_callback(runtime.log_exit(log))
         try:
             yield
         finally:

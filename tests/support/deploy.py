@@ -241,6 +241,7 @@ class Query:
 
 
 def dashboard_queries() -> list[Query]:
+    """Every panel target's and Prometheus annotation's expression."""
     import json
 
     out = []
@@ -254,6 +255,9 @@ def dashboard_queries() -> list[Query]:
                         f'{rel}: panel "{panel["title"]}" target {target["refId"]}', target["expr"]
                     )
                 )
+        for annotation in (board.get("annotations") or {}).get("list") or []:
+            if "expr" in annotation:  # Prometheus's (Grafana's built-in ones have none)
+                out.append(Query(f'{rel}: annotation "{annotation["name"]}"', annotation["expr"]))
     return out
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from extender import runs
 from extender.cache.store import KINDS
 from testbed.kube import errors
 from testbed.kube import resources as r
@@ -73,7 +74,7 @@ async def as_extender(extender_identity: Path) -> AsyncIterator[Kube]:
 
 
 async def test_extender_can_list_and_watch_everything_it_reads(as_extender: Kube) -> None:
-    for kind, res in KINDS.items():
+    for kind, res in [*KINDS.items(), (runs.KIND, runs.RESOURCE)]:
         listed = await as_extender.list(res)
         events = as_extender.stream(
             res, resource_version=listed.resource_version, timeout_seconds=1

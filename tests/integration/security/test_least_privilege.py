@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from extender import runs
 from extender.cache.store import KINDS
 from fleet import crd, render, service
 from fleet.metrics import FleetMetrics
@@ -508,7 +509,7 @@ async def test_the_extender_reads_what_it_watches_and_writes_nothing(
     as_extender: Identity,
 ) -> None:
     ext, ns = as_extender.kube, as_extender.namespace
-    for kind, res in KINDS.items():
+    for kind, res in [*KINDS.items(), (runs.KIND, runs.RESOURCE)]:
         listed = await ext.list(res)
         async for _ in ext.stream(res, resource_version=listed.resource_version, timeout_seconds=1):
             pass

@@ -3,7 +3,8 @@ every component, and after a tiny fleet (made by `fleet serve` from a Fleet obje
 loadgen pods through kube-scheduler and the extender, every panel query of the shipped Grafana
 dashboard returns data from it over the load's time range, as Grafana asks (range queries,
 the dashboard's variables at All) -- but for the few in NEEDS_WHAT_THIS_LOAD_LACKS, which
-say why. A failure names the panel and its query."""
+say why -- and its run annotation marks both loadgen runs, each while it ran. A failure names
+the panel and its query."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import time
 import urllib.parse
 from collections.abc import AsyncIterator
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,8 @@ class Stack:
     start: float
     """When the load began (the dashboard's time range starts here)."""
     log_dir: Path
+    runs: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """loadgen's runs: run id -> when its command started and ended."""
 
     def get(self, path: str, **params: str) -> Any:
         status, body = s.http_get(f"{self.url}{path}?{urllib.parse.urlencode(params)}", 10)
@@ -83,6 +86,12 @@ class Stack:
 
     def has_data(self, expr: str) -> tuple[str | None, bool]:
         """A range query over the load as Grafana runs it: (its error, any finite value)."""
+        error, result = self.range_query(expr)
+        values = [float(v) for series in result for _, v in series["values"]]
+        return error, any(math.isfinite(v) for v in values)
+
+    def range_query(self, expr: str) -> tuple[str | None, list[Obj]]:
+        """(its error, its series) over the load, every 5 s, as Grafana asks."""
         params = {
             "query": s.grafana_to_promql(expr, RATE_WINDOW, self.time_range()),
             "start": f"{self.start:.3f}",
@@ -94,9 +103,8 @@ class Stack:
         )
         reply = json.loads(body)
         if status != 200 or reply.get("status") != "success":
-            return f"{reply.get('errorType')}: {reply.get('error')}", False
-        values = [float(v) for series in reply["data"]["result"] for _, v in series["values"]]
-        return None, any(math.isfinite(v) for v in values)
+            return f"{reply.get('errorType')}: {reply.get('error')}", []
+        return None, list(reply["data"]["result"])
 
 
 def lacks(where: str) -> str | None:
@@ -254,18 +262,24 @@ async def load(kube: Kube, kubeconfig: str, stack: Stack, name: str, namespace: 
         await kube.create(res, obj)
     scenario = tmp / "scenario.yaml"
     scenario.write_text(yaml.safe_dump(SCENARIO))
+    run = f"dash-{secrets.token_hex(3)}"
+    began = time.time()
     code, out, err = await run_loadgen(
-        "run", str(scenario), "--kubeconfig", kubeconfig, "-q",
+        "run", str(scenario), "--kubeconfig", kubeconfig, "-q", "--run-id", run,
         "--node-selector", f"{vocab.LABEL_FLEET}={name}",
         "--output-dir", str(tmp / "results"),
     )  # fmt: skip
     assert code == 0, out + err
+    stack.runs[run] = (began, time.time())
+    run = f"plain-{secrets.token_hex(3)}"
+    began = time.time()
     code, out, err = await run_loadgen(
         "--pods", "4", "--gpus", "0", "--scheduler-name", PLAIN, "--kubeconfig", kubeconfig,
-        "-q", "--node-selector", f"{vocab.LABEL_FLEET}={name}",
+        "-q", "--run-id", run, "--node-selector", f"{vocab.LABEL_FLEET}={name}",
         "--output-dir", str(tmp / "plain"),
     )  # fmt: skip
     assert code == 0, out + err
+    stack.runs[run] = (began, time.time())
     await wait_for(
         kube,
         r.PODS,
@@ -328,3 +342,23 @@ def test_every_dashboard_panel_shows_data_but_the_ones_this_load_cannot_feed(
     # Each exception names a real panel (a renamed panel must not leave a stale excuse).
     for key in NEEDS_WHAT_THIS_LOAD_LACKS:
         assert any(key in w for w in skipped), f"no panel matches {key!r}"
+
+
+def test_the_run_annotations_mark_each_loadgen_runs_start_and_end(stack: Stack) -> None:
+    """Grafana takes each value of these series as an event's time in milliseconds: each of
+    the load's loadgen runs gets a start and an end within its command's run time (the
+    namespace's timestamps have 1 s resolution), however short the run."""
+    marks = [q for q in s.dashboard_queries() if 'annotation "loadgen run' in q.where]
+    assert len(marks) == 2, marks
+    for mark in marks:
+        error, series = stack.range_query(mark.expr)
+        assert error is None, error
+        seen: dict[str, set[float]] = {}
+        for one in series:
+            seen.setdefault(one["metric"].get("run", ""), set()).update(
+                float(v) / 1000 for _, v in one["values"]
+            )
+        assert set(stack.runs) <= set(seen), f"{mark.where}: {sorted(seen)} lacks {stack.runs}"
+        for run, (began, ended) in stack.runs.items():
+            (at,) = seen[run]
+            assert began - 1 <= at <= ended, f"{mark.where}: {run} at {at}, ran {began}-{ended}"
