@@ -39,7 +39,7 @@ async def _heartbeat_of(kube: Kube, run_id: str) -> str | None:
         ns = await kube.get(resources.NAMESPACES, templates.namespace_name(run_id))
     except errors.NotFound:
         return None
-    value = (ns["metadata"].get("annotations") or {}).get(runs.ANNOTATION_HEARTBEAT)
+    value = (ns["metadata"].get("annotations") or {}).get(vocab.ANNOTATION_LOADGEN_HEARTBEAT)
     return None if value is None else str(value)
 
 

@@ -15,10 +15,6 @@ from typing import Any
 
 from testbed import heartbeats, vocab
 
-ANNOTATION_OWNER = heartbeats.ANNOTATION_OWNER
-ANNOTATION_HEARTBEAT = heartbeats.ANNOTATION_HEARTBEAT
-ANNOTATION_INTERVAL = heartbeats.ANNOTATION_INTERVAL
-ANNOTATION_STATE = heartbeats.ANNOTATION_STATE
 DEFAULT_INTERVAL = heartbeats.DEFAULT_INTERVAL
 STALE_INTERVALS = heartbeats.STALE_INTERVALS
 State = heartbeats.State
@@ -38,26 +34,26 @@ def stamp(epoch: float) -> str:
 def ownership(token: str, now: float, interval: float) -> dict[str, str]:
     """The annotations a new run's namespace is created with."""
     return {
-        ANNOTATION_OWNER: token,
-        ANNOTATION_HEARTBEAT: stamp(now),
-        ANNOTATION_INTERVAL: f"{interval:g}",
-        ANNOTATION_STATE: "running",
+        vocab.ANNOTATION_LOADGEN_OWNER: token,
+        vocab.ANNOTATION_LOADGEN_HEARTBEAT: stamp(now),
+        vocab.ANNOTATION_LOADGEN_INTERVAL: f"{interval:g}",
+        vocab.ANNOTATION_LOADGEN_STATE: "running",
     }
 
 
 def heartbeat(now: float) -> dict[str, Any]:
     """The merge patch that refreshes a run's heartbeat."""
-    return {"metadata": {"annotations": {ANNOTATION_HEARTBEAT: stamp(now)}}}
+    return {"metadata": {"annotations": {vocab.ANNOTATION_LOADGEN_HEARTBEAT: stamp(now)}}}
 
 
 def kept() -> dict[str, Any]:
     """The merge patch of a run that ended and leaves its objects on purpose."""
-    return {"metadata": {"annotations": {ANNOTATION_STATE: "kept"}}}
+    return {"metadata": {"annotations": {vocab.ANNOTATION_LOADGEN_STATE: "kept"}}}
 
 
 def owned_by(namespace: dict[str, Any], token: str) -> bool:
     annotations = namespace.get("metadata", {}).get("annotations") or {}
-    return annotations.get(ANNOTATION_OWNER) == token
+    return annotations.get(vocab.ANNOTATION_LOADGEN_OWNER) == token
 
 
 @dataclass(frozen=True)
@@ -103,7 +99,9 @@ def summarize(
         meta = ns["metadata"]
         name = meta["name"]
         created = heartbeats.parse_time(meta.get("creationTimestamp")) or now
-        beat = heartbeats.parse_time((meta.get("annotations") or {}).get(ANNOTATION_HEARTBEAT))
+        beat = heartbeats.parse_time(
+            (meta.get("annotations") or {}).get(vocab.ANNOTATION_LOADGEN_HEARTBEAT)
+        )
         claims_here = claim_count.get(name, [0, 0, 0])
         out.append(
             Run(

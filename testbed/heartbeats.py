@@ -15,10 +15,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Final, Literal
 
-ANNOTATION_OWNER: Final = "testbed.dra.io/loadgen-owner"
-ANNOTATION_HEARTBEAT: Final = "testbed.dra.io/loadgen-heartbeat"
-ANNOTATION_INTERVAL: Final = "testbed.dra.io/loadgen-heartbeat-seconds"
-ANNOTATION_STATE: Final = "testbed.dra.io/loadgen-state"
+from testbed import vocab
+
 DEFAULT_INTERVAL: Final = 10.0
 STALE_INTERVALS: Final = 3
 """Missed heartbeats before a run counts as abandoned: one late patch is no death."""
@@ -40,7 +38,7 @@ def interval(namespace: dict[str, Any]) -> float:
     """Seconds between the run's heartbeats, as it recorded them (default when absent)."""
     annotations = namespace.get("metadata", {}).get("annotations") or {}
     try:
-        return float(annotations.get(ANNOTATION_INTERVAL, DEFAULT_INTERVAL))
+        return float(annotations.get(vocab.ANNOTATION_LOADGEN_INTERVAL, DEFAULT_INTERVAL))
     except ValueError:
         return DEFAULT_INTERVAL
 
@@ -52,9 +50,9 @@ def state(namespace: dict[str, Any], now: float) -> State:
     abandoned: nothing refreshes it.
     """
     annotations = namespace.get("metadata", {}).get("annotations") or {}
-    if annotations.get(ANNOTATION_STATE) == "kept":
+    if annotations.get(vocab.ANNOTATION_LOADGEN_STATE) == "kept":
         return "kept"
-    beat = parse_time(annotations.get(ANNOTATION_HEARTBEAT))
+    beat = parse_time(annotations.get(vocab.ANNOTATION_LOADGEN_HEARTBEAT))
     if beat is None or now - beat > STALE_INTERVALS * interval(namespace):
         return "abandoned"
     return "running"

@@ -120,6 +120,12 @@ ANNOTATION_REQUIRE_LOCALITY: Final = "testbed.dra.io/require-locality"
 # loadgen: the GPU memory a pod's workload uses (bytes, per pod), for utilization figures.
 ANNOTATION_GPU_MEMORY: Final = "testbed.dra.io/gpu-memory"
 
+# A loadgen run's record on its namespace (`testbed.heartbeats` says what they mean).
+ANNOTATION_LOADGEN_OWNER: Final = "testbed.dra.io/loadgen-owner"
+ANNOTATION_LOADGEN_HEARTBEAT: Final = "testbed.dra.io/loadgen-heartbeat"
+ANNOTATION_LOADGEN_INTERVAL: Final = "testbed.dra.io/loadgen-heartbeat-seconds"
+ANNOTATION_LOADGEN_STATE: Final = "testbed.dra.io/loadgen-state"
+
 # Job label kube-controller-manager sets on a Job's pods.
 LABEL_JOB_NAME: Final = "batch.kubernetes.io/job-name"
 

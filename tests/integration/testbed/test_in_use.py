@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from loadgen import runs
-from testbed import heartbeats, vocab
+from testbed import vocab
 from testbed.cluster import local
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
@@ -26,7 +26,7 @@ async def run_namespaces(kube: Kube) -> AsyncIterator[dict[str, str]]:
     states = {
         "live": runs.ownership("t", now, 10),
         "stale": runs.ownership("t", now - 3600, 10),
-        "kept": {**runs.ownership("t", now, 10), heartbeats.ANNOTATION_STATE: "kept"},
+        "kept": {**runs.ownership("t", now, 10), vocab.ANNOTATION_LOADGEN_STATE: "kept"},
     }
     names = {state: f"loadgen-inuse-{state}-{suffix}" for state in states}
     labels = {vocab.LABEL_MANAGED_BY: vocab.LOADGEN_MANAGED_BY}
