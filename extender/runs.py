@@ -65,7 +65,7 @@ def of_namespace(ns: Mapping[str, Any], now: float) -> Run | None:
     end = heartbeats.parse_time(meta.get("deletionTimestamp"))
     if end is None and heartbeats.state(dict(ns), now) != "running":
         beat = heartbeats.parse_time(
-            (meta.get("annotations") or {}).get(heartbeats.ANNOTATION_HEARTBEAT)
+            (meta.get("annotations") or {}).get(vocab.ANNOTATION_LOADGEN_HEARTBEAT)
         )
         end = beat if beat is not None else start
     return Run(str(run), start, end)

@@ -7,7 +7,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, generate_latest
 
 from extender import runs
-from testbed import heartbeats, vocab
+from testbed import vocab
 from testbed.kube.watching import Change
 
 NOW = 1_800_000_000.0
@@ -21,8 +21,8 @@ def stamp(epoch: float) -> str:
 
 def namespace(run: str, *, beat: float = NOW - 1, created: float = NOW - 60, **extra: Any) -> Any:
     annotations = {
-        heartbeats.ANNOTATION_HEARTBEAT: stamp(beat),
-        heartbeats.ANNOTATION_INTERVAL: "10",
+        vocab.ANNOTATION_LOADGEN_HEARTBEAT: stamp(beat),
+        vocab.ANNOTATION_LOADGEN_INTERVAL: "10",
         **extra.pop("annotations", {}),
     }
     meta = {
@@ -39,7 +39,7 @@ def test_a_run_ends_at_its_deletion_or_its_last_heartbeat() -> None:
     found = [
         namespace("alive"),
         namespace("killed", beat=NOW - 31),  # three heartbeats missed: abandoned
-        namespace("kept", beat=NOW - 4, annotations={heartbeats.ANNOTATION_STATE: "kept"}),
+        namespace("kept", beat=NOW - 4, annotations={vocab.ANNOTATION_LOADGEN_STATE: "kept"}),
         namespace("ending", deletionTimestamp=stamp(NOW - 2)),
         {"metadata": {"name": "loadgen-unlabelled", "labels": {}}},
     ]
