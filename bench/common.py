@@ -141,8 +141,9 @@ def loadgen_pods(
     cmd += [f"{vocab.LABEL_FLEET}={fleet}", "--scheduler-name", scheduler.name]
     cmd += ["--scrape", f"scheduler={scheduler.metrics_url}", *extra]
     cmd += ["--output-dir", str(out), "-q"]
-    code = subprocess.run(cmd, check=False, env=env).returncode
     result = out / "result.json"
+    result.unlink(missing_ok=True)  # a result left by an earlier run is never this run's
+    code = subprocess.run(cmd, check=False, env=env).returncode
     if not result.is_file() or (require_success and code != 0):
         sys.exit(f"{what}: loadgen run failed (exit {code}); see {out}")
     doc: dict[str, Any] = json.loads(result.read_text())

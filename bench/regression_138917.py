@@ -40,7 +40,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from common import apply_fleet, loadgen_pods, tool  # bench/ is on sys.path
+from common import apply_fleet, loadgen_pods, settle, tool  # bench/ is on sys.path
 
 from experiment import intervals
 from testbed.cluster import binaries, local, second_scheduler
@@ -64,8 +64,9 @@ def _fleet(name: str, whole: int, mig: int) -> dict[str, Any]:
 class _Site:
     """One release's cluster, its fleet's name and its plain scheduler."""
 
-    def __init__(self, release: str, env: dict[str, str], plain: Any) -> None:
-        self.release, self.env, self.plain = release, env, plain
+    def __init__(self, release: str, kubeconfig: Path, plain: Any) -> None:
+        self.release, self.kubeconfig, self.plain = release, kubeconfig, plain
+        self.env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
         self.fleet = f"ka-{secrets.token_hex(3)}"
 
     def run(self, state: str, rep: int, args: argparse.Namespace) -> dict[str, float]:
@@ -77,6 +78,9 @@ class _Site:
             self.plain, self.fleet, out, f"pods={pods}", "pool=whole", "gpus=1", env=self.env
         )
         expected = doc["counts"]["expected_pods"]
+        # The run's namespace is still going when loadgen returns: its pods would hold GPUs
+        # and their deletions land in the next run's window.
+        settle(self.kubeconfig)
         throughput = (doc.get("throughput") or {}).get("Average")
         cpu = doc["metrics"]["scheduler"]["summary"]["cpu_seconds"]
         return {
@@ -94,17 +98,16 @@ def _site(release: str, work: Path, keep: bool) -> Iterator[_Site]:
         )
     )
     status, created = cluster.up()
-    env = {**os.environ, "KUBECONFIG": str(status.kubeconfig)}
     try:
         with second_scheduler.running(
             status.kubeconfig, work, scheduler_name="ka-plain", release=release
         ) as plain:
-            site = _Site(release, env, plain)
+            site = _Site(release, status.kubeconfig, plain)
             try:
                 yield site
             finally:
                 subprocess.run(
-                    [tool("fleet"), "delete", "--name", site.fleet], check=False, env=env
+                    [tool("fleet"), "delete", "--name", site.fleet], check=False, env=site.env
                 )
     finally:
         if created and not keep:
