@@ -152,6 +152,10 @@ class ExistingSite:
         return self.api.path
 
     @property
+    def fleet_flags(self) -> tuple[str, ...]:
+        return ()  # `fleet apply` itself: a fleet service there is the cluster owner's
+
+    @property
     def description(self) -> str:
         return self._description
 

@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import hashlib
 import os
+import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -37,6 +38,27 @@ def extender(
     return processes.service("the extender", argv, port, log=log, env=env)
 
 
+@contextlib.contextmanager
+def fleet_service(env: dict[str, str], log: Path, port: int | None) -> Iterator[bool]:
+    """`fleet serve` on the port the cluster's Prometheus scrapes it on, when the cluster has
+    a Prometheus, so the dashboard's fleet row shows the fleets applied through it; one that
+    already answers there is used as it is. False: the fleet goes through `fleet apply`
+    alone (no Prometheus, or the port is held by something else)."""
+    if port is None:
+        yield False
+        return
+    if ports.in_use(port):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
+                yield r.status == 200
+        except OSError:
+            yield False
+        return
+    argv = [tool("fleet"), "serve", "--install-crd", "--port", str(port)]
+    with processes.service("the fleet service", argv, port, log=log, env=env):
+        yield True
+
+
 def extender_entries(port: int) -> list[dict[str, Any]]:
     """The shipped configuration's extender entries, calling loopback `port` (pure)."""
     source = paths.manifests_dir() / "scheduler" / "kube-scheduler-config.yaml"
@@ -51,6 +73,12 @@ class LocalSite:
         self.cluster = cluster
         self._server = server
         self.env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+        self.fleet_service = False
+        """`fleet serve` runs for the site (see `fleet_service`)."""
+
+    @property
+    def fleet_flags(self) -> tuple[str, ...]:
+        return ("--through-service",) if self.fleet_service else ()
 
     @property
     def kubeconfig(self) -> Path:
@@ -137,10 +165,17 @@ def opened(
         site = LocalSite(cluster, status.server or "")
         workdir.mkdir(parents=True, exist_ok=True)
         # Held while it runs: `testbed down` of this cluster says so instead of pulling it.
+        fleet_port = prometheus.service_port(config.prometheus, prometheus.FLEET_JOB)
         with (
             holds.hold(config.home, config.name, f"experiment writing to {workdir}"),
             extender(site.env, workdir / "extender.log", config.extender_port),
+            fleet_service(site.env, workdir / "fleet-serve.log", fleet_port) as site.fleet_service,
         ):
+            if site.fleet_service:
+                console.print(
+                    f"fleet: applied through `fleet serve` on 127.0.0.1:{fleet_port}, which the "
+                    "cluster's Prometheus scrapes"
+                )
             yield site
     finally:
         if created and not keep:

@@ -197,6 +197,7 @@ def _run_stage(
     out = config.output_dir
     env = {**os.environ, "KUBECONFIG": str(site.kubeconfig)}
     flags = config.timeout_flags()
+    apply_flags = [*flags, *site.fleet_flags]
     fleet_doc = specs.fleet_document(exp)
     fleet = exp.fleet_name
     fleet_applied = False
@@ -206,7 +207,7 @@ def _run_stage(
         if found:
             # A fleet of that name was there before (a kept run's): used, never deleted.
             console.print(f"fleet {fleet!r} already runs: reshaped as needed, then left up")
-        _apply_fleet(*_fleet_for(exp, planner, fleet_doc, 0, "", out), env, flags)
+        _apply_fleet(*_fleet_for(exp, planner, fleet_doc, 0, "", out), env, apply_flags)
         # Only now: after a failed apply (refused, say, since a node of that name is not
         # the fleet's) the delete would touch what this run did not create.
         fleet_applied = not found
@@ -240,7 +241,9 @@ def _run_stage(
                 if wanted != fleet_now:
                     fleet_now = wanted
                     console.print(f"fleet: {wanted[0]} nodes, variant {wanted[1] or '-'}")
-                    _apply_fleet(*_fleet_for(exp, planner, fleet_doc, *wanted, out), env, flags)
+                    _apply_fleet(
+                        *_fleet_for(exp, planner, fleet_doc, *wanted, out), env, apply_flags
+                    )
                 _one_arm(exp, arm, out, site, schedulers, setups, env, progress, console, flags)
     finally:
         if fleet_applied and not config.keep:

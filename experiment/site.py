@@ -82,6 +82,12 @@ class Site(Protocol):
         """One line for reports: which cluster, where, which Kubernetes release."""
         ...
 
+    @property
+    def fleet_flags(self) -> tuple[str, ...]:
+        """Extra `fleet apply` flags: `--through-service` where the site runs `fleet serve`
+        for a Prometheus to scrape (the dashboard's fleet row then shows the fleet's work)."""
+        ...
+
     def scheduler(
         self, setup: SchedulerSetup, workdir: Path
     ) -> contextlib.AbstractContextManager[Scheduler]:

@@ -22,8 +22,8 @@ from rich.progress import Progress as RichBar
 from rich.progress import TaskID
 from rich.table import Table
 
+from fleet import handoff, render, yamlout
 from fleet import profiles as profiles_mod
-from fleet import render, yamlout
 from fleet.profiles import ProfileError
 from fleet.reconcile import ReconcileError, Reconciler, ReconcileSettings
 from fleet.spec import DEFAULT_NAME, SpecError, for_profile, from_data, load
@@ -159,6 +159,12 @@ def parser() -> argparse.ArgumentParser:
         "what the fleet no longer has, then wait until kwok reports every node Ready.",
     )
     a.add_argument("--no-wait", action="store_true", help="do not wait for nodes to be Ready")
+    a.add_argument(
+        "--through-service",
+        action="store_true",
+        help="write the fleet as a Fleet object for a running `fleet serve` to reconcile, and "
+        "wait until it reports the fleet Ready (its metrics then show the work)",
+    )
     cliconv.add_wait_timeout(a, "--timeout", default=600.0, waits_for="for Ready")
     a.set_defaults(func=_cmd_apply)
 
@@ -174,7 +180,9 @@ def parser() -> argparse.ArgumentParser:
         parents=[cluster, named],
         help="remove every node and slice the fleet made, nothing else",
         description="Delete the fleet's Nodes, ResourceSlices and its record ConfigMap, found "
-        "by its labels. DeviceClasses stay: other fleets and claims share them.",
+        "by its labels. DeviceClasses stay: other fleets and claims share them. A fleet that "
+        "has a Fleet object (`fleet serve`'s) is deleted through it: the object goes, and the "
+        "service removes the fleet's objects first.",
     )
     cliconv.add_wait_timeout(d, "--timeout", default=300.0, waits_for="until gone")
     d.set_defaults(func=_cmd_delete)
@@ -338,6 +346,8 @@ def _cmd_apply(args: argparse.Namespace) -> int:
 
 async def _apply(args: argparse.Namespace, desired: render.DesiredFleet) -> int:
     fleet = desired.fleet
+    if args.through_service:
+        return await _apply_through_service(args, desired)
     async with await _connect(args) as kube:
         rec = Reconciler(kube, settings=ReconcileSettings(concurrency=args.concurrency))
         total = fleet.spec.total_nodes
@@ -366,6 +376,29 @@ async def _apply(args: argparse.Namespace, desired: render.DesiredFleet) -> int:
                 f"fleet {fleet.name}: {ready}/{total} nodes Ready after "
                 f"{time.perf_counter() - started:.1f}s"
             )
+    return 0
+
+
+async def _apply_through_service(args: argparse.Namespace, desired: render.DesiredFleet) -> int:
+    fleet = desired.fleet
+    obj = fleet.to_object(inline=list(profiles_mod.load_paths(args.profiles).values()))
+    started = time.perf_counter()
+    async with await _connect(args) as kube:
+        generation = await handoff.submit(kube, obj)
+        err_console.print(f"fleet {fleet.name}: Fleet object at generation {generation}")
+        if args.no_wait:
+            return 0
+        status = await handoff.wait_ready(
+            kube,
+            fleet.name,
+            generation,
+            within=args.timeout,
+            on_status=lambda m: err_console.print(f"fleet {fleet.name}: {m}"),
+        )
+    err_console.print(
+        f"fleet {fleet.name}: {status.get('readyNodes', 0)}/{fleet.spec.total_nodes} nodes "
+        f"Ready through fleet serve after {time.perf_counter() - started:.1f}s"
+    )
     return 0
 
 
@@ -467,8 +500,14 @@ def _cmd_delete(args: argparse.Namespace) -> int:
 async def _delete(args: argparse.Namespace) -> int:
     name = args.name or DEFAULT_NAME
     async with await _connect(args) as kube:
-        rec = Reconciler(kube)
         started = time.perf_counter()
+        if await handoff.withdraw(kube, name, within=args.timeout):
+            err_console.print(
+                f"fleet {name}: Fleet object and its objects deleted by fleet serve in "
+                f"{time.perf_counter() - started:.1f}s"
+            )
+            return 0
+        rec = Reconciler(kube)
         with _Bar() as bar:
             counts = await rec.delete(name, within=args.timeout, progress=bar)
     err_console.print(

@@ -37,6 +37,7 @@ INSTALL_HINT = (
 )
 SECOND_SCHEDULER_JOB = "second-scheduler"
 EXTENDER_JOB = "extender"
+FLEET_JOB = "fleet"
 _JOBS = {
     "etcd": "etcd",
     "kube-apiserver": "kube-apiserver",
@@ -85,6 +86,19 @@ class Layout:
             return int(self.listen.read_text().strip().rsplit(":", 1)[1])
         except (OSError, ValueError, IndexError):
             return None
+
+
+def service_port(layout: Layout, job: str) -> int | None:
+    """The loopback port the cluster's Prometheus scrapes `job` (EXTENDER_JOB, FLEET_JOB) on;
+    None when it has no Prometheus."""
+    try:
+        config = yaml.safe_load(layout.config.read_text())
+        for scrape in config["scrape_configs"]:
+            if scrape["job_name"] == job:
+                return int(scrape["static_configs"][0]["targets"][0].rsplit(":", 1)[1])
+    except (OSError, yaml.YAMLError, KeyError, IndexError, TypeError, ValueError):
+        return None
+    return None
 
 
 def url(port: int) -> str:
@@ -139,7 +153,7 @@ def scrape_config(
     extender = _job(EXTENDER_JOB, [f"127.0.0.1:{extender_port}"])
     extender["file_sd_configs"] = _file_sd(targets, EXTENDER_JOB)
     jobs.append(extender)
-    jobs.append(_job("fleet", [f"127.0.0.1:{fleet_port}"]))
+    jobs.append(_job(FLEET_JOB, [f"127.0.0.1:{fleet_port}"]))
     second = {
         "job_name": SECOND_SCHEDULER_JOB,
         "scheme": "https",

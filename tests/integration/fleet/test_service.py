@@ -21,6 +21,7 @@ from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
 from testbed.kube.resources import NODES, RESOURCE_SLICES
 from testbed.kube.watching import Change, Snapshot, informer
+from tests.integration.fleet import fleet_cli
 from tests.support import api_proxy, fleet_objects
 from tests.support.waiting import condition, wait_for
 
@@ -180,3 +181,56 @@ async def test_the_service_survives_the_api_server_going_away(
             await kube.patch(crd.FLEETS, name, {"metadata": {"finalizers": None}})
             await kube.delete(crd.FLEETS, name)
         await Reconciler(kube).delete(name)
+
+
+async def test_apply_through_the_service_waits_for_it_and_delete_goes_through_it(
+    kube: Kube,
+    kubeconfig: str,
+    client: TestClient,  # type: ignore[type-arg]
+) -> None:
+    """`fleet apply --through-service` writes the Fleet object and returns once the running
+    service reports it Ready; `fleet delete` then deletes the object, and the service its
+    nodes; the service's metrics count the writes."""
+    name = f"via-{secrets.token_hex(3)}"
+    sel = render.fleet_selector(name)
+    args = ("--profile", "dgx-h100", "--name", name, "--through-service", "--timeout", "120s")
+    try:
+        code, _, err = await fleet_cli.run("apply", *args, "--nodes", "3", kubeconfig=kubeconfig)
+        assert code == 0, err
+        assert "3/3 nodes Ready through fleet serve" in err, err
+        obj = await kube.get(crd.FLEETS, name)
+        assert fleet_objects.ready_at(1, 3)(obj), obj.get("status")
+        assert len((await kube.list(NODES, label_selector=sel)).items) == 3
+        # A new spec is a new generation; the command waits for that one, not the last.
+        code, _, err = await fleet_cli.run("apply", *args, "--nodes", "2", kubeconfig=kubeconfig)
+        assert code == 0 and "2/2 nodes Ready" in err, err
+        assert len((await kube.list(NODES, label_selector=sel)).items) == 2
+        metrics = await (await client.get("/metrics")).text()
+        assert 'fleet_nodes{fleet="' + name + '",state="ready"} 2.0' in metrics, metrics
+
+        code, _, err = await fleet_cli.run("delete", "--name", name, kubeconfig=kubeconfig)
+        assert code == 0 and "deleted by fleet serve" in err, err
+        assert (await kube.list(crd.FLEETS, field_selector=f"metadata.name={name}")).items == []
+        assert (await kube.list(NODES, label_selector=sel)).items == []
+    finally:
+        await Reconciler(kube).delete(name)
+        with contextlib.suppress(errors.NotFound):
+            await kube.patch(crd.FLEETS, name, {"metadata": {"finalizers": None}})
+            await kube.delete(crd.FLEETS, name)
+
+
+async def test_apply_through_the_service_without_one_fails_in_its_timeout(
+    kube: Kube, kubeconfig: str
+) -> None:
+    await service.install_crd(kube)
+    name = f"nosvc-{secrets.token_hex(3)}"
+    try:
+        code, _, err = await fleet_cli.run(
+            "apply", "--profile", "dgx-h100", "--nodes", "1", "--name", name,
+            "--through-service", "--timeout", "3s", kubeconfig=kubeconfig,
+        )  # fmt: skip
+        assert code == 1, err
+        assert "not Ready after 3s" in err and "is `fleet serve` running?" in err, err
+        assert (await kube.list(NODES, label_selector=render.fleet_selector(name))).items == []
+    finally:
+        await kube.delete(crd.FLEETS, name)
