@@ -4,18 +4,22 @@ unschedulable; the extender said beforehand whether the node's devices can satis
 
 The fleet mixes whole GPUs (product, memory capacity, driver version, PCIe roots, the
 standard NUMA attribute), NICs (RDMA or not), MIG-style partitions consuming shared counters,
-NICs shared by capacity (allowMultipleAllocations) and shared GPUs whose `compute: 1` has a
-milli-step range. Classes select with capacity comparisons and semver. Claims use request
+NICs shared by capacity (allowMultipleAllocations) and shared GPUs as dgx-h100-fractional
+publishes them (memory in 1Gi steps to 79Gi, `compute: 1` in 100m or 250m steps from the step
+or 500m). Classes select with capacity comparisons and semver. Claims (`SHAPES`) use request
 selectors, count, All, firstAvailable, adminAccess, matchAttribute (PCIe root, and the in-tree
-NUMA constraint across GPU and NIC requests)/distinctAttribute, capacity requests (fractional
-ones too), and a selector that fails at run time.
+NUMA constraint across GPU and NIC requests, a shared GPU's too)/distinctAttribute, capacity
+requests (shared NICs; shared GPUs' compute and memory in range, off-step, below the minimum,
+over the maximum, or none named so the defaults apply), and a selector that fails at run
+time. The agreement is printed per shape.
 
 It runs twice: on the session cluster, and on the gated one, whose allocator steps fractional
 ranges in milli-units (DRAFractionalCapacityRange), as the extender reads from its API server.
 
 Size: DRA_TESTBED_DIFF_NODES x DRA_TESTBED_DIFF_ROUNDS pairs (default 50 x 10 = 500; the gated
-run DRA_TESTBED_DIFF_GATED_ROUNDS, default 4), seed DRA_TESTBED_DIFF_SEED. Every disagreement
-is printed with the claim and the verdict.
+run DRA_TESTBED_DIFF_GATED_ROUNDS, default 10), seed DRA_TESTBED_DIFF_SEED. Every disagreement
+is printed with the claim and the verdict. Agreement must reach TARGET over all pairs and
+SHAPE_TARGET within every shape.
 """
 
 from __future__ import annotations
@@ -50,9 +54,12 @@ GPU = "gpu.nvidia.com"
 NIC = "dra.net"
 NODES = int(os.environ.get("DRA_TESTBED_DIFF_NODES", "50"))
 ROUNDS = int(os.environ.get("DRA_TESTBED_DIFF_ROUNDS", "10"))
-GATED_ROUNDS = int(os.environ.get("DRA_TESTBED_DIFF_GATED_ROUNDS", "4"))
+GATED_ROUNDS = int(os.environ.get("DRA_TESTBED_DIFF_GATED_ROUNDS", "10"))
 SEED = int(os.environ.get("DRA_TESTBED_DIFF_SEED", "1"))
 TARGET = 0.99
+SHAPE_TARGET = 0.95
+"""Each shape's own floor: one shape judged wrong throughout must fail the test even where
+the others keep the whole above TARGET (a shape has ~30 pairs at the default size)."""
 
 
 def _type_is(kind: str) -> str:
@@ -102,22 +109,34 @@ def node_devices(rng: random.Random, node: str) -> list[Obj]:
                 "capacity": {"memory": {"value": rng.choice(["40Gi", "80Gi"])}},
             }
         )
-    if rng.random() < 0.4:
-        # A shared GPU, its compute in tenths (the dgx-h100-fractional shape).
+    if rng.random() < 0.6:
+        # A shared GPU as dgx-h100-fractional publishes one: memory in 1Gi steps up to 79Gi,
+        # compute in milli-unit steps, here from a minimum that is the step or above it.
         step = rng.choice(["100m", "250m"])
+        low = rng.choice([step, "500m"])
         gpus.append(
             {
                 "name": "sgpu",
                 "allowMultipleAllocations": True,
-                "attributes": {"type": {"string": "shared"}},
+                "attributes": {
+                    "type": {"string": "shared"},
+                    vocab.ATTR_NUMA_NODE: {"int": rng.randrange(2)},
+                },
                 "capacity": {
                     "compute": {
                         "value": "1",
                         "requestPolicy": {
-                            "default": step,
-                            "validRange": {"min": step, "max": "1", "step": step},
+                            "default": low,
+                            "validRange": {"min": low, "max": "1", "step": step},
                         },
-                    }
+                    },
+                    "memory": {
+                        "value": "80Gi",
+                        "requestPolicy": {
+                            "default": "1Gi",
+                            "validRange": {"min": "1Gi", "max": "79Gi", "step": "1Gi"},
+                        },
+                    },
                 },
             }
         )
@@ -182,8 +201,30 @@ def _slice(
     }
 
 
-def claim_spec(rng: random.Random, p: str) -> Obj:
-    """One generated claim spec (class names prefixed with `p`)."""
+SHAPES = (
+    "count",
+    "class-capacity-semver",
+    "selector",
+    "all",
+    "first-available",
+    "pcie-match",
+    "distinct",
+    "admin",
+    "mig-counters",
+    "vnic-capacity",
+    "cel-runtime-error",
+    "gpu+rdma",
+    "numa-match",
+    "fraction-compute",
+    "fraction-memory",
+    "fraction-default",
+    "numa-match-shared",
+)
+"""The claim shapes, in the order `claim_spec` draws them (the last five: issue 29's)."""
+
+
+def claim_spec(rng: random.Random, p: str) -> tuple[str, Obj]:
+    """One generated claim spec (class names prefixed with `p`) and its shape's name."""
 
     def req(name: str, cls: str, count: int | None = 1, **kw: Any) -> Obj:
         body: Obj = {"deviceClassName": f"{p}-{cls}", **kw}
@@ -196,7 +237,15 @@ def claim_spec(rng: random.Random, p: str) -> Obj:
     def cel(expr: str) -> list[Obj]:
         return [{"cel": {"expression": expr}}]
 
-    k = rng.randrange(14)
+    def share(name: str) -> Obj:
+        """A capacity request on a shared GPU: in range, off-step, below min, over max."""
+        values = {
+            "compute": ["50m", "100m", "250m", "300m", "600m", "1", "1100m"],
+            "memory": ["512Mi", "1Gi", "1500Mi", "40Gi", "79Gi", "80Gi"],
+        }
+        return {"requests": {name: rng.choice(values[name])}}
+
+    k = rng.randrange(len(SHAPES))
     n = rng.randint(1, 6)
     constraints: list[Obj] = []
     if k == 0:
@@ -232,7 +281,8 @@ def claim_spec(rng: random.Random, p: str) -> Obj:
         constraints = [{"requests": ["g", "n"], "matchAttribute": vocab.ATTR_PCIE_ROOT}]
     elif k == 6:
         reqs = [req("g", "gpu", rng.randint(2, 4))]
-        constraints = [{"requests": ["g"], "distinctAttribute": vocab.ATTR_PCIE_ROOT}]
+        attr = rng.choice([vocab.ATTR_PCIE_ROOT, vocab.ATTR_NUMA_NODE])
+        constraints = [{"requests": ["g"], "distinctAttribute": attr}]
     elif k == 7:
         reqs = [req("g", "gpu", rng.randint(1, 9), adminAccess=True)]
     elif k == 8:
@@ -245,19 +295,34 @@ def claim_spec(rng: random.Random, p: str) -> Obj:
     elif k == 10:
         reqs = [req("g", "gpu", 1, selectors=cel(f"device.attributes['{GPU}'].missing == 1"))]
     elif k == 12:
+        # The in-tree alignment across drivers; the shared NIC has no NUMA node, so never.
         reqs = [
             req("g", "gpu", rng.randint(1, 4)),
-            req("n", rng.choice(["nic", "rdma"]), rng.randint(1, 2)),
+            req("n", rng.choice(["nic", "rdma", "vnic"]), rng.randint(1, 2)),
         ]
         constraints = [{"requests": ["g", "n"], "matchAttribute": vocab.ATTR_NUMA_NODE}]
     elif k == 13:
-        share = lambda: {"requests": {"compute": rng.choice(["100m", "250m", "300m", "600m", "1"])}}  # noqa: E731
-        reqs = [req("s", "sgpu", 1, capacity=share())]
+        # Two shares of one GPU: whole units round each share up to all of `compute: 1`.
+        reqs = [req(r, "sgpu", 1, capacity=share("compute")) for r in ("s", "t")]
+    elif k == 14:
+        cap = share("memory")
         if rng.random() < 0.5:
-            reqs.append(req("t", "sgpu", 1, capacity=share()))
+            cap["requests"].update(share("compute")["requests"])
+        reqs = [req("s", "sgpu", 1, capacity=cap)]
+        if rng.random() < 0.5:
+            reqs.append(req("t", "sgpu", 1, capacity=share("memory")))
+    elif k == 15:
+        # No capacity named: each request takes the policies' defaults.
+        reqs = [req(f"s{i}", "sgpu", 1) for i in range(rng.randint(1, 3))]
+    elif k == 16:
+        reqs = [
+            req("s", "sgpu", 1, capacity=share("compute")),
+            req("n", rng.choice(["nic", "rdma"]), 1),
+        ]
+        constraints = [{"requests": ["s", "n"], "matchAttribute": vocab.ATTR_NUMA_NODE}]
     else:
         reqs = [req("g", "gpu", n), req("n", "rdma", rng.randint(1, 2))]
-    return {"devices": {"requests": reqs, "constraints": constraints}}
+    return SHAPES[k], {"devices": {"requests": reqs, "constraints": constraints}}
 
 
 @pytest.fixture(scope="module")
@@ -369,8 +434,13 @@ async def _differential(kube: Kube, extender: web.Application, rounds: int) -> N
         for p in pairs:
             if p["fits"] is None or p["fits"] != (p["kube"] == "scheduled"):
                 print("DISAGREE" if p["fits"] is not None else "NOT JUDGED", json.dumps(p))
+        print(_by_shape(pairs))
         assert len(pairs) >= NODES * rounds
         assert len(agree) >= TARGET * len(pairs)
+        for shape in SHAPES:
+            mine = [p for p in pairs if p["shape"] == shape]
+            ok = [p for p in mine if p["fits"] == (p["kube"] == "scheduled")]
+            assert mine and len(ok) >= SHAPE_TARGET * len(mine), (shape, len(ok), len(mine))
     finally:
         with contextlib.suppress(errors.KubeError):
             await kube.delete(r.NAMESPACES, ns)
@@ -389,6 +459,21 @@ async def _differential(kube: Kube, extender: web.Application, rounds: int) -> N
         for cls in created_classes:
             with contextlib.suppress(errors.KubeError):
                 await kube.delete(r.DEVICE_CLASSES, cls["metadata"]["name"])
+
+
+def _by_shape(pairs: list[dict[str, Any]]) -> str:
+    """Pairs, agreements and the real allocator's outcomes per claim shape, as a table."""
+    rows = [f"{'shape':<22}{'pairs':>6}{'agree':>6}{'differ':>7}{'unjudged':>9}{'kube ok':>8}"]
+    for shape in SHAPES:
+        mine = [p for p in pairs if p["shape"] == shape]
+        judged = [p for p in mine if p["fits"] is not None]
+        agree = sum(p["fits"] == (p["kube"] == "scheduled") for p in judged)
+        ok = sum(p["kube"] == "scheduled" for p in mine)
+        rows.append(
+            f"{shape:<22}{len(mine):>6}{agree:>6}{len(judged) - agree:>7}"
+            f"{len(mine) - len(judged):>9}{ok:>8}"
+        )
+    return "\n".join(rows)
 
 
 def _node(name: str, run: str) -> Obj:
@@ -444,7 +529,8 @@ async def _round(
     kube: Kube, core: Any, ns: str, prefix: str, nodes: list[str], rng: random.Random, rnd: int
 ) -> list[dict[str, Any]]:
     index = core.index
-    specs = {n: claim_spec(rng, prefix) for n in nodes}
+    drawn = {n: claim_spec(rng, prefix) for n in nodes}
+    specs = {n: spec for n, (_, spec) in drawn.items()}
     claims = {n: f"c{rnd}-{i}" for i, n in enumerate(nodes)}
     for n in nodes:
         body = {"metadata": {"name": claims[n], "namespace": ns}, "spec": specs[n]}
@@ -481,6 +567,7 @@ async def _round(
         v = verdicts[n]
         result.append(
             {
+                "shape": drawn[n][0],
                 "node": n,
                 "kube": outcomes.get(n, "pending"),
                 "fits": None if v is None else v.fits,
