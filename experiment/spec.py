@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from experiment import comparison, mixed_fleet
 from fleet import profiles as fleet_profiles
 from fleet import spec as fleet_spec
-from loadgen import scenarios
+from loadgen import preflight, scenarios
 from testbed import documents, validation, vocab
 from testbed.cluster import binaries as bins
 from testbed.cluster import feature_gates as fg
@@ -406,6 +406,7 @@ def check(exp: Experiment) -> list[str]:
             )
     if any(v.device_plugin for v in exp.variants) and not fleet.spec.extended_resources:
         raise SpecError("fleet.spec: a devicePlugin variant needs extendedResources: true")
+    gpus = sum(pool.count * known[pool.profile].gpu_count for pool in fleet.spec.pools)
     releases = []
     for i, v in enumerate(exp.variants):
         try:
@@ -427,4 +428,9 @@ def check(exp: Experiment) -> list[str]:
                     f"workloads.{i} (variant {v.name}): native gangs need Kubernetes "
                     f"{vocab.WORKLOAD_RELEASE} or later with featureGates: {{{wanted}}}"
                 )
+            # A gang larger than the whole fleet: loadgen would refuse it only after the
+            # clusters and fleets of the arms before it were made.
+            for phase in built.phases:
+                if (too_big := preflight.gang_problem(phase, gpus)) is not None:
+                    raise SpecError(f"workloads.{i} (variant {v.name}): {too_big}")
     return sorted(set(releases)) or [bins.DEFAULT_RELEASE]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loadgen.scenarios import Scenario
+from loadgen.scenarios import Phase, Scenario
 from loadgen.scenarios.model import compute_milli
 from testbed import units
 
@@ -55,15 +55,8 @@ def problems(scenario: Scenario, cap: Capacity) -> list[str]:
                 f"phase {p.name}: each pod asks {units.counted(smallest, 'GPU')}, no fleet node "
                 f"has more than {cap.largest_node}"
             )
-        gang = p.concurrent * smallest
-        if p.gang and gang > cap.free:
-            # All or nothing: a gang larger than the free fleet never runs, however long the
-            # run waits (a native one never binds a pod).
-            out.append(
-                f"phase {p.name}: one gang needs {p.concurrent} pods x "
-                f"{units.counted(smallest, 'GPU')} = {gang} GPUs at once; the fleet has "
-                f"{cap.free} free"
-            )
+        if (too_big := gang_problem(p, cap.free)) is not None:
+            out.append(too_big)
             continue
         need = kept + p.gpus_held
         if need > cap.free:
@@ -80,6 +73,20 @@ def problems(scenario: Scenario, cap: Capacity) -> list[str]:
         if p.wait != "complete":
             kept += p.gpus_held
     return out
+
+
+def gang_problem(phase: Phase, gpus: int) -> str | None:
+    """One line if a gang of `phase` needs more GPUs at once than `gpus`: all or nothing, it
+    never runs however long the run waits (a native one never binds a pod). Also what an
+    experiment file is checked with against its fleet's GPUs, before any cluster exists."""
+    per_pod = phase.claim.gpus_per_claim
+    gang = phase.concurrent * per_pod
+    if not phase.gang or gang <= gpus:
+        return None
+    return (
+        f"phase {phase.name}: one gang needs {phase.concurrent} pods x "
+        f"{units.counted(per_pod, 'GPU')} = {gang} GPUs at once; the fleet has {gpus} free"
+    )
 
 
 def _compute_problems(phase: str, compute: str, cap: Capacity) -> list[str]:

@@ -207,6 +207,19 @@ def test_native_gangs_on_a_variant_without_the_workload_api_are_refused() -> Non
     assert _checked(workloads=gang, variants=both)
 
 
+def test_a_gang_larger_than_the_whole_fleet_is_refused_with_the_numbers() -> None:
+    # 10 dgx-h100 nodes hold 80 GPUs: a gang of 11 whole nodes never runs, in any arm.
+    gang = {"name": "g", "scenario": "gang", "params": {"gangs": 1, "size": 11}}
+    with pytest.raises(
+        specs.SpecError,
+        match=r"^workloads\.0 \(variant on\): phase gang: one gang needs 11 pods x 8 GPUs "
+        r"= 88 GPUs at once; the fleet has 80 free$",
+    ):
+        _checked(workloads=[gang])
+    gang["params"]["size"] = 10  # exactly the fleet
+    assert _checked(workloads=[gang])
+
+
 def test_extender_flags_become_serve_arguments_and_unknown_ones_are_found() -> None:
     exp = _checked(variants=[{"name": "a", "extenderFlags": {"weight-packing": 4}}, {"name": "b"}])
     assert exp.variants[0].extender_args == ("--weight-packing", "4")
