@@ -44,3 +44,33 @@ async def gated_kube(gated_kubeconfig: str) -> AsyncIterator[Kube]:
         yield client
     finally:
         await client.close()
+
+
+@pytest.fixture(scope="session")
+def kubeconfig_136() -> Iterator[str]:
+    """A 1.36 cluster (kube-scheduler without the extender) as the native gang releases
+    module makes it (same name and gates, so either reuses the other's), for what differs
+    by release; torn down at the end only if this session created it."""
+    base = os.environ.get("DRA_TESTBED_TEST_CLUSTER", local.DEFAULT_NAME)
+    gates = dict.fromkeys(vocab.WORKLOAD_GATES["1.36"], True)
+    config = local.ClusterConfig(
+        name=f"{base}-r136", extender=False, kubernetes="1.36", feature_gates=gates
+    )
+    cluster = local.LocalCluster(config)
+    status, created = cluster.up(build=False)
+    try:
+        yield str(status.kubeconfig)
+    finally:
+        if created and not os.environ.get("DRA_TESTBED_KEEP_CLUSTER"):
+            cluster.down()
+
+
+@pytest.fixture(scope="session")
+async def kube_136(kubeconfig_136: str) -> AsyncIterator[Kube]:
+    client = await Kube.connect(
+        kubeconfig=kubeconfig_136, settings=ClientSettings(qps=500, burst=1000)
+    )
+    try:
+        yield client
+    finally:
+        await client.close()

@@ -13,13 +13,15 @@ requests (shared NICs; shared GPUs' compute and memory in range, off-step, below
 over the maximum, or none named so the defaults apply), and a selector that fails at run
 time. The agreement is printed per shape.
 
-It runs twice: on the session cluster, and on the gated one, whose allocator steps fractional
-ranges in milli-units (DRAFractionalCapacityRange), as the extender reads from its API server.
+It runs three times: on the session cluster, on the gated one, whose allocator steps fractional
+ranges in milli-units (DRAFractionalCapacityRange), as the extender reads from its API server,
+and on a 1.36 cluster, whose allocator has no such gate and checks distinctAttribute as the
+extender does for releases before 1.37.
 
 Size: DRA_TESTBED_DIFF_NODES x DRA_TESTBED_DIFF_ROUNDS pairs (default 50 x 10 = 500; the gated
-run DRA_TESTBED_DIFF_GATED_ROUNDS, default 10), seed DRA_TESTBED_DIFF_SEED. Every disagreement
-is printed with the claim and the verdict. Agreement must reach TARGET over all pairs and
-SHAPE_TARGET within every shape.
+run DRA_TESTBED_DIFF_GATED_ROUNDS, the 1.36 one DRA_TESTBED_DIFF_136_ROUNDS, default 10 each),
+seed DRA_TESTBED_DIFF_SEED. Every disagreement is printed with the claim and the verdict.
+Agreement must reach TARGET over all pairs and SHAPE_TARGET within every shape.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ NIC = "dra.net"
 NODES = int(os.environ.get("DRA_TESTBED_DIFF_NODES", "50"))
 ROUNDS = int(os.environ.get("DRA_TESTBED_DIFF_ROUNDS", "10"))
 GATED_ROUNDS = int(os.environ.get("DRA_TESTBED_DIFF_GATED_ROUNDS", "10"))
+ROUNDS_136 = int(os.environ.get("DRA_TESTBED_DIFF_136_ROUNDS", "10"))
 SEED = int(os.environ.get("DRA_TESTBED_DIFF_SEED", "1"))
 TARGET = 0.99
 SHAPE_TARGET = 0.95
@@ -325,19 +328,35 @@ def claim_spec(rng: random.Random, p: str) -> tuple[str, Obj]:
     return SHAPES[k], {"devices": {"requests": reqs, "constraints": constraints}}
 
 
-@pytest.fixture(scope="module")
-async def gated_extender(gated_kube: Kube) -> AsyncIterator[web.Application]:
-    """The extender's core on the gated cluster, which reads from its API server that the
-    allocator steps in milli-units; the test asks it directly, so it serves no port."""
-    app = app_mod.build(Settings(), registry=CollectorRegistry(), kube=gated_kube)
+@contextlib.asynccontextmanager
+async def _unserved(kube: Kube) -> AsyncIterator[web.Application]:
+    """The extender's core on a cluster whose scheduler does not call it: the test asks it
+    directly, so it serves no port."""
+    app = app_mod.build(Settings(), registry=CollectorRegistry(), kube=kube)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     try:
         await asyncio.wait_for(app[app_mod.STORE].ready.wait(), 120)
-        assert app[app_mod.STORE].index.fractional
         yield app
     finally:
         await runner.cleanup()
+
+
+@pytest.fixture(scope="module")
+async def gated_extender(gated_kube: Kube) -> AsyncIterator[web.Application]:
+    """On the gated cluster, which it reads steps capacity ranges in milli-units."""
+    async with _unserved(gated_kube) as app:
+        assert app[app_mod.STORE].index.fractional
+        yield app
+
+
+@pytest.fixture(scope="module")
+async def extender_136(kube_136: Kube) -> AsyncIterator[web.Application]:
+    """On 1.36, whose allocator checks distinctAttribute against one value per request."""
+    async with _unserved(kube_136) as app:
+        index = app[app_mod.STORE].index
+        assert index.release == (1, 36) and not index.fractional
+        yield app
 
 
 @pytest.fixture(scope="module")
@@ -387,6 +406,12 @@ async def test_the_extender_agrees_with_the_allocator_stepping_fractions_in_mill
     gated_kube: Kube, gated_extender: web.Application
 ) -> None:
     await _differential(gated_kube, gated_extender, GATED_ROUNDS)
+
+
+async def test_the_extender_agrees_with_the_1_36_allocator(
+    kube_136: Kube, extender_136: web.Application
+) -> None:
+    await _differential(kube_136, extender_136, ROUNDS_136)
 
 
 async def _differential(kube: Kube, extender: web.Application, rounds: int) -> None:
