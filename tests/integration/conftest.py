@@ -4,7 +4,8 @@ API (`GenericWorkload`, native gangs) and milli-unit capacity ranges
 
 Named `<test cluster>-gated` unless $DRA_TESTBED_GATED_CLUSTER names another (a cluster already
 running with these gates, e.g. the session cluster itself, is reused); kube-scheduler runs
-without the extender entry. Torn down at the end only if this session created it.
+without the extender entry. Torn down at the end only if this session created it. And the
+1.36 cluster (`tests/support/release_clusters.py`), for what differs by release.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 from testbed import vocab
 from testbed.cluster import local
 from testbed.kube.client import ClientSettings, Kube
+from tests.support import release_clusters
 
 GATES = {vocab.WORKLOAD_GATE: True, "DRAFractionalCapacityRange": True}
 
@@ -48,15 +50,9 @@ async def gated_kube(gated_kubeconfig: str) -> AsyncIterator[Kube]:
 
 @pytest.fixture(scope="session")
 def kubeconfig_136() -> Iterator[str]:
-    """A 1.36 cluster (kube-scheduler without the extender) as the native gang releases
-    module makes it (same name and gates, so either reuses the other's), for what differs
-    by release; torn down at the end only if this session created it."""
-    base = os.environ.get("DRA_TESTBED_TEST_CLUSTER", local.DEFAULT_NAME)
-    gates = dict.fromkeys(vocab.WORKLOAD_GATES["1.36"], True)
-    config = local.ClusterConfig(
-        name=f"{base}-r136", extender=False, kubernetes="1.36", feature_gates=gates
-    )
-    cluster = local.LocalCluster(config)
+    """The 1.36 cluster, for what differs by release; torn down at the end only if this
+    session created it."""
+    cluster = local.LocalCluster(release_clusters.config("1.36"))
     status, created = cluster.up(build=False)
     try:
         yield str(status.kubeconfig)

@@ -26,6 +26,7 @@ from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube import workloads as workloads_api
 from testbed.kube.client import ClientSettings, Kube
+from tests.support import release_clusters
 from tests.support.private_fleet import (
     Fleet,
     loadgen_args,
@@ -43,11 +44,7 @@ VERSIONS = {"1.36": "v1alpha2", "1.35": "v1alpha1"}
 @pytest.fixture(scope="module", params=sorted(VERSIONS, reverse=True))
 def release_cluster(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
     release = str(request.param)
-    base = os.environ.get("DRA_TESTBED_TEST_CLUSTER", local.DEFAULT_NAME)
-    gates = dict.fromkeys(vocab.WORKLOAD_GATES[release], True)
-    name = f"{base}-r{release.replace('.', '')}"
-    config = local.ClusterConfig(name=name, extender=False, kubernetes=release, feature_gates=gates)
-    cluster = local.LocalCluster(config)
+    cluster = local.LocalCluster(release_clusters.config(release))
     status, created = cluster.up(build=False)
     try:
         yield release, str(status.kubeconfig)
