@@ -5,7 +5,7 @@ API (`GenericWorkload`, native gangs) and milli-unit capacity ranges
 Named `<test cluster>-gated` unless $DRA_TESTBED_GATED_CLUSTER names another (a cluster already
 running with these gates, e.g. the session cluster itself, is reused); kube-scheduler runs
 without the extender entry. Torn down at the end only if this session created it. And the
-1.36 cluster (`tests/support/release_clusters.py`), for what differs by release.
+1.36 and 1.35 clusters (`tests/support/release_clusters.py`), for what differs by release.
 """
 
 from __future__ import annotations
@@ -48,23 +48,24 @@ async def gated_kube(gated_kubeconfig: str) -> AsyncIterator[Kube]:
         await client.close()
 
 
-@pytest.fixture(scope="session")
-def kubeconfig_136() -> Iterator[str]:
-    """The 1.36 cluster, for what differs by release; torn down at the end only if this
-    session created it."""
-    cluster = local.LocalCluster(release_clusters.config("1.36"))
+@pytest.fixture(scope="session", params=list(release_clusters.OLDER))
+def older_kubeconfig(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
+    """(release, kubeconfig) of each release before 1.37, for what differs by release; each
+    cluster torn down at the end only if this session created it."""
+    release = str(request.param)
+    cluster = local.LocalCluster(release_clusters.config(release))
     status, created = cluster.up(build=False)
     try:
-        yield str(status.kubeconfig)
+        yield release, str(status.kubeconfig)
     finally:
         if created and not os.environ.get("DRA_TESTBED_KEEP_CLUSTER"):
             cluster.down()
 
 
 @pytest.fixture(scope="session")
-async def kube_136(kubeconfig_136: str) -> AsyncIterator[Kube]:
+async def older_kube(older_kubeconfig: tuple[str, str]) -> AsyncIterator[Kube]:
     client = await Kube.connect(
-        kubeconfig=kubeconfig_136, settings=ClientSettings(qps=500, burst=1000)
+        kubeconfig=older_kubeconfig[1], settings=ClientSettings(qps=500, burst=1000)
     )
     try:
         yield client

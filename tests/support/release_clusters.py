@@ -7,6 +7,9 @@ import os
 from testbed import vocab
 from testbed.cluster import local
 
+OLDER = ("1.36", "1.35")
+"""The pinned releases before 1.37."""
+
 
 def config(release: str) -> local.ClusterConfig:
     """The cluster of an older `release` (`<test cluster>-r1NN`, kube-scheduler without the

@@ -13,13 +13,13 @@ requests (shared NICs; shared GPUs' compute and memory in range, off-step, below
 over the maximum, or none named so the defaults apply), and a selector that fails at run
 time. The agreement is printed per shape.
 
-It runs three times: on the session cluster, on the gated one, whose allocator steps fractional
-ranges in milli-units (DRAFractionalCapacityRange), as the extender reads from its API server,
-and on a 1.36 cluster, whose allocator has no such gate and checks distinctAttribute as the
+It runs on the session cluster, on the gated one, whose allocator steps fractional ranges in
+milli-units (DRAFractionalCapacityRange), as the extender reads from its API server, and on
+1.36 and 1.35 clusters, whose allocators have no such gate and check distinctAttribute as the
 extender does for releases before 1.37.
 
 Size: DRA_TESTBED_DIFF_NODES x DRA_TESTBED_DIFF_ROUNDS pairs (default 50 x 10 = 500; the gated
-run DRA_TESTBED_DIFF_GATED_ROUNDS, the 1.36 one DRA_TESTBED_DIFF_136_ROUNDS, default 10 each),
+run DRA_TESTBED_DIFF_GATED_ROUNDS, older releases' DRA_TESTBED_DIFF_OLDER_ROUNDS, 10 each),
 seed DRA_TESTBED_DIFF_SEED. Every disagreement is printed with the claim and the verdict.
 Agreement must reach TARGET over all pairs and SHAPE_TARGET within every shape.
 """
@@ -57,7 +57,7 @@ NIC = "dra.net"
 NODES = int(os.environ.get("DRA_TESTBED_DIFF_NODES", "50"))
 ROUNDS = int(os.environ.get("DRA_TESTBED_DIFF_ROUNDS", "10"))
 GATED_ROUNDS = int(os.environ.get("DRA_TESTBED_DIFF_GATED_ROUNDS", "10"))
-ROUNDS_136 = int(os.environ.get("DRA_TESTBED_DIFF_136_ROUNDS", "10"))
+OLDER_ROUNDS = int(os.environ.get("DRA_TESTBED_DIFF_OLDER_ROUNDS", "10"))
 SEED = int(os.environ.get("DRA_TESTBED_DIFF_SEED", "1"))
 TARGET = 0.99
 SHAPE_TARGET = 0.95
@@ -351,11 +351,15 @@ async def gated_extender(gated_kube: Kube) -> AsyncIterator[web.Application]:
 
 
 @pytest.fixture(scope="module")
-async def extender_136(kube_136: Kube) -> AsyncIterator[web.Application]:
-    """On 1.36, whose allocator checks distinctAttribute against one value per request."""
-    async with _unserved(kube_136) as app:
+async def older_extender(
+    older_kube: Kube, older_kubeconfig: tuple[str, str]
+) -> AsyncIterator[web.Application]:
+    """On 1.36 or 1.35, whose allocator checks distinctAttribute against one value per
+    request and has no fractional capacity ranges."""
+    async with _unserved(older_kube) as app:
         index = app[app_mod.STORE].index
-        assert index.release == (1, 36) and not index.fractional
+        major, minor = older_kubeconfig[0].split(".")
+        assert index.release == (int(major), int(minor)) and not index.fractional
         yield app
 
 
@@ -408,10 +412,10 @@ async def test_the_extender_agrees_with_the_allocator_stepping_fractions_in_mill
     await _differential(gated_kube, gated_extender, GATED_ROUNDS)
 
 
-async def test_the_extender_agrees_with_the_1_36_allocator(
-    kube_136: Kube, extender_136: web.Application
+async def test_the_extender_agrees_with_an_older_releases_allocator(
+    older_kube: Kube, older_extender: web.Application
 ) -> None:
-    await _differential(kube_136, extender_136, ROUNDS_136)
+    await _differential(older_kube, older_extender, OLDER_ROUNDS)
 
 
 async def _differential(kube: Kube, extender: web.Application, rounds: int) -> None:

@@ -1,6 +1,6 @@
 """The extender learns DRAFractionalCapacityRange from the cluster it serves: the real API
 server's /metrics, on the session cluster (1.37, gate at its default, off), the gated one (on)
-and a 1.36 cluster (no such gate), through the app's start as `extender serve` runs it."""
+and 1.36 and 1.35 clusters (no such gate), through the app's start as `extender serve` runs it."""
 
 from __future__ import annotations
 
@@ -42,5 +42,8 @@ async def test_the_setting_overrides_what_the_cluster_says(gated_kube: Kube) -> 
     assert (await learned(gated_kube, Settings(fractional_capacity=False)))[0] is False
 
 
-async def test_off_on_a_release_without_the_gate(kube_136: Kube) -> None:
-    assert await learned(kube_136) == (False, (1, 36))
+async def test_off_on_a_release_without_the_gate(
+    older_kube: Kube, older_kubeconfig: tuple[str, str]
+) -> None:
+    major, minor = older_kubeconfig[0].split(".")
+    assert await learned(older_kube) == (False, (int(major), int(minor)))
