@@ -5,8 +5,8 @@ it binds late, a probe of "its" port answers for the other cluster. So a compone
 healthy only when its process is this cluster's, that process itself listens on the port its
 command line names, and the health endpoint on that port answers 200.
 
-Pure: where each component serves (from its argv) and which ports a process listens on (from
-/proc's socket tables). Thin I/O: reading /proc and the HTTP probe.
+Pure: where each component serves (from its argv). Thin I/O: which ports a process listens
+on (psutil) and the HTTP probe.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from __future__ import annotations
 import ssl
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import urlsplit
+
+import psutil
 
 _WILDCARD = ("", "0.0.0.0", "::")
 
@@ -67,40 +68,13 @@ def endpoint(component: str, argv: Sequence[str]) -> Endpoint | None:
     return None
 
 
-def parse_listening(table: str, inodes: Iterable[str]) -> set[int]:
-    """Ports in LISTEN state among the sockets `inodes`, from a /proc/net/tcp{,6} table (pure)."""
-    wanted = set(inodes)
-    ports = set()
-    for row in table.splitlines()[1:]:
-        cols = row.split()
-        if len(cols) < 10:
-            continue
-        local, state, inode = cols[1], cols[3], cols[9]
-        if state == "0A" and inode in wanted:  # 0A = TCP_LISTEN
-            ports.add(int(local.rsplit(":", 1)[1], 16))
-    return ports
-
-
 def listening_ports(pid: int) -> set[int]:
     """The TCP ports process `pid` listens on (empty if it is gone)."""
-    inodes = []
     try:
-        for fd in Path(f"/proc/{pid}/fd").iterdir():
-            try:
-                target = fd.readlink()
-            except OSError:  # closed while we read the directory
-                continue
-            if str(target).startswith("socket:["):
-                inodes.append(str(target)[8:-1])
-    except OSError:
+        sockets = psutil.Process(pid).net_connections(kind="tcp")
+    except psutil.Error:
         return set()
-    ports: set[int] = set()
-    for table in ("tcp", "tcp6"):
-        try:
-            ports |= parse_listening(Path(f"/proc/{pid}/net/{table}").read_text(), inodes)
-        except OSError:
-            continue
-    return ports
+    return {c.laddr.port for c in sockets if c.status == psutil.CONN_LISTEN}
 
 
 def probe(url: str, *, timeout: float = 2.0) -> str | None:

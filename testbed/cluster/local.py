@@ -731,11 +731,8 @@ class LocalCluster:
         pid = supervision.read_pid(pid_file)
         if pid is None or supervision.rss_bytes(pid) is None:
             return None
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            return None
-        return pid if str(self.config.cluster_dir).encode() in cmdline else None
+        cmdline = "\0".join(supervision.argv(pid))
+        return pid if str(self.config.cluster_dir) in cmdline else None
 
     def _component_names(self) -> list[str]:
         shards = [kwok_shards.shard_name(i) for i in range(1, self.kwok_shards())]

@@ -1,5 +1,5 @@
 """The processes a local cluster runs detached (kwokctl's components, the kwok shard
-controllers): read through /proc and their pid files, started in a session of their own,
+controllers): read through psutil and their pid files, started in a session of their own,
 stopped with SIGTERM then SIGKILL, and why one stopped, from its log.
 
 `LocalCluster` decides which processes to start and stop; this module only knows how.
@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 PORT_TAKEN = "address already in use"
 
 
@@ -31,38 +33,48 @@ def read_pid(path: Path) -> int | None:
         return None
 
 
+def _process(pid: int) -> psutil.Process | None:
+    """`pid` if it runs and is not a zombie (one that has given its memory back)."""
+    try:
+        proc = psutil.Process(pid)
+        return None if proc.status() in _GONE else proc
+    except psutil.Error:
+        return None
+
+
+_GONE = (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+
+
 def rss_bytes(pid: int) -> int | None:
     """Resident memory of `pid` (None: it is gone, or has already given its memory back)."""
+    proc = _process(pid)
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
+        return int(proc.memory_info().rss) if proc is not None else None
+    except psutil.Error:
         return None
-    return None
 
 
 def cpu_seconds(pid: int) -> float | None:
     """CPU time `pid` has used so far, user and system, its own threads only (None: gone)."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
+        times = psutil.Process(pid).cpu_times()
+    except psutil.Error:
         return None
-    # After the command: state is field 3, utime and stime are fields 14 and 15 (proc(5)).
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return float(times.user + times.system)
 
 
 def argv(pid: int) -> list[str]:
     """The command line of `pid` (empty if it is gone)."""
     try:
-        return [a.decode() for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
-    except OSError:
+        return [a for a in psutil.Process(pid).cmdline() if a]
+    except psutil.Error:
         return []
 
 
 def exited(pid: int) -> bool:
     """Gone, or every thread a zombie: only then are its files and sockets closed (a Go
-    program's main thread turns zombie while its other threads still hold them)."""
+    program's main thread turns zombie while its other threads still hold them). psutil
+    reports a process's status, not each thread's: read /proc/<pid>/task here."""
     try:
         stats = [t.joinpath("stat").read_text() for t in Path(f"/proc/{pid}/task").iterdir()]
     except OSError:
@@ -71,15 +83,15 @@ def exited(pid: int) -> bool:
 
 
 def start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (field 22 of /proc/pid/stat): with
-    the pid, what tells a process from a later one given the same pid. None when it is gone
-    or a zombie."""
+    """The process's start time in clock ticks since boot (as /proc/<pid>/stat has it; psutil
+    gives it as seconds since the epoch, boot time added): with the pid, what tells a process
+    from a later one given the same pid. None when it is gone or a zombie."""
+    proc = _process(pid)
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+        since_boot = proc.create_time() - psutil.boot_time() if proc is not None else None
+    except psutil.Error:
         return None
-    fields = stat.rsplit(")", 1)[-1].split()
-    return fields[19] if len(fields) > 19 and fields[0] not in ("Z", "X") else None
+    return None if since_boot is None else str(round(since_boot * os.sysconf("SC_CLK_TCK")))
 
 
 @dataclass(frozen=True)
@@ -94,13 +106,11 @@ class Launch:
 def launch_of(pid: int) -> Launch:
     """The arguments, environment and working directory `pid` runs with (raises OSError
     if it is gone)."""
-    proc_dir = Path(f"/proc/{pid}")
-    env = dict(
-        kv.decode().split("=", 1)
-        for kv in proc_dir.joinpath("environ").read_bytes().split(b"\0")
-        if b"=" in kv
-    )
-    return Launch(argv(pid), env, os.readlink(proc_dir / "cwd"))
+    try:
+        proc = psutil.Process(pid)
+        return Launch(proc.cmdline(), dict(proc.environ()), proc.cwd())
+    except psutil.Error as e:
+        raise ProcessLookupError(f"process {pid}: {e}") from None
 
 
 # -- starting and stopping ---------------------------------------------------------------------

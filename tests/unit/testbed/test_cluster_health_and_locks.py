@@ -50,25 +50,17 @@ def test_the_last_of_a_repeated_flag_wins_as_in_go() -> None:
     assert health.flags(["--a=1", "-v", "--b", "--a=2", "--c=x=y"]) == {"a": "2", "c": "x=y"}
 
 
-TABLE = """\
-  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 0100007F:7FFD 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 111 1
-   1: 0100007F:7FFC 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 222 1
-   2: 0100007F:7FFD 0100007F:D0D0 01 00000000:00000000 00:00000000 00000000     0        0 333 1
-"""
-
-
-def test_listening_ports_are_only_the_processs_own_listening_sockets() -> None:
-    assert health.parse_listening(TABLE, ["111", "333"]) == {0x7FFD}  # 333 is a connection
-    assert health.parse_listening(TABLE, ["222"]) == {0x7FFC}  # another process's 111
-    assert health.parse_listening(TABLE, []) == set()
-
-
-def test_listening_ports_of_this_process_include_a_socket_it_listens_on() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        assert s.getsockname()[1] in health.listening_ports(os.getpid())
+def test_listening_ports_of_this_process_are_its_listening_sockets_only() -> None:
+    with socket.socket() as server, socket.socket() as client, socket.socket() as bound:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        client.connect(server.getsockname())
+        accepted, _ = server.accept()
+        bound.bind(("127.0.0.1", 0))  # bound, not listening
+        with accepted:
+            found = health.listening_ports(os.getpid())
+        assert server.getsockname()[1] in found
+        assert client.getsockname()[1] not in found and bound.getsockname()[1] not in found
     assert health.listening_ports(2**22 + 1) == set()  # no such pid
 
 
