@@ -7,19 +7,20 @@ exit with "address already in use". So on one machine start-ups run one at a tim
 port choice until every component listens (a machine-wide lock, whatever the state home);
 `up` and `down` of one cluster also take that cluster's own lock.
 
-flock(2) locks die with their process, so a killed `testbed up` never leaves one behind; the
-file descriptor is not inherited, so the components started under it do not hold it.
+flock(2) locks (filelock's, on Unix) die with their process, so a killed `testbed up` never
+leaves one behind; the file descriptor is not inherited, so the components started under it
+do not hold it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import filelock
 
 
 class LockTimeout(RuntimeError):
@@ -52,29 +53,29 @@ def held(
     calling `on_wait(current holder)` once if it is taken. `holder` is written into the
     file so that waiters can say whom they wait for."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    # Never through a symlink: the machine-wide lock sits in the shared temporary directory,
-    # where another user could plant one pointing at a file of ours.
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
-    try:
+
+    def record(fd: int) -> None:
         with contextlib.suppress(OSError):
             os.fchmod(fd, 0o666)  # shared by every user's testbed on this machine
-        deadline = time.monotonic() + timeout
-        waited = False
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if not waited and on_wait is not None:
-                    on_wait(holder_of(path))
-                waited = True
-                if time.monotonic() > deadline:
-                    raise LockTimeout(
-                        f"{holder_of(path)} still holds {path} after {timeout:.0f}s"
-                    ) from None
-                time.sleep(poll)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{holder} (pid {os.getpid()})\n".encode(), 0)
+
+    # flock(2) on a file that stays in place (waiters share its inode), opened without
+    # following a symlink: the machine-wide lock sits in the shared temporary directory,
+    # where another user could plant one pointing at a file of ours.
+    lock = filelock.FileLock(path, mode=0o666, preserve_lock_file=True, on_acquired=record)
+    try:
+        lock.acquire(blocking=False)
+    except filelock.Timeout:
+        if on_wait is not None:
+            on_wait(holder_of(path))
+        try:
+            lock.acquire(timeout=timeout, poll_interval=poll)
+        except filelock.Timeout:
+            raise LockTimeout(
+                f"{holder_of(path)} still holds {path} after {timeout:.0f}s"
+            ) from None
+    try:
         yield
     finally:
-        os.close(fd)  # releases the lock
+        lock.release()

@@ -135,6 +135,18 @@ def test_a_killed_holder_leaves_no_lock_behind_and_children_do_not_inherit_it(
         os.kill(child_pid, 9)  # our grandchild: init reaps it
 
 
+def test_a_lock_path_planted_as_a_symlink_is_refused_and_its_target_untouched(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "mine.txt"
+    target.write_text("keep me")
+    path = tmp_path / "start.lock"
+    path.symlink_to(target)
+    with pytest.raises(OSError), locks.held(path, holder="me", timeout=0.2, poll=0.02):
+        pass
+    assert target.read_text() == "keep me"
+
+
 def test_ports_are_chosen_downwards_skipping_reserved_and_busy_ones() -> None:
     busy = {32765}
     assert ports.choose(3, {32766}, busy.__contains__) == [32764, 32763, 32762]
