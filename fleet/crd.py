@@ -1,9 +1,9 @@
 """The Fleet CustomResourceDefinition (cluster-scoped, with a status subresource).
 
-Its spec schema mirrors `fleet.spec.FleetSpec` (a unit test checks the field names agree);
-pydantic still validates each object, and an invalid one gets a Ready=False condition that
-names the field. manifests/fleet/crd.yaml is golden-tested against `crd_object()`; regenerate
-it with `python -m fleet.crd > manifests/fleet/crd.yaml`.
+Its spec schema is generated from `fleet.spec.FleetSpec` (`structural`: what the API server
+accepts of pydantic's JSON schema); pydantic still validates each object, and an invalid one
+gets a Ready=False condition that names the field. manifests/fleet/crd.yaml is golden-tested
+against `crd_object()`; regenerate it with `python -m fleet.crd > manifests/fleet/crd.yaml`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from fleet import yamlout
+from fleet import spec, yamlout
 from testbed import vocab
 from testbed.kube.resources import Resource
 
@@ -19,84 +19,49 @@ FLEETS = Resource(vocab.TESTBED_GROUP, vocab.FLEET_CRD_VERSION, vocab.FLEET_PLUR
 CRD_NAME = f"{vocab.FLEET_PLURAL}.{vocab.TESTBED_GROUP}"
 
 _STR = {"type": "string"}
-_INT0 = {"type": "integer", "minimum": 0}
-_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
-_TAINTS = {
-    "type": "array",
-    "items": {
-        "type": "object",
-        "required": ["key"],
-        "properties": {
-            "key": _STR,
-            "value": _STR,
-            "effect": {"type": "string", "enum": ["NoSchedule", "PreferNoSchedule", "NoExecute"]},
-        },
-    },
-}
+_DROPPED = ("title", "default", "$defs")
+"""pydantic's titles; its defaults (pydantic applies them: the API server must not write them
+into stored objects); the definitions, once inlined."""
 
-SPEC_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["pools"],
-    "properties": {
-        "seed": _INT0,
-        "pools": {
-            "type": "array",
-            "minItems": 1,
-            "items": {
-                "type": "object",
-                "required": ["name", "profile", "count"],
-                "properties": {
-                    "name": _STR,
-                    "profile": _STR,
-                    "count": _INT0,
-                    "labels": _MAP,
-                    "taints": _TAINTS,
-                    "capacity": _MAP,
-                    "extendedResources": {"type": "boolean"},
-                },
-            },
-        },
-        "topology": {
-            "type": "object",
-            "properties": {
-                "hostsPerRack": {"type": "integer", "minimum": 1},
-                "racksPerBlock": {"type": "integer", "minimum": 1},
-                "blockLabel": _STR,
-                "rackLabel": _STR,
-            },
-        },
-        "labels": _MAP,
-        "annotations": _MAP,
-        "taints": _TAINTS,
-        "extendedResources": {"type": "boolean"},
-        "kwokShards": {"type": "integer", "minimum": 1, "maximum": 64},
-        "deviceTaints": {
-            "type": "array",
-            "maxItems": 16,
-            "items": {
-                "type": "object",
-                "required": ["share"],
-                "properties": {
-                    "key": _STR,
-                    "value": _STR,
-                    "effect": {"type": "string", "enum": ["NoSchedule", "NoExecute", "None"]},
-                    "share": {
-                        "type": "number",
-                        "exclusiveMinimum": True,
-                        "minimum": 0,
-                        "maximum": 1,
-                    },
-                    "pools": {"type": "array", "items": _STR},
-                },
-            },
-        },
-        "profiles": {
-            "type": "array",
-            "description": "Inline hardware profiles (same shape as fleet/profiles/*.yaml).",
-            "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-        },
-    },
-}
+
+def structural(schema: dict[str, Any]) -> dict[str, Any]:
+    """A pydantic JSON schema as a structural CRD schema (pure): every `$ref` inlined, an
+    optional field's `anyOf: [T, null]` as T itself, JSON Schema 2020's numeric
+    `exclusiveMinimum`/`exclusiveMaximum` as OpenAPI 3.0's `minimum` + boolean, and no
+    `additionalProperties: false` (forbidden there: the API server prunes unknown fields,
+    and pydantic, forbidding extras, never sees them)."""
+    defs: dict[str, Any] = schema.get("$defs") or {}
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(n) for n in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            target = defs[str(node["$ref"]).rsplit("/", 1)[1]]
+            return walk({**target, **{k: v for k, v in node.items() if k != "$ref"}})
+        kinds = [n for n in node.get("anyOf") or () if n != {"type": "null"}]
+        if "anyOf" in node and len(kinds) == 1:
+            return walk({**kinds[0], **{k: v for k, v in node.items() if k != "anyOf"}})
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in _DROPPED or (key == "additionalProperties" and value is False):
+                continue
+            if key in ("exclusiveMinimum", "exclusiveMaximum") and not isinstance(value, bool):
+                out["minimum" if key == "exclusiveMinimum" else "maximum"] = value
+                out[key] = True
+            elif key == "properties":  # field names, not keywords
+                out[key] = {name: walk(sub) for name, sub in value.items()}
+            else:
+                out[key] = walk(value)
+        return out
+
+    out: dict[str, Any] = walk(schema)
+    return out
+
+
+SPEC_SCHEMA: dict[str, Any] = structural(spec.FleetSpec.model_json_schema(by_alias=True))
+"""Generated from `fleet.spec.FleetSpec`: the model is the one description of a spec."""
 
 STATUS_SCHEMA: dict[str, Any] = {
     "type": "object",
