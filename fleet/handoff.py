@@ -22,7 +22,7 @@ from testbed.kube.client import Kube
 POLL_SECONDS = 1.0
 
 
-def _ready(obj: dict[str, Any], generation: int) -> tuple[bool, str | None, str]:
+def readiness(obj: dict[str, Any], generation: int) -> tuple[bool, str | None, str]:
     """(Ready at `generation`, the service's refusal of its spec if any, its latest message),
     from the Fleet's status (pure). A failed reconcile is retried by the service: not final."""
     status = obj.get("status") or {}
@@ -66,7 +66,7 @@ async def wait_ready(
             obj = await kube.get(crd.FLEETS, name)
         except errors.NotFound:
             raise ReconcileError(f"Fleet {name} was deleted while waiting for it") from None
-        ready, refused, message = _ready(obj, generation)
+        ready, refused, message = readiness(obj, generation)
         if ready:
             return dict(obj.get("status") or {})
         if refused:

@@ -105,3 +105,15 @@ def test_a_process_beside_the_cluster_is_scraped_while_it_runs(tmp_path: Path) -
         assert written.name == "second-scheduler-40100.json"
         assert json.loads(written.read_text()) == [{"targets": ["127.0.0.1:40100"]}]
     assert list(layout.targets.iterdir()) == []
+
+
+def test_the_services_ports_are_read_back_from_the_written_configuration(tmp_path: Path) -> None:
+    layout = prometheus.Layout(tmp_path / "prometheus")
+    assert prometheus.service_port(layout, prometheus.FLEET_JOB) is None  # no Prometheus
+    layout.directory.mkdir()
+    layout.config.write_text(yaml.safe_dump(config()))
+    assert prometheus.service_port(layout, prometheus.FLEET_JOB) == 18903
+    assert prometheus.service_port(layout, prometheus.EXTENDER_JOB) == 18902
+    assert prometheus.service_port(layout, "no-such-job") is None
+    layout.config.write_text("scrape_configs: [")  # broken: no port rather than a traceback
+    assert prometheus.service_port(layout, prometheus.FLEET_JOB) is None
