@@ -83,7 +83,12 @@ async def wait_ready(
 
 async def withdraw(kube: Kube, name: str, *, within: float) -> bool:
     """Delete the Fleet object `name` and wait until it is gone (the service removes the
-    fleet's objects first); False if there is none."""
+    fleet's objects first); False if there is none, or none this identity may read (no CRD,
+    or RBAC without Fleets: the caller deletes the objects directly, as before Fleets)."""
+    try:
+        await kube.get(crd.FLEETS, name)
+    except (errors.NotFound, errors.Forbidden):
+        return False
     if not await kube.delete(crd.FLEETS, name):
         return False
     deadline = time.monotonic() + within
