@@ -25,6 +25,7 @@ from rich.console import Console
 
 from experiment.children import tool
 from experiment.site import Scheduler, SchedulerSetup
+from testbed import cliconv
 from testbed.cluster import holds, local, paths, ports, processes, prometheus, second_scheduler
 
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -157,7 +158,7 @@ def opened(
     extender running; torn down afterwards if this created it (unless `keep`)."""
     cluster = local.LocalCluster(config)
     release = config.kubernetes or cluster.release()
-    console.rule(f"control plane: Kubernetes {release}")
+    cliconv.rule(console, f"control plane: Kubernetes {release}")
     status, created = cluster.up()
     state = "started" if created else "already running"
     console.print(f"cluster {config.name!r} ({release}) {state} at {status.server}")

@@ -202,7 +202,7 @@ def _run_stage(
     fleet = exp.fleet_name
     fleet_applied = False
     try:
-        console.rule(f"fleet {fleet!r} on {site.description}")
+        cliconv.rule(console, f"fleet {fleet!r} on {site.description}")
         found = bool(asyncio.run(_fleet_slices(site.kubeconfig, fleet)))
         if found:
             # A fleet of that name was there before (a kept run's): used, never deleted.
@@ -234,7 +234,9 @@ def _run_stage(
             fleet_now = (nodes, "")
             for arm in planned:
                 progress.done += 1
-                console.rule(f"arm {progress.done}/{total}: {arm.comparison} / {arm.variant}")
+                cliconv.rule(
+                    console, f"arm {progress.done}/{total}: {arm.comparison} / {arm.variant}"
+                )
                 # Back to the stage's own fleet too, after an arm that needed another (the
                 # scale comparison's large arm may come first).
                 wanted = (arm.fleet_nodes or nodes, arm.fleet)

@@ -281,6 +281,18 @@ def stdout_console(**kw: Any) -> Console:
     return Console(width=width, **kw)
 
 
+RULE_WIDTH = 100
+"""A section rule's width at most: a wide console (stdout not a terminal) would otherwise
+draw it thousands of characters long."""
+
+
+def rule(console: Console, title: str) -> None:
+    """A section heading across the console, at most RULE_WIDTH wide."""
+    from rich.rule import Rule
+
+    console.print(Rule(title), width=min(console.width, RULE_WIDTH))
+
+
 def _stdout_gone() -> NoReturn:
     # Point stdout at /dev/null so the interpreter's last flush does not fail again.
     with contextlib.suppress(OSError):

@@ -5,6 +5,7 @@ away, tables that do not wrap in logs. The servers are sockets on 127.0.0.1."""
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import socket
@@ -219,3 +220,13 @@ def test_listings_speak_json_and_yaml(fmt: str) -> None:
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout) if fmt == "json" else yaml.safe_load(proc.stdout)
     assert any(r["profile"] == "cpu-only" and r["gpus"] == 0 for r in rows), rows
+
+
+def test_a_section_rule_stays_short_on_a_console_as_wide_as_its_tables() -> None:
+    from rich.console import Console
+
+    console = Console(width=cliconv.WIDE, record=True, file=io.StringIO())
+    cliconv.rule(console, "arm 1/9: gang-4 / native")
+    lines = console.export_text().splitlines()
+    assert lines and "arm 1/9: gang-4 / native" in lines[0]
+    assert max(len(line) for line in lines) == cliconv.RULE_WIDTH
