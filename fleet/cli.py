@@ -501,7 +501,8 @@ async def _delete(args: argparse.Namespace) -> int:
     name = args.name or DEFAULT_NAME
     async with await _connect(args) as kube:
         started = time.perf_counter()
-        if await handoff.withdraw(kube, name, within=args.timeout):
+        outcome = await handoff.withdraw(kube, name, within=args.timeout)
+        if outcome is handoff.Withdrawal.SERVED:
             err_console.print(
                 f"fleet {name}: Fleet object and its objects deleted by fleet serve in "
                 f"{time.perf_counter() - started:.1f}s"
@@ -510,9 +511,17 @@ async def _delete(args: argparse.Namespace) -> int:
         rec = Reconciler(kube)
         with _Bar() as bar:
             counts = await rec.delete(name, within=args.timeout, progress=bar)
-    err_console.print(
-        f"fleet {name}: deleted {counts.deleted} objects in {time.perf_counter() - started:.1f}s"
-    )
+        if outcome is handoff.Withdrawal.UNSERVED:
+            # Only now, so that a failed direct delete leaves the Fleet object to retry from.
+            await handoff.set_finalizer(kube, name, present=False)
+    took = time.perf_counter() - started
+    if outcome is handoff.Withdrawal.UNSERVED:
+        err_console.print(
+            f"fleet {name}: no fleet serve took up the Fleet object; deleted its "
+            f"{counts.deleted} objects directly, then the Fleet object, in {took:.1f}s"
+        )
+    else:
+        err_console.print(f"fleet {name}: deleted {counts.deleted} objects in {took:.1f}s")
     return 0
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
-from fleet import crd, render
+from fleet import crd, handoff, render
 from fleet.metrics import FleetMetrics
 from fleet.profiles import ProfileError
 from fleet.reconcile import Counts, ReconcileError, Reconciler, ReconcileSettings
@@ -159,6 +159,10 @@ class FleetController:
         name = meta["name"]
         if meta.get("deletionTimestamp"):
             if vocab.FLEET_FINALIZER in (meta.get("finalizers") or []):
+                # Status at the deletion's generation tells `fleet delete` a service took it up.
+                await self._set_status(
+                    obj, phase="Deleting", reason="Deleting", message="deleting nodes and slices"
+                )
                 await self.reconciler.delete(name)
                 await self._set_finalizer(name, present=False)
             return
@@ -221,29 +225,7 @@ class FleetController:
         )
 
     async def _set_finalizer(self, name: str, *, present: bool) -> None:
-        for _ in range(5):
-            try:
-                obj = await self.kube.get(crd.FLEETS, name)
-            except errors.NotFound:
-                return
-            finalizers = [
-                f for f in obj["metadata"].get("finalizers") or [] if f != vocab.FLEET_FINALIZER
-            ]
-            if present:
-                finalizers.append(vocab.FLEET_FINALIZER)
-            patch = {
-                "metadata": {
-                    "finalizers": finalizers,
-                    "resourceVersion": obj["metadata"]["resourceVersion"],
-                }
-            }
-            try:
-                await self.kube.patch(crd.FLEETS, name, patch)
-                return
-            except errors.Conflict:
-                continue
-            except errors.NotFound:
-                return
+        await handoff.set_finalizer(self.kube, name, present=present)
 
     def _transition(self, name: str, ready: bool) -> str:
         """When the Ready condition last changed value (kept while it stays the same)."""

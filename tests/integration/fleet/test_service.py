@@ -234,3 +234,73 @@ async def test_apply_through_the_service_without_one_fails_in_its_timeout(
         assert (await kube.list(NODES, label_selector=render.fleet_selector(name))).items == []
     finally:
         await kube.delete(crd.FLEETS, name)
+
+
+async def test_delete_with_no_service_left_deletes_directly_in_seconds(
+    kube: Kube, kubeconfig: str
+) -> None:
+    """A Fleet the service reconciled (finalizer on), then the service stopped: `fleet delete`
+    does not wait out its timeout for a service that never comes, but deletes the fleet's
+    nodes and slices itself, then releases the Fleet object; exit 0."""
+    await service.install_crd(kube)
+    registry = CollectorRegistry()
+    metrics = FleetMetrics(registry)
+    own = await Kube.connect(kubeconfig=kubeconfig, settings=ClientSettings(qps=500, burst=1000))
+    controller = service.FleetController(own, Reconciler(own, metrics=metrics), metrics)
+    task = asyncio.create_task(controller.run())
+    name = f"gone-{secrets.token_hex(3)}"
+    sel = render.fleet_selector(name)
+    try:
+        await kube.create(crd.FLEETS, fleet_objects.fleet_object(name, 3))
+        await wait_for(kube, crd.FLEETS, fleet_objects.ready_at(1, 3), name=name, timeout=120)
+        controller.stop.set()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        assert vocab.FLEET_FINALIZER in (await kube.get(crd.FLEETS, name))["metadata"]["finalizers"]
+
+        # Before the fallback, this waited the whole --timeout and failed with exit 1.
+        code, _, err = await fleet_cli.run(
+            "delete", "--name", name, "--timeout", "60s", kubeconfig=kubeconfig
+        )
+        assert code == 0, err
+        assert "no fleet serve took up the Fleet object; deleted its 9 objects directly" in err
+        assert len(err.strip().splitlines()) == 1, err
+        assert (await kube.list(crd.FLEETS, field_selector=f"metadata.name={name}")).items == []
+        assert await fleet_cli.count_objects(kube, name) == 0
+        assert (await kube.list(NODES, label_selector=sel)).items == []
+    finally:
+        controller.stop.set()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await own.close()
+        await Reconciler(kube).delete(name)
+        with contextlib.suppress(errors.NotFound):
+            await kube.patch(crd.FLEETS, name, {"metadata": {"finalizers": None}})
+            await kube.delete(crd.FLEETS, name)
+
+
+async def test_delete_of_a_fleet_object_no_service_ever_took_up(
+    kube: Kube, kubeconfig: str
+) -> None:
+    """No finalizer (no service ever reconciled it): the object goes at once, and the nodes of
+    a fleet of that name applied directly go too, by their labels, as before Fleet objects."""
+    await service.install_crd(kube)
+    name = f"never-{secrets.token_hex(3)}"
+    try:
+        code, _, err = await fleet_cli.run(
+            "apply", "--profile", "dgx-h100", "--nodes", "2", "--name", name,
+            kubeconfig=kubeconfig,
+        )  # fmt: skip
+        assert code == 0, err
+        await kube.create(crd.FLEETS, fleet_objects.fleet_object(name, 2))
+        code, _, err = await fleet_cli.run("delete", "--name", name, kubeconfig=kubeconfig)
+        assert code == 0, err
+        assert "no fleet serve took up the Fleet object; deleted its 6 objects directly" in err
+        assert (await kube.list(crd.FLEETS, field_selector=f"metadata.name={name}")).items == []
+        assert await fleet_cli.count_objects(kube, name) == 0
+    finally:
+        await Reconciler(kube).delete(name)
+        with contextlib.suppress(errors.NotFound):
+            await kube.delete(crd.FLEETS, name)

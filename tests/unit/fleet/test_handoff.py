@@ -36,3 +36,13 @@ def test_an_invalid_spec_is_final_a_failed_reconcile_is_retried() -> None:
     assert retried == (False, None, "Error: API server down")
     # A refusal of an older generation says nothing about this one.
     assert handoff.readiness(fleet(1, "False", "InvalidSpec", "bad"), 2)[1] is None
+
+
+def test_a_deletion_is_acknowledged_only_at_the_generation_that_marked_it() -> None:
+    # The API server bumps the generation when it marks a Fleet deleted (2 -> 3 here).
+    marked = {"metadata": {"generation": 3, "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    assert not handoff.acknowledged({**marked, "status": {"observedGeneration": 2}})
+    assert not handoff.acknowledged(marked)
+    assert handoff.acknowledged({**marked, "status": {"observedGeneration": 3}})
+    live = {"metadata": {"generation": 3}, "status": {"observedGeneration": 3}}
+    assert not handoff.acknowledged(live)
