@@ -5,6 +5,7 @@ matrix) linking each arm's own loadgen report."""
 from __future__ import annotations
 
 import math
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -114,20 +115,63 @@ def console_guide(guide: list[GuideRow], console: Console) -> None:
     console.print(table)
 
 
+def ordered(targets: list[Target]) -> tuple[list[Target], list[Target]]:
+    """The targets this run measured, answers first (`Target.rank`), and those it did not,
+    in their own order: a small run measures a few, and its page leads with those."""
+    ranked = sorted(targets, key=lambda t: t.rank)  # stable: same rank keeps the goal order
+    return (
+        [t for t in ranked if t.measured_in_run],
+        [t for t in ranked if not t.measured_in_run],
+    )
+
+
+_RUN_COMPARISON = f"{summary.NOT_MEASURED}: run --comparisons "
+
+
+def not_measured_line(unmeasured: list[Target]) -> str:
+    """One line for the targets a run did not measure: how many, the comparisons to add for
+    them, and any other way (e.g. a bench)."""
+    comparisons = dict.fromkeys(
+        t.verdict.removeprefix(_RUN_COMPARISON)
+        for t in unmeasured
+        if t.verdict.startswith(_RUN_COMPARISON)
+    )
+    ways = [f"add {','.join(comparisons)} to --comparisons"] if comparisons else []
+    ways += [
+        f"{t.goal}: {t.verdict.removeprefix(summary.NOT_MEASURED).lstrip(': ')}"
+        for t in unmeasured
+        if not t.verdict.startswith(_RUN_COMPARISON)
+    ]
+    count = f"{len(unmeasured)} target{'s' if len(unmeasured) != 1 else ''}"
+    return f"{count} not measured in this run; " + "; ".join(ways)
+
+
 def console_targets(targets: list[Target], console: Console) -> None:
+    measured, unmeasured = ordered(targets)
     table = Table(title="targets: the project's goals against this run")
     for col in ("goal", "measured", "verdict"):
         table.add_column(col)
-    for t in targets:
-        style = (
-            "green"
-            if t.met
-            else "yellow"
-            if t.verdict.startswith(("not ", "inconclusive"))
-            else "red"
-        )
+    for t in measured:
+        # Only a verdict is coloured as final: an observation or "inconclusive" is yellow.
+        style = "green" if t.met else "red" if t.verdict.startswith("missed") else "yellow"
         table.add_row(t.goal, t.measured, f"[{style}]{t.verdict}")
-    console.print(table)
+    if measured:
+        console.print(table)
+    if unmeasured:
+        console.print(not_measured_line(unmeasured), style="dim", soft_wrap=True)
+
+
+def _targets_html(targets: list[Target]) -> list[str]:
+    """The measured targets' table, answers first; the others folded under one line."""
+    measured, unmeasured = ordered(targets)
+    parts = [charts.targets_table([(t.goal, t.measured, t.verdict) for t in measured])]
+    parts = parts if measured else []
+    if unmeasured:
+        rows = charts.targets_table([(t.goal, t.measured, t.verdict) for t in unmeasured])
+        parts.append(
+            f"<details><summary>{escape(not_measured_line(unmeasured))}</summary>{rows}</details>"
+        )
+    return parts
 
 
 def _interval_json(r: Row) -> dict[str, Any] | None:
@@ -229,9 +273,8 @@ def write(
     *,
     keep_json: bool = False,
 ) -> Path:
-    target_rows = [(t.goal, t.measured, t.verdict) for t in targets]
     lead = [
-        charts.Section("Targets", [charts.targets_table(target_rows)]),
+        charts.Section("Targets", _targets_html(targets)),
         charts.Section(
             "Side by side",
             [

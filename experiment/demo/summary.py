@@ -240,6 +240,27 @@ class Target:
     def met(self) -> bool:
         return self.verdict == "met"
 
+    @property
+    def rank(self) -> int:
+        """Where the report lists it: verdicts (met, missed) first, then inconclusive, then
+        observations, then no data (or any other wording); "not measured" last: a report
+        leads with the answer."""
+        if not self.measured_in_run:
+            return len(_RANKS) + 1
+        return next((i for i, p in enumerate(_RANKS) if self.verdict.startswith(p)), len(_RANKS))
+
+    @property
+    def measured_in_run(self) -> bool:
+        return not self.verdict.startswith(NOT_MEASURED)
+
+
+NOT_MEASURED = "not measured"
+_RANKS: tuple[tuple[str, ...], ...] = (
+    ("met", "missed"),
+    ("inconclusive",),
+    (intervals.OBSERVATION,),
+)
+
 
 def _row(rows: list[Row], comparison: str, metric: str, a_name: str = "") -> Row | None:
     return next(
