@@ -197,6 +197,7 @@ def _watching(
             store.index.fractional = await gates.read_fractional(kube, store.index.release)
         if await _serves_workloads(kube):
             store.watch_groups()
+        metrics.expect_restarts({*(w.kind for w in store.watches.values()), runs.KIND})
         tasks = sync.start(kube, store, on_restart=metrics.restart, liveness=liveness)
         follow = runs.follow(kube, seen, on_restart=metrics.restart, liveness=liveness)
         tasks.append(asyncio.create_task(follow, name="watch-loadgen-runs"))

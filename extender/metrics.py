@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any, get_args
 
@@ -13,6 +13,7 @@ from prometheus_client.registry import Collector
 
 from extender.cache.index import Index
 from extender.topology import Outcome
+from testbed.kube.watching import RestartReason
 
 _LATENCY_BUCKETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0)
 LATE_AFTER_SECONDS = 5.0
@@ -141,6 +142,14 @@ class Metrics:
 
     def restart(self, kind: str, reason: str) -> None:
         self.watch_restarts.labels(kind, reason).inc()
+
+    def expect_restarts(self, kinds: Iterable[str]) -> None:
+        """Every (kind, reason) series of the watches about to start, at 0: a dashboard panel
+        of restarts then shows 0 rather than no data, and rate() counts the first restart
+        (a series that first appears at 1 has no increase)."""
+        for kind in kinds:
+            for reason in get_args(RestartReason):
+                self.watch_restarts.labels(kind, reason)
 
     def event(self, kind: str, obj: dict[str, Any], now: Callable[[], float] = time.time) -> None:
         written = _last_write(obj)

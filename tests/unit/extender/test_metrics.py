@@ -80,3 +80,20 @@ def test_children_a_dashboard_rates_are_born_at_zero() -> None:
             registry.get_sample_value("extender_observed_placements_total", {"outcome": outcome})
             == 0
         )
+
+
+def test_expected_watch_restarts_are_exported_at_zero_before_any_restart() -> None:
+    registry = CollectorRegistry()
+    metrics = Metrics(registry)
+    metrics.expect_restarts(["Node", "Namespace"])
+    metrics.restart("Node", "gone")
+    samples = {
+        (s.labels["kind"], s.labels["reason"]): s.value
+        for family in registry.collect()
+        if family.name == "extender_watch_restarts"
+        for s in family.samples
+        if s.name == "extender_watch_restarts_total"
+    }
+    assert samples[("Node", "gone")] == 1
+    assert samples[("Namespace", "hung")] == 0
+    assert len(samples) == 2 * 4  # two kinds x gone, error, closed, hung
