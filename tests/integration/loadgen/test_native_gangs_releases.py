@@ -25,8 +25,7 @@ from testbed.cluster import feature_gates, local
 from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube import workloads as workloads_api
-from testbed.kube.client import ClientSettings, Kube
-from tests.support import release_clusters
+from testbed.kube.client import Kube
 from tests.support.private_fleet import (
     Fleet,
     loadgen_args,
@@ -39,40 +38,19 @@ from tests.support.private_fleet import (
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
 
 VERSIONS = {"1.36": "v1alpha2", "1.35": "v1alpha1"}
-
-
-@pytest.fixture(scope="module", params=sorted(VERSIONS, reverse=True))
-def release_cluster(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
-    release = str(request.param)
-    cluster = local.LocalCluster(release_clusters.config(release))
-    status, created = cluster.up(build=False)
-    try:
-        yield release, str(status.kubeconfig)
-    finally:
-        if created and not os.environ.get("DRA_TESTBED_KEEP_CLUSTER"):
-            cluster.down()
-
-
-@pytest.fixture(scope="module")
-async def release_kube(release_cluster: tuple[str, str]) -> AsyncIterator[Kube]:
-    client = await Kube.connect(
-        kubeconfig=release_cluster[1], settings=ClientSettings(qps=500, burst=1000)
-    )
-    try:
-        yield client
-    finally:
-        await client.close()
+"""The Workload API version each older release serves; the clusters are the session's
+(`older_kubeconfig`, `older_kube` in tests/integration/conftest.py)."""
 
 
 @pytest.fixture
 async def release_fleet(
-    release_kube: Kube, release_cluster: tuple[str, str]
+    older_kube: Kube, older_kubeconfig: tuple[str, str]
 ) -> AsyncIterator[Fleet]:
-    f = await make_fleet(release_kube, release_cluster[1], nodes=4)
+    f = await make_fleet(older_kube, older_kubeconfig[1], nodes=4)
     try:
         yield f
     finally:
-        await remove_fleet(release_kube, release_cluster[1], f)
+        await remove_fleet(older_kube, older_kubeconfig[1], f)
 
 
 def _gangs(gangs: int, size: int, timeout: float = 120.0) -> Scenario:
@@ -85,21 +63,21 @@ def _gangs(gangs: int, size: int, timeout: float = 120.0) -> Scenario:
 
 
 async def test_the_release_serves_its_own_workload_api_version(
-    release_cluster: tuple[str, str], release_kube: Kube
+    older_kubeconfig: tuple[str, str], older_kube: Kube
 ) -> None:
-    release, _ = release_cluster
-    assert await workloads_api.served_version(release_kube) == VERSIONS[release]
+    release, _ = older_kubeconfig
+    assert await workloads_api.served_version(older_kube) == VERSIONS[release]
     # The check passes: the API served and the gang plugin's gate reported on.
-    assert await workload_api.check(release_kube, _gangs(1, 2)) == VERSIONS[release]
+    assert await workload_api.check(older_kube, _gangs(1, 2)) == VERSIONS[release]
 
 
 async def test_native_gangs_bind_all_or_nothing_and_the_extender_reads_their_group(
-    release_cluster: tuple[str, str], release_kube: Kube, release_fleet: Fleet
+    older_kubeconfig: tuple[str, str], older_kube: Kube, release_fleet: Fleet
 ) -> None:
-    release, _ = release_cluster
+    release, _ = older_kubeconfig
     version = VERSIONS[release]
     params = release_fleet.settings(qps=50, allow_unschedulable=True, stall_timeout=90, keep=True)
-    res = await runner.run(release_kube, _gangs(2, 3, 45.0), params)
+    res = await runner.run(older_kube, _gangs(2, 3, 45.0), params)
     if workloads_api.standalone(version):
         # 1.36 places a PodGroup in one cycle: the gang that cannot fit is refused at once.
         assert res.error is None, res.error
@@ -122,7 +100,7 @@ async def test_native_gangs_bind_all_or_nothing_and_the_extender_reads_their_gro
     # The pods as the API server kept them name their group the release's way, and the
     # extender takes that group as the gang (ahead of the Job label every pod also has).
     ns = templates.namespace_name(res.run_id)
-    pods = (await release_kube.list(r.PODS, namespace=ns)).items
+    pods = (await older_kube.list(r.PODS, namespace=ns)).items
     assert len(pods) == 6
     field = "schedulingGroup" if workloads_api.standalone(version) else "workloadRef"
     assert all(field in p["spec"] for p in pods)
@@ -131,9 +109,9 @@ async def test_native_gangs_bind_all_or_nothing_and_the_extender_reads_their_gro
 
 
 async def test_the_gang_plugins_gate_is_read_from_the_api_servers_own_report(
-    release_cluster: tuple[str, str], release_kube: Kube
+    older_kubeconfig: tuple[str, str], older_kube: Kube
 ) -> None:
-    text = await release_kube.request("GET", "/metrics", text=True)
+    text = await older_kube.request("GET", "/metrics", text=True)
     gates = feature_gates.enabled_in(str(text))
     assert gates[vocab.GANG_GATE] is True and gates[vocab.WORKLOAD_GATE] is True
 
