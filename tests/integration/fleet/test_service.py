@@ -213,10 +213,7 @@ async def test_apply_through_the_service_waits_for_it_and_delete_goes_through_it
         assert (await kube.list(crd.FLEETS, field_selector=f"metadata.name={name}")).items == []
         assert (await kube.list(NODES, label_selector=sel)).items == []
     finally:
-        await Reconciler(kube).delete(name)
-        with contextlib.suppress(errors.NotFound):
-            await kube.patch(crd.FLEETS, name, {"metadata": {"finalizers": None}})
-            await kube.delete(crd.FLEETS, name)
+        await _force_remove(kube, name)
 
 
 async def test_apply_through_the_service_without_one_fails_in_its_timeout(
@@ -275,10 +272,7 @@ async def test_delete_with_no_service_left_deletes_directly_in_seconds(
         with contextlib.suppress(asyncio.CancelledError):
             await task
         await own.close()
-        await Reconciler(kube).delete(name)
-        with contextlib.suppress(errors.NotFound):
-            await kube.patch(crd.FLEETS, name, {"metadata": {"finalizers": None}})
-            await kube.delete(crd.FLEETS, name)
+        await _force_remove(kube, name)
 
 
 async def test_delete_of_a_fleet_object_no_service_ever_took_up(
@@ -301,6 +295,13 @@ async def test_delete_of_a_fleet_object_no_service_ever_took_up(
         assert (await kube.list(crd.FLEETS, field_selector=f"metadata.name={name}")).items == []
         assert await fleet_cli.count_objects(kube, name) == 0
     finally:
-        await Reconciler(kube).delete(name)
-        with contextlib.suppress(errors.NotFound):
-            await kube.delete(crd.FLEETS, name)
+        await _force_remove(kube, name)
+
+
+async def _force_remove(kube: Kube, name: str) -> None:
+    """Whatever a test left of fleet `name`: its nodes and slices, then its Fleet object
+    with the service's finalizer dropped."""
+    await Reconciler(kube).delete(name)
+    with contextlib.suppress(errors.NotFound):
+        await kube.patch(crd.FLEETS, name, {"metadata": {"finalizers": None}})
+        await kube.delete(crd.FLEETS, name)
