@@ -64,7 +64,9 @@ def _fleet(name: str, whole: int, mig: int) -> dict[str, Any]:
 class _Site:
     """One release's cluster, its fleet's name and its plain scheduler."""
 
-    def __init__(self, release: str, kubeconfig: Path, plain: Any) -> None:
+    def __init__(
+        self, release: str, kubeconfig: Path, plain: second_scheduler.SecondScheduler
+    ) -> None:
         self.release, self.kubeconfig, self.plain = release, kubeconfig, plain
         self.env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
         self.fleet = f"ka-{secrets.token_hex(3)}"
@@ -172,7 +174,10 @@ def table(results: dict[str, Runs]) -> str:
             new, old = results[newest][state], results[release][state]
             for key, name in (("throughput", "throughput"), ("cpu_ms_per_pod", "CPU per pod")):
                 interval = intervals.ratio_interval([r[key] for r in new], [r[key] for r in old])
-                shown = ", ".join(f"{n[key] / o[key]:.2f}" for n, o in zip(new, old, strict=True))
+                shown = ", ".join(
+                    f"{n[key] / o[key]:.2f}" if o[key] else "-"
+                    for n, o in zip(new, old, strict=True)
+                )
                 line = (
                     f"\n{name} {newest} / {release}, MIG pool "
                     f"{'present' if state == 'mig' else 'absent'}: "
