@@ -19,6 +19,7 @@ absent, within 20 % (the interval of the ratio inside [1/1.2, 1.2]: both one-sid
 met). Expected on 1.36 against 1.37: both met.
 
     .venv/bin/python bench/regression_138917.py --repeat 5
+    .venv/bin/python bench/regression_138917.py --states none --repeat 10   # the control alone
 
 Each run's loadgen result is kept under --out/<release>/<mig|none>-<repeat>/.
 """
@@ -117,12 +118,13 @@ def _site(release: str, work: Path, keep: bool) -> Iterator[_Site]:
 
 
 def measure(releases: list[str], args: argparse.Namespace) -> dict[str, Runs]:
-    results: dict[str, Runs] = {r: {s: [] for s in STATES} for r in releases}
+    states = args.states
+    results: dict[str, Runs] = {r: {s: [] for s in states} for r in releases}
     with tempfile.TemporaryDirectory() as work, contextlib.ExitStack() as stack:
         sites = [stack.enter_context(_site(r, Path(work) / r, args.keep)) for r in releases]
         for rep in range(args.repeat):
             flip = rep % 2 == 1
-            for state in STATES[::-1] if flip else STATES:
+            for state in states[::-1] if flip else states:
                 for site in sites[::-1] if flip else sites:
                     started = time.monotonic()
                     got = site.run(state, rep, args)
@@ -157,8 +159,7 @@ def table(results: dict[str, Runs]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for release, runs in results.items():
-        for state in STATES:
-            rs = runs[state]
+        for state, rs in runs.items():
             lines.append(
                 f"| {release} | {'present' if state == 'mig' else 'absent'} "
                 f"| {len(rs)} runs "
@@ -170,7 +171,7 @@ def table(results: dict[str, Runs]) -> str:
     for release in results:
         if release == newest:
             continue
-        for state in STATES:
+        for state in results[release]:
             new, old = results[newest][state], results[release][state]
             for key, name in (("throughput", "throughput"), ("cpu_ms_per_pod", "CPU per pod")):
                 interval = intervals.ratio_interval([r[key] for r in new], [r[key] for r in old])
@@ -212,6 +213,12 @@ def main() -> None:
         help="one-GPU pods per run, pool present (default 100: 1.36 takes seconds per pod)",
     )
     p.add_argument("--repeat", type=int, default=5)
+    p.add_argument(
+        "--states",
+        default="mig,none",
+        help="MIG pool states to run, comma-separated: mig (present), none (absent);\n"
+        "`--states none` runs the control alone (default mig,none)",
+    )
     p.add_argument("--keep", action="store_true", help="leave the clusters up afterwards")
     p.add_argument("--out", type=Path, default=Path("results/bench-regression-138917"))
     args = p.parse_args()
@@ -222,6 +229,9 @@ def main() -> None:
         or max(args.pods, args.pods_mig) > 8 * args.whole
     ):
         p.error("every count must be >= 1, and --pods, --pods-mig <= 8 x --whole")
+    args.states = tuple(s for s in args.states.split(",") if s)
+    if not args.states or set(args.states) - set(STATES):
+        p.error(f"--states: comma-separated of {', '.join(STATES)}")
     try:
         releases = [binaries.check_release(r) for r in args.releases.split(",") if r]
     except binaries.UnknownRelease as e:
