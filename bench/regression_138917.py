@@ -41,10 +41,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from common import apply_fleet, loadgen_pods, settle, tool  # bench/ is on sys.path
+from common import apply_fleet, loadgen_pods, local_release, settle, tool  # bench/ is on sys.path
 
 from experiment import intervals
-from testbed.cluster import binaries, local, second_scheduler
+from testbed.cluster import binaries, second_scheduler
 
 STATES = ("mig", "none")
 PRESENT_AT_LEAST = 10.0
@@ -95,26 +95,20 @@ class _Site:
 
 @contextlib.contextmanager
 def _site(release: str, work: Path, keep: bool) -> Iterator[_Site]:
-    cluster = local.LocalCluster(
-        local.ClusterConfig(
-            name=f"ka-138917-{release.replace('.', '-')}", kubernetes=release, extender=False
-        )
-    )
-    status, created = cluster.up()
-    try:
-        with second_scheduler.running(
-            status.kubeconfig, work, scheduler_name="ka-plain", release=release
-        ) as plain:
-            site = _Site(release, status.kubeconfig, plain)
-            try:
-                yield site
-            finally:
-                subprocess.run(
-                    [tool("fleet"), "delete", "--name", site.fleet], check=False, env=site.env
-                )
-    finally:
-        if created and not keep:
-            cluster.down()
+    name = f"ka-138917-{release.replace('.', '-')}"
+    with (
+        local_release(release, name, keep=keep) as kubeconfig,
+        second_scheduler.running(
+            kubeconfig, work, scheduler_name="ka-plain", release=release
+        ) as plain,
+    ):
+        site = _Site(release, kubeconfig, plain)
+        try:
+            yield site
+        finally:
+            subprocess.run(
+                [tool("fleet"), "delete", "--name", site.fleet], check=False, env=site.env
+            )
 
 
 def measure(releases: list[str], args: argparse.Namespace) -> dict[str, Runs]:
