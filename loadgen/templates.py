@@ -309,15 +309,18 @@ def _gang_policy(phase: Phase) -> dict[str, Any]:
     return {"gang": {"minCount": phase.concurrent}}
 
 
-def job(
+def build(
     phase: Phase,
     index: int,
     run_id: str,
     spec: dict[str, Any],
     workload_version: str = vocab.WORKLOAD_VERSION,
 ) -> dict[str, Any]:
-    """One Job of `phase.parallelism` x `phase.completions` pods; gangs label their pods, or
-    (native gangs) name their group in the Workload API's `workload_version`."""
+    """The object number `index` of `phase`: a pod, or a Job of `phase.parallelism` x
+    `phase.completions` pods whose gangs label their pods, or (native gangs) name their group
+    in the Workload API's `workload_version`."""
+    if phase.kind != "jobs":
+        return pod(phase, index, run_id, spec)
     name = object_name(phase, index)
     template_meta = _pod_metadata(phase, run_id)
     if phase.native_gang:
@@ -335,17 +338,3 @@ def job(
             "template": {"metadata": template_meta, "spec": spec},
         },
     }
-
-
-def build(
-    phase: Phase,
-    index: int,
-    run_id: str,
-    spec: dict[str, Any],
-    workload_version: str = vocab.WORKLOAD_VERSION,
-) -> dict[str, Any]:
-    """The object number `index` of `phase`: a pod or a Job (native gangs' Jobs name their
-    group in the Workload API's `workload_version`)."""
-    if phase.kind == "jobs":
-        return job(phase, index, run_id, spec, workload_version)
-    return pod(phase, index, run_id, spec)

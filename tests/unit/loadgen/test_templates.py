@@ -220,7 +220,7 @@ def _gang_phase(native: bool) -> Phase:
 
 def test_a_native_gang_job_names_its_pod_group_and_carries_no_private_label() -> None:
     phase = _gang_phase(True)
-    job = templates.job(phase, 1, "r1", templates.pod_spec(phase, {}))
+    job = templates.build(phase, 1, "r1", templates.pod_spec(phase, {}))
     template = job["spec"]["template"]
     assert template["spec"]["schedulingGroup"] == {"podGroupName": "gang-000001"}
     assert vocab.LABEL_GANG not in template["metadata"]["labels"]
@@ -269,6 +269,6 @@ def test_on_1_35_the_workload_holds_the_group_and_pods_name_it_by_workload_ref()
 
 def test_a_labelled_gang_job_keeps_the_private_label_and_no_scheduling_group() -> None:
     phase = _gang_phase(False)
-    template = templates.job(phase, 0, "r1", templates.pod_spec(phase, {}))["spec"]["template"]
+    template = templates.build(phase, 0, "r1", templates.pod_spec(phase, {}))["spec"]["template"]
     assert template["metadata"]["labels"][vocab.LABEL_GANG] == "gang-000000"
     assert "schedulingGroup" not in template["spec"]
