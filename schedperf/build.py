@@ -53,15 +53,10 @@ class Build:
 
 
 def script() -> Path:
-    root = paths.repo_root()
-    if root is None:
+    tools = paths.k8s_tools()
+    if tools is None:
         raise BuildError("the scheduler_perf benchmark is built from a source checkout only")
-    return root / "tools" / "k8s" / "scheduler-perf.sh"
-
-
-def _last_error(stderr: str, fallback: str) -> str:
-    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
-    return (lines[-1] if lines else fallback).removeprefix("error: ")
+    return tools / "scheduler-perf.sh"
 
 
 def releases() -> list[str]:
@@ -82,9 +77,9 @@ def upstream_dir(release: str) -> Path:
         check=False,
     )
     if proc.returncode == 2:
-        raise UnknownRelease(_last_error(proc.stderr, f"no pinned module for {release}"))
+        raise UnknownRelease(paths.tool_error(proc.stderr, f"no pinned module for {release}"))
     if proc.returncode != 0:
-        raise BuildError(_last_error(proc.stderr, "scheduler-perf.sh failed"))
+        raise BuildError(paths.tool_error(proc.stderr, "scheduler-perf.sh failed"))
     return Path(proc.stdout.strip().splitlines()[-1])
 
 
@@ -108,7 +103,7 @@ def ensure(release: str) -> Build:
     out = proc.stdout.read()
     code = proc.wait()
     if code == 2:
-        raise UnknownRelease(_last_error(error, f"no pinned module for {release}"))
+        raise UnknownRelease(paths.tool_error(error, f"no pinned module for {release}"))
     if code != 0:
-        raise BuildError(_last_error(error, f"scheduler-perf.sh exited {code}"))
+        raise BuildError(paths.tool_error(error, f"scheduler-perf.sh exited {code}"))
     return Build(Path(out.strip().splitlines()[-1]))

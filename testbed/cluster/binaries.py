@@ -58,22 +58,21 @@ def release_of(binary_path: str) -> str | None:
 
 def releases() -> list[str]:
     """The Kubernetes releases with a pinned module in this checkout (ascending)."""
-    root = paths.repo_root()
-    if root is None:
+    tools = paths.k8s_tools()
+    if tools is None:
         return [DEFAULT_RELEASE]
     found = {DEFAULT_RELEASE}
-    for go_mod in (root / "tools" / "k8s").glob("kubernetes-*/go.mod"):
+    for go_mod in tools.glob("kubernetes-*/go.mod"):
         found.add(go_mod.parent.name.removeprefix("kubernetes-"))
     return sorted(found, key=lambda r: tuple(int(p) for p in r.split(".") if p.isdigit()))
 
 
 def module_dir(release: str) -> Path | None:
     """The pinned wrapper module of `release` (`1.NN`) in this checkout; None outside one."""
-    root = paths.repo_root()
-    if root is None:
+    tools = paths.k8s_tools()
+    if tools is None:
         return None
-    name = "kubernetes" if release == DEFAULT_RELEASE else f"kubernetes-{release}"
-    return root / "tools" / "k8s" / name
+    return tools / ("kubernetes" if release == DEFAULT_RELEASE else f"kubernetes-{release}")
 
 
 def check_release(release: str) -> str:
@@ -97,19 +96,18 @@ def ensure(*, build: bool = True, release: str = DEFAULT_RELEASE) -> Binaries:
         if missing := found.missing():
             raise BinariesError(f"DRA_TESTBED_BIN_DIR={explicit} lacks {', '.join(missing)}")
         return found
-    root = paths.repo_root()
-    if root is None:
+    tools = paths.k8s_tools()
+    if tools is None:
         raise BinariesError(
             "no control-plane binaries: set DRA_TESTBED_BIN_DIR to a directory holding "
             + ", ".join(NAMES)
         )
     release = check_release(release)
-    script = root / "tools" / "k8s" / "build.sh"
+    script = tools / "build.sh"
     where = [str(script), "--kubernetes", release, "--print-dir"]
     proc = subprocess.run(where, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["build.sh failed"])[-1]
-        raise BinariesError(last.removeprefix("error: "))
+        raise BinariesError(paths.tool_error(proc.stderr, "build.sh failed"))
     found = Binaries(Path(proc.stdout.strip().splitlines()[-1]))
     if found.missing() and build:
         # Not captured: a first build takes minutes, and its progress lines are how the

@@ -1,4 +1,5 @@
-"""Where the testbed keeps its state, and where the repository's own files are."""
+"""Where the testbed keeps its state, and where the repository's own files are (with the
+one-line reason a tools/k8s script gives when it fails)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,19 @@ def repo_root() -> Path | None:
     """The source checkout this package runs from, if any (editable installs and tests)."""
     root = Path(__file__).resolve().parents[2]
     return root if (root / "tools" / "k8s" / "build.sh").is_file() else None
+
+
+def k8s_tools() -> Path | None:
+    """tools/k8s (the build scripts and pinned modules) in this checkout; None outside one."""
+    root = repo_root()
+    return None if root is None else root / "tools" / "k8s"
+
+
+def tool_error(stderr: str, fallback: str) -> str:
+    """The reason a tools/k8s script failed: its last stderr line without the `error: `
+    prefix the scripts put on it, or `fallback` when it printed none."""
+    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
+    return (lines[-1] if lines else fallback).removeprefix("error: ")
 
 
 def manifests_dir() -> Path:
