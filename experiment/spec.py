@@ -390,6 +390,16 @@ def _serves_workloads(v: Variant) -> bool:
     return gates is not None and all(v.feature_gates.get(g, False) for g in gates)
 
 
+def _derives(v: Variant) -> bool:
+    """The variant's cluster allocates derived attributes: a release with the alpha gate,
+    and `featureGates` turning it on."""
+    release = v.kubernetes or bins.DEFAULT_RELEASE
+    first = vocab.DERIVED_RELEASE
+    return v.feature_gates.get(vocab.DERIVED_GATE, False) and int(release.split(".")[1]) >= int(
+        first.split(".")[1]
+    )
+
+
 def check(exp: Experiment) -> list[str]:
     """Everything a run would stumble on, before it creates anything: the fleet spec, the
     releases, the scenarios and their parameters. Returns the clusters' releases; SpecError."""
@@ -427,6 +437,12 @@ def check(exp: Experiment) -> list[str]:
                 raise SpecError(
                     f"workloads.{i} (variant {v.name}): native gangs need Kubernetes "
                     f"{vocab.WORKLOAD_RELEASE} or later with featureGates: {{{wanted}}}"
+                )
+            if any(p.claim.derived for p in built.phases) and not _derives(v):
+                raise SpecError(
+                    f"workloads.{i} (variant {v.name}): derived attributes need Kubernetes "
+                    f"{vocab.DERIVED_RELEASE} or later with featureGates: "
+                    f"{{{vocab.DERIVED_GATE}: true}}"
                 )
             # A gang larger than the whole fleet: loadgen would refuse it only after the
             # clusters and fleets of the arms before it were made.

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from loadgen import (
     driver,
+    gates,
     inventory,
     outcome,
     plan,
@@ -52,8 +53,8 @@ class Unfit(RunError):
 
 
 class Unsupported(Unfit):
-    """The cluster lacks an API the scenario needs, e.g. the Workload API for native gangs
-    (exit 2, nothing created)."""
+    """The cluster lacks an API or gate the scenario needs, e.g. the Workload API for native
+    gangs or DRADerivedAttributes for derived attributes (exit 2, nothing created)."""
 
 
 @dataclass
@@ -91,7 +92,8 @@ async def run(
     await _check_device_classes(kube, scenario)
     try:
         gangs = await workload_api.check(kube, scenario)
-    except workload_api.Unsupported as e:
+        await gates.check_derived(kube, scenario)
+    except gates.Unsupported as e:
         raise Unsupported(str(e)) from None
     await _check_run_id_free(kube, settings.run_id)
     watcher = tracker.Tracker(

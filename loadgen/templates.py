@@ -63,7 +63,8 @@ def claim_spec(claim: Claim) -> dict[str, Any]:
     Aligned GPU+NIC pairs become one request per device (`gpu-0`, `nic-0`, ...) with a
     `matchAttribute` constraint per pair: one constraint over all of them would demand a
     single PCIe root for every device, which no multi-GPU host has. `numa` adds one
-    constraint over every GPU and NIC request on the standard NUMA attribute.
+    constraint over every GPU and NIC request on the standard NUMA attribute, or with
+    `derived` on a derived attribute each request computes from its driver's own.
     """
     gpu_selectors = _memory_selector(claim.min_memory)
     requests: list[dict[str, Any]] = []
@@ -91,11 +92,29 @@ def claim_spec(claim: Claim) -> dict[str, Any]:
             requests.append(_request("nic", claim.nic_class, claim.nics, []))
     if claim.numa:
         names = [r["name"] for r in requests]
-        constraints.append({"requests": names, "matchAttribute": vocab.ATTR_NUMA_NODE})
+        attribute = vocab.ATTR_NUMA_NODE
+        if claim.derived:
+            attribute = vocab.DERIVED_NUMA_NODE
+            for r in requests:
+                source = (
+                    vocab.NIC_ATTR_NUMA if r["name"].startswith("nic") else vocab.ATTR_NUMA_NODE
+                )
+                r["exactly"]["derivedAttributes"] = [
+                    {"name": attribute, "expression": attribute_expression(source)}
+                ]
+        constraints.append({"requests": names, "matchAttribute": attribute})
     devices: dict[str, Any] = {"requests": requests}
     if constraints:
         devices["constraints"] = constraints
     return {"devices": devices}
+
+
+def attribute_expression(qualified: str) -> str:
+    """The CEL reading a device's attribute `domain/name`: `device.attributes['domain'].name`
+    (a device missing it is a CEL runtime error, which fails the pod's scheduling: every
+    device the fleet publishes has both NUMA attributes)."""
+    domain, _, name = qualified.rpartition("/")
+    return f"device.attributes['{domain}'].{name}"
 
 
 def claim_template(claim: Claim, run_id: str) -> dict[str, Any]:

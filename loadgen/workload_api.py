@@ -10,30 +10,19 @@ one version (`vocab.WORKLOAD_VERSIONS`: v1beta1 in 1.37, v1alpha2 in 1.36, v1alp
 
 from __future__ import annotations
 
-import re
-
+from loadgen import gates as loadgen_gates
 from loadgen.scenarios import Scenario
 from testbed import vocab
-from testbed.cluster import feature_gates
-from testbed.kube import errors
 from testbed.kube import workloads as workloads_api
 from testbed.kube.client import Kube
 
-_MINOR = re.compile(r"^v?1\.(\d+)")
-
-
-class Unsupported(Exception):
-    """The cluster cannot run the scenario's native gangs: one line naming what is missing."""
+Unsupported = loadgen_gates.Unsupported
+"""The cluster cannot run the scenario's native gangs: one line naming what is missing."""
+release_of = loadgen_gates.release_of
 
 
 def needed(scenario: Scenario) -> bool:
     return any(p.native_gang for p in scenario.phases)
-
-
-def release_of(git_version: str) -> str | None:
-    """`1.NN` of a `/version` gitVersion (`v1.36.4` -> `1.36`); None if unreadable (pure)."""
-    m = _MINOR.match(git_version)
-    return f"1.{m.group(1)}" if m else None
 
 
 def problem(git_version: str, version: str | None, off: tuple[str, ...] = ()) -> str | None:
@@ -69,11 +58,7 @@ async def _gates_off(kube: Kube, release: str | None) -> tuple[str, ...]:
     needed_gates = vocab.WORKLOAD_GATES.get(release or "", ())
     if len(needed_gates) < 2:
         return ()  # 1.37: serving the API is the gate
-    try:
-        text = await kube.request("GET", "/metrics", retry=False, text=True)
-    except errors.KubeError:
-        return ()
-    state = feature_gates.enabled_in(str(text))
+    state = await loadgen_gates.reported(kube) or {}
     return tuple(g for g in needed_gates if state.get(g) is False)
 
 

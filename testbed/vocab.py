@@ -47,6 +47,14 @@ ATTR_PCI_BUS_ID: Final = "resource.kubernetes.io/pciBusID"
 # an int, published by GPU and NIC drivers alike so one `matchAttribute` aligns them. Older
 # releases take it too (attributes are free-form), they only ship no constraint examples for it.
 ATTR_NUMA_NODE: Final = "resource.kubernetes.io/numaNode"
+# Derived attributes (KEP-6080, DRADerivedAttributes, alpha in 1.37, off by default): a request
+# names a CEL expression per candidate device whose value constraints match under a virtual
+# name, so two drivers' own NUMA attributes align. `derived/` is the domain Kubernetes suggests
+# for names no driver publishes (a driver's name would be shadowed).
+DERIVED_GATE: Final = "DRADerivedAttributes"
+DERIVED_RELEASE: Final = "1.37"
+"""The first release with the gate."""
+DERIVED_NUMA_NODE: Final = "derived/numaNode"
 
 # NVIDIA GPU driver attributes (unqualified names live in the driver's domain).
 GPU_ATTR_TYPE: Final = "type"

@@ -126,6 +126,12 @@ class Claim(_Model):
     """All of the claim's GPUs and NICs on one NUMA node, by the in-tree constraint
     `matchAttribute: resource.kubernetes.io/numaNode` across the GPU and NIC requests (the
     standard attribute of 1.37): the scheduler refuses a node where that is impossible."""
+    derived: bool = False
+    """With `numa`: align by a derived attribute (DRADerivedAttributes, alpha in 1.37) instead,
+    as a claim across two drivers that name NUMA each their own way must: every GPU request
+    maps the NVIDIA driver's NUMA attribute (the standard name, the only one it publishes),
+    every NIC request DRANet's `dra.net/numaNode`, to `derived/numaNode`, which the constraint
+    matches. Refused before anything is created where the gate is off."""
     min_memory: str | None = None
     """Only GPUs with at least this much memory (a CEL selector), e.g. `40Gi`."""
     device_plugin: bool = False
@@ -174,6 +180,8 @@ class Claim(_Model):
             raise ValueError("aligned NICs pair 1:1 with GPUs: set nics equal to gpus")
         if self.nics and not self.gpus and self.align:
             raise ValueError("align needs GPUs to align the NICs with")
+        if self.derived and not self.numa:
+            raise ValueError("derived is a way of numa alignment: set numa too")
         if self.numa and not (self.gpus and self.nics):
             raise ValueError("numa aligns GPUs with NICs: set gpus and nics >= 1")
         if self.memory is not None and not _is_quantity(self.memory):
@@ -245,7 +253,7 @@ class Claim(_Model):
         if self.nics:
             parts.append(f"nic{self.nics}" + ("-aligned" if self.align else ""))
         if self.numa:
-            parts.append("numa")
+            parts.append("numa-derived" if self.derived else "numa")
         if self.min_memory:
             parts.append("mem" + self.min_memory.lower().replace(".", "p"))
         if self.device_plugin:

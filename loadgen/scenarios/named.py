@@ -81,6 +81,8 @@ class AlignmentParams(_Params):
 
 def _alignment(p: AlignmentParams) -> Scenario:
     how = "in-tree numaNode constraint" if p.numa else "no alignment constraint"
+    if p.derived:
+        how = "in-tree constraint on a derived NUMA attribute"
     phases = []
     if p.fill:
         fill = Claim(gpus=1, gpu_class=p.gpu_class)

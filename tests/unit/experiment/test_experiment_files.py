@@ -207,6 +207,25 @@ def test_native_gangs_on_a_variant_without_the_workload_api_are_refused() -> Non
     assert _checked(workloads=gang, variants=both)
 
 
+def test_derived_attributes_on_a_variant_without_the_gate_are_refused() -> None:
+    derived = [
+        {
+            "name": "a",
+            "scenario": "alignment",
+            "params": {"gpus": 2, "nics": 2, "numa": True, "derived": True},
+        }
+    ]
+    with pytest.raises(
+        specs.SpecError,
+        match=r"^workloads\.0 \(variant on\): derived attributes need Kubernetes 1\.37 or "
+        r"later with featureGates: \{DRADerivedAttributes: true\}$",
+    ):
+        _checked(workloads=derived)
+    gate = {"DRADerivedAttributes": True}
+    on = [{"name": n, "featureGates": gate} for n in ("a", "b")]
+    assert _checked(workloads=derived, variants=on)
+
+
 def test_a_gang_larger_than_the_whole_fleet_is_refused_with_the_numbers() -> None:
     # 10 dgx-h100 nodes hold 80 GPUs: a gang of 11 whole nodes never runs, in any arm.
     gang = {"name": "g", "scenario": "gang", "params": {"gangs": 1, "size": 11}}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from loadgen import templates
 from loadgen.scenarios.model import Claim, Phase
 from testbed import vocab
@@ -204,6 +206,37 @@ def test_a_numa_claim_is_one_in_tree_constraint_over_every_gpu_and_nic_request()
     }
     assert [c["matchAttribute"] for c in both[:2]] == [vocab.ATTR_PCIE_ROOT] * 2
     assert Claim(gpus=2, nics=2, numa=True).key == "gpu2-nic2-aligned-numa"
+
+
+def test_a_derived_numa_claim_maps_each_drivers_own_numa_attribute_to_one_name() -> None:
+    spec = templates.claim_spec(Claim(gpus=4, nics=4, align=False, numa=True, derived=True))
+    gpu, nic = spec["devices"]["requests"]
+    assert gpu["exactly"]["derivedAttributes"] == [
+        {
+            "name": vocab.DERIVED_NUMA_NODE,
+            "expression": "device.attributes['resource.kubernetes.io'].numaNode",
+        }
+    ]
+    assert nic["exactly"]["derivedAttributes"] == [
+        {"name": vocab.DERIVED_NUMA_NODE, "expression": "device.attributes['dra.net'].numaNode"}
+    ]
+    assert spec["devices"]["constraints"] == [
+        {"requests": ["gpu", "nic"], "matchAttribute": vocab.DERIVED_NUMA_NODE}
+    ]
+    # Aligned pairs keep their PCIe-root constraints on the physical attribute.
+    pairs = templates.claim_spec(Claim(gpus=2, nics=2, numa=True, derived=True))["devices"]
+    assert [c["matchAttribute"] for c in pairs["constraints"]] == [
+        vocab.ATTR_PCIE_ROOT,
+        vocab.ATTR_PCIE_ROOT,
+        vocab.DERIVED_NUMA_NODE,
+    ]
+    assert all(len(r["exactly"]["derivedAttributes"]) == 1 for r in pairs["requests"])
+    assert Claim(gpus=2, nics=2, numa=True, derived=True).key == "gpu2-nic2-aligned-numa-derived"
+
+
+def test_derived_without_numa_is_refused() -> None:
+    with pytest.raises(ValueError, match="derived is a way of numa alignment: set numa too"):
+        Claim(gpus=1, nics=1, derived=True)
 
 
 def _gang_phase(native: bool) -> Phase:

@@ -3,7 +3,7 @@ line naming the release or gates."""
 
 from __future__ import annotations
 
-from loadgen import workload_api
+from loadgen import gates, workload_api
 from loadgen.scenarios import load
 from testbed.kube import workloads as workloads_api
 
@@ -43,3 +43,22 @@ def test_only_1_35s_v1alpha1_has_no_pod_group_objects() -> None:
         "/apis/scheduling.k8s.io/v1alpha2/namespaces/ns/podgroups"
     )
     assert workload_api.release_of("v1.36.4") == "1.36" and workload_api.release_of("x") is None
+
+
+def test_derived_attributes_before_1_37_name_the_release_and_on_1_37_the_gate() -> None:
+    text = gates.derived_problem("v1.36.4", {"DynamicResourceAllocation": True})
+    assert text is not None and "\n" not in text
+    assert "need Kubernetes 1.37 or later with the alpha gate DRADerivedAttributes" in text
+    assert "Kubernetes v1.36.4 has no such gate" in text
+    off = gates.derived_problem("v1.37.2", {"DRADerivedAttributes": False})
+    assert off is not None and "(testbed up --feature-gates DRADerivedAttributes=true)" in off
+    # A readable gate list without the gate at all is off, too; unknown is not refused.
+    assert gates.derived_problem("v1.37.2", {"GenericWorkload": True}) is not None
+    assert gates.derived_problem("v1.37.2", None) is None
+    assert gates.derived_problem("v1.37.2", {"DRADerivedAttributes": True}) is None
+
+
+def test_only_a_derived_claim_needs_the_gate() -> None:
+    derived = {"numa": "true", "derived": "true", "align": "false"}
+    assert gates.derived_needed(load("alignment", derived))
+    assert not gates.derived_needed(load("alignment", {"numa": "true"}))
