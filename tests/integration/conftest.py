@@ -1,6 +1,8 @@
 """A second local cluster for what needs gates the session cluster runs without: the Workload
 API (`GenericWorkload`, native gangs) and milli-unit capacity ranges
-(`DRAFractionalCapacityRange`), both beta and off by default in Kubernetes 1.37.
+(`DRAFractionalCapacityRange`), both beta and off by default in Kubernetes 1.37; and a third,
+`<test cluster>-derived`, with the alpha DRADerivedAttributes on too (kept apart so a gated
+cluster already running is reused as it is).
 
 Named `<test cluster>-gated` unless $DRA_TESTBED_GATED_CLUSTER names another (a cluster already
 running with these gates, e.g. the session cluster itself, is reused); kube-scheduler runs
@@ -21,13 +23,15 @@ from testbed.kube.client import ClientSettings, Kube
 from tests.support import release_clusters
 
 GATES = {vocab.WORKLOAD_GATE: True, "DRAFractionalCapacityRange": True}
+DERIVED_GATES = {**GATES, vocab.DERIVED_GATE: True}
+"""The derived cluster's: the gated cluster's plus the alpha DRADerivedAttributes, which also
+has kube-scheduler run its experimental allocator (the only one with the feature)."""
 
 
-@pytest.fixture(scope="session")
-def gated_kubeconfig() -> Iterator[str]:
+def _gated_cluster(suffix: str, env: str, gates: dict[str, bool]) -> Iterator[str]:
     base = os.environ.get("DRA_TESTBED_TEST_CLUSTER", local.DEFAULT_NAME)
-    name = os.environ.get("DRA_TESTBED_GATED_CLUSTER", f"{base}-gated")
-    config = local.ClusterConfig(name=name, extender=False, feature_gates=GATES)
+    name = os.environ.get(env, f"{base}-{suffix}")
+    config = local.ClusterConfig(name=name, extender=False, feature_gates=gates)
     cluster = local.LocalCluster(config)
     status, created = cluster.up()
     try:
@@ -38,9 +42,31 @@ def gated_kubeconfig() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def gated_kubeconfig() -> Iterator[str]:
+    yield from _gated_cluster("gated", "DRA_TESTBED_GATED_CLUSTER", GATES)
+
+
+@pytest.fixture(scope="session")
 async def gated_kube(gated_kubeconfig: str) -> AsyncIterator[Kube]:
     client = await Kube.connect(
         kubeconfig=gated_kubeconfig, settings=ClientSettings(qps=500, burst=1000)
+    )
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture(scope="session")
+def derived_kubeconfig() -> Iterator[str]:
+    """`<test cluster>-derived` (or $DRA_TESTBED_DERIVED_CLUSTER): derived attributes on."""
+    yield from _gated_cluster("derived", "DRA_TESTBED_DERIVED_CLUSTER", DERIVED_GATES)
+
+
+@pytest.fixture(scope="session")
+async def derived_kube(derived_kubeconfig: str) -> AsyncIterator[Kube]:
+    client = await Kube.connect(
+        kubeconfig=derived_kubeconfig, settings=ClientSettings(qps=500, burst=1000)
     )
     try:
         yield client
