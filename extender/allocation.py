@@ -14,8 +14,12 @@ Mirrors what kube-scheduler's structured allocator decides for one node (not how
 - a device is used by one request unless it allows multiple allocations (consumable
   capacity: each request's capacity must fit the device's);
 - a partition consumes its slice's shared counters (MIG): what is in use plus what this
-  pod takes must fit each counter set.
-A CEL runtime error on any candidate device fails the node, as it fails the allocator there.
+  pod takes must fit each counter set;
+- a request's derived attributes (DRADerivedAttributes): a constraint naming one reads, for
+  that request's devices, its CEL expression's value instead of a published attribute,
+  evaluated when a device is tried, as the allocator does.
+A CEL runtime error on any candidate device fails the node, as it fails the allocator there
+(for a derived attribute: on a device the search tries).
 The search has a step budget: past it the verdict is *not judged*.
 """
 
@@ -58,6 +62,8 @@ class Alternative:
     count: int
     admin: bool
     capacity: tuple[tuple[str, Fraction], ...] = ()
+    derived: tuple[tuple[str, expressions.Selector], ...] = ()
+    """Derived attributes: (name, compiled expression)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +167,9 @@ def _alternative(
             capacity.append((str(cap_name), expressions.parse_quantity(str(qty))))
         except expressions.CelError:
             return Pod(unjudged="bad_capacity", reason=f"request {name}: capacity {qty!r}")
+    derived = _derived(name, raw.get("derivedAttributes"), evaluator)
+    if isinstance(derived, Pod):
+        return derived
     return Alternative(
         name=name,
         cls=cls,
@@ -169,7 +178,31 @@ def _alternative(
         count=int(count) if mode == "ExactCount" else 0,
         admin=raw.get("adminAccess") is True,
         capacity=tuple(capacity),
+        derived=derived,
     )
+
+
+def _derived(
+    name: str, items: Any, evaluator: expressions.Evaluator
+) -> tuple[tuple[str, expressions.Selector], ...] | Pod:
+    out = []
+    for item in items or ():
+        expr = item.get("expression") if isinstance(item, dict) else None
+        if not isinstance(expr, str) or not item.get("name"):
+            return Pod(unjudged="request_shape", reason=f"request {name}: bad derived attribute")
+        sel = evaluator.compile_derived(expr)
+        if sel.unsupported is not None:
+            return Pod(
+                unjudged="unsupported_function",
+                reason=f"request {name}: derived attribute not judged ({sel.unsupported})",
+            )
+        if sel.error is not None:
+            return Pod(
+                unjudged="does_not_compile",
+                reason=f"request {name}: derived attribute does not compile ({sel.error})",
+            )
+        out.append((str(item["name"]), sel))
+    return tuple(out)
 
 
 @dataclass(slots=True)
@@ -244,6 +277,10 @@ def judge(
         ok = search.request(0, _State())
     except _OverBudget:
         return Verdict(None, "search over budget", "too_complex")
+    except expressions.DerivedError as e:
+        if not e.judged:
+            return Verdict(None, f"derived attribute {e}", "derived_value")
+        return Verdict(False, f"derived attribute: {e}")
     if ok:
         return FITS
     return Verdict(False, search.why or "not enough matching free devices")
@@ -369,7 +406,7 @@ class _Search:
         for j, con in enumerate(self.pod.constraints):
             if con.claim != req.claim or not _covers(con, req.name, alt.name):
                 continue
-            value = dev.attributes.get(_qualified(con.attribute, dev.driver))
+            value = _attribute(alt, dev, con.attribute)
             if value is None:
                 return None
             if con.distinct and self.distinct_all:
@@ -443,6 +480,15 @@ class _Search:
                 st.capacity[ck2] -= amount
 
         return undo
+
+
+def _attribute(alt: Alternative, dev: Device, name: str) -> Any:
+    """The value a constraint on `name` sees of `dev` taken for `alt`: the request's derived
+    attribute of that name (DerivedError when it has none), else the device's own."""
+    for derived, sel in alt.derived:
+        if derived == name:
+            return sel.evaluator.derived_value(sel, dev)
+    return dev.attributes.get(_qualified(name, dev.driver))
 
 
 def _covers(con: Constraint, request: str, alternative: str) -> bool:

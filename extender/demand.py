@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from extender import selectors
+from extender import expressions, selectors
 from extender.config import Settings
 from testbed import vocab, workloads
 
@@ -54,8 +54,9 @@ class Demand:
     require_locality: Locality | None = None
     aligned_in_tree: bool = False
     """A claim constrains its GPUs and NICs to one NUMA node (`matchAttribute:
-    resource.kubernetes.io/numaNode`): DRA enforces the alignment wherever the pod lands, so
-    the alignment term does not apply (no paying twice for it)."""
+    resource.kubernetes.io/numaNode`, or on a derived attribute each of those requests reads
+    from a NUMA attribute): DRA enforces the alignment wherever the pod lands, so the
+    alignment term does not apply (no paying twice for it)."""
     job: str | None = None
     """`namespace/name` of the pod's gang (its PodGroup, else the gang label) or Job."""
     group: bool = False
@@ -209,11 +210,13 @@ def _add_claim(
     in-tree NUMA constraint over GPUs and NICs."""
     devices = spec.get("devices") or {}
     per_request: dict[str, tuple[Role, int]] = {}
+    derived: dict[str, dict[str, str]] = {}
     for req in devices.get("requests") or []:
         if not isinstance(req, dict):
             continue
         rname = str(req.get("name", ""))
         exactly = req.get("exactly")
+        derived[rname] = _derived_of(exactly)
         alternatives = req.get("firstAvailable")
         if not isinstance(exactly, dict):
             if (
@@ -253,9 +256,15 @@ def _add_claim(
     numa = False
     for con in devices.get("constraints") or []:
         attribute = con.get("matchAttribute") if isinstance(con, dict) else None
-        if attribute not in (vocab.ATTR_PCIE_ROOT, vocab.ATTR_NUMA_NODE):
+        if not isinstance(attribute, str):
             continue
         names = con.get("requests") or list(per_request)
+        levels = {_level(attribute, derived.get(n, {})) for n in names if n in per_request}
+        if len(levels) != 1:
+            continue  # requests of one constraint compare different things: not judged
+        attribute = levels.pop()
+        if attribute is None:
+            continue
         g = sum(c for r, c in (per_request.get(n, ("", 0)) for n in names) if r == "gpu")
         n = sum(c for r, c in (per_request.get(n, ("", 0)) for n in names) if r == "nic")
         if attribute == vocab.ATTR_NUMA_NODE:
@@ -263,6 +272,32 @@ def _add_claim(
         elif g + n >= 2:
             groups.append((g, n))
     return numa
+
+
+_LEVELS = {a.rpartition("/")[2]: a for a in (vocab.ATTR_PCIE_ROOT, vocab.ATTR_NUMA_NODE)}
+"""Drivers name NUMA and PCIe-root attributes each in their own domain (`dra.net/numaNode`)
+with these names."""
+
+
+def _derived_of(exactly: Any) -> dict[str, str]:
+    """A request's derived attributes: name -> CEL expression."""
+    items = exactly.get("derivedAttributes") if isinstance(exactly, dict) else None
+    return {
+        str(d.get("name")): str(d.get("expression"))
+        for d in items or ()
+        if isinstance(d, dict) and isinstance(d.get("expression"), str)
+    }
+
+
+def _level(attribute: str, derived: Mapping[str, str]) -> str | None:
+    """The topology level (the standard PCIe-root or NUMA attribute) a constraint on
+    `attribute` compares for a request with these derived attributes: the attribute itself,
+    or the one attribute of that level its derived expression reads; None for another."""
+    expr = derived.get(attribute)
+    if expr is None:
+        return attribute if attribute in _LEVELS.values() else None
+    names = {name for _, name in expressions.attributes_read(expr)}
+    return _LEVELS.get(names.pop()) if len(names) == 1 else None
 
 
 def _dominant(

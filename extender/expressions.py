@@ -28,6 +28,11 @@ parse the whole language). Where the two environments differ we follow kube-sche
 - Functions outside the environment we implement (Kubernetes' string, list, IP, CIDR, URL
   libraries...) make the expression *not judged*, never an error.
 
+A derived attribute (DRADerivedAttributes, alpha in 1.37) is an expression in the same
+environment whose value, not a bool, stands for a virtual attribute in a request's constraints:
+an int, bool, string or semver (`Evaluator.derived_value`). Another result is a runtime
+error, as in kube-scheduler; a list (DRAListTypeAttributes' form) is not judged.
+
 Evaluation results are cached per (expression, what the expression reads of the device): an
 expression that reads only `device.driver` and one attribute is evaluated once per distinct
 (driver, value), however many devices share them. The caches belong to an `Evaluator` (the
@@ -78,6 +83,15 @@ _INT64 = 2**63
 
 class CelError(ValueError):
     """A runtime error raised by one of our functions."""
+
+
+class DerivedError(Exception):
+    """A derived attribute has no value on a device: a runtime error (kube-scheduler then
+    fails the pod's allocation), or a value not judged here (`judged` False)."""
+
+    def __init__(self, reason: str, *, judged: bool = True) -> None:
+        super().__init__(reason)
+        self.judged = judged
 
 
 def parse_quantity(text: str) -> Fraction:
@@ -299,7 +313,9 @@ class Evaluator:
 
     def __init__(self) -> None:
         self._compiled: dict[str, Selector] = {}
+        self._derived: dict[str, Selector] = {}
         self._results: dict[tuple[str, object], Outcome] = {}
+        self._values: dict[tuple[str, object], object] = {}
         self._logged: set[str] = set()
 
     def compile_selector(self, expression: str) -> Selector:
@@ -321,6 +337,40 @@ class Evaluator:
             )
         return sel
 
+    def compile_derived(self, expression: str) -> Selector:
+        """The compiled expression of a derived attribute, compiled once per evaluator."""
+        hit = self._derived.get(expression)
+        if hit is not None:
+            return hit
+        sel = _compile(expression, self, derived=True)
+        if len(self._derived) >= _COMPILED_LIMIT:
+            self._derived.clear()
+        self._derived[expression] = sel
+        return sel
+
+    def derived_value(self, sel: Selector, device: Device) -> object:
+        """The value of derived attribute `sel` on `device` as the device's own attributes
+        hold theirs (int, bool, str; a semver as its text); DerivedError when it has none.
+        Cached as `evaluate` caches."""
+        key = self._device_key(sel, device)
+        cache_key = (sel.expression, key)
+        hit = self._values.get(cache_key, _MISSING)
+        if hit is _MISSING:
+            try:
+                hit = _attribute_value(self._execute(sel, device))
+            except _Failed:
+                hit = DerivedError("CEL runtime error")
+            except DerivedError as e:
+                hit = e
+                self._log_once(sel.expression, f"derived attribute {e}: {sel.expression!r}")
+            if len(self._values) >= _RESULTS_LIMIT:
+                self._values.clear()
+            if sel.refs is not None:
+                self._values[cache_key] = hit
+        if isinstance(hit, DerivedError):
+            raise hit
+        return hit
+
     def selectors_of(self, items: Any) -> tuple[tuple[Selector, ...], str | None]:
         """Compiled selectors of a DeviceClass's or request's `selectors` list, and why they
         are not judged (None when all are)."""
@@ -341,11 +391,7 @@ class Evaluator:
 
     def evaluate(self, sel: Selector, device: Device) -> Outcome:
         """Does `device` match `sel`? Cached per (expression, what it reads of the device)."""
-        if sel.refs is None:
-            key: object = id(device), device
-        else:
-            key = (device.driver, device.multi, *(_read(device, r) for r in sel.refs))
-        cache_key = (sel.expression, key)
+        cache_key = (sel.expression, self._device_key(sel, device))
         hit = self._results.get(cache_key)
         if hit is not None:
             return hit
@@ -356,18 +402,40 @@ class Evaluator:
             self._results[cache_key] = out
         return out
 
+    @staticmethod
+    def _device_key(sel: Selector, device: Device) -> object:
+        """What `sel` reads of `device` (the device itself when that is not known)."""
+        if sel.refs is None:
+            return id(device), device
+        return (device.driver, device.multi, *(_read(device, r) for r in sel.refs))
+
     def _run(self, sel: Selector, device: Device) -> Outcome:
+        try:
+            result = self._execute(sel, device)
+        except _Failed:
+            return Outcome.ERROR
+        if result is True:
+            return Outcome.MATCH
+        if result is False:
+            return Outcome.NO_MATCH
+        self._log_once(
+            sel.expression, f"CEL result {type(result).__name__}, not bool, in {sel.expression!r}"
+        )
+        return Outcome.ERROR
+
+    def _execute(self, sel: Selector, device: Device) -> Any:
+        """`sel`'s result on `device`; _Failed on a runtime error (logged once)."""
         started = time.perf_counter()
         try:
             context = cel.Context(
                 variables={"device": device_input(sel, device)}, functions=FUNCTIONS
             )
-            result = sel.program.execute(context)
+            return sel.program.execute(context)
         except Exception as e:  # KeyError, TypeError, ValueError, RuntimeError... from the binding
             self._log_once(
                 sel.expression, f"CEL runtime error ({_first_line(e)}) in {sel.expression!r}"
             )
-            return Outcome.ERROR
+            raise _Failed from None
         finally:
             took = time.perf_counter() - started
             if took > MAX_EVALUATION_SECONDS:
@@ -380,14 +448,6 @@ class Evaluator:
                 self._log_once(
                     sel.expression, f"CEL expression too costly, not judged: {sel.expression!r}"
                 )
-        if result is True:
-            return Outcome.MATCH
-        if result is False:
-            return Outcome.NO_MATCH
-        self._log_once(
-            sel.expression, f"CEL result {type(result).__name__}, not bool, in {sel.expression!r}"
-        )
-        return Outcome.ERROR
 
     def _log_once(self, key: str, message: str) -> None:
         if key in self._logged:
@@ -398,7 +458,23 @@ class Evaluator:
         log.warning("%s", message[:500])
 
 
-def _compile(expression: str, owner: Evaluator) -> Selector:
+class _Failed(Exception):
+    """An evaluation ended in a runtime error."""
+
+
+def _attribute_value(result: Any) -> object:
+    """A derived attribute's CEL result as an attribute value (kube-scheduler's
+    valToDeviceAttribute: bool, int, string or semver; a list is not judged here)."""
+    if isinstance(result, bool | int | str):
+        return result
+    if isinstance(result, dict) and _V in result and len(result) == 1:
+        return str(result[_V])
+    if isinstance(result, list | tuple):
+        raise DerivedError("gives a list", judged=False)
+    raise DerivedError(f"gives a {type(result).__name__}, not a scalar")
+
+
+def _compile(expression: str, owner: Evaluator, *, derived: bool = False) -> Selector:
     if not isinstance(expression, str) or not expression.strip():
         return Selector(str(expression), owner, error="empty expression")
     if len(expression.encode()) > MAX_EXPRESSION_BYTES:
@@ -416,7 +492,7 @@ def _compile(expression: str, owner: Evaluator) -> Selector:
     )
     if unknown:
         return Selector(expression, owner, program, unsupported=f"function {unknown[0]}")
-    refused = typecheck.check(expression)
+    refused = typecheck.check(expression, derived=derived)
     if refused is not None:
         return Selector(expression, owner, program, error=refused)
     free = [v for v in variables if v != "device"]
@@ -441,6 +517,16 @@ def _compile(expression: str, owner: Evaluator) -> Selector:
         refs=tuple(sorted(set(refs))) if projected else None,
         domains=tuple(sorted(domains)),
     )
+
+
+def attributes_read(expression: str) -> set[tuple[str, str]]:
+    """(domain, name) of each attribute `expression` reads by literal names (pure)."""
+    out = set()
+    for m in _ACCESS.finditer(expression):
+        if m.group(1) == "attributes":
+            domain = m.group(2) if m.group(2) is not None else m.group(3)
+            out.add((domain, m.group(4) or (m.group(5) if m.group(5) is not None else m.group(6))))
+    return out
 
 
 def _defaulted(m: re.Match[str]) -> str:

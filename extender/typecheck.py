@@ -339,9 +339,15 @@ def _arith(a: str, b: str, op: str) -> str:
     return DYN
 
 
-def check(expression: str) -> str | None:
+_DERIVED_RESULTS = frozenset({"bool", "int", "string", "semver", "list", DYN})
+"""What a derived attribute's expression may give: a primitive scalar, a semver, or a list
+of them (the element type is not followed here)."""
+
+
+def check(expression: str, *, derived: bool = False) -> str | None:
     """Why Kubernetes' compiler would refuse `expression` (a one-line reason), or None when
-    it checks (or uses syntax this checker leaves alone)."""
+    it checks (or uses syntax this checker leaves alone). `derived`: it computes a derived
+    attribute's value, not a selector's bool."""
     try:
         parser = _Parser(expression)
         out = parser.expr()
@@ -351,6 +357,13 @@ def check(expression: str) -> str | None:
         return str(e)
     except (_Unchecked, IndexError, RecursionError):
         return None
+    if derived:
+        if out in _DERIVED_RESULTS:
+            return None
+        return (
+            "must evaluate to a primitive scalar (string, integer, boolean, semver) or a list "
+            f"of these scalars, not {out}"
+        )
     if out not in ("bool", DYN):
         return f"must evaluate to bool or the unknown type, not {out}"
     return None

@@ -14,12 +14,15 @@ over the maximum, or none named so the defaults apply), and a selector that fail
 time. The agreement is printed per shape.
 
 It runs on the session cluster, on the gated one, whose allocator steps fractional ranges in
-milli-units (DRAFractionalCapacityRange), as the extender reads from its API server, and on
-1.36 and 1.35 clusters, whose allocators have no such gate and check distinctAttribute as the
-extender does for releases before 1.37.
+milli-units (DRAFractionalCapacityRange), as the extender reads from its API server, on the
+derived one (DRADerivedAttributes on too: kube-scheduler's experimental allocator), where
+claims also constrain derived attributes (`DERIVED_SHAPES`), and on 1.36 and 1.35 clusters,
+whose allocators have no such gates and check distinctAttribute as the extender does for
+releases before 1.37.
 
 Size: DRA_TESTBED_DIFF_NODES x DRA_TESTBED_DIFF_ROUNDS pairs (default 50 x 10 = 500; the gated
-run DRA_TESTBED_DIFF_GATED_ROUNDS, older releases' DRA_TESTBED_DIFF_OLDER_ROUNDS, 10 each),
+run DRA_TESTBED_DIFF_GATED_ROUNDS, the derived one DRA_TESTBED_DIFF_DERIVED_ROUNDS, older
+releases' DRA_TESTBED_DIFF_OLDER_ROUNDS, 10 each),
 seed DRA_TESTBED_DIFF_SEED. Every disagreement is printed with the claim and the verdict.
 Agreement must reach TARGET over all pairs and SHAPE_TARGET within every shape.
 """
@@ -58,6 +61,7 @@ NODES = int(os.environ.get("DRA_TESTBED_DIFF_NODES", "50"))
 ROUNDS = int(os.environ.get("DRA_TESTBED_DIFF_ROUNDS", "10"))
 GATED_ROUNDS = int(os.environ.get("DRA_TESTBED_DIFF_GATED_ROUNDS", "10"))
 OLDER_ROUNDS = int(os.environ.get("DRA_TESTBED_DIFF_OLDER_ROUNDS", "10"))
+DERIVED_ROUNDS = int(os.environ.get("DRA_TESTBED_DIFF_DERIVED_ROUNDS", "10"))
 SEED = int(os.environ.get("DRA_TESTBED_DIFF_SEED", "1"))
 TARGET = 0.99
 SHAPE_TARGET = 0.95
@@ -152,6 +156,7 @@ def node_devices(rng: random.Random, node: str) -> list[Obj]:
                     "rdma": {"bool": rng.random() < 0.7},
                     vocab.ATTR_PCIE_ROOT: {"string": f"pci-{i % roots}"},
                     vocab.ATTR_NUMA_NODE: {"int": (i % roots) % 2},
+                    vocab.NIC_ATTR_NUMA: {"int": (i % roots) % 2},  # DRANet's own name
                 },
             }
         )
@@ -224,10 +229,46 @@ SHAPES = (
     "numa-match-shared",
 )
 """The claim shapes, in the order `claim_spec` draws them (the last five: issue 29's)."""
+DERIVED_SHAPES = (*SHAPES, "numa-derived")
+"""With DRADerivedAttributes on: derived attributes in constraints too."""
 
 
-def claim_spec(rng: random.Random, p: str) -> tuple[str, Obj]:
-    """One generated claim spec (class names prefixed with `p`) and its shape's name."""
+def _derived_claim(rng: random.Random, req: Any) -> tuple[list[Obj], list[Obj]]:
+    """GPU and NIC requests whose constraint names a derived attribute: each driver's NUMA
+    attribute mapped to one name (as ints, or as strings), a type mismatch (never), a shared
+    NIC without NUMA (a runtime error), the standard name shadowed on the GPUs (the NUMA node
+    flipped), or distinct derived values across GPUs."""
+    std, own = (
+        "device.attributes['resource.kubernetes.io'].numaNode",
+        ("device.attributes['dra.net'].numaNode"),
+    )
+    kind = rng.choice(["int", "string", "mismatch", "vnic", "shadow", "distinct"])
+    name = "derived/numa"
+    gpu_expr, nic_expr = std, own
+    if kind == "string":
+        gpu_expr, nic_expr = f"string({std})", f"string({own})"
+    elif kind == "mismatch":
+        gpu_expr = f"string({std})"
+    elif kind == "shadow":
+        name, gpu_expr = vocab.ATTR_NUMA_NODE, f"1 - {std}"
+
+    def derived(expr: str) -> dict[str, Any]:
+        return {"derivedAttributes": [{"name": name, "expression": expr}]}
+
+    if kind == "distinct":
+        reqs = [req("g", "gpu", 2, **derived(std))]  # two NUMA nodes at most
+        return reqs, [{"requests": ["g"], "distinctAttribute": name}]
+    nic = rng.choice(["nic", "rdma"]) if kind != "vnic" else "vnic"
+    reqs = [
+        req("g", "gpu", rng.randint(1, 2), **derived(gpu_expr)),
+        req("n", nic, 1, **({} if kind == "shadow" else derived(nic_expr))),
+    ]
+    return reqs, [{"requests": ["g", "n"], "matchAttribute": name}]
+
+
+def claim_spec(rng: random.Random, p: str, shapes: tuple[str, ...] = SHAPES) -> tuple[str, Obj]:
+    """One generated claim spec (class names prefixed with `p`) and its shape's name, drawn
+    from `shapes` (SHAPES, or DERIVED_SHAPES)."""
 
     def req(name: str, cls: str, count: int | None = 1, **kw: Any) -> Obj:
         body: Obj = {"deviceClassName": f"{p}-{cls}", **kw}
@@ -248,7 +289,7 @@ def claim_spec(rng: random.Random, p: str) -> tuple[str, Obj]:
         }
         return {"requests": {name: rng.choice(values[name])}}
 
-    k = rng.randrange(len(SHAPES))
+    k = rng.randrange(len(shapes))
     n = rng.randint(1, 6)
     constraints: list[Obj] = []
     if k == 0:
@@ -323,9 +364,11 @@ def claim_spec(rng: random.Random, p: str) -> tuple[str, Obj]:
             req("n", rng.choice(["nic", "rdma"]), 1),
         ]
         constraints = [{"requests": ["s", "n"], "matchAttribute": vocab.ATTR_NUMA_NODE}]
+    elif k == 17:
+        reqs, constraints = _derived_claim(rng, req)
     else:
         reqs = [req("g", "gpu", n), req("n", "rdma", rng.randint(1, 2))]
-    return SHAPES[k], {"devices": {"requests": reqs, "constraints": constraints}}
+    return shapes[k], {"devices": {"requests": reqs, "constraints": constraints}}
 
 
 @contextlib.asynccontextmanager
@@ -346,6 +389,14 @@ async def _unserved(kube: Kube) -> AsyncIterator[web.Application]:
 async def gated_extender(gated_kube: Kube) -> AsyncIterator[web.Application]:
     """On the gated cluster, which it reads steps capacity ranges in milli-units."""
     async with _unserved(gated_kube) as app:
+        assert app[app_mod.STORE].index.fractional
+        yield app
+
+
+@pytest.fixture(scope="module")
+async def derived_extender(derived_kube: Kube) -> AsyncIterator[web.Application]:
+    """On the derived cluster (the gated one's gates and DRADerivedAttributes)."""
+    async with _unserved(derived_kube) as app:
         assert app[app_mod.STORE].index.fractional
         yield app
 
@@ -412,13 +463,21 @@ async def test_the_extender_agrees_with_the_allocator_stepping_fractions_in_mill
     await _differential(gated_kube, gated_extender, GATED_ROUNDS)
 
 
+async def test_the_extender_agrees_with_the_allocator_evaluating_derived_attributes(
+    derived_kube: Kube, derived_extender: web.Application
+) -> None:
+    await _differential(derived_kube, derived_extender, DERIVED_ROUNDS, DERIVED_SHAPES)
+
+
 async def test_the_extender_agrees_with_an_older_releases_allocator(
     older_kube: Kube, older_extender: web.Application
 ) -> None:
     await _differential(older_kube, older_extender, OLDER_ROUNDS)
 
 
-async def _differential(kube: Kube, extender: web.Application, rounds: int) -> None:
+async def _differential(
+    kube: Kube, extender: web.Application, rounds: int, shapes: tuple[str, ...] = SHAPES
+) -> None:
     rng = random.Random(SEED)
     run = secrets.token_hex(3)
     prefix = f"diff-{run}"
@@ -451,7 +510,7 @@ async def _differential(kube: Kube, extender: web.Application, rounds: int) -> N
         await _wait_ready(kube, nodes)
         pairs: list[dict[str, Any]] = []
         for rnd in range(rounds):
-            pairs += await _round(kube, core, ns, prefix, nodes, rng, rnd)
+            pairs += await _round(kube, core, ns, prefix, nodes, rng, rnd, shapes)
             print(f"round {rnd}: {len(pairs)} pairs", flush=True)
         judged = [p for p in pairs if p["fits"] is not None]
         agree = [p for p in judged if p["fits"] == (p["kube"] == "scheduled")]
@@ -463,10 +522,10 @@ async def _differential(kube: Kube, extender: web.Application, rounds: int) -> N
         for p in pairs:
             if p["fits"] is None or p["fits"] != (p["kube"] == "scheduled"):
                 print("DISAGREE" if p["fits"] is not None else "NOT JUDGED", json.dumps(p))
-        print(_by_shape(pairs))
+        print(_by_shape(pairs, shapes))
         assert len(pairs) >= NODES * rounds
         assert len(agree) >= TARGET * len(pairs)
-        for shape in SHAPES:
+        for shape in shapes:
             mine = [p for p in pairs if p["shape"] == shape]
             ok = [p for p in mine if p["fits"] == (p["kube"] == "scheduled")]
             assert mine and len(ok) >= SHAPE_TARGET * len(mine), (shape, len(ok), len(mine))
@@ -490,10 +549,10 @@ async def _differential(kube: Kube, extender: web.Application, rounds: int) -> N
                 await kube.delete(r.DEVICE_CLASSES, cls["metadata"]["name"])
 
 
-def _by_shape(pairs: list[dict[str, Any]]) -> str:
+def _by_shape(pairs: list[dict[str, Any]], shapes: tuple[str, ...]) -> str:
     """Pairs, agreements and the real allocator's outcomes per claim shape, as a table."""
     rows = [f"{'shape':<22}{'pairs':>6}{'agree':>6}{'differ':>7}{'unjudged':>9}{'kube ok':>8}"]
-    for shape in SHAPES:
+    for shape in shapes:
         mine = [p for p in pairs if p["shape"] == shape]
         judged = [p for p in mine if p["fits"] is not None]
         agree = sum(p["fits"] == (p["kube"] == "scheduled") for p in judged)
@@ -555,10 +614,17 @@ async def _wait_ready(kube: Kube, nodes: list[str]) -> None:
 
 
 async def _round(
-    kube: Kube, core: Any, ns: str, prefix: str, nodes: list[str], rng: random.Random, rnd: int
+    kube: Kube,
+    core: Any,
+    ns: str,
+    prefix: str,
+    nodes: list[str],
+    rng: random.Random,
+    rnd: int,
+    shapes: tuple[str, ...],
 ) -> list[dict[str, Any]]:
     index = core.index
-    drawn = {n: claim_spec(rng, prefix) for n in nodes}
+    drawn = {n: claim_spec(rng, prefix, shapes) for n in nodes}
     specs = {n: spec for n, (_, spec) in drawn.items()}
     claims = {n: f"c{rnd}-{i}" for i, n in enumerate(nodes)}
     for n in nodes:

@@ -284,3 +284,68 @@ def test_the_index_tracks_consumed_capacity_of_allocated_claims() -> None:
     assert index.capacity_in_use == {key: Fraction(32 * 2**30)}
     index.delete("ResourceClaim", claim)
     assert index.capacity_in_use == {}
+
+
+def dgx_devices() -> dict[DeviceKey, topology.Device]:
+    """A dgx's 8 GPUs and 8 RDMA NICs (NUMA 0: 0-3, 1: 4-7), each NUMA node under its own
+    driver's name only (`testbed.dra.io/numaNode`, `dra.net/numaNode`): no standard one."""
+    out = {}
+    for s in objects.dgx("n")[1:]:
+        driver = s["spec"]["driver"]
+        for d in s["spec"]["devices"]:
+            out[(driver, "n", d["name"])] = topology.device_of(driver, d)
+    return out
+
+
+NUMA_GPU = "device.attributes['testbed.dra.io'].numaNode"
+NUMA_NIC = "device.attributes['dra.net'].numaNode"
+
+
+def derived_pair(
+    gpus_: int, nics: int, gpu_expr: str = NUMA_GPU, nic_expr: str = NUMA_NIC
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def req(name: str, cls: str, count: int, expr: str) -> dict[str, Any]:
+        body = {"deviceClassName": cls, "count": count}
+        body["derivedAttributes"] = [{"name": "derived/numa", "expression": expr}]
+        return {"name": name, "exactly": body}
+
+    requests = [
+        req("g", "gpu.nvidia.com", gpus_, gpu_expr),
+        req("n", "rdma.dra.net", nics, nic_expr),
+    ]
+    return requests, [{"requests": ["g", "n"], "matchAttribute": "derived/numa"}]
+
+
+def test_a_derived_attribute_aligns_two_drivers_numa_attributes() -> None:
+    devices = dgx_devices()
+    assert judge(*derived_pair(4, 4)[:1], devices, constraints=derived_pair(4, 4)[1]).fits
+    requests, constraints = derived_pair(5, 1)
+    assert judge(requests, devices, constraints=constraints).fits is False  # 4 GPUs per NUMA
+    requests, constraints = derived_pair(4, 4)
+    # NUMA 0 one GPU short, NUMA 1 whole: fits there; one short on both: no fit.
+    assert judge(requests, devices, {"gpu-0"}, constraints).fits is True
+    assert judge(requests, devices, {"gpu-0", "nic-5"}, constraints).fits is False
+    # The same constraint on the standard name, which these drivers do not publish: never.
+    plain = [{"requests": ["g", "n"], "matchAttribute": "resource.kubernetes.io/numaNode"}]
+    assert judge(requests, devices, constraints=plain).fits is False
+
+
+def test_derived_attribute_errors_fail_the_node_and_lists_are_not_judged() -> None:
+    devices = dgx_devices()
+    # The GPUs have no dra.net domain: a runtime error on the first GPU tried.
+    requests, constraints = derived_pair(1, 1, gpu_expr=NUMA_NIC)
+    verdict = judge(requests, devices, constraints=constraints)
+    assert verdict.fits is False and "CEL runtime error" in verdict.reason
+    requests, constraints = derived_pair(1, 1, gpu_expr=f"[{NUMA_GPU}]")
+    verdict = judge(requests, devices, constraints=constraints)
+    assert verdict.fits is None and verdict.unjudged == "derived_value"
+    # A double is refused when the claim is written.
+    requests, constraints = derived_pair(1, 1, gpu_expr="1.5")
+    assert judge(requests, devices, constraints=constraints).unjudged == "does_not_compile"
+    # A derived value of another type than the other request's: no match.
+    requests, constraints = derived_pair(1, 1, gpu_expr=f"string({NUMA_GPU})")
+    assert judge(requests, devices, constraints=constraints).fits is False
+    requests, constraints = derived_pair(
+        1, 1, gpu_expr=f"{NUMA_GPU} + 1", nic_expr=f"{NUMA_NIC} + 1"
+    )
+    assert judge(requests, devices, constraints=constraints).fits is True

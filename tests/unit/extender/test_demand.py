@@ -158,3 +158,22 @@ def test_an_in_tree_numa_constraint_over_gpus_and_nics_marks_the_pod_aligned_by_
     ).aligned_in_tree
     tmpl = objects.template(NS, "t", objects.pair_spec(2, aligned=True))
     assert not of(objects.pod(NS, "p", templates=["t"]), tmpl).aligned_in_tree
+
+
+def test_a_derived_numa_constraint_is_in_tree_alignment_too() -> None:
+    spec = _numa_spec(4, 4)
+    sources = {"gpu": vocab.ATTR_NUMA_NODE, "nic": vocab.NIC_ATTR_NUMA}
+    for req in spec["devices"]["requests"]:
+        domain, _, name = sources[req["name"]].rpartition("/")
+        expr = f"device.attributes['{domain}'].{name}"
+        req["exactly"]["derivedAttributes"] = [{"name": "derived/numa", "expression": expr}]
+    spec["devices"]["constraints"][0]["matchAttribute"] = "derived/numa"
+    d = of(objects.pod(NS, "p", claims=["c"]), objects.claim(NS, "c", spec))
+    assert d.aligned_in_tree and d.pairs == 4
+    # Derived from something else than a NUMA node (or on one side only): not alignment.
+    spec["devices"]["requests"][0]["exactly"]["derivedAttributes"][0]["expression"] = (
+        "device.attributes['gpu.nvidia.com'].productName"
+    )
+    assert not of(objects.pod(NS, "p", claims=["c"]), objects.claim(NS, "c", spec)).aligned_in_tree
+    del spec["devices"]["requests"][0]["exactly"]["derivedAttributes"]
+    assert not of(objects.pod(NS, "p", claims=["c"]), objects.claim(NS, "c", spec)).aligned_in_tree

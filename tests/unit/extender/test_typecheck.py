@@ -72,3 +72,20 @@ def test_a_class_that_does_not_check_is_not_judged() -> None:
         objects.device_class("c", "device.model == 'H100'"), evaluator
     )
     assert parsed.not_judged == "does_not_compile"
+
+
+def test_a_derived_attribute_may_give_a_scalar_or_a_list_but_nothing_else() -> None:
+    for ok in (
+        "device.attributes['dra.net'].numaNode",
+        "device.driver",
+        "device.attributes['d'].n + 1",
+        "semver('1.2.3')",
+        "[1, 2]",
+        "device.attributes['d'].n > 1",
+    ):
+        assert typecheck.check(ok, derived=True) is None, ok
+    for bad in ("1.5", "device.capacity['d'].memory", "{'a': 1}", "b'x'"):
+        refused = typecheck.check(bad, derived=True)
+        assert refused is not None and "must evaluate to a primitive scalar" in refused, bad
+    # As a selector, a scalar that is not a bool is refused.
+    assert typecheck.check("device.driver") is not None
