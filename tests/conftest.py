@@ -21,7 +21,8 @@ from hypothesis import settings
 
 from testbed import vocab
 from testbed.cluster import holds, local
-from testbed.kube.client import ClientSettings, Kube
+from testbed.kube.client import Kube
+from tests.support import own_clusters
 
 TEST_CLUSTER = "dra-testbed-test"
 TEST_EXTENDER_PORT = vocab.EXTENDER_DEFAULT_PORT + 10_000
@@ -79,8 +80,5 @@ def kubeconfig(cluster_config: local.ClusterConfig) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 async def kube(kubeconfig: str) -> AsyncIterator[Kube]:
-    client = await Kube.connect(kubeconfig=kubeconfig, settings=ClientSettings(qps=500, burst=1000))
-    try:
+    async with own_clusters.client(kubeconfig) as client:
         yield client
-    finally:
-        await client.close()

@@ -19,8 +19,8 @@ import pytest
 
 from testbed import vocab
 from testbed.cluster import local
-from testbed.kube.client import ClientSettings, Kube
-from tests.support import release_clusters
+from testbed.kube.client import Kube
+from tests.support import own_clusters, release_clusters
 
 GATES = {vocab.WORKLOAD_GATE: True, "DRAFractionalCapacityRange": True}
 DERIVED_GATES = {**GATES, vocab.DERIVED_GATE: True}
@@ -32,13 +32,8 @@ def _gated_cluster(suffix: str, env: str, gates: dict[str, bool]) -> Iterator[st
     base = os.environ.get("DRA_TESTBED_TEST_CLUSTER", local.DEFAULT_NAME)
     name = os.environ.get(env, f"{base}-{suffix}")
     config = local.ClusterConfig(name=name, extender=False, feature_gates=gates)
-    cluster = local.LocalCluster(config)
-    status, created = cluster.up()
-    try:
-        yield str(status.kubeconfig)
-    finally:
-        if created and not os.environ.get("DRA_TESTBED_KEEP_CLUSTER"):
-            cluster.down()
+    with own_clusters.running(config, build=True) as kubeconfig:
+        yield kubeconfig
 
 
 @pytest.fixture(scope="session")
@@ -48,13 +43,8 @@ def gated_kubeconfig() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 async def gated_kube(gated_kubeconfig: str) -> AsyncIterator[Kube]:
-    client = await Kube.connect(
-        kubeconfig=gated_kubeconfig, settings=ClientSettings(qps=500, burst=1000)
-    )
-    try:
+    async with own_clusters.client(gated_kubeconfig) as client:
         yield client
-    finally:
-        await client.close()
 
 
 @pytest.fixture(scope="session")
@@ -65,13 +55,8 @@ def derived_kubeconfig() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 async def derived_kube(derived_kubeconfig: str) -> AsyncIterator[Kube]:
-    client = await Kube.connect(
-        kubeconfig=derived_kubeconfig, settings=ClientSettings(qps=500, burst=1000)
-    )
-    try:
+    async with own_clusters.client(derived_kubeconfig) as client:
         yield client
-    finally:
-        await client.close()
 
 
 @pytest.fixture(scope="session", params=list(release_clusters.OLDER))
@@ -79,21 +64,11 @@ def older_kubeconfig(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]
     """(release, kubeconfig) of each release before 1.37, for what differs by release; each
     cluster torn down at the end only if this session created it."""
     release = str(request.param)
-    cluster = local.LocalCluster(release_clusters.config(release))
-    status, created = cluster.up(build=False)
-    try:
-        yield release, str(status.kubeconfig)
-    finally:
-        if created and not os.environ.get("DRA_TESTBED_KEEP_CLUSTER"):
-            cluster.down()
+    with own_clusters.running(release_clusters.config(release)) as kubeconfig:
+        yield release, kubeconfig
 
 
 @pytest.fixture(scope="session")
 async def older_kube(older_kubeconfig: tuple[str, str]) -> AsyncIterator[Kube]:
-    client = await Kube.connect(
-        kubeconfig=older_kubeconfig[1], settings=ClientSettings(qps=500, burst=1000)
-    )
-    try:
+    async with own_clusters.client(older_kubeconfig[1]) as client:
         yield client
-    finally:
-        await client.close()

@@ -25,7 +25,8 @@ from extender.config import Settings
 from loadgen import records, runner, scenarios
 from testbed import vocab
 from testbed.cluster import local
-from testbed.kube.client import ClientSettings, Kube
+from testbed.kube.client import Kube
+from tests.support import own_clusters
 from tests.support.private_fleet import Fleet, make_fleet, remove_fleet
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
@@ -46,24 +47,14 @@ def release_cluster(request: pytest.FixtureRequest, extender_port: int) -> Itera
         extender_port=extender_port,
         feature_gates=dict.fromkeys(vocab.WORKLOAD_GATES[release], True),
     )
-    cluster = local.LocalCluster(config)
-    status, created = cluster.up(build=False)
-    try:
-        yield str(status.kubeconfig)
-    finally:
-        if created and not os.environ.get("DRA_TESTBED_KEEP_CLUSTER"):
-            cluster.down()
+    with own_clusters.running(config) as kubeconfig:
+        yield kubeconfig
 
 
 @pytest.fixture(scope="module")
 async def release_kube(release_cluster: str) -> AsyncIterator[Kube]:
-    client = await Kube.connect(
-        kubeconfig=release_cluster, settings=ClientSettings(qps=500, burst=1000)
-    )
-    try:
+    async with own_clusters.client(release_cluster) as client:
         yield client
-    finally:
-        await client.close()
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,7 @@ from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube import workloads as workloads_api
 from testbed.kube.client import Kube
+from tests.support import own_clusters
 from tests.support.private_fleet import (
     Fleet,
     loadgen_args,
@@ -126,13 +127,8 @@ def api_without_plugin() -> Iterator[str]:
         kubernetes="1.36",
         feature_gates={vocab.WORKLOAD_GATE: True},
     )
-    cluster = local.LocalCluster(config)
-    status, created = cluster.up(build=False)
-    try:
-        yield str(status.kubeconfig)
-    finally:
-        if created and not os.environ.get("DRA_TESTBED_KEEP_CLUSTER"):
-            cluster.down()
+    with own_clusters.running(config) as kubeconfig:
+        yield kubeconfig
 
 
 async def test_on_1_36_without_gang_scheduling_a_native_gang_is_one_line_exit_2(
