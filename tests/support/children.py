@@ -31,9 +31,14 @@ async def run_argv(
         try:
             return await asyncio.wait_for(proc.wait(), within)
         finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
+            await reap(proc)
+
+
+async def reap(proc: asyncio.subprocess.Process) -> None:
+    """Kill `proc` if it still runs, and wait for it: a test's `finally` leaves no child."""
+    if proc.returncode is None:
+        proc.kill()
+        await proc.wait()
 
 
 def extender(

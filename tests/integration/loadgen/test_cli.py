@@ -15,6 +15,7 @@ from loadgen.report import document, perfdata
 from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
+from tests.support import children
 from tests.support.private_fleet import (
     LOADGEN,
     Fleet,
@@ -171,9 +172,7 @@ async def test_ctrl_c_writes_a_partial_report_and_leaves_nothing_behind(
         proc.send_signal(signal.SIGINT)
         _, err = await asyncio.wait_for(proc.communicate(), 60)
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+        await children.reap(proc)
     assert proc.returncode == 130, err.decode()
     doc = document.load(tmp_path / "result.json")
     assert doc.interrupted and doc.cleaned_up

@@ -12,6 +12,7 @@ import pytest
 from loadgen import stats
 from loadgen.report import document
 from testbed.kube.client import Kube
+from tests.support import children
 from tests.support.private_fleet import FLEET_LABEL, Fleet, namespace_gone
 
 pytestmark = pytest.mark.cluster
@@ -43,9 +44,7 @@ async def test_observe_measures_pods_another_process_creates(
         assert creator.returncode == 0, err.decode()
         out, err = await asyncio.wait_for(watcher.communicate(), 120)
     finally:
-        if watcher.returncode is None:
-            watcher.kill()
-            await watcher.wait()
+        await children.reap(watcher)
     assert watcher.returncode == 0, err.decode()
     seen = document.load(tmp_path / "obs" / "result.json")
     made = document.load(tmp_path / "run" / "result.json")
@@ -89,9 +88,7 @@ async def test_observe_by_namespace_prefix_measures_pods_of_every_matching_names
             assert creator.returncode == 0, err.decode()
         _, err = await asyncio.wait_for(watcher.communicate(), 120)
     finally:
-        if watcher.returncode is None:
-            watcher.kill()
-            await watcher.wait()
+        await children.reap(watcher)
     assert watcher.returncode == 0, err.decode()
     seen = document.load(tmp_path / "obs" / "result.json")
     assert seen.namespace == f"{prefix}*"

@@ -17,6 +17,7 @@ from loadgen.report import document
 from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
+from tests.support import children
 from tests.support.private_fleet import (
     LOADGEN,
     Fleet,
@@ -65,9 +66,7 @@ async def test_a_taken_run_id_is_refused_and_the_live_run_is_untouched_and_compl
         assert not ns["metadata"].get("deletionTimestamp")  # the live run's namespace stands
         _, live_err = await asyncio.wait_for(live.communicate(), 120)
     finally:
-        if live.returncode is None:
-            live.kill()
-            await live.wait()
+        await children.reap(live)
     assert live.returncode == 0, live_err.decode()
     doc = document.load(tmp_path / "live" / "result.json")
     assert doc.error is None and doc.counts.pods_running == 30 and doc.cleaned_up
@@ -96,9 +95,7 @@ async def test_a_killed_run_is_listed_abandoned_and_cleanup_releases_every_claim
         proc.send_signal(signal.SIGKILL)
         await proc.wait()
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+        await children.reap(proc)
     ns = templates.namespace_name(run_id)
     held = [c for c in (await kube.list(r.RESOURCE_CLAIMS, namespace=ns)).items]
     assert held  # the killed run's claims still hold GPUs

@@ -18,6 +18,7 @@ import yaml
 
 from extender import cli
 from testbed.cluster import ports
+from tests.support import children
 from tests.support import extender_objects as objects
 
 
@@ -113,9 +114,7 @@ async def serving(*args: str) -> AsyncIterator[tuple[asyncio.subprocess.Process,
                 assert line, "extender exited before serving"
         yield proc, port
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+        await children.reap(proc)
 
 
 def fleet_file(tmp_path: Path) -> Path:
