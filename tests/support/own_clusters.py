@@ -1,13 +1,16 @@
 """Local clusters tests bring up besides the session's (the gated one, older releases, one
-module's own) and the tests' clients of a cluster: up, yield, down written once."""
+module's own), the tests' clients of a cluster and a namespace of a test's own: made, yielded
+and removed, written once."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 from collections.abc import AsyncIterator, Iterator
 
 from testbed.cluster import local
+from testbed.kube import resources as r
 from testbed.kube.client import ClientSettings, Kube
 
 CLIENT_SETTINGS = ClientSettings(qps=500, burst=1000)
@@ -35,3 +38,16 @@ async def client(kubeconfig: str) -> AsyncIterator[Kube]:
         yield kube
     finally:
         await kube.close()
+
+
+@contextlib.asynccontextmanager
+async def namespace(kube: Kube, prefix: str) -> AsyncIterator[str]:
+    """A new namespace `<prefix>-<random>` for the block; deleted after it."""
+    name = f"{prefix}-{secrets.token_hex(3)}"
+    await kube.create(
+        r.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
+    try:
+        yield name
+    finally:
+        await kube.delete(r.NAMESPACES, name)

@@ -9,7 +9,6 @@ extender entry): only its watches are under test here, not the scheduler's calls
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -24,6 +23,7 @@ from testbed import vocab
 from testbed.kube import resources as r
 from testbed.kube import workloads
 from testbed.kube.client import Kube
+from tests.support import own_clusters
 from tests.support.private_fleet import Fleet, private_fleet
 
 pytestmark = pytest.mark.cluster
@@ -37,14 +37,8 @@ async def group_fleet(gated_kube: Kube, gated_kubeconfig: str) -> AsyncIterator[
 
 @pytest.fixture
 async def namespace(gated_kube: Kube) -> AsyncIterator[str]:
-    name = f"pg-{secrets.token_hex(3)}"
-    await gated_kube.create(
-        r.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    )
-    try:
+    async with own_clusters.namespace(gated_kube, "pg") as name:
         yield name
-    finally:
-        await gated_kube.delete(r.NAMESPACES, name)
 
 
 def _pod(ns: str, name: str, group: str, fleet: Fleet) -> dict[str, Any]:

@@ -26,7 +26,6 @@ from testbed.kube.client import Kube
 from testbed.kube.resources import (
     DEVICE_CLASSES,
     EVENTS,
-    NAMESPACES,
     PODS,
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
@@ -34,6 +33,7 @@ from testbed.kube.resources import (
 from tests.integration.fleet import dra_objects as dra
 from tests.integration.fleet import fleet_cli
 from tests.integration.testbed.test_feature_gates import reported_gates
+from tests.support import own_clusters
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.cluster
@@ -51,14 +51,8 @@ def _one_gpu(base: str, name: str) -> Obj:
 
 @pytest.fixture
 async def ns(kube: Kube) -> AsyncIterator[str]:
-    name = f"dra-{secrets.token_hex(3)}"
-    await kube.create(
-        NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    )
-    try:
+    async with own_clusters.namespace(kube, "dra") as name:
         yield name
-    finally:
-        await kube.delete(NAMESPACES, name)
 
 
 async def _apply(kube: Kube, spec: Obj) -> render.DesiredFleet:

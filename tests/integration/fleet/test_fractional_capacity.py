@@ -13,22 +13,17 @@ from fleet.reconcile import Reconciler
 from fleet.spec import from_data
 from testbed import vocab
 from testbed.kube.client import Kube
-from testbed.kube.resources import NAMESPACES, RESOURCE_CLAIMS
+from testbed.kube.resources import RESOURCE_CLAIMS
 from tests.integration.fleet import dra_objects as dra
+from tests.support import own_clusters
 
 pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture
 async def ns(gated_kube: Kube) -> AsyncIterator[str]:
-    name = f"frac-{secrets.token_hex(3)}"
-    await gated_kube.create(
-        NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    )
-    try:
+    async with own_clusters.namespace(gated_kube, "frac") as name:
         yield name
-    finally:
-        await gated_kube.delete(NAMESPACES, name)
 
 
 async def test_compute_requests_round_up_to_milli_steps_and_the_default_caps_sharing(
