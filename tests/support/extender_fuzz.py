@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from fleet.render import render_profile
 from testbed import vocab, wire
+from tests.support.fuzz_documents import nested
 
 NS = "fuzz"
 TEMPLATE = "pairs"
@@ -123,13 +124,7 @@ numbers = st.one_of(
     st.sampled_from([0, -1, 2**63, -(2**63) - 1, 1e308, -0.0]),
 )
 scalars = st.one_of(st.none(), st.booleans(), numbers, odd_text)
-anything = st.recursive(
-    scalars,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=4), st.dictionaries(odd_text, inner, max_size=4)
-    ),
-    max_leaves=8,
-)
+anything = nested(scalars, odd_text)
 
 
 def deep(depth: int) -> bytes:

@@ -58,13 +58,21 @@ numbers = st.one_of(
     st.floats(),  # NaN and infinities included
 )
 scalars = st.one_of(st.none(), st.booleans(), numbers, odd_text)
-anything = st.recursive(
-    scalars,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=4), st.dictionaries(odd_text, inner, max_size=4)
-    ),
-    max_leaves=8,
-)
+
+
+def nested(scalars: st.SearchStrategy[Any], keys: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
+    """`scalars`, and small lists and dicts (keyed by `keys`) of them a few levels deep: any
+    JSON-like value, for fields whose type a document may get wrong."""
+    return st.recursive(
+        scalars,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=4), st.dictionaries(keys, inner, max_size=4)
+        ),
+        max_leaves=8,
+    )
+
+
+anything = nested(scalars, odd_text)
 
 
 # Generated documents are large and parsing them slow; the examples are fresh each run.
