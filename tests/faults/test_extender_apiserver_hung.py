@@ -12,7 +12,6 @@ import asyncio
 import os
 import re
 import signal
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -20,10 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed.cluster import local, ports, processes
+from testbed.cluster import local, ports
 from tests.support import children
-
-BIN = Path(sys.executable).parent
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
 
@@ -72,13 +69,7 @@ async def test_a_hung_api_server_turns_readyz_503_within_30s_and_ready_again_aft
     env = {**os.environ, "KUBECONFIG": kubeconfig}
     log = tmp_path / "extender.log"
     fleet_port = ports.free_port()
-    service = processes.service(
-        "the fleet service",
-        [str(BIN / "fleet"), "serve", "--install-crd", "--port", str(fleet_port)],
-        fleet_port,
-        log=tmp_path / "fleet-serve.log",
-        env=env,
-    )
+    service = children.fleet_service(env, tmp_path / "fleet-serve.log", fleet_port)
     with children.extender(env, log, extender_port), service:
         status, _ = _get(extender_port, "/readyz")
         assert status == 200

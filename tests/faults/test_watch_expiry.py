@@ -16,7 +16,6 @@ import contextlib
 import json
 import os
 import secrets
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -30,16 +29,14 @@ from fleet import crd, render
 from fleet.reconcile import Reconciler
 from fleet.spec import from_data
 from testbed import vocab
-from testbed.cluster import etcd, local, ports, processes
+from testbed.cluster import etcd, local, ports
 from testbed.kube import errors
 from testbed.kube.client import Kube
-from tests.support import fleet_objects
+from tests.support import children, fleet_objects
 from tests.support.faults import RestartApiServer
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(360)]
-
-BIN = Path(sys.executable).parent
 
 
 def _gone_relists(port: int, metric: str) -> float:
@@ -90,20 +87,8 @@ async def test_extender_and_fleet_service_relist_after_410_and_carry_on(
     name = f"gone-{secrets.token_hex(3)}"
     env = {**os.environ, "KUBECONFIG": kubeconfig}
     fleet_port = ports.free_port()
-    extender = processes.service(
-        "the extender",
-        [str(BIN / "extender"), "serve", "--port", str(extender_port), "--debug"],
-        extender_port,
-        log=tmp_path / "extender.log",
-        env=env,
-    )
-    service = processes.service(
-        "the fleet service",
-        [str(BIN / "fleet"), "serve", "--install-crd", "--port", str(fleet_port)],
-        fleet_port,
-        log=tmp_path / "fleet-serve.log",
-        env=env,
-    )
+    extender = children.extender(env, tmp_path / "extender.log", extender_port)
+    service = children.fleet_service(env, tmp_path / "fleet-serve.log", fleet_port)
     try:
         with extender, service:
             await kube.create(crd.FLEETS, fleet_objects.fleet_object(name, 2))

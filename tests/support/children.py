@@ -54,6 +54,19 @@ def extender(
     )
 
 
+def fleet_service(
+    env: dict[str, str], log: Path, port: int
+) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
+    """`fleet serve --install-crd` on 127.0.0.1:`port`, ready inside the block."""
+    return processes.service(
+        "the fleet service",
+        [str(BIN / "fleet"), "serve", "--install-crd", "--port", str(port)],
+        port,
+        log=log,
+        env=env,
+    )
+
+
 TESTBED = [sys.executable, "-m", "testbed"]
 
 
