@@ -31,7 +31,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -45,7 +44,7 @@ import aiohttp
 from loadgen import templates
 from loadgen.scenarios.model import Claim, Phase
 from testbed import vocab
-from testbed.cluster import local, processes
+from testbed.cluster import local, ports, processes
 from testbed.kube import errors, watching
 from testbed.kube import resources as r
 from testbed.kube.client import ClientSettings, Kube
@@ -232,13 +231,9 @@ async def main() -> int:
             ap.error(f"--hold: no kube-scheduler pid for local cluster {ns.cluster!r}")
     if ns.pods > 8 * ns.nodes:
         ap.error("--pods must be at most 8 x --nodes (one GPU each)")
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError as e:
-            print(f"error: 127.0.0.1:{port} is busy ({e.strerror})", file=sys.stderr)
-            return 1
+    if ports.in_use(port):
+        print(f"error: 127.0.0.1:{port} is busy", file=sys.stderr)
+        return 1
 
     run = secrets.token_hex(3)
     fleet = f"extbench-{run}"

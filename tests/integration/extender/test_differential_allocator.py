@@ -35,7 +35,6 @@ import json
 import os
 import random
 import secrets
-import socket
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -48,6 +47,7 @@ from extender import app as app_mod
 from extender import handlers
 from extender.config import Settings
 from testbed import vocab
+from testbed.cluster import ports
 from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
@@ -416,12 +416,8 @@ async def older_extender(
 
 @pytest.fixture(scope="module")
 async def extender(kube: Kube, extender_port: int) -> AsyncIterator[web.Application]:
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("127.0.0.1", extender_port))
-        except OSError as e:
-            pytest.fail(f"127.0.0.1:{extender_port} is busy ({e.strerror}); stop what listens")
+    if ports.in_use(extender_port):
+        pytest.fail(f"127.0.0.1:{extender_port} is busy; stop what listens")
     app = app_mod.build(Settings(), registry=CollectorRegistry(), kube=kube)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -24,7 +23,7 @@ from extender import app as app_mod
 from extender.config import Settings
 from loadgen import records, runner, scenarios
 from testbed import vocab
-from testbed.cluster import local
+from testbed.cluster import local, ports
 from testbed.kube.client import Kube
 from tests.support import own_clusters
 from tests.support.private_fleet import Fleet, make_fleet, remove_fleet
@@ -61,12 +60,8 @@ async def release_kube(release_cluster: str) -> AsyncIterator[Kube]:
 async def extender_app(
     release_kube: Kube, extender_port: int
 ) -> AsyncIterator[tuple[web.Application, CollectorRegistry]]:
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("127.0.0.1", extender_port))
-        except OSError as e:
-            pytest.fail(f"127.0.0.1:{extender_port} is busy ({e.strerror}): stop what listens")
+    if ports.in_use(extender_port):
+        pytest.fail(f"127.0.0.1:{extender_port} is busy: stop what listens")
     registry = CollectorRegistry()
     app = app_mod.build(Settings(), registry=registry, kube=release_kube)
     runner_ = web.AppRunner(app, access_log=None)

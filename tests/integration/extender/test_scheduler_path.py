@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-import socket
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -24,6 +23,7 @@ from extender import app as app_mod
 from extender import handlers
 from extender.config import Settings
 from testbed import vocab
+from testbed.cluster import ports
 from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
@@ -59,15 +59,11 @@ async def until(
 
 @pytest.fixture(scope="module")
 async def extender(kube: Kube, extender_port: int) -> AsyncIterator[web.Application]:
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server will
-        try:
-            probe.bind(("127.0.0.1", extender_port))
-        except OSError as e:
-            pytest.fail(
-                f"127.0.0.1:{extender_port} is busy ({e.strerror}); these tests run the extender "
-                "there for the cluster's kube-scheduler. Stop whatever listens on it and re-run."
-            )
+    if ports.in_use(extender_port):
+        pytest.fail(
+            f"127.0.0.1:{extender_port} is busy; these tests run the extender there for the "
+            "cluster's kube-scheduler. Stop whatever listens on it and re-run."
+        )
     for cls in objects.classes():  # the testbed's shared classes; created only if missing
         with contextlib.suppress(errors.AlreadyExists):
             await kube.create(r.DEVICE_CLASSES, cls)
