@@ -17,7 +17,6 @@ import base64
 import os
 import secrets
 import ssl
-import subprocess
 import sys
 import urllib.request
 from pathlib import Path
@@ -29,6 +28,7 @@ from loadgen.report import document
 from testbed import vocab
 from testbed.cluster import ports, processes, second_scheduler
 from testbed.kube.client import Kube
+from tests.support import certs
 from tests.support.private_fleet import Fleet, make_fleet, namespace_gone, remove_fleet
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
@@ -38,48 +38,17 @@ PODS = 2
 SKIPPED = "Skipping extender as it returned error and has ignorable flag set"
 
 
-def _openssl(*args: str) -> None:
-    subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
-
-
-def make_ca(d: Path, name: str) -> tuple[Path, Path]:
-    cert, key = d / f"{name}.crt", d / f"{name}.key"
-    _openssl(
-        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", f"/CN={name}",
-        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign",
-        "-keyout", str(key), "-out", str(cert),
-    )  # fmt: skip
-    return cert, key
-
-
-def make_server_cert(d: Path, ca: tuple[Path, Path]) -> tuple[Path, Path]:
+def make_server_cert(d: Path, ca: certs.Pair) -> certs.Pair:
     """A leaf for IP 127.0.0.1 (Go checks IP SANs, never the CN), signed by `ca`."""
-    cert, key, csr, ext = d / "tls.crt", d / "tls.key", d / "tls.csr", d / "san.ext"
-    _openssl(
-        "req", "-new", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
-        "-keyout", str(key), "-out", str(csr),
-    )  # fmt: skip
-    ext.write_text("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
-    _openssl(
-        "x509", "-req", "-in", str(csr), "-CA", str(ca[0]), "-CAkey", str(ca[1]),
-        "-CAcreateserial", "-days", "1", "-extfile", str(ext), "-out", str(cert),
-    )  # fmt: skip
-    return cert, key
+    ext = "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth"
+    return certs.leaf(d, ca, "tls", cn="127.0.0.1", extensions=ext)
 
 
-def make_client_cert(d: Path, ca: tuple[Path, Path]) -> tuple[Path, Path]:
+def make_client_cert(d: Path, ca: certs.Pair) -> certs.Pair:
     """A client leaf (kube-scheduler's, for mutual TLS), signed by `ca`."""
-    cert, key, csr, ext = d / "client.crt", d / "client.key", d / "client.csr", d / "client.ext"
-    _openssl(
-        "req", "-new", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=kube-scheduler",
-        "-keyout", str(key), "-out", str(csr),
-    )  # fmt: skip
-    ext.write_text("extendedKeyUsage=clientAuth\n")
-    _openssl(
-        "x509", "-req", "-in", str(csr), "-CA", str(ca[0]), "-CAkey", str(ca[1]),
-        "-CAcreateserial", "-days", "1", "-extfile", str(ext), "-out", str(cert),
-    )  # fmt: skip
-    return cert, key
+    return certs.leaf(
+        d, ca, "client", cn="kube-scheduler", extensions="extendedKeyUsage=clientAuth"
+    )
 
 
 def _b64(path: Path) -> str:
@@ -143,8 +112,8 @@ async def loadgen(env: dict[str, str], fleet: Fleet, scheduler: str, out: Path) 
 async def test_the_real_scheduler_calls_the_extender_over_https_and_only_with_the_right_ca(
     kube: Kube, kubeconfig: str, tmp_path: Path
 ) -> None:
-    ca = make_ca(tmp_path, "test-ca")
-    wrong_ca, _ = make_ca(tmp_path, "wrong-ca")
+    ca = certs.ca(tmp_path, "test-ca")
+    wrong_ca, _ = certs.ca(tmp_path, "wrong-ca")
     cert, key = make_server_cert(tmp_path, ca)
     port = ports.free_port()
     env = {**os.environ, "KUBECONFIG": kubeconfig}
@@ -201,8 +170,8 @@ async def test_with_a_client_ca_the_real_scheduler_gets_answers_only_with_its_ce
     """Mutual TLS (`--client-ca`): a scheduler presenting a certificate the client CA signed
     (`tlsConfig.certData`/`keyData`) is answered; one presenting none fails the handshake
     (ignorable: its pods still schedule, and the extender answered nothing)."""
-    ca = make_ca(tmp_path, "server-ca")
-    client_ca = make_ca(tmp_path, "client-ca")
+    ca = certs.ca(tmp_path, "server-ca")
+    client_ca = certs.ca(tmp_path, "client-ca")
     cert, key = make_server_cert(tmp_path, ca)
     client = make_client_cert(tmp_path, client_ca)
     port, admin = ports.free_port(), ports.free_port()

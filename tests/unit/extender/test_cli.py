@@ -18,7 +18,7 @@ import yaml
 
 from extender import cli
 from testbed.cluster import ports
-from tests.support import children
+from tests.support import certs, children
 from tests.support import extender_objects as objects
 
 
@@ -163,40 +163,17 @@ async def test_serves_https_with_cert_and_key(tmp_path: Path) -> None:
             assert (await r.json())["NodeNames"] == ["n1"]
 
 
-async def _openssl(*args: str) -> None:
-    proc = await asyncio.create_subprocess_exec(
-        "openssl", *args, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
-    )
-    assert await proc.wait() == 0
-
-
-async def _signed(tmp_path: Path, name: str, ca: str, ext: str) -> tuple[Path, Path]:
-    """A leaf called `name` signed by the self-signed CA of that name in `tmp_path`."""
-    cert, key, csr = (tmp_path / f"{name}.{x}" for x in ("crt", "key", "csr"))
-    (tmp_path / f"{name}.ext").write_text(ext + "\n")
-    await _openssl(
-        "req", "-new", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
-        "-keyout", str(key), "-out", str(csr),
-    )  # fmt: skip
-    await _openssl(
-        "x509", "-req", "-in", str(csr), "-CA", str(tmp_path / f"{ca}.crt"),
-        "-CAkey", str(tmp_path / f"{ca}.key"), "-CAcreateserial", "-days", "1",
-        "-extfile", str(tmp_path / f"{name}.ext"), "-out", str(cert),
-    )  # fmt: skip
-    return cert, key
-
-
 async def test_client_ca_answers_only_clients_with_a_certificate_it_signed(
     tmp_path: Path,
 ) -> None:
-    for ca in ("server-ca", "client-ca", "other-ca"):
-        await _openssl(
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", f"/CN={ca}",
-            "-keyout", str(tmp_path / f"{ca}.key"), "-out", str(tmp_path / f"{ca}.crt"),
-        )  # fmt: skip
-    cert, key = await _signed(tmp_path, "server", "server-ca", "subjectAltName=IP:127.0.0.1")
-    client = await _signed(tmp_path, "client", "client-ca", "extendedKeyUsage=clientAuth")
-    stranger = await _signed(tmp_path, "stranger", "other-ca", "extendedKeyUsage=clientAuth")
+    cas = {name: certs.ca(tmp_path, name) for name in ("server-ca", "client-ca", "other-ca")}
+
+    def signed(name: str, ca: str, ext: str) -> certs.Pair:
+        return certs.leaf(tmp_path, cas[ca], name, cn=name, extensions=ext)
+
+    cert, key = signed("server", "server-ca", "subjectAltName=IP:127.0.0.1")
+    client = signed("client", "client-ca", "extendedKeyUsage=clientAuth")
+    stranger = signed("stranger", "other-ca", "extendedKeyUsage=clientAuth")
     args = ("--from-files", str(fleet_file(tmp_path)), "--tls-cert", str(cert))
     args += ("--tls-key", str(key), "--client-ca", str(tmp_path / "client-ca.crt"))
     body = json.dumps({"Pod": objects.pod("ns", "p"), "NodeNames": ["n1"]})
