@@ -7,6 +7,7 @@ from typing import Any
 
 from loadgen import records, templates
 from testbed import vocab
+from tests.support import extender_objects as objects
 
 
 def _records() -> records.Records:
@@ -122,25 +123,9 @@ def _slice(node: str, driver: str, devices: list[tuple[str, str, int]]) -> dict[
 
 
 def _claim(name: str, ns: str, results: list[tuple[str, str, str]]) -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": ns,
-            "ownerReferences": [{"kind": "Pod", "name": "pod-" + name}],
-        },
-        "status": {
-            "allocation": {
-                "devices": {
-                    "results": [
-                        {"request": "r", "driver": d, "pool": p, "device": dev}
-                        for d, p, dev in results
-                    ]
-                }
-            }
-        }
-        if results
-        else {},
-    }
+    obj = objects.claim(ns, name, {}, allocated=results)
+    obj["metadata"]["ownerReferences"] = [{"kind": "Pod", "name": "pod-" + name}]
+    return obj
 
 
 def test_claims_learn_device_topology_and_fleet_gpu_allocation() -> None:
