@@ -14,10 +14,10 @@ from aiohttp.test_utils import TestServer
 from prometheus_client import CollectorRegistry
 
 from extender import app as app_mod
-from extender.cache import files
 from extender.config import Settings
 from testbed import vocab, wire
 from tests.support import extender_objects as objects
+from tests.support.served_extender import served
 from tests.unit.extender.helpers import core_of
 
 NS = "ns"
@@ -35,13 +35,8 @@ async def server(tmp_path: Path) -> AsyncIterator[TestServer]:
     app = app_mod.build(
         Settings(max_body_bytes=64 * 1024, debug=True), registry=CollectorRegistry()
     )
-    files.load(app[app_mod.STORE], [path])
-    srv = TestServer(app, host="127.0.0.1")
-    await srv.start_server()
-    try:
+    async with served(app, path) as srv:
         yield srv
-    finally:
-        await srv.close()
 
 
 async def post(srv: TestServer, verb: str, body: str | bytes) -> tuple[int, Any]:
@@ -148,16 +143,11 @@ async def test_health_readiness_metrics_and_debug(server: TestServer) -> None:
 
 
 async def test_not_ready_until_synced() -> None:
-    app = app_mod.build(Settings(), registry=CollectorRegistry())
-    srv = TestServer(app, host="127.0.0.1")
-    await srv.start_server()
-    try:
+    async with served(app_mod.build(Settings(), registry=CollectorRegistry())) as srv:
         async with aiohttp.ClientSession() as s, s.get(srv.make_url("/readyz")) as r:
             assert r.status == 503
         status, body = await post(srv, "prioritize", args(pair_pod(), ["a"]))
         assert status == 200 and body == [{"Host": "a", "Score": 0}]
-    finally:
-        await srv.close()
 
 
 # -- against real Go encoding/json -----------------------------------------------------------

@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from extender import app as app_mod
-from extender.cache import files
 from extender.cache.index import Index
 from extender.config import Settings
 from tests.support import extender_fuzz as fz
+from tests.support import served_extender
 
 LIMIT = 64 * 1024
 OBJECTS, NAMES = fz.fleet_objects()
@@ -40,13 +40,8 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Test
     path = tmp_path_factory.mktemp("fuzz") / "fleet.json"
     path.write_text(json.dumps({"kind": "List", "items": OBJECTS}))
     app = app_mod.build(Settings(max_body_bytes=LIMIT), registry=CollectorRegistry())
-    files.load(app[app_mod.STORE], [path])
-    srv = TestServer(app, host="127.0.0.1")
-    await srv.start_server()
-    try:
+    async with served_extender.served(app, path) as srv:
         yield srv
-    finally:
-        await srv.close()
 
 
 @pytest.fixture(scope="module")

@@ -20,30 +20,24 @@ from prometheus_client import CollectorRegistry
 
 from extender import app as app_mod
 from extender import expressions, handlers, limits
-from extender.cache import files
 from extender.config import Settings
+from tests.support import served_extender
 from tests.unit.extender.test_app import args, cluster_objects, pair_pod, post
 from tests.unit.extender.test_expressions import GPU
 
 
-async def _serve(app: web.Application, tmp_path: Path) -> TestServer:
+def _cluster_file(tmp_path: Path) -> Path:
     path = tmp_path / "cluster.yaml"
     path.write_text(yaml.safe_dump_all(cluster_objects()))
-    files.load(app[app_mod.STORE], [path])
-    srv = TestServer(app, host="127.0.0.1")
-    await srv.start_server()
-    return srv
+    return path
 
 
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[tuple[web.Application, TestServer]]:
     settings = Settings(max_inflight=3, call_deadline_seconds=0.2, max_node_names=3)
     app = app_mod.build(settings, registry=CollectorRegistry())
-    srv = await _serve(app, tmp_path)
-    try:
+    async with served_extender.served(app, _cluster_file(tmp_path)) as srv:
         yield app, srv
-    finally:
-        await srv.close()
 
 
 async def _get(srv: TestServer, path: str) -> tuple[int, str]:
@@ -189,18 +183,15 @@ def test_the_default_limits_hold_kube_schedulers_largest_call() -> None:
 
 async def test_debug_is_off_unless_asked_and_admin_routes_can_move_apart(tmp_path: Path) -> None:
     app = app_mod.build(Settings(), registry=CollectorRegistry())
-    srv = await _serve(app, tmp_path)
-    try:
+    async with served_extender.served(app, _cluster_file(tmp_path)) as srv:
         assert (await _get(srv, "/debug/decisions"))[0] == 404
         assert (await _get(srv, "/metrics"))[0] == 200
-    finally:
-        await srv.close()
 
     main = app_mod.build(Settings(debug=True), registry=CollectorRegistry(), separate_admin=True)
-    srv = await _serve(main, tmp_path)
-    admin = TestServer(app_mod.admin(main), host="127.0.0.1")
-    await admin.start_server()
-    try:
+    async with (
+        served_extender.served(main, _cluster_file(tmp_path)) as srv,
+        served_extender.served(app_mod.admin(main)) as admin,
+    ):
         for path in ("/metrics", "/debug/decisions", "/debug/nodes/al/free"):
             assert (await _get(srv, path))[0] == 404, path
             assert (await _get(admin, path))[0] == 200, path
@@ -209,9 +200,6 @@ async def test_debug_is_off_unless_asked_and_admin_routes_can_move_apart(tmp_pat
         assert status == 200
         _, metrics = await _get(admin, "/metrics")
         assert _count(metrics, "prioritize", "ok") == 1  # the main app's calls, counted
-    finally:
-        await admin.close()
-        await srv.close()
 
 
 def test_a_selector_over_kubernetes_length_limit_is_not_judged() -> None:

@@ -7,13 +7,13 @@ from typing import Any, NoReturn
 
 import aiohttp
 import pytest
-from aiohttp.test_utils import TestServer
 from prometheus_client import CollectorRegistry
 
 from extender import app as app_mod
 from extender import handlers
 from extender.config import Settings
 from tests.support import extender_objects as objects
+from tests.support.served_extender import served
 
 
 def _broken(*args: Any) -> NoReturn:
@@ -28,19 +28,14 @@ async def test_an_exception_in_a_handler_is_a_counted_500(
     core = app[handlers.CORE]
     core.filter = _broken  # type: ignore[method-assign]
     core.prioritize = _broken  # type: ignore[method-assign]
-    srv = TestServer(app, host="127.0.0.1")
-    await srv.start_server()
     body = json.dumps({"Pod": objects.pod("ns", "p"), "NodeNames": ["a"]})
-    try:
-        async with aiohttp.ClientSession() as s:
-            for verb in ("filter", "prioritize", "filter"):
-                async with s.post(srv.make_url(f"/{verb}"), data=body) as r:
-                    assert r.status == 500
-                    assert (await r.json()) == {"error": "internal error; see the extender log"}
-            async with s.get(srv.make_url("/healthz")) as r:
-                assert r.status == 200
-    finally:
-        await srv.close()
+    async with served(app) as srv, aiohttp.ClientSession() as s:
+        for verb in ("filter", "prioritize", "filter"):
+            async with s.post(srv.make_url(f"/{verb}"), data=body) as r:
+                assert r.status == 500
+                assert (await r.json()) == {"error": "internal error; see the extender log"}
+        async with s.get(srv.make_url("/healthz")) as r:
+            assert r.status == 200
 
     def count(verb: str, outcome: str) -> float | None:
         labels = {"verb": verb, "outcome": outcome}

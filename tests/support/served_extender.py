@@ -1,0 +1,28 @@
+"""The extender's app served in-process on loopback for a test (aiohttp's TestServer), with
+cluster objects loaded from files as `extender serve --from-files` loads them."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from extender import app as app_mod
+from extender.cache import files
+
+
+@contextlib.asynccontextmanager
+async def served(app: web.Application, *objects: Path) -> AsyncIterator[TestServer]:
+    """`app`, with the cluster objects in the files `objects` loaded into its store, listening
+    on 127.0.0.1 for the block."""
+    if objects:
+        files.load(app[app_mod.STORE], list(objects))
+    srv = TestServer(app, host="127.0.0.1")
+    await srv.start_server()
+    try:
+        yield srv
+    finally:
+        await srv.close()
