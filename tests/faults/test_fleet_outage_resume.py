@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import secrets
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -31,10 +30,7 @@ NODES = 300
 async def test_apply_resumes_with_a_fresh_pass_after_an_outage(
     kube: Kube, kubeconfig: str, tmp_path: Path
 ) -> None:
-    url = urlsplit(kube.host)
-    proxy = api_proxy.Proxy(url.hostname or "127.0.0.1", url.port or 443)
-    await proxy.start()
-    via_proxy = api_proxy.kubeconfig_via(Path(kubeconfig), proxy.port, tmp_path / "kubeconfig")
+    proxy, via_proxy = await api_proxy.proxied(kube, kubeconfig, tmp_path)
     registry = CollectorRegistry()
     metrics = FleetMetrics(registry)
     # Few, quick retries per request: a 3 s outage outlasts them for sure.

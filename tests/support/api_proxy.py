@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import yaml
+
+from testbed.kube.client import Kube
 
 
 class Proxy:
@@ -58,3 +61,12 @@ def kubeconfig_via(source: Path, port: int, target: Path) -> Path:
         c["cluster"]["server"] = f"https://127.0.0.1:{port}"
     target.write_text(yaml.safe_dump(config))
     return target
+
+
+async def proxied(kube: Kube, kubeconfig: str, directory: Path) -> tuple[Proxy, Path]:
+    """A started Proxy to `kube`'s API server, and a copy of `kubeconfig` in `directory` whose
+    clients go through it."""
+    url = urlsplit(kube.host)
+    proxy = Proxy(url.hostname or "127.0.0.1", url.port or 443)
+    await proxy.start()
+    return proxy, kubeconfig_via(Path(kubeconfig), proxy.port, directory / "kubeconfig")

@@ -7,7 +7,6 @@ import contextlib
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
@@ -131,10 +130,7 @@ async def test_the_service_survives_the_api_server_going_away(
     kube: Kube, kubeconfig: str, tmp_path: Path
 ) -> None:
     await service.install_crd(kube)
-    url = urlsplit(kube.host)
-    proxy = api_proxy.Proxy(url.hostname or "127.0.0.1", url.port or 443)
-    await proxy.start()
-    via_proxy = api_proxy.kubeconfig_via(Path(kubeconfig), proxy.port, tmp_path / "kubeconfig")
+    proxy, via_proxy = await api_proxy.proxied(kube, kubeconfig, tmp_path)
 
     registry = CollectorRegistry()
     metrics = FleetMetrics(registry)
