@@ -167,10 +167,7 @@ async def test_the_service_survives_the_api_server_going_away(
             >= 1
         )
     finally:
-        controller.stop.set()
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await _stopped(controller, task)
         await own.close()
         await proxy.stop()
         with contextlib.suppress(errors.NotFound):
@@ -246,10 +243,7 @@ async def test_delete_with_no_service_left_deletes_directly_in_seconds(
     try:
         await kube.create(crd.FLEETS, fleet_objects.fleet_object(name, 3))
         await wait_for(kube, crd.FLEETS, fleet_objects.ready_at(1, 3), name=name, timeout=120)
-        controller.stop.set()
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await _stopped(controller, task)
         assert vocab.FLEET_FINALIZER in (await kube.get(crd.FLEETS, name))["metadata"]["finalizers"]
 
         # Before the fallback, this waited the whole --timeout and failed with exit 1.
@@ -263,10 +257,7 @@ async def test_delete_with_no_service_left_deletes_directly_in_seconds(
         assert await fleet_cli.count_objects(kube, name) == 0
         assert (await kube.list(NODES, label_selector=sel)).items == []
     finally:
-        controller.stop.set()
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await _stopped(controller, task)
         await own.close()
         await _force_remove(kube, name)
 
@@ -301,3 +292,11 @@ async def _force_remove(kube: Kube, name: str) -> None:
     with contextlib.suppress(errors.NotFound):
         await kube.patch(crd.FLEETS, name, {"metadata": {"finalizers": None}})
         await kube.delete(crd.FLEETS, name)
+
+
+async def _stopped(controller: service.FleetController, task: asyncio.Task[None]) -> None:
+    """The controller told to stop and its task cancelled and waited out."""
+    controller.stop.set()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
