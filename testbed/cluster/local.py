@@ -456,14 +456,30 @@ class LocalCluster:
             )
         self._start_shards()
         self._start_prometheus()
-        return self._healthy_or_raise()
+        try:
+            return self._healthy_or_raise()
+        except _Unhealthy:
+            if not self._transient_exits():
+                raise
+            return self._repair(b, _quiet)
+
+    def _transient_exits(self) -> list[str]:
+        """The components not running that exited for a reason starting again can cure."""
+        logs = self.config.cluster_dir / "logs"
+        return [
+            c.name
+            for c in self.status().components
+            if c.pid is None
+            and supervision.transient(supervision.exit_reason(logs / f"{c.name}.log"))
+        ]
 
     def _repair(self, b: bins.Binaries, notify: Callable[[str], None], attempts: int = 3) -> Status:
         """Start the components that are not running (kwokctl leaves running ones alone).
 
         A port can be busy for a moment (another cluster's kwokctl probes candidate ports by
-        binding them), so a component that exits with "address already in use" is started
-        again a few times before the port counts as taken."""
+        binding them), and on a loaded machine kube-controller-manager can give up on an API
+        server still running its start-up hooks: a component that exited for such a
+        transient reason is started again a few times before its failure counts."""
         cfg = self.config
         for attempt in range(1, attempts + 1):
             current = self.status()  # again: a concurrent `up` may have repaired it meanwhile
@@ -486,14 +502,7 @@ class LocalCluster:
             try:
                 return self._healthy_or_raise()
             except _Unhealthy:
-                logs = cfg.cluster_dir / "logs"
-                busy = [
-                    c.name
-                    for c in self.status().components
-                    if c.pid is None
-                    and supervision.PORT_TAKEN in supervision.exit_reason(logs / f"{c.name}.log")
-                ]
-                if not busy or attempt == attempts:
+                if not self._transient_exits() or attempt == attempts:
                     raise
                 time.sleep(2.0 * attempt)
         raise AssertionError("unreachable")

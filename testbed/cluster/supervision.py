@@ -20,6 +20,11 @@ from pathlib import Path
 import psutil
 
 PORT_TAKEN = "address already in use"
+APISERVER_WAIT = "failed to wait for apiserver being healthy"
+"""kube-controller-manager gives the API server 10 s to answer /healthz, then exits: a loaded
+machine's API server can take longer to finish its start-up hooks."""
+TRANSIENT = (PORT_TAKEN, APISERVER_WAIT)
+"""Exit reasons that starting the component again can cure."""
 
 
 # -- reading a process -------------------------------------------------------------------------
@@ -185,11 +190,17 @@ def last_line(log: Path) -> str:
 
 
 def exit_reason(log: Path) -> str:
-    """Why a component stopped, from its log: a port conflict if its last lines have one (a
-    Go component logs more lines after the failed bind as it unwinds), else the last line."""
+    """Why a component stopped, from its log: a transient cause (a port conflict, an API
+    server slow to answer) if its last lines have one (a Go component logs more lines as it
+    unwinds), else the last line."""
     try:
         tail = [ln for ln in log.read_text().splitlines() if ln.strip()][-20:]
     except OSError:
         return "no output"
-    taken = [ln for ln in tail if PORT_TAKEN in ln]
-    return (taken or tail or ["no output"])[-1][-300:]
+    transient = [ln for ln in tail if any(t in ln for t in TRANSIENT)]
+    return (transient or tail or ["no output"])[-1][-300:]
+
+
+def transient(reason: str) -> bool:
+    """Whether an exit reason is one that starting the component again can cure."""
+    return any(t in reason for t in TRANSIENT)
