@@ -627,7 +627,9 @@ class LocalCluster:
         """Stop one component (SIGTERM, SIGKILL after `grace_seconds`) and start it again.
 
         For fault tests: the process is re-executed as kwokctl started it (arguments,
-        environment, working directory, log file); returns the new pid.
+        environment, working directory, log file); returns the new pid. A start that exits at
+        once for a transient reason (its port bound for a moment by another cluster's kwokctl
+        probing candidate ports) is tried again a few times.
         """
         known = self._component_names()
         if name not in known:
@@ -640,14 +642,18 @@ class LocalCluster:
         supervision.stop([pid], grace_seconds=grace_seconds)
         supervision.wait_exited(pid)
         time.sleep(down_seconds)
-        proc = supervision.start_detached(
-            launch.argv,
-            log=self.config.cluster_dir / "logs" / f"{name}.log",
-            cwd=launch.cwd,
-            env=launch.env,
-        )
-        pid_file.write_text(str(proc.pid))
-        return proc.pid
+        log = self.config.cluster_dir / "logs" / f"{name}.log"
+        for attempt in range(1, 4):
+            proc = supervision.start_detached(launch.argv, log=log, cwd=launch.cwd, env=launch.env)
+            pid_file.write_text(str(proc.pid))
+            try:
+                proc.wait(timeout=2.0)  # a failed bind ends the process within milliseconds
+            except subprocess.TimeoutExpired:
+                return proc.pid
+            if attempt == 3 or not supervision.transient(supervision.exit_reason(log)):
+                return proc.pid  # exited: the caller's health checks say why
+            time.sleep(attempt)
+        raise AssertionError("unreachable")
 
     def kwok_shards(self) -> int:
         """How many kwok controllers share this cluster's nodes (1 if it does not exist)."""
