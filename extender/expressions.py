@@ -323,10 +323,7 @@ class Evaluator:
         hit = self._compiled.get(expression)
         if hit is not None:
             return hit
-        sel = _compile(expression, self)
-        if len(self._compiled) >= _COMPILED_LIMIT:
-            self._compiled.clear()
-        self._compiled[expression] = sel
+        sel = self._compile_into(self._compiled, expression, derived=False)
         if sel.error is not None:
             self._log_once(
                 expression, f"CEL expression does not compile ({sel.error}): {expression!r}"
@@ -340,12 +337,18 @@ class Evaluator:
     def compile_derived(self, expression: str) -> Selector:
         """The compiled expression of a derived attribute, compiled once per evaluator."""
         hit = self._derived.get(expression)
-        if hit is not None:
-            return hit
-        sel = _compile(expression, self, derived=True)
-        if len(self._derived) >= _COMPILED_LIMIT:
-            self._derived.clear()
-        self._derived[expression] = sel
+        return (
+            hit if hit is not None else self._compile_into(self._derived, expression, derived=True)
+        )
+
+    def _compile_into(
+        self, cache: dict[str, Selector], expression: str, *, derived: bool
+    ) -> Selector:
+        """Compile `expression` and keep it in `cache` (emptied when full)."""
+        sel = _compile(expression, self, derived=derived)
+        if len(cache) >= _COMPILED_LIMIT:
+            cache.clear()
+        cache[expression] = sel
         return sel
 
     def derived_value(self, sel: Selector, device: Device) -> object:
