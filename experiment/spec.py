@@ -394,9 +394,8 @@ def _derives(v: Variant) -> bool:
     """The variant's cluster allocates derived attributes: a release with the alpha gate,
     and `featureGates` turning it on."""
     release = v.kubernetes or bins.DEFAULT_RELEASE
-    first = vocab.DERIVED_RELEASE
-    return v.feature_gates.get(vocab.DERIVED_GATE, False) and int(release.split(".")[1]) >= int(
-        first.split(".")[1]
+    return v.feature_gates.get(vocab.DERIVED_GATE, False) and bins.at_least(
+        release, vocab.DERIVED_RELEASE
     )
 
 

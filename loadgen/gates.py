@@ -14,7 +14,7 @@ import re
 
 from loadgen.scenarios import Scenario
 from testbed import vocab
-from testbed.cluster import feature_gates
+from testbed.cluster import binaries, feature_gates
 from testbed.kube import errors
 from testbed.kube.client import Kube
 
@@ -31,10 +31,6 @@ def release_of(git_version: str) -> str | None:
     """`1.NN` of a `/version` gitVersion (`v1.36.4` -> `1.36`); None if unreadable (pure)."""
     m = _MINOR.match(git_version)
     return f"1.{m.group(1)}" if m else None
-
-
-def _minor(release: str) -> int:
-    return int(release.split(".")[1])
 
 
 async def reported(kube: Kube) -> dict[str, bool] | None:
@@ -57,7 +53,7 @@ def derived_problem(git_version: str, state: dict[str, bool] | None) -> str | No
     gate, first = vocab.DERIVED_GATE, vocab.DERIVED_RELEASE
     flag = f"testbed up --feature-gates {gate}=true"
     release = release_of(git_version)
-    if release is not None and _minor(release) < _minor(first):
+    if release is not None and not binaries.at_least(release, first):
         return (
             f"derived attributes need Kubernetes {first} or later with the alpha gate {gate} "
             f"on: Kubernetes {git_version} has no such gate (use numa=true without derived)"

@@ -13,6 +13,7 @@ from __future__ import annotations
 from loadgen import gates as loadgen_gates
 from loadgen.scenarios import Scenario
 from testbed import vocab
+from testbed.cluster import binaries
 from testbed.kube import workloads as workloads_api
 from testbed.kube.client import Kube
 
@@ -40,7 +41,7 @@ def problem(git_version: str, version: str | None, off: tuple[str, ...] = ()) ->
             f"(testbed up --feature-gates {flags})"
         )
     first = vocab.WORKLOAD_RELEASE
-    if release is not None and int(release.split(".")[1]) < int(first.split(".")[1]):
+    if release is not None and not binaries.at_least(release, first):
         return (
             f"native gangs need the Workload API: Kubernetes {git_version} has no such API (it "
             f"starts in {first}; use the gang scenario without native=true)"

@@ -56,6 +56,11 @@ def release_of(binary_path: str) -> str | None:
     return m.group(1) if m else None
 
 
+def at_least(release: str, first: str) -> bool:
+    """Release `release` (`1.NN`) is `first` or later (pure)."""
+    return int(release.split(".")[1]) >= int(first.split(".")[1])
+
+
 def releases() -> list[str]:
     """The Kubernetes releases with a pinned module in this checkout (ascending)."""
     tools = paths.k8s_tools()
