@@ -52,6 +52,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from common import add_cluster_flags  # bench/ is on sys.path
+
 from testbed import vocab
 from testbed.cluster import local, supervision
 from testbed.kube import errors, resources
@@ -663,9 +665,8 @@ def median(values: list[float]) -> float | None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--cluster", default=local.DEFAULT_NAME, help="local cluster name")
+    add_cluster_flags(p)
     p.add_argument("--kubeconfig", help="default: the local cluster's")
-    p.add_argument("--extender-port", type=int, default=vocab.EXTENDER_DEFAULT_PORT)
     p.add_argument("--repetitions", type=int, default=20)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--max-kills", type=int, default=2, help="kills per target and repetition")

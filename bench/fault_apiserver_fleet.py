@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common import add_cluster_flags  # bench/ is on sys.path
+
 from fleet import audit, render
 from fleet.spec import for_profile
 from testbed.cluster import local
@@ -137,7 +139,7 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--cluster", default=local.DEFAULT_NAME, help="local cluster name")
+    add_cluster_flags(p, extender_port=False)
     p.add_argument("--nodes", type=int, default=5000, help="fleet size (5000)")
     p.add_argument(
         "--at", type=float, default=0.2, help="restart once this share of nodes exist (0.2)"

@@ -48,6 +48,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common import add_cluster_flags  # bench/ is on sys.path
+
 from testbed.cluster import binaries, local
 from testbed.kube import resources, watching
 from testbed.kube.client import ClientSettings, Kube
@@ -277,7 +279,7 @@ async def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--nodes", type=int, action="append", help="fleet sizes (default 1000)")
     p.add_argument("--profile", default="dgx-h100")
-    p.add_argument("--cluster", default=local.DEFAULT_NAME, help="kwokctl cluster name")
+    add_cluster_flags(p, extender_port=False)
     p.add_argument("--kubeconfig", help="default: the local testbed cluster's")
     p.add_argument(
         "--concurrency",
