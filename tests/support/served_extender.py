@@ -4,9 +4,12 @@ cluster objects loaded from files as `extender serve --from-files` loads them.""
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
+import aiohttp
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
@@ -26,3 +29,19 @@ async def served(app: web.Application, *objects: Path) -> AsyncIterator[TestServ
         yield srv
     finally:
         await srv.close()
+
+
+async def post(srv: TestServer, verb: str, body: str | bytes) -> tuple[int, Any]:
+    """POST `body` to the served app's `/verb`: the status and the decoded JSON answer."""
+    async with (
+        aiohttp.ClientSession() as s,
+        s.post(
+            srv.make_url(f"/{verb}"), data=body, headers={"Content-Type": "application/json"}
+        ) as r,
+    ):
+        return r.status, json.loads(await r.read())
+
+
+def args(pod: dict[str, Any], names: list[str]) -> str:
+    """kube-scheduler's ExtenderArgs for `pod` with node names only (its nodeCacheCapable call)."""
+    return json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names})

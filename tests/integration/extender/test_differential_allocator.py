@@ -41,16 +41,14 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from prometheus_client import CollectorRegistry
 
 from extender import app as app_mod
 from extender import handlers
-from extender.config import Settings
 from testbed import vocab
-from testbed.cluster import ports
 from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
+from tests.support import pinned_pods as pinned
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(3600)]
 
@@ -169,9 +167,9 @@ def node_devices(rng: random.Random, node: str) -> list[Obj]:
                 "capacity": {"bandwidth": {"value": "100G"}},
             }
         )
-    slices = [_slice(node, GPU, node, gpus)]
+    slices = [pinned.resource_slice(node, GPU, node, gpus)]
     if nics:
-        slices.append(_slice(node, NIC, node, nics))
+        slices.append(pinned.resource_slice(node, NIC, node, nics))
     if rng.random() < 0.3:
         pool = f"{node}-mig"
         counters = {"name": "gpu-0-mem", "counters": {"memory": {"value": "40Gi"}}}
@@ -185,28 +183,12 @@ def node_devices(rng: random.Random, node: str) -> list[Obj]:
             }
             for j in range(6)
         ]
-        slices.append(_slice(node, GPU, pool, migs, count=2, suffix="mig"))
-        counter_slice = _slice(node, GPU, pool, [], count=2, suffix="mig-counters")
+        slices.append(pinned.resource_slice(node, GPU, pool, migs, count=2, suffix="mig"))
+        counter_slice = pinned.resource_slice(node, GPU, pool, [], count=2, suffix="mig-counters")
         del counter_slice["spec"]["devices"]
         counter_slice["spec"]["sharedCounters"] = [counters]
         slices.append(counter_slice)
     return slices
-
-
-def _slice(
-    node: str, driver: str, pool: str, devices: list[Obj], count: int = 1, suffix: str = ""
-) -> Obj:
-    return {
-        "apiVersion": vocab.RESOURCE_API_VERSION,
-        "kind": "ResourceSlice",
-        "metadata": {"name": f"{node}-{driver}{'-' + suffix if suffix else ''}"},
-        "spec": {
-            "driver": driver,
-            "pool": {"name": pool, "generation": 1, "resourceSliceCount": count},
-            "nodeName": node,
-            "devices": devices,
-        },
-    }
 
 
 SHAPES = (
@@ -371,24 +353,17 @@ def claim_spec(rng: random.Random, p: str, shapes: tuple[str, ...] = SHAPES) -> 
     return shapes[k], {"devices": {"requests": reqs, "constraints": constraints}}
 
 
-@contextlib.asynccontextmanager
-async def _unserved(kube: Kube) -> AsyncIterator[web.Application]:
-    """The extender's core on a cluster whose scheduler does not call it: the test asks it
-    directly, so it serves no port."""
-    app = app_mod.build(Settings(), registry=CollectorRegistry(), kube=kube)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    try:
-        await asyncio.wait_for(app[app_mod.STORE].ready.wait(), 120)
+@pytest.fixture(scope="module")
+async def extender(kube: Kube, extender_port: int) -> AsyncIterator[web.Application]:
+    async with pinned.extender_on(kube, extender_port) as app:
+        assert not app[app_mod.STORE].index.fractional  # the gate at 1.37's default
         yield app
-    finally:
-        await runner.cleanup()
 
 
 @pytest.fixture(scope="module")
 async def gated_extender(gated_kube: Kube) -> AsyncIterator[web.Application]:
     """On the gated cluster, which it reads steps capacity ranges in milli-units."""
-    async with _unserved(gated_kube) as app:
+    async with pinned.extender_on(gated_kube) as app:
         assert app[app_mod.STORE].index.fractional
         yield app
 
@@ -396,7 +371,7 @@ async def gated_extender(gated_kube: Kube) -> AsyncIterator[web.Application]:
 @pytest.fixture(scope="module")
 async def derived_extender(derived_kube: Kube) -> AsyncIterator[web.Application]:
     """On the derived cluster (the gated one's gates and DRADerivedAttributes)."""
-    async with _unserved(derived_kube) as app:
+    async with pinned.extender_on(derived_kube) as app:
         assert app[app_mod.STORE].index.fractional
         yield app
 
@@ -407,44 +382,11 @@ async def older_extender(
 ) -> AsyncIterator[web.Application]:
     """On 1.36 or 1.35, whose allocator checks distinctAttribute against one value per
     request and has no fractional capacity ranges."""
-    async with _unserved(older_kube) as app:
+    async with pinned.extender_on(older_kube) as app:
         index = app[app_mod.STORE].index
         major, minor = older_kubeconfig[0].split(".")
         assert index.release == (int(major), int(minor)) and not index.fractional
         yield app
-
-
-@pytest.fixture(scope="module")
-async def extender(kube: Kube, extender_port: int) -> AsyncIterator[web.Application]:
-    if ports.in_use(extender_port):
-        pytest.fail(f"127.0.0.1:{extender_port} is busy; stop what listens")
-    app = app_mod.build(Settings(), registry=CollectorRegistry(), kube=kube)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    try:
-        await web.TCPSite(runner, "127.0.0.1", extender_port).start()
-        await asyncio.wait_for(app[app_mod.STORE].ready.wait(), 120)
-        assert not app[app_mod.STORE].index.fractional  # the gate at 1.37's default
-        yield app
-    finally:
-        await runner.cleanup()
-
-
-async def _until(what: str, check: Any, timeout: float = 300) -> None:  # noqa: ASYNC109
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never reached: {what}")
-        await asyncio.sleep(0.2)
-
-
-def _outcome(pod: Obj) -> str | None:
-    if (pod.get("spec") or {}).get("nodeName"):
-        return "scheduled"
-    for c in (pod.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "PodScheduled" and c.get("status") == "False":
-            return "unschedulable"
-    return None
 
 
 async def test_the_extender_agrees_with_the_real_allocator(
@@ -490,10 +432,10 @@ async def _differential(
         for cls in created_classes:
             await kube.create(r.DEVICE_CLASSES, cls)
         for name in nodes:
-            await kube.create(r.NODES, _node(name, run))
+            await kube.create(r.NODES, pinned.node(name, run))
             for s in node_devices(rng, name):
                 await kube.create(r.RESOURCE_SLICES, s)
-        await _until(
+        await pinned.until(
             "extender sees the classes and nodes",
             lambda: (
                 all(c["metadata"]["name"] in index.classes for c in created_classes)
@@ -503,7 +445,7 @@ async def _differential(
                 )
             ),
         )
-        await _wait_ready(kube, nodes)
+        await pinned.wait_ready(kube, nodes)
         pairs: list[dict[str, Any]] = []
         for rnd in range(rounds):
             pairs += await _round(kube, core, ns, prefix, nodes, rng, rnd, shapes)
@@ -560,55 +502,6 @@ def _by_shape(pairs: list[dict[str, Any]], shapes: tuple[str, ...]) -> str:
     return "\n".join(rows)
 
 
-def _node(name: str, run: str) -> Obj:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {vocab.LABEL_RUN: run, "kubernetes.io/hostname": name, "type": "kwok"},
-            "annotations": {vocab.KWOK_NODE_ANNOTATION: vocab.KWOK_NODE_ANNOTATION_VALUE},
-        },
-        "spec": {
-            "taints": [
-                {
-                    "key": vocab.KWOK_TAINT_KEY,
-                    "value": vocab.KWOK_TAINT_VALUE,
-                    "effect": "NoSchedule",
-                }
-            ]
-        },
-        "status": {
-            "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"},
-            "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110"},
-        },
-    }
-
-
-async def _wait_ready(kube: Kube, nodes: list[str]) -> None:
-    want = set(nodes)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        listed = await kube.list(r.NODES)
-        ready = {
-            n["metadata"]["name"]
-            for n in listed.items
-            if n["metadata"]["name"] in want
-            and any(
-                c.get("type") == "Ready" and c.get("status") == "True"
-                for c in (n.get("status") or {}).get("conditions") or []
-            )
-            and all(
-                t.get("key") == vocab.KWOK_TAINT_KEY
-                for t in (n.get("spec") or {}).get("taints") or []
-            )
-        }
-        if ready == want:
-            return
-        await asyncio.sleep(1)
-    raise AssertionError("nodes never Ready")
-
-
 async def _round(
     kube: Kube,
     core: Any,
@@ -626,13 +519,15 @@ async def _round(
     for n in nodes:
         body = {"metadata": {"name": claims[n], "namespace": ns}, "spec": specs[n]}
         await kube.create(r.RESOURCE_CLAIMS, body)
-    await _until("extender sees the claims", lambda: all(index.claim(ns, claims[n]) for n in nodes))
+    await pinned.until(
+        "extender sees the claims", lambda: all(index.claim(ns, claims[n]) for n in nodes)
+    )
     # Every device on these nodes free again (last round's claims are gone).
-    await _until(
+    await pinned.until(
         "devices free",
         lambda: all(len(index.free_devices(n)) == len(index.nodes[n].devices) for n in nodes),
     )
-    pods = {n: _pod(ns, f"p{rnd}-{i}", claims[n], n) for i, n in enumerate(nodes)}
+    pods = {n: pinned.pod(ns, f"p{rnd}-{i}", claims[n], n) for i, n in enumerate(nodes)}
     verdicts = {}
     for n in nodes:
         d = core.demand(pods[n])
@@ -645,7 +540,7 @@ async def _round(
         listed = await kube.list(r.PODS, namespace=ns)
         for pod in listed.items:
             node = pod["spec"].get("nodeSelector", {}).get("kubernetes.io/hostname")
-            out = _outcome(pod)
+            out = pinned.outcome(pod)
             if (
                 node in pods
                 and out is not None
@@ -673,29 +568,9 @@ async def _round(
     for n in nodes:
         with contextlib.suppress(errors.KubeError):
             await kube.delete(r.RESOURCE_CLAIMS, claims[n], ns)
-    await _until(
+    await pinned.until(
         "pods and claims gone",
         lambda: not any(index.claim(ns, claims[n]) for n in nodes),
         timeout=600,
     )
     return result
-
-
-def _pod(ns: str, name: str, claim: str, node: str) -> Obj:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "nodeSelector": {"kubernetes.io/hostname": node},
-            "tolerations": [{"key": vocab.KWOK_TAINT_KEY, "operator": "Exists"}],
-            "resourceClaims": [{"name": "c", "resourceClaimName": claim}],
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "busybox",
-                    "resources": {"requests": {"cpu": "1"}, "claims": [{"name": "c"}]},
-                }
-            ],
-        },
-    }

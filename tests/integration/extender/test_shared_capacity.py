@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import secrets
 import time
+from collections.abc import AsyncIterator
 from fractions import Fraction
 from typing import Any
 
@@ -24,19 +25,10 @@ from testbed import vocab
 from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from tests.integration.extender.test_differential_allocator import (
-    _node,
-    _outcome,
-    _pod,
-    _slice,
-    _until,
-    _wait_ready,
-    extender,
-)
+from tests.support import pinned_pods as pinned
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
 
-__all__ = ["extender"]  # the module-scoped fixture this test uses
 GPU = "gpu.nvidia.com"
 Gi = 2**30
 # (memory requested or None, what the pod's outcome must be): 30Gi rounds up to 32Gi.
@@ -48,6 +40,12 @@ STEPS: list[tuple[str | None, str]] = [
     ("9Gi", "unschedulable"),  # rounds to 12Gi: 84
     ("8Gi", "scheduled"),  # 80: full
 ]
+
+
+@pytest.fixture(scope="module")
+async def extender(kube: Kube, extender_port: int) -> AsyncIterator[web.Application]:
+    async with pinned.extender_on(kube, extender_port) as app:
+        yield app
 
 
 def _gpu() -> dict[str, Any]:
@@ -86,13 +84,13 @@ async def test_shared_capacity_verdicts_match_the_real_allocator(
     seen: list[dict[str, Any]] = []
     try:
         await kube.create(r.DEVICE_CLASSES, device_class)
-        await kube.create(r.NODES, _node(node, run))
-        await kube.create(r.RESOURCE_SLICES, _slice(node, GPU, node, [_gpu()]))
-        await _until(
+        await kube.create(r.NODES, pinned.node(node, run))
+        await kube.create(r.RESOURCE_SLICES, pinned.resource_slice(node, GPU, node, [_gpu()]))
+        await pinned.until(
             "extender sees the class and node",
             lambda: cls in index.classes and node in index.nodes and index.nodes[node].devices,
         )
-        await _wait_ready(kube, [node])
+        await pinned.wait_ready(kube, [node])
         held = Fraction(0)
         key = ((GPU, node, "gpu-0"), f"{GPU}/memory")
         for i, (memory, expected) in enumerate(STEPS):
@@ -104,14 +102,14 @@ async def test_shared_capacity_verdicts_match_the_real_allocator(
             await kube.create(
                 r.RESOURCE_CLAIMS, {"metadata": {"name": claim, "namespace": ns}, "spec": spec}
             )
-            await _until("extender sees the claim", lambda c=claim: index.claim(ns, c))
-            pod = _pod(ns, f"p{i}", claim, node)
+            await pinned.until("extender sees the claim", lambda c=claim: index.claim(ns, c))
+            pod = pinned.pod(ns, f"p{i}", claim, node)
             verdict = core.verdicts(core.demand(pod), [node]).get(node)
             await kube.create(r.PODS, pod)
             outcome = None
             deadline = time.monotonic() + 120
             while outcome is None and time.monotonic() < deadline:
-                outcome = _outcome(await kube.get(r.PODS, f"p{i}", ns))
+                outcome = pinned.outcome(await kube.get(r.PODS, f"p{i}", ns))
                 if outcome is None:
                     await asyncio.sleep(0.5)
             seen.append(
@@ -125,7 +123,7 @@ async def test_shared_capacity_verdicts_match_the_real_allocator(
             if outcome == "scheduled":
                 # The extender sees the allocation's consumedCapacity before the next claim.
                 before = held
-                await _until(
+                await pinned.until(
                     "extender sees the consumed capacity",
                     lambda b=before: index.capacity_in_use.get(key, Fraction(0)) > b,
                 )

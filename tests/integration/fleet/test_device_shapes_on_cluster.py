@@ -32,8 +32,8 @@ from testbed.kube.resources import (
 )
 from tests.integration.fleet import dra_objects as dra
 from tests.integration.fleet import fleet_cli
-from tests.integration.testbed.test_feature_gates import reported_gates
 from tests.support import own_clusters
+from tests.support.reported_gates import reported_gates
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.cluster

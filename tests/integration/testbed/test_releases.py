@@ -18,9 +18,9 @@ import pytest
 from testbed.cluster import binaries, local
 from testbed.cluster import feature_gates as fg
 from testbed.kube.client import Kube
-from tests.integration.testbed.test_feature_gates import reported_gates
 from tests.support import small_world as w
 from tests.support.children import testbed as run
+from tests.support.reported_gates import reported_gates
 
 RELEASE = "1.35"
 # A cold build of the release's binaries happens inside this test when nothing built it first.

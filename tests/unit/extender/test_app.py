@@ -17,15 +17,8 @@ from extender import app as app_mod
 from extender.config import Settings
 from testbed import vocab, wire
 from tests.support import extender_objects as objects
-from tests.support.served_extender import served
-from tests.unit.extender.helpers import core_of
-
-NS = "ns"
-
-
-def cluster_objects() -> list[dict[str, Any]]:
-    tmpl = objects.template(NS, "pairs", objects.pair_spec(8))
-    return [*objects.dgx("al"), *objects.unaligned("un"), tmpl]
+from tests.support.served_extender import args, post, served
+from tests.unit.extender.helpers import cluster_objects, core_of, pair_pod
 
 
 @pytest.fixture
@@ -37,24 +30,6 @@ async def server(tmp_path: Path) -> AsyncIterator[TestServer]:
     )
     async with served(app, path) as srv:
         yield srv
-
-
-async def post(srv: TestServer, verb: str, body: str | bytes) -> tuple[int, Any]:
-    async with (
-        aiohttp.ClientSession() as s,
-        s.post(
-            srv.make_url(f"/{verb}"), data=body, headers={"Content-Type": "application/json"}
-        ) as r,
-    ):
-        return r.status, json.loads(await r.read())
-
-
-def args(pod: dict[str, Any], names: list[str]) -> str:
-    return json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names})
-
-
-def pair_pod(**kw: Any) -> dict[str, Any]:
-    return objects.pod(NS, "p", templates=["pairs"], **kw)
 
 
 async def test_prioritize_answers_a_bare_array_in_input_order(server: TestServer) -> None:

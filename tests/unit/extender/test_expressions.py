@@ -8,20 +8,7 @@ import pytest
 
 from extender import expressions, topology
 from extender.expressions import Outcome
-
-GPU = topology.device_of(
-    "gpu.nvidia.com",
-    {
-        "name": "gpu-0",
-        "attributes": {
-            "productName": {"string": "NVIDIA H100 80GB HBM3"},
-            "index": {"int": 0},
-            "driverVersion": {"version": "550.54.15"},
-            "resource.kubernetes.io/pcieRoot": {"string": "pci0000:00"},
-        },
-        "capacity": {"memory": {"value": "80Gi"}},
-    },
-)
+from tests.unit.extender.helpers import GPU
 
 
 def run(expression: str, device: topology.Device = GPU) -> Outcome:

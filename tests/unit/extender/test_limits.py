@@ -22,8 +22,8 @@ from extender import app as app_mod
 from extender import expressions, handlers, limits
 from extender.config import Settings
 from tests.support import served_extender
-from tests.unit.extender.test_app import args, cluster_objects, pair_pod, post
-from tests.unit.extender.test_expressions import GPU
+from tests.support.served_extender import args, post
+from tests.unit.extender.helpers import GPU, cluster_objects, pair_pod
 
 
 def _cluster_file(tmp_path: Path) -> Path:
