@@ -91,22 +91,20 @@ main() {
   kwok_ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_version#v}"
   kwok_ldflags+=" -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${kube_version#v}"
 
-  # Wall seconds each binary took on a 2-core machine with empty Go caches, downloads
-  # included (the first binary of each module downloads its dependencies; later ones reuse
-  # most of the first one's compiled packages), between a quiet and a busy machine: the
-  # 1.36 build took 649/196/16/47/50/227/42 s with five other jobs running. Scaled by the
-  # cores here for the estimate.
-  declare -A cost=(
-    [kube-apiserver]=420 [kube-controller-manager]=150 [kube-scheduler]=20 [kubectl]=45
-    [etcd]=50 [kwok]=150 [kwokctl]=30
-  )
+  # Three `go build`s: Kubernetes' four binaries in one (their packages compiled once and
+  # the links overlapping the compiles), etcd, kwok's two. Wall seconds each step took on a
+  # 2-core machine with empty Go caches, downloads included (the first step downloads most
+  # modules; later steps reuse most of its compiled packages), between a quiet and a busy
+  # machine; scaled by the cores here for the estimate.
+  steps=(kubernetes etcd kwok)
+  declare -A cost=([kubernetes]=635 [etcd]=50 [kwok]=180)
   cores="$(nproc 2>/dev/null || echo 2)"
   scale() { echo $(($1 * 2 / (cores < 8 ? cores : 8))); }
   remaining_cost() {
-    local b sum=0 seen=""
-    for b in "${binaries[@]}"; do
-      [[ "$b" == "$1" ]] && seen=1
-      [[ -n "$seen" ]] && sum=$((sum + ${cost[$b]}))
+    local step sum=0 seen=""
+    for step in "${steps[@]}"; do
+      [[ "$step" == "$1" ]] && seen=1
+      [[ -n "$seen" ]] && sum=$((sum + ${cost[$step]}))
     done
     scale "$sum"
   }
@@ -138,37 +136,42 @@ main() {
   beat=""
   trap '[[ -n "$beat" ]] && kill "$beat" 2>/dev/null; true' EXIT
 
-  # build MODULE_DIR BINARY PACKAGE LDFLAGS N
+  # build STEP N MODULE_DIR LDFLAGS OUTPUT PACKAGE...: one `go build` of the PACKAGEs in
+  # MODULE_DIR, to OUTPUT (a file for one package, the staging directory for several, where
+  # each binary is named after its package).
   build() {
+    local step="$1" n="$2" module="$3" ldflags="$4" output="$5"
+    shift 5
     binary_start=$SECONDS
-    echo ">> go build $3 ($1)" >>"$log"
-    heartbeat "$2" "$5" "${#binaries[@]}" &
+    echo ">> go build $* ($module)" >>"$log"
+    heartbeat "$step" "$n" "${#steps[@]}" &
     beat=$!
-    if ! (cd "$here/$1" && go build -trimpath -ldflags "$4" -o "$staging/$2" "$3") >>"$log" 2>&1; then
+    if ! (cd "$here/$module" && go build -trimpath -ldflags "$ldflags" -o "$output" "$@") >>"$log" 2>&1; then
       kill "$beat" 2>/dev/null || true
       [[ -t 2 ]] && echo >&2
-      echo "error: building $2 failed; full log: $log" >&2
+      echo "error: building $step failed; full log: $log" >&2
       exit 1
     fi
     kill "$beat" 2>/dev/null || true
     wait "$beat" 2>/dev/null || true
     beat=""
     [[ -t 2 ]] && printf '\r\033[K' >&2
-    echo "   built $2 ($5/${#binaries[@]}) in $((SECONDS - binary_start))s, $(clock "$SECONDS") elapsed" | tee -a "$log" >&2
+    echo "   built $step ($n/${#steps[@]}) in $((SECONDS - binary_start))s, $(clock "$SECONDS") elapsed" | tee -a "$log" >&2
   }
 
   : >"$log"
   SECONDS=0
   echo "building the control plane ($key) into $out;" \
-    "a first build takes about $(clock "$(remaining_cost kube-apiserver)") on $cores cores" \
+    "a first build takes about $(clock "$(remaining_cost kubernetes)") on $cores cores" \
     "(later runs reuse it); log: $log" >&2
-  n=0
-  for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
-    build "$kube_module" "$b" "k8s.io/kubernetes/cmd/$b" "$kube_ldflags" $((n += 1))
-  done
-  build "$etcd_module" etcd go.etcd.io/etcd/server/v3 "-s -w" $((n += 1))
-  build kwok kwok sigs.k8s.io/kwok/cmd/kwok "$kwok_ldflags" $((n += 1))
-  build kwok kwokctl sigs.k8s.io/kwok/cmd/kwokctl "$kwok_ldflags" $((n += 1))
+  build kubernetes 1 "$kube_module" "$kube_ldflags" "$staging/" \
+    k8s.io/kubernetes/cmd/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl}
+  build etcd 2 "$etcd_module" "-s -w" "$staging/etcd" go.etcd.io/etcd/server/v3
+  build kwok 3 kwok "$kwok_ldflags" "$staging/" sigs.k8s.io/kwok/cmd/{kwok,kwokctl}
+  complete "$staging" || {
+    echo "error: the build left out one of: ${binaries[*]}; full log: $log" >&2
+    exit 1
+  }
 
   rm -rf "$out"
   mv "$staging" "$out"
