@@ -32,6 +32,6 @@ if [[ ! -f "$stamp" ]]; then
   touch "$stamp"
 fi
 if [[ -n "$python_only" ]]; then exit 0; fi
-# The first build prints what it builds, the time so far and an estimate (about 15 minutes
+# The first build prints what it builds, the time so far and an estimate (about 10 minutes
 # on 2 cores); later runs find the cache and print nothing.
 tools/k8s/build.sh >/dev/null

@@ -39,7 +39,7 @@ def test_tiny_demo_accounts_for_every_pod_and_writes_every_report(
             "--nodes",
             "50",
             "--pods",
-            "200",
+            "100",
             # One repeat of every default-size comparison but the opt-in ones: observations.
             "--repeat",
             "1",

@@ -92,12 +92,12 @@ main() {
   kwok_ldflags+=" -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${kube_version#v}"
 
   # Three `go build`s: Kubernetes' four binaries in one (their packages compiled once and
-  # the links overlapping the compiles), etcd, kwok's two. Wall seconds each step took on a
-  # 2-core machine with empty Go caches, downloads included (the first step downloads most
-  # modules; later steps reuse most of its compiled packages), between a quiet and a busy
-  # machine; scaled by the cores here for the estimate.
+  # the links overlapping the compiles), etcd, kwok's two. Wall seconds each step took on an
+  # otherwise idle 2-core machine with empty Go caches, downloads included (1.37.2, the first
+  # release built: 448/28/97 s; 1.35.8 and 1.36.4 after it, reusing the compiled packages
+  # they share: ~300/16/3 s); scaled by the cores here for the estimate.
   steps=(kubernetes etcd kwok)
-  declare -A cost=([kubernetes]=635 [etcd]=50 [kwok]=180)
+  declare -A cost=([kubernetes]=450 [etcd]=30 [kwok]=100)
   cores="$(nproc 2>/dev/null || echo 2)"
   scale() { echo $(($1 * 2 / (cores < 8 ? cores : 8))); }
   remaining_cost() {

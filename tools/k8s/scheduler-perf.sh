@@ -85,7 +85,8 @@ main() {
   export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
   SECONDS=0
   echo "building the scheduler_perf benchmark ($key) into $out; a first build takes about" \
-    "3 minutes on 2 cores (later runs reuse it); log: $log" >&2
+    "a minute on 2 cores after the release's control plane, whose compiled packages it" \
+    "reuses (later runs reuse it); log: $log" >&2
 
   local cp_dir
   cp_dir="$(env -u DRA_TESTBED_BIN_DIR "$here/build.sh" --kubernetes "$release" --print-dir 2>/dev/null || true)"
