@@ -337,9 +337,9 @@ class Evaluator:
     def compile_derived(self, expression: str) -> Selector:
         """The compiled expression of a derived attribute, compiled once per evaluator."""
         hit = self._derived.get(expression)
-        return (
-            hit if hit is not None else self._compile_into(self._derived, expression, derived=True)
-        )
+        if hit is not None:
+            return hit
+        return self._compile_into(self._derived, expression, derived=True)
 
     def _compile_into(
         self, cache: dict[str, Selector], expression: str, *, derived: bool

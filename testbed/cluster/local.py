@@ -469,8 +469,7 @@ class LocalCluster:
         return [
             c.name
             for c in self.status().components
-            if c.pid is None
-            and supervision.transient(supervision.exit_reason(logs / f"{c.name}.log"))
+            if c.pid is None and supervision.exited_transiently(logs / f"{c.name}.log")
         ]
 
     def _repair(self, b: bins.Binaries, notify: Callable[[str], None], attempts: int = 3) -> Status:
@@ -643,17 +642,18 @@ class LocalCluster:
         supervision.wait_exited(pid)
         time.sleep(down_seconds)
         log = self.config.cluster_dir / "logs" / f"{name}.log"
-        for attempt in range(1, 4):
+        attempts = 3
+        for attempt in range(1, attempts + 1):
             proc = supervision.start_detached(launch.argv, log=log, cwd=launch.cwd, env=launch.env)
             pid_file.write_text(str(proc.pid))
             try:
                 proc.wait(timeout=2.0)  # a failed bind ends the process within milliseconds
             except subprocess.TimeoutExpired:
-                return proc.pid
-            if attempt == 3 or not supervision.transient(supervision.exit_reason(log)):
-                return proc.pid  # exited: the caller's health checks say why
+                break  # running
+            if attempt == attempts or not supervision.exited_transiently(log):
+                break  # exited: the caller's health checks say why
             time.sleep(attempt)
-        raise AssertionError("unreachable")
+        return proc.pid
 
     def kwok_shards(self) -> int:
         """How many kwok controllers share this cluster's nodes (1 if it does not exist)."""

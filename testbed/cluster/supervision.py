@@ -204,3 +204,9 @@ def exit_reason(log: Path) -> str:
 def transient(reason: str) -> bool:
     """Whether an exit reason is one that starting the component again can cure."""
     return any(t in reason for t in TRANSIENT)
+
+
+def exited_transiently(log: Path) -> bool:
+    """Whether the component logging to `log` stopped for a reason starting it again can
+    cure (`exit_reason` of its log is `transient`)."""
+    return transient(exit_reason(log))
