@@ -548,8 +548,9 @@ async def _delete_and_wait(
     """Delete this run's record and what it created of the shared objects, unless others
     still use them: another run (its record), its variant schedulers, or a fleet (its record
     lives in the namespace). Then they stay, marked as this run's: the record of a run
-    killed on the way names what it made, for a cleanup by hand. Waits for a namespace
-    deleted to be gone, so the next run can create it again."""
+    killed on the way names what it made, for a cleanup by hand. Waits for what it deleted
+    to be gone (a namespace or a CRD lingers while its contents go), so the next run finds
+    it missing and creates it again rather than taking a terminating one for present."""
     await kube.delete(resources.CONFIG_MAPS, co.run_record_name(run), co.NAMESPACE)
     listed = await asyncio.gather(
         kube.list(resources.CONFIG_MAPS, namespace=co.NAMESPACE, label_selector=co.LABEL_RUN),
@@ -568,14 +569,15 @@ async def _delete_and_wait(
     await _delete(kube, made)
     deadline = time.monotonic() + seconds
     for c in made:
-        if c.res != resources.NAMESPACES:
-            continue
+        namespace = c.namespace if c.res.namespaced else None
         while time.monotonic() < deadline:
             try:
-                await kube.get(c.res, c.name)
+                obj = await kube.get(c.res, c.name, namespace)
             except errors.NotFound:
                 break
-            await asyncio.sleep(1)
+            if obj["metadata"].get("uid") != c.uid:
+                break  # someone else's object under the name: not ours to wait for
+            await asyncio.sleep(0.5)
 
 
 def as_site(site: ExistingSite) -> Site:

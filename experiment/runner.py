@@ -279,7 +279,9 @@ def _one_arm(
         latency_qps = _latency_qps(arm, p.by_name)
         if latency_qps is None:
             p.valid[arm.name] = validity.Validity(
-                False, f"{arm.latency_of} sustained no rate to run below"
+                False,
+                f"{arm.latency_of} sustained no rate to run below (scheduler_perf's rate needs "
+                "pods scheduled across two 1 s samples: more pods or a lower qps give one)",
             )
             console.print(f"[yellow]arm {arm.name}: {p.valid[arm.name].reason}")
             return

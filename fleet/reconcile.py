@@ -79,17 +79,26 @@ class Counts:
     unchanged: int = 0
     failed: int = 0
     first_error: str = ""
-    written: set[str] = field(default_factory=set, repr=False)
-    """`kind/name` of objects written so far: a pass resumed after an outage finds them
-    matching, and must not count them unchanged too."""
+    counted: set[str] = field(default_factory=set, repr=False)
+    """`kind/name` of objects counted so far, written or found matching: a pass resumed after
+    an outage finds them matching again (and a pass cut short may have counted some), and
+    must count each object once."""
 
     @property
     def writes(self) -> int:
         return self.created + self.updated + self.deleted
 
+    def wrote(self, kind: str, action: str, name: str = "") -> None:
+        """One object `action` (created, updated or deleted); `name` for those that stay."""
+        setattr(self, action, getattr(self, action) + 1)
+        if name:
+            self.counted.add(f"{kind}/{name}")
+
     def same(self, kind: str, name: str) -> None:
-        """`name` already matched (and was not written by an earlier pass of this apply)."""
-        if f"{kind}/{name}" not in self.written:
+        """`name` already matched (counted unless an earlier pass of this apply counted it)."""
+        key = f"{kind}/{name}"
+        if key not in self.counted:
+            self.counted.add(key)
             self.unchanged += 1
 
 
@@ -497,9 +506,7 @@ class Reconciler:
             self._wrote(counts, res.kind, "deleted")
 
     def _wrote(self, counts: Counts, kind: str, action: str, name: str = "") -> None:
-        setattr(counts, action, getattr(counts, action) + 1)
-        if name:
-            counts.written.add(f"{kind}/{name}")
+        counts.wrote(kind, action, name)
         if self.metrics:
             self.metrics.object_written(kind, action)
 

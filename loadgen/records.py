@@ -804,6 +804,15 @@ class GangState:
         return None if self.all_running is None else self.all_running - self.first_created
 
 
+def refusals_on_the_way(rec: Records, phase: str) -> int:
+    """Pods of `phase` found unschedulable, not scheduled, whose gang has a pod scheduled.
+    A native gang binds all or nothing, so such a refusal is a verdict on the way (an
+    earlier attempt's condition on a pod whose gang is being bound), not the last word."""
+    pods = [r for r in rec.pods.values() if r.phase == phase and r.gang]
+    placed = {r.gang for r in pods if r.scheduled is not None}
+    return sum(1 for r in pods if r.gang in placed and r.unschedulable and r.scheduled is None)
+
+
 def gang_states(rec: Records, sizes: dict[str, int] | None = None) -> dict[str, GangState]:
     """Every gang of the run (pods with a PodGroup or gang label); `sizes` gives each phase's
     gang size (pods at once), else a gang is as large as the pods of it seen."""

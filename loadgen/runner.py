@@ -361,7 +361,7 @@ async def _run_phase(
         ):
             return
     pr.created = watcher.clock()
-    wait = _condition(phase, counts, made)
+    wait = _condition(phase, watcher.records, made)
     if wait is not None:
         reached, target, what = wait
         if not await waiting.until(lambda: reached() >= target(), what, reached, target):
@@ -372,15 +372,20 @@ async def _run_phase(
 Count = Callable[[], int]
 
 
-def _condition(
-    phase: Phase, counts: records.PhaseCounts, made: Count
-) -> tuple[Count, Count, str] | None:
+def _condition(phase: Phase, rec: records.Records, made: Count) -> tuple[Count, Count, str] | None:
     """What the phase waits for before the next one: (pods reached, pods wanted, in words);
     None for `wait: created`."""
+    counts = records.phase_counts(rec, phase.name)
     if phase.wait == "running":
         return (lambda: counts.running), (lambda: made() * phase.concurrent), "Running"
     if phase.wait == "settled":
-        settled = lambda: counts.scheduled + counts.unschedulable  # noqa: E731
+
+        def settled() -> int:
+            decided = counts.scheduled + counts.unschedulable
+            if phase.native_gang and decided:  # all or nothing: a gang half bound is not done
+                decided -= records.refusals_on_the_way(rec, phase.name)
+            return decided
+
         return settled, (lambda: made() * phase.concurrent), "settled"
     if phase.wait == "complete":
         done = lambda: counts.succeeded + counts.failed  # noqa: E731

@@ -372,3 +372,29 @@ def test_a_native_gang_is_its_pod_group_timed_from_first_created_to_last_running
         "ga": {"pods": 3, "nodes": 3, "racks": 3, "blocks": 3},
         "gb": {"pods": 1, "nodes": 1, "racks": 1, "blocks": 1},
     }
+
+
+def _refused(pod: dict[str, Any]) -> dict[str, Any]:
+    pod["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+    ]
+    return pod
+
+
+def test_a_refusal_in_a_gang_being_bound_is_on_the_way_and_not_the_last_word() -> None:
+    t = _records()
+    # Gang a: two pods bound, the third still carries an earlier attempt's refusal.
+    records.on_pod(t, "ADDED", _member("a0", "ga", node="n0"), 1.0)
+    records.on_pod(t, "ADDED", _member("a1", "ga", node="n1"), 1.0)
+    records.on_pod(t, "ADDED", _refused(_member("a2", "ga")), 1.0)
+    # Gang b: refused whole, the last word.
+    for i in range(3):
+        records.on_pod(t, "ADDED", _refused(_member(f"b{i}", "gb")), 1.0)
+    counts = records.phase_counts(t, "p")
+    assert (counts.scheduled, counts.unschedulable) == (2, 4)
+    assert records.refusals_on_the_way(t, "p") == 1
+    assert records.refusals_on_the_way(t, "other phase") == 0
+    # Once bound, it is scheduled and no longer a refusal at all.
+    records.on_pod(t, "MODIFIED", _member("a2", "ga", node="n2"), 2.0)
+    assert records.refusals_on_the_way(t, "p") == 0
+    assert (counts.scheduled, counts.unschedulable) == (3, 3)
