@@ -325,17 +325,20 @@ def _created(res: Resource, obj: Obj) -> Created:
     return Created(res, meta["name"], meta.get("namespace"), meta.get("uid"))
 
 
-async def _delete(kube: Kube, made: list[Created]) -> None:
+async def _delete(kube: Kube, made: list[Created]) -> list[Created]:
     """Delete in reverse creation order, each the very object made (its uid: one recreated
     by someone else under the name is left alone); an object already gone is fine, any other
-    failure is logged (the rest are still deleted)."""
+    failure is logged (the rest are still deleted). Returns those it deleted."""
+    deleted = []
     for c in reversed(made):
         try:
             await kube.delete(c.res, c.name, c.namespace if c.res.namespaced else None, uid=c.uid)
+            deleted.append(c)
         except errors.Conflict:
             log.warning("%s %s was replaced by someone else: left alone", c.res.kind, c.name)
         except errors.KubeError as e:
             log.warning("could not delete %s %s: %s", c.res.kind, c.name, e)
+    return deleted
 
 
 async def _check(kube: Kube, answer_within: float = cliconv.DEFAULT_REQUEST_TIMEOUT) -> str:
@@ -566,9 +569,8 @@ async def _delete_and_wait(
         names = ", ".join(sorted(resources.name_of(o) for o in users))
         log.warning("others (%s) still use the shared objects: left them", names)
         return
-    await _delete(kube, made)
     deadline = time.monotonic() + seconds
-    for c in made:
+    for c in await _delete(kube, made):
         namespace = c.namespace if c.res.namespaced else None
         while time.monotonic() < deadline:
             try:
@@ -576,7 +578,7 @@ async def _delete_and_wait(
             except errors.NotFound:
                 break
             if obj["metadata"].get("uid") != c.uid:
-                break  # someone else's object under the name: not ours to wait for
+                break  # made again under the name since: not ours to wait for
             await asyncio.sleep(0.5)
 
 
