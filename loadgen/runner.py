@@ -380,13 +380,18 @@ def _condition(phase: Phase, rec: records.Records, made: Count) -> tuple[Count, 
         return (lambda: counts.running), (lambda: made() * phase.concurrent), "Running"
     if phase.wait == "settled":
 
+        def wanted() -> int:
+            return made() * phase.concurrent
+
         def settled() -> int:
             decided = counts.scheduled + counts.unschedulable
-            if phase.native_gang and decided:  # all or nothing: a gang half bound is not done
+            # All or nothing: a native gang half bound is not done. Looked for (a scan of the
+            # run's pods, checked after every event) only once every pod has a verdict.
+            if phase.native_gang and decided >= wanted():
                 decided -= records.refusals_on_the_way(rec, phase.name)
             return decided
 
-        return settled, (lambda: made() * phase.concurrent), "settled"
+        return settled, wanted, "settled"
     if phase.wait == "complete":
         done = lambda: counts.succeeded + counts.failed  # noqa: E731
         return done, (lambda: made() * phase.completions), "finished"
