@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from experiment import arm_charts
+from experiment import arm_charts, optimum_report
 from experiment.arms import Arm
 from testbed import charts, files
 
@@ -36,7 +36,7 @@ def write(
         # Valid JSON only: a missing figure is null, never NaN (json.dumps refuses NaN here).
         text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
         files.write_atomic(out_dir / json_name, text)
-    sections = list(lead)
+    sections = [*lead, *optimum_report.html_sections(doc)]
     for key, group in arm_charts.first_repeat_groups(arms, min_group).items():
         heading = f"{key}: {' vs '.join(arm.variant for arm in group)}"
         sections.append(charts.Section(heading, arm_charts.comparison_charts(out_dir, group)))

@@ -25,9 +25,19 @@ from typing import Any
 import yaml
 from rich.console import Console
 
-from experiment import accounting, arms, children, fleet_shape, matrix, validity, variants_report
+from experiment import (
+    accounting,
+    arms,
+    children,
+    fleet_shape,
+    matrix,
+    optimum_report,
+    validity,
+    variants_report,
+)
 from experiment import spec as specs
 from experiment.arms import Arm
+from experiment.oracle import inputs as oracle_inputs
 from experiment.site import Scheduler, SchedulerSetup, Site
 from experiment.wing import Finished, Planner, Reporter
 from testbed import charts, cliconv, vocab
@@ -58,6 +68,16 @@ async def _fleet_slices(kubeconfig: Path, fleet: str) -> list[dict[str, Any]]:
     async with await Kube.connect(kubeconfig=kubeconfig) as kube:
         selector = resources.label_selector({vocab.LABEL_FLEET: fleet})
         return (await kube.list(resources.RESOURCE_SLICES, label_selector=selector)).items
+
+
+async def _fleet_model(kubeconfig: Path, fleet: str) -> oracle_inputs.Fleet:
+    """The fleet as the placement oracle reads it: its slices and its nodes' labels."""
+    async with await Kube.connect(kubeconfig=kubeconfig) as kube:
+        selector = resources.label_selector({vocab.LABEL_FLEET: fleet})
+        slices = (await kube.list(resources.RESOURCE_SLICES, label_selector=selector)).items
+        nodes = (await kube.list(resources.NODES, label_selector=selector)).items
+    labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in nodes}
+    return oracle_inputs.fleet_of(slices, labels)
 
 
 async def _wait_namespace_gone(kubeconfig: Path, namespace: str, seconds: float) -> bool:
@@ -232,6 +252,14 @@ def _run_stage(
                 for k in keys
             }
             fleet_now = (nodes, "")
+            # The fleet as the oracle reads it, once per fleet the arms run on.
+            models: dict[tuple[int, str], oracle_inputs.Fleet] = {}
+
+            def fleet_model() -> oracle_inputs.Fleet:
+                if fleet_now not in models:
+                    models[fleet_now] = asyncio.run(_fleet_model(site.kubeconfig, fleet))
+                return models[fleet_now]
+
             for arm in planned:
                 progress.done += 1
                 cliconv.rule(
@@ -247,6 +275,8 @@ def _run_stage(
                         *_fleet_for(exp, planner, fleet_doc, *wanted, out), env, apply_flags
                     )
                 _one_arm(exp, arm, out, site, schedulers, setups, env, progress, console, flags)
+                if arm.name in progress.by_name and not (arm.same_as or arm.latency_of):
+                    _optimum(progress.by_name[arm.name], fleet_model, out / arm.name, console)
     finally:
         if fleet_applied and not config.keep:
             children.run([children.tool("fleet"), "delete", "--name", fleet, *flags], env)
@@ -308,6 +338,21 @@ def _one_arm(
     settled = time.monotonic() - started - ran
     p.timings[arm.name] = {"seconds": round(ran, 1), "cleanup_seconds": round(settled, 1)}
     console.print(f"arm {arm.name}: {ran:.0f} s, then {settled:.0f} s to clean up")
+
+
+def _optimum(
+    doc: dict[str, Any],
+    fleet: Callable[[], oracle_inputs.Fleet],
+    arm_dir: Path,
+    console: Console,
+) -> None:
+    """The arm's placement against its optimum; a failure of the oracle is reported and
+    never stops the run."""
+    try:
+        optimum_report.attach(doc, fleet, arm_dir, console)
+    except Exception as e:
+        doc["optimum"] = {"error": f"the oracle failed: {e!r}", "figures": []}
+        console.print(f"[yellow]optimum: {doc['optimum']['error']}")
 
 
 def run(
@@ -396,8 +441,10 @@ def _report(
         },
         "invalid_arms": {n: v.reason for n, v in p.valid.items() if not v.valid},
     }
+    meta["optimum"] = optimum_report.section(results)
     finished = Finished(exp, results, [arm for arm, _ in p.results], meta, out)
     index = reporter.report(finished, console)
+    optimum_report.console_table(meta["optimum"], console)
     bad = {n: why for n, (ok, why) in accounted.items() if not ok}
     for name, why in bad.items():
         console.print(f"[red]arm {name}: not every pod accounted for: {why}")
