@@ -39,17 +39,12 @@ NOTE = (
 def attach(doc: Doc, fleet: Callable[[], inputs.Fleet], arm_dir: Path, console: Console) -> None:
     """Compute the arm's optima (reading the fleet only if the arm asks a placement
     question), keep them in its directory and under `doc["optimum"]`, print one line each."""
-    try:
-        workload = inputs.workload_of(doc)
-    except inputs.Unsupported as e:
-        doc["optimum"] = {"error": str(e), "figures": []}
-    else:
-        if not oracle_arms.applies(workload):
-            return
-        got = oracle_arms.arm_optimum(doc, fleet())
-        if got is None:
-            return
-        doc["optimum"] = got
+    if not inputs.asks_placement(doc):
+        return
+    got = oracle_arms.arm_optimum(doc, fleet())
+    if got is None:
+        return
+    doc["optimum"] = got
     files.write_atomic(arm_dir / FILE, json.dumps(doc["optimum"], indent=2) + "\n")
     optimum = doc["optimum"]
     if optimum.get("error"):

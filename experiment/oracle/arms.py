@@ -94,11 +94,6 @@ def _scaled(b: Bound, f: Callable[[float], float], unit_name: str) -> Bound:
     return replace(b, objective=unit_name, value=f(b.value), bound=bound)
 
 
-def applies(workload: inputs.Workload) -> bool:
-    """Placement questions only: a probe phase, gangs, or GPUs with NICs."""
-    return workload.gangs or any(p.refusable or p.demand.nics for p in workload.phases)
-
-
 def _measured(doc: dict[str, Any], metric: str) -> float | None:
     return figures.metric(metric)[2](doc)
 
@@ -184,11 +179,10 @@ def arm_optimum(
     doc: dict[str, Any], fleet: inputs.Fleet, time_limit: float = solve.DEFAULT_TIME_LIMIT
 ) -> dict[str, Any] | None:
     """What `optimum.json` holds for an arm; None when the arm asks no placement question."""
+    if not inputs.asks_placement(doc):
+        return None
     started = time.monotonic()
     try:
-        workload = inputs.workload_of(doc)
-        if not applies(workload):
-            return None
         got = placement_figures(doc, fleet, time_limit)
     except (
         inputs.Unsupported,

@@ -165,6 +165,16 @@ def _demand(phase: Mapping[str, Any]) -> Demand:
     )
 
 
+def asks_placement(result: Mapping[str, Any]) -> bool:
+    """Whether a loadgen result's workload asks a placement question: a probe phase
+    (`wait: settled`), gangs, or claims with NICs. Others (pods that all fit, throughput
+    arms) are not held against an optimum."""
+    return any(
+        p.get("wait") == "settled" or p.get("gang") or (p.get("claim") or {}).get("nics")
+        for p in (result.get("scenario") or {}).get("phases") or []
+    )
+
+
 def workload_of(result: Mapping[str, Any]) -> Workload:
     """The phases of a loadgen result (its `scenario` as run, sizes resolved, and each phase's
     counts). Pods never leave in the modelled runs: a phase whose pods complete and are

@@ -1,0 +1,180 @@
+"""How long the placement oracle takes, and whether it proves its optima, on the placement
+workloads at fleet scale (no cluster: the fleet is rendered, the workload resolved by
+loadgen's own scenario rules).
+
+    python bench/oracle_scale.py [--nodes 1000] [--time-limit 60] [--output FILE]
+    python bench/oracle_scale.py --kept bench/results/<demo run> --nodes N
+
+The second form holds a kept demo run's placement arms (`<comparison>-<arm>-<repeat>.json`)
+against their optima on the demo fleet of N nodes (the run's own size) and prints the
+table every report now shows.
+
+Workloads: the demo's `placement` (gangs of 4), `fragmentation` and `alignment` on its mixed
+fleet, and the example files' `gang.yaml` (gangs of 4, 16, 64) and `alignment-in-tree.yaml`
+(4 + 4 after a quarter fill, with and without the NUMA constraint) on dgx-h100 nodes. Each
+arm is taken to have placed what the online optimum places (an optimal scheduler), so the
+conditional optima run with the same pods. Per workload: seconds (oracle only; the fleet's
+render is not counted), whether every optimum was proven, and the largest gap left.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from experiment import fleet_shape, mixed_fleet, optimum_report
+from experiment.arms import Arm
+from experiment.demo import plan
+from experiment.oracle import arms, inputs, solve
+from fleet import render
+from fleet import spec as fleet_spec
+from loadgen import scenarios
+from loadgen.scenarios import model
+
+
+def _fleet(doc: dict[str, Any]) -> tuple[inputs.Fleet, fleet_shape.FleetShape, int]:
+    rendered = render.render(fleet_spec.from_data(doc))
+    labels = {n["metadata"]["name"]: n["metadata"]["labels"] for n in rendered.nodes}
+    shape = fleet_shape.shape_of(rendered.slices)
+    return inputs.fleet_of(rendered.slices, labels), shape, shape.gpus
+
+
+def _result(scenario: model.Scenario, gpus: int) -> dict[str, Any]:
+    """A loadgen-result-shaped document of `scenario` resolved for the fleet, every pod
+    placed (the probes' counts are set from the online optimum below)."""
+    resolved = model.resolve(scenario, gpus)
+    doc = resolved.model_dump(mode="json")
+    phases = [
+        {"name": p.name, "counts": {"expected_pods": p.pods, "pods_scheduled": p.pods}}
+        for p in resolved.phases
+    ]
+    return {"scenario": doc, "phases": phases, "gangs": [], "claims": {}, "fleet": {}}
+
+
+def _as_placed_by_the_online_optimum(
+    doc: dict[str, Any], fleet: inputs.Fleet, limit: float
+) -> None:
+    workload = inputs.workload_of(doc)
+    if workload.gangs or not any(p.refusable for p in workload.phases):
+        return
+    oracle = solve.Oracle(fleet, workload, limit)
+    for phase in doc["phases"]:
+        probe = next(p for p in workload.phases if p.name == phase["name"])
+        if probe.refusable:
+            phase["counts"]["pods_scheduled"] = int(
+                oracle.most_placed(probe.name, online=True).value
+            )
+
+
+def kept(run: Path, nodes: int, limit: float) -> int:
+    """A kept demo run's placement arms against their optima: the engine's own table."""
+    fleet, _, _ = _fleet(mixed_fleet.spec(nodes))
+    console = Console()
+    results = []
+    for path in sorted(run.glob("*-*-*.json")):
+        comparison, variant, repeat = path.stem.rsplit("-", 2)
+        if not repeat.isdigit():
+            continue  # latency arms and other files
+        doc = json.loads(path.read_text())
+        got = arms.arm_optimum(doc, fleet, limit)
+        if got is not None:
+            doc["optimum"] = got
+            results.append((Arm(comparison, variant, "file", repeat=int(repeat)), doc))
+    section = optimum_report.section(results)
+    optimum_report.console_table(section, console)
+    return 1 if any(r["beats"] for r in section["rows"]) else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per MILP")
+    parser.add_argument("--output", type=Path, help="write the figures as JSON here")
+    parser.add_argument("--kept", type=Path, help="a kept demo run's directory (see above)")
+    args = parser.parse_args()
+    if args.kept:
+        return kept(args.kept, args.nodes, args.time_limit)
+    demo_fleet, demo_shape, demo_gpus = _fleet(mixed_fleet.spec(args.nodes))
+    dgx_doc = {
+        "name": "dgx",
+        "pools": [{"name": "dgx", "profile": "dgx-h100", "count": args.nodes}],
+    }
+    dgx_fleet, _, dgx_gpus = _fleet(dgx_doc)
+    gangs = max(1, demo_shape.aligned_eight_nodes // 32)  # the demo plan's own rule
+    workloads: list[tuple[str, inputs.Fleet, model.Scenario, int]] = [
+        (
+            "demo placement",
+            demo_fleet,
+            scenarios.load("gang", {"gangs": gangs, "size": 4}),
+            demo_gpus,
+        ),
+        (
+            "demo fragmentation",
+            demo_fleet,
+            model.Scenario.model_validate(plan.fragmentation_scenario(demo_shape)),
+            demo_gpus,
+        ),
+        (
+            "demo alignment",
+            demo_fleet,
+            model.Scenario.model_validate(plan.alignment_scenario(demo_shape)),
+            demo_gpus,
+        ),
+        *(
+            (
+                f"gang.yaml gang-{size}",
+                dgx_fleet,
+                scenarios.load("gang", {"gangs": n, "size": size}),
+                dgx_gpus,
+            )
+            for n, size in ((10, 4), (3, 16), (1, 64))
+        ),
+        *(
+            (
+                f"alignment-in-tree.yaml numa={numa}",
+                dgx_fleet,
+                scenarios.load("alignment", {"gpus": 4, "nics": 4, "fill": 0.25, "numa": numa}),
+                dgx_gpus,
+            )
+            for numa in (True, False)
+        ),
+    ]
+    out = []
+    print(f"{'workload':40} {'seconds':>8} {'proven':>7} {'gap':>6}  figures")
+    for name, fleet, scenario, gpus in workloads:
+        doc = _result(scenario, gpus)
+        started = time.monotonic()
+        _as_placed_by_the_online_optimum(doc, fleet, args.time_limit)
+        got = arms.arm_optimum(doc, fleet, args.time_limit)
+        seconds = time.monotonic() - started
+        figures = (got or {}).get("figures") or []
+        proven = all(f["batch"]["optimal"] and f["online"]["optimal"] for f in figures)
+        gap = max((max(f["batch"]["gap"], f["online"]["gap"]) for f in figures), default=0.0)
+        shown = "; ".join(
+            f"{f['metric']}: {f['online']['value']:.4g}/{f['batch']['value']:.4g}" for f in figures
+        )
+        error = (got or {}).get("error")
+        print(f"{name:40} {seconds:8.1f} {proven!s:>7} {gap:6.1%}  {error or shown}")
+        out.append(
+            {
+                "workload": name,
+                "seconds": round(seconds, 2),
+                "proven": proven,
+                "gap": gap,
+                "error": error,
+                "figures": figures,
+            }
+        )
+    if args.output:
+        args.output.write_text(json.dumps({"nodes": args.nodes, "workloads": out}, indent=2) + "\n")
+    return 0 if all(w["error"] is None and w["gap"] <= 0.01 for w in out) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
