@@ -31,6 +31,8 @@ each to its place):
       fleet_shape.py       what a fleet offers, read back from its ResourceSlices
       mixed_fleet.py       the mixed fleet `fleet.profile: demo` names
       bandwidth_model.py   bus bandwidth priced from published NCCL figures
+      oracle/              the placement optimum of an arm's workload on its fleet (MILP)
+      optimum_report.py    each placement arm against its optimum, in every report
       site.py              where a run happens: the `Site` and `Scheduler` protocols
       local_site.py        the embedded local cluster as a site
       existing_site.py     an existing cluster as a site (what it creates, it deletes)

@@ -55,17 +55,22 @@ def _value(device: Mapping[str, Any], name: str) -> Any:
     return next(iter(attribute.values()), None)
 
 
+_UNUSABLE = ("NoSchedule", "NoExecute")
+
+
 def fleet_of(
     slices: Iterable[Mapping[str, Any]], node_labels: Mapping[str, Mapping[str, str]]
 ) -> Fleet:
     """Each node's roots from its GPU slices (whole GPUs: `type` gpu) and DRANet slices
     (RDMA NICs: the `rdma.dra.net` class's devices), keyed by `resource.kubernetes.io/pcieRoot`;
-    a device without a root is a root of its own."""
+    a device without a root is a root of its own, a device tainted NoSchedule is left out."""
     roots: dict[str, dict[str, list[int]]] = {}
     for s in slices:
         spec = s.get("spec") or {}
         node, driver = spec.get("nodeName") or "", spec.get("driver")
         for i, device in enumerate(spec.get("devices") or []):
+            if any(t.get("effect") in _UNUSABLE for t in device.get("taints") or []):
+                continue  # no claim the testbed makes tolerates a device taint
             if driver == vocab.GPU_DRIVER and _value(device, "type") == "gpu":
                 slot = 1
             elif driver == vocab.NIC_DRIVER and _value(device, vocab.NIC_ATTR_RDMA) is True:

@@ -163,3 +163,13 @@ def test_no_recorded_arm_beats_its_optimum(nodes: int, run: str, comparison: str
             assert figure["beats"] == "", (path.name, figure)
             checked += figure["measured"] is not None
     assert checked >= 4
+
+
+def test_a_device_tainted_noschedule_is_not_in_the_fleet() -> None:
+    doc = {
+        "name": "t",
+        "pools": [{"name": "p", "profile": "dgx-h100", "count": 4}],
+        "deviceTaints": [{"effect": "NoSchedule", "share": 0.25, "pools": ["p"]}],
+    }
+    fleet = _fleet(doc)
+    assert sum(r.gpus for hw in fleet.hardware.values() for r in hw) == 32 - 8
