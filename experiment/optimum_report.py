@@ -59,7 +59,9 @@ def attach(doc: Doc, fleet: Callable[[], inputs.Fleet], arm_dir: Path, console: 
         console.print(f"[red]{line}: {f['beats']}" if f["beats"] else line)
 
 
-def _bound(b: Mapping[str, Any]) -> str:
+def _bound(b: Mapping[str, Any] | None) -> str:
+    if b is None:
+        return "none"
     value = "-" if b.get("value") is None else f"{b['value']:.4g}"
     if b.get("optimal"):
         return value
@@ -94,14 +96,16 @@ def section(results: Sequence[tuple[Arm, Doc]]) -> dict[str, Any]:
                 "unit": figs[0]["unit"],
                 "repeats": len(figs),
                 "measured": _median([f["measured"] for f in figs]),
-                "online": _median([f["online"]["value"] for f in figs]),
+                "online": _median([(f["online"] or {}).get("value") for f in figs]),
                 "batch": _median([f["batch"]["value"] for f in figs]),
                 "share_of_online": _median([f["share_of_online"] for f in figs]),
                 "share_of_batch": _median([f["share_of_batch"] for f in figs]),
                 "proven_optimal": all(
-                    f["online"]["optimal"] and f["batch"]["optimal"] for f in figs
+                    f["batch"]["optimal"] and (f["online"] or {}).get("optimal", True) for f in figs
                 ),
-                "largest_gap": max(max(f["online"]["gap"], f["batch"]["gap"]) for f in figs),
+                "largest_gap": max(
+                    max((f["online"] or {}).get("gap", 0.0), f["batch"]["gap"]) for f in figs
+                ),
                 "beats": {a.name: f["beats"] for a, f in got if f["beats"]},
             }
         )

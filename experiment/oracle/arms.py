@@ -39,7 +39,8 @@ class Figure:
     sense: Sense
     measured: float | None
     batch: Bound
-    online: Bound
+    online: Bound | None
+    """None: no scheduler that places what fits ends with the arm's pods per phase."""
 
     @property
     def beats(self) -> str:
@@ -51,6 +52,8 @@ class Figure:
         sign = 1 if self.sense == "max" else -1
         if sign * (self.measured - self.batch.bound) > TOLERANCE:
             return "beats the batch optimum: the oracle's model is wrong for this run"
+        if self.online is None:
+            return "no online placement ends with these pods: one that fitted was refused"
         if sign * (self.measured - self.online.bound) > TOLERANCE:
             return "beats the online optimum: a pod that fitted was refused or left undecided"
         return ""
@@ -59,7 +62,7 @@ class Figure:
         """The arm's figure as a share of the optimum (1: optimal; for a figure to keep low,
         optimum / measured)."""
         bound = self.online if which == "online" else self.batch
-        if self.measured is None:
+        if self.measured is None or bound is None:
             return None
         best = bound.value
         if self.sense == "max":
@@ -73,7 +76,7 @@ class Figure:
             "sense": self.sense,
             "measured": self.measured,
             "batch": _bound_json(self.batch),
-            "online": _bound_json(self.online),
+            "online": None if self.online is None else _bound_json(self.online),
             "share_of_online": self.share("online"),
             "share_of_batch": self.share("batch"),
             "beats": self.beats,
@@ -89,9 +92,23 @@ def _bound_json(b: Bound) -> dict[str, Any]:
     return out
 
 
-def _scaled(b: Bound, f: Callable[[float], float], unit_name: str) -> Bound:
-    bound = f(b.bound) if math.isfinite(b.bound) else b.bound
-    return replace(b, objective=unit_name, value=f(b.value), bound=bound)
+def _scaled(
+    both: tuple[Bound, Bound | None], f: Callable[[float], float], unit_name: str
+) -> tuple[Bound, Bound | None]:
+    def one(b: Bound) -> Bound:
+        bound = f(b.bound) if math.isfinite(b.bound) else b.bound
+        return replace(b, objective=unit_name, value=f(b.value), bound=bound)
+
+    batch, online = both
+    return one(batch), None if online is None else one(online)
+
+
+def _both(get: Callable[[bool], Bound | None]) -> tuple[Bound, Bound | None]:
+    """(batch, online) of one objective."""
+    batch = get(False)
+    if batch is None:
+        raise solve.NotHeld("no placement of this fleet holds the pods the arm placed")
+    return batch, get(True)
 
 
 def _measured(doc: dict[str, Any], metric: str) -> float | None:
@@ -121,24 +138,20 @@ def placement_figures(
         def share(v: float, pods: int = phase.pods) -> float:
             return v / pods
 
-        both = [oracle.most_placed(phase.name, online=o) for o in (False, True)]
-        out.append(
-            Figure(
-                metric,
-                _unit(metric),
-                "max",
-                _measured(doc, metric),
-                *(_scaled(b, share, "share") for b in both),
-            )
-        )
+        def most(online: bool, name: str = phase.name) -> Bound:
+            return oracle.most_placed(name, online=online)
+
+        placed = _both(most)
+        measured = _measured(doc, metric)
+        out.append(Figure(metric, _unit(metric), "max", measured, *_scaled(placed, share, "share")))
     if not any(p.demand.gpus for p in workload.phases if p.placed):
         return out
-    stranded = [oracle.least_stranded(online=o) for o in (False, True)]
+    stranded = _both(lambda o: oracle.least_stranded(online=o))
     out.append(Figure(STRANDED, _unit(STRANDED), "min", _measured(doc, STRANDED), *stranded))
     pairs = sum(p.placed * p.demand.pairs for p in workload.phases)
     if pairs:
-        pcie = [oracle.most_aligned("pcie", online=o) for o in (False, True)]
-        numa = [oracle.most_aligned("numa", online=o) for o in (False, True)]
+        pcie = _both(lambda o: oracle.most_aligned("pcie", online=o))
+        numa = _both(lambda o: oracle.most_aligned("numa", online=o))
 
         def of_pairs(v: float) -> float:
             return v / pairs
@@ -151,7 +164,7 @@ def placement_figures(
             (NUMA, numa, of_pairs),
             (BANDWIDTH, pcie, gbps),
         ):
-            scaled = [_scaled(b, f, _unit(metric)) for b in bounds]
+            scaled = _scaled(bounds, f, _unit(metric))
             out.append(Figure(metric, _unit(metric), "max", _measured(doc, metric), *scaled))
     return out
 

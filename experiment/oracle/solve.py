@@ -239,7 +239,7 @@ class Oracle:
             if not phase.refusable:
                 counts = [float(p.counts[i]) for _, p in self.model.columns]
                 best = self._run(counts, "max", placed, False, phase.name)
-                most = int(best.bound) if best is not None else 0
+                most = 0 if best is None else int(min(best.bound, phase.pods))
                 if most < phase.pods:
                     before = "" if i == 0 else " after the phases before it"
                     raise NotHeld(
@@ -260,22 +260,27 @@ class Oracle:
             )
         return got
 
-    def least_stranded(self, *, online: bool) -> Bound:
-        """The fewest free GPUs on partly used nodes, the arm's pods placed."""
+    def least_stranded(self, *, online: bool) -> Bound | None:
+        """The fewest free GPUs on partly used nodes, the arm's pods placed. None (online
+        only): no scheduler that places what fits ends with the arm's counts (the arm refused
+        or left undecided a pod that fitted)."""
         per = []
         for s, p in self.model.columns:
             total = sum(r.gpus for r in self.model.shapes[s][0])
             per.append(float(total - p.gpus) if 0 < p.gpus < total else 0.0)
         placed = _arm_placed(self.workload)
-        return self._need(self._run(per, "min", placed, online, "GPUs stranded"))
+        got = self._run(per, "min", placed, online, "GPUs stranded")
+        return got if online else self._need(got)
 
-    def most_aligned(self, level: Literal["pcie", "numa"], *, online: bool) -> Bound:
-        """The most GPU-NIC pairs on one PCIe root (or NUMA node), the arm's pods placed."""
+    def most_aligned(self, level: Literal["pcie", "numa"], *, online: bool) -> Bound | None:
+        """The most GPU-NIC pairs on one PCIe root (or NUMA node), the arm's pods placed;
+        None as for `least_stranded`."""
         per = [
             float(p.pcie_pairs if level == "pcie" else p.numa_pairs) for _, p in self.model.columns
         ]
         placed = _arm_placed(self.workload)
-        return self._need(self._run(per, "max", placed, online, f"pairs on one {level}"))
+        got = self._run(per, "max", placed, online, f"pairs on one {level}")
+        return got if online else self._need(got)
 
     @staticmethod
     def _need(bound: Bound | None) -> Bound:

@@ -173,3 +173,20 @@ def test_a_device_tainted_noschedule_is_not_in_the_fleet() -> None:
     }
     fleet = _fleet(doc)
     assert sum(r.gpus for hw in fleet.hardware.values() for r in hw) == 32 - 8
+
+
+def test_an_arm_that_refused_a_pod_that_fitted_has_no_online_optimum() -> None:
+    # Two dgx-h100 nodes, 8-GPU probes: the arm placed 1 of 2 while the other node stayed
+    # empty, which no scheduler that places what fits can end with.
+    doc: dict[str, Any] = {
+        "scenario": {
+            "phases": [{"name": "whole", "kind": "pods", "wait": "settled", "claim": {"gpus": 8}}]
+        },
+        "phases": [{"name": "whole", "counts": {"expected_pods": 2, "pods_scheduled": 1}}],
+        "fleet": {"gpus_stranded_at_peak": 0},
+    }
+    figures = arms.placement_figures(doc, _profile_fleet("dgx-h100", 2))
+    stranded = next(f for f in figures if f.metric == arms.STRANDED)
+    assert stranded.online is None and stranded.batch.value == 0
+    assert "refused" in stranded.beats
+    assert stranded.to_json()["online"] is None
