@@ -385,10 +385,10 @@ def gang_spans(
     touched = float(np.round(res.x[G * B :]).sum())
     optimal = res.status == 0
     dual = getattr(res, "mip_dual_bound", None)
+    # each gang needs ceil(size / biggest group) groups whatever the solver proved
+    limit = float(sum(math.ceil(s / max(caps.values())) for s in sizes))
     if optimal:
         limit = touched
-    elif dual is None or not math.isfinite(dual):
-        limit = float(sum(math.ceil(s / max(caps.values())) for s in sizes))
-    else:
-        limit = float(math.ceil(dual * G - 1e-6))
+    elif dual is not None and math.isfinite(dual):
+        limit = max(limit, float(math.ceil(dual * G - 1e-6)))
     return Bound(name, "min", touched / G, limit / G, optimal, seconds)
