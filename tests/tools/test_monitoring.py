@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from testbed.cluster import prometheus
 from tests.support import deploy as s
+from tests.support import scrape_config
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -43,6 +45,18 @@ def test_promtool_rejects_a_broken_rule(tmp_path: Path) -> None:
     bad.write_text("groups:\n- name: g\n  rules:\n  - alert: A\n    expr: sum(rate(x[5m]) > 1\n")
     out = subprocess.run([promtool(), "check", "rules", str(bad)], capture_output=True, text=True)
     assert out.returncode != 0
+
+
+def test_the_local_clusters_written_configuration_passes_promtool(tmp_path: Path) -> None:
+    layout = prometheus.Layout(tmp_path / "prometheus")
+    (tmp_path / "pki").mkdir()
+    for name in ("admin.crt", "admin.key"):  # promtool checks that they exist
+        (tmp_path / "pki" / name).touch()
+    prometheus.write(layout, scrape_config.config(tmp_path / "pki"), 18990)
+    out = subprocess.run(
+        [promtool(), "check", "config", str(layout.config)], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
 
 
 def test_prometheus_rule_carries_exactly_the_rules_file() -> None:

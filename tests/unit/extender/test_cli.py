@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import signal
 import socket
-import ssl
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
 import pytest
-import yaml
 
 from extender import cli
-from testbed.cluster import ports
-from tests.support import certs, children
+from tests.support import children
 from tests.support import extender_objects as objects
 
 
@@ -93,38 +88,9 @@ def test_a_port_out_of_range_is_refused_before_anything_listens(
     assert err.count("\n") == 1 and "--port" in err
 
 
-@contextlib.asynccontextmanager
-async def serving(*args: str) -> AsyncIterator[tuple[asyncio.subprocess.Process, int]]:
-    """`extender serve ARGS --port P` in a subprocess, once it logged that it serves."""
-    port = ports.free_port()
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        "from extender.cli import main; main()",
-        "serve",
-        *args,
-        "--port",
-        str(port),
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        assert proc.stderr is not None
-        async with asyncio.timeout(30):
-            while b"serving on" not in (line := await proc.stderr.readline()):
-                assert line, "extender exited before serving"
-        yield proc, port
-    finally:
-        await children.reap(proc)
-
-
-def fleet_file(tmp_path: Path) -> Path:
-    path = tmp_path / "fleet.yaml"
-    path.write_text(yaml.safe_dump_all([*objects.dgx("n1"), *objects.numa_only("n2")]))
-    return path
-
-
 async def test_serve_from_files_then_stop_on_sigterm(tmp_path: Path) -> None:
-    async with serving("--from-files", str(fleet_file(tmp_path))) as (proc, port):
+    fleet = objects.two_node_file(tmp_path / "fleet.yaml")
+    async with children.extender_serving("--from-files", str(fleet)) as (proc, port):
         async with aiohttp.ClientSession() as s:
             async with s.get(f"http://127.0.0.1:{port}/readyz") as r:
                 assert r.status == 200
@@ -134,66 +100,6 @@ async def test_serve_from_files_then_stop_on_sigterm(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGTERM)
         async with asyncio.timeout(30):
             assert await proc.wait() == 0
-
-
-async def test_serves_https_with_cert_and_key(tmp_path: Path) -> None:
-    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
-    openssl = await asyncio.create_subprocess_exec(
-        "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-        "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1",
-        "-keyout", str(key), "-out", str(cert),
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
-    assert await openssl.wait() == 0
-    args = (
-        "--from-files",
-        str(fleet_file(tmp_path)),
-        "--tls-cert",
-        str(cert),
-        "--tls-key",
-        str(key),
-    )
-    async with serving(*args) as (_, port):
-        trust = ssl.create_default_context(cafile=str(cert))
-        body = json.dumps({"Pod": objects.pod("ns", "p"), "NodeNames": ["n1"]})
-        async with (
-            aiohttp.ClientSession() as s,
-            s.post(f"https://127.0.0.1:{port}/filter", data=body, ssl=trust) as r,
-        ):
-            assert (await r.json())["NodeNames"] == ["n1"]
-
-
-async def test_client_ca_answers_only_clients_with_a_certificate_it_signed(
-    tmp_path: Path,
-) -> None:
-    cas = {name: certs.ca(tmp_path, name) for name in ("server-ca", "client-ca", "other-ca")}
-
-    def signed(name: str, ca: str, ext: str) -> certs.Pair:
-        return certs.leaf(tmp_path, cas[ca], name, cn=name, extensions=ext)
-
-    cert, key = signed("server", "server-ca", "subjectAltName=IP:127.0.0.1")
-    client = signed("client", "client-ca", "extendedKeyUsage=clientAuth")
-    stranger = signed("stranger", "other-ca", "extendedKeyUsage=clientAuth")
-    args = ("--from-files", str(fleet_file(tmp_path)), "--tls-cert", str(cert))
-    args += ("--tls-key", str(key), "--client-ca", str(tmp_path / "client-ca.crt"))
-    body = json.dumps({"Pod": objects.pod("ns", "p"), "NodeNames": ["n1"]})
-
-    async def call(port: int, pair: tuple[Path, Path] | None) -> list[str]:
-        ctx = ssl.create_default_context(cafile=str(tmp_path / "server-ca.crt"))
-        if pair:
-            ctx.load_cert_chain(*pair)
-        async with (
-            aiohttp.ClientSession() as s,
-            s.post(f"https://127.0.0.1:{port}/filter", data=body, ssl=ctx) as r,
-        ):
-            names: list[str] = (await r.json())["NodeNames"]
-            return names
-
-    async with serving(*args) as (_, port):
-        assert await call(port, client) == ["n1"]
-        for refused in (None, stranger):
-            with pytest.raises(aiohttp.ClientError):
-                await call(port, refused)
 
 
 def test_client_ca_without_a_server_certificate_is_a_usage_error(
