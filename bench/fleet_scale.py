@@ -12,7 +12,11 @@ For each N it measures, in this order and each time from an empty start:
 And once: `fleet render --profile dgx-h100 --nodes 5000 --output-dir DIR` wall time (no
 cluster); with `--render-profile` repeated, several profiles side by side (e.g. dgx-h100
 against dgx-h100-mig, whose nodes publish 10 slices and 120 GPU devices each instead of 2
-and 8), and with `--render-format json` the JSON-lines output too.
+and 8), and with `--render-format json` the JSON-lines output too. `--render-repeat N` runs
+each render N times and reports the median (the fleet's goal: under 5 s for 5,000 nodes,
+median of 3); `--render-tree DIR` (repeatable) renders with the source tree DIR instead of
+this installation's, the trees taking turns within each repeat, and reports each tree's
+median and, per repeat, its ratio to the first tree's (a before/after on a noisy machine).
 
 Beside each figure: CPU seconds each control-plane process used meanwhile (from /proc; kwok
 sums every kwok controller, shards included), the machine's busy fraction over the step and
@@ -28,6 +32,8 @@ repeat, to compare values in one run on one cluster.
     .venv/bin/python bench/fleet_scale.py --cluster h --profile dgx-h100-mig --nodes 200 \\
         --no-kwokctl --render-nodes 1000 --render-profile dgx-h100 \\
         --render-profile dgx-h100-mig --render-format yaml --render-format json
+    .venv/bin/python bench/fleet_scale.py --no-apply --render-repeat 3 \\
+        --render-tree BEFORE --render-tree .
 
 Bounded: one fleet at a time, deleted afterwards (also on Ctrl-C); `--no-kwokctl` skips step 2.
 """
@@ -40,6 +46,7 @@ import json
 import os
 import re
 import secrets
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -249,30 +256,67 @@ async def bench_kwokctl(
         await wait_gone(kube, sel, args.timeout)
 
 
-def bench_render(n: int, profile: str, fmt: str) -> dict[str, Any]:
+def render_argv(tree: Path | None) -> list[str]:
+    """`fleet` of this installation, or of the source tree `tree` (first on the path)."""
+    if tree is None:
+        return [str(BIN / "fleet")]
+    # -P: no current directory ahead of PYTHONPATH, which `-c` would otherwise put first.
+    return [sys.executable, "-P", "-c", "from fleet.cli import main; main()"]
+
+
+def bench_render(n: int, profile: str, fmt: str, tree: Path | None = None) -> dict[str, Any]:
+    env = None if tree is None else {**os.environ, "PYTHONPATH": str(tree.resolve())}
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [
-            str(BIN / "fleet"),
-            "render",
-            "--profile",
-            profile,
-            "--nodes",
-            str(n),
-            "--output-dir",
-            tmp,
-        ]
-        r = run_measured([*cmd, "--format", fmt])
+        cmd = [*render_argv(tree), "render", "--profile", profile, "--nodes", str(n)]
+        r = run_measured([*cmd, "--output-dir", tmp, "--format", fmt], env)
+        if r["code"] != 0:
+            raise RuntimeError(f"fleet render failed: {r['stderr'].strip()[-300:]}")
         size = sum(p.stat().st_size for p in Path(tmp).iterdir())
     return {
         "profile": profile,
         "format": fmt,
         "nodes": n,
+        "tree": str(tree) if tree is not None else None,
         "wall_s": round(r["wall_s"], 2),
         "cpu_s": round(r["cpu_s"], 2),
         "peak_rss_mib": round(r["peak_rss_mib"], 1),
         "bytes": size,
         "load_avg": round(os.getloadavg()[0], 2),
     }
+
+
+def bench_renders(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Each profile and format `--render-repeat` times, the trees taking turns in each
+    repeat; then per case and tree the medians, and each repeat's ratio to the first tree."""
+    trees: list[Path | None] = list(args.render_tree or [None])
+    out: list[dict[str, Any]] = []
+    for fmt in args.render_format or ["yaml"]:
+        for profile in args.render_profile or [args.profile]:
+            runs: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(trees))}
+            for _ in range(args.render_repeat):
+                for i, tree in enumerate(trees):
+                    r = bench_render(args.render_nodes, profile, fmt, tree)
+                    runs[i].append(r)
+                    print(json.dumps({"render": r}), flush=True)
+            for i, tree in enumerate(trees):
+                summary = {
+                    "profile": profile,
+                    "format": fmt,
+                    "nodes": args.render_nodes,
+                    "tree": str(tree) if tree is not None else None,
+                    "repeats": args.render_repeat,
+                    **{
+                        f"median_{k}": round(statistics.median(r[k] for r in runs[i]), 2)
+                        for k in ("wall_s", "cpu_s", "peak_rss_mib")
+                    },
+                }
+                if i:
+                    for k in ("wall_s", "cpu_s"):
+                        ratios = [b[k] / a[k] for a, b in zip(runs[0], runs[i], strict=True)]
+                        summary[f"{k}_ratio_to_first_tree"] = [round(x, 2) for x in ratios]
+                out.append(summary)
+                print(json.dumps({"render_summary": summary}), flush=True)
+    return out
 
 
 async def main() -> None:
@@ -312,6 +356,15 @@ async def main() -> None:
         choices=["yaml", "json"],
         help="render output formats to time (default yaml); repeatable",
     )
+    p.add_argument(
+        "--render-repeat", type=int, default=1, help="runs of each render; medians reported"
+    )
+    p.add_argument(
+        "--render-tree",
+        type=Path,
+        action="append",
+        help="render with this source tree (repeatable: trees take turns in each repeat)",
+    )
     p.add_argument("--json", type=Path, help="write the results here too")
     args = p.parse_args()
     kubeconfig = args.kubeconfig or str(local.ClusterConfig(name=args.cluster).kubeconfig)
@@ -324,12 +377,7 @@ async def main() -> None:
         "kwokctl": [],
     }
     if args.render_nodes:
-        results["render"] = []
-        for fmt in args.render_format or ["yaml"]:
-            for profile in args.render_profile or [args.profile]:
-                r = bench_render(args.render_nodes, profile, fmt)
-                results["render"].append(r)
-                print(json.dumps({"render": r}), flush=True)
+        results["render"] = bench_renders(args)
     if args.no_apply:
         if args.json:
             args.json.write_text(json.dumps(results, indent=2))

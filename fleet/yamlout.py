@@ -12,6 +12,7 @@ import functools
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 # \Z, not $: `$` also matches before a trailing newline ("A\n" is not plain).
@@ -70,32 +71,42 @@ def _key(value: str) -> str:
     return value if _PLAIN.match(value) and value.lower() not in _RESERVED else _quoted(value)
 
 
-Memo = dict[tuple[object, ...], list[str]]
-"""Lines already written: of a shared container by (identity, indent), and of a one-entry
-leaf mapping by (indent, key, inner key, value, value's type) (see `_emit`)."""
+@dataclass(slots=True)
+class Memo:
+    """What one dump has written already (every object stays alive for the whole dump, so
+    identity is a safe key)."""
+
+    containers: dict[tuple[int, str], list[str]] = field(default_factory=dict)
+    """By (identity, indent): the lines of a container met twice (a rendered fleet shares one
+    capacity or counter map among thousands of devices), or `_SEEN` after its first time."""
+    leaves: dict[str, dict[tuple[object, ...], str]] = field(default_factory=dict)
+    """By indent, then (key, inner key, value, value's type): the two lines of a one-entry
+    leaf mapping such as an attribute's `{"string": "gpu"}` (the type keeps True apart
+    from 1)."""
+
+
+_SEEN: list[str] = []
+_CONTAINERS = (dict, list)
 
 
 def _emit(obj: Any, indent: str, out: list[str], memo: Memo) -> None:
-    """Lines of a mapping or sequence `obj`, each prefixed with `indent`.
-
-    `memo` holds the lines of containers already written, by identity and indent: a rendered
-    fleet shares one capacity or counter map among thousands of devices, and writing it once
-    per indent is what keeps a 1,000-node MIG fleet (200 MB of YAML) fast. Identity is safe as
-    a key because every object stays alive for the whole dump."""
+    """Lines of a mapping or sequence `obj`, each prefixed with `indent`."""
     if isinstance(obj, dict):
+        leaves = memo.leaves.get(indent)
+        if leaves is None:
+            leaves = memo.leaves[indent] = {}
         for k, v in obj.items():
             if type(v) is dict and len(v) == 1:
-                # Fast path for attribute values like {"string": "gpu"}: no recursion, and
-                # the two lines looked up by content (a fleet repeats them thousands of times;
-                # the value's type keeps True apart from 1).
+                # Fast path for attribute values: no recursion, the lines looked up by
+                # content (a fleet repeats the same few thousand millions of times).
                 ((k2, v2),) = v.items()
-                if not isinstance(v2, dict | list):
-                    leaf = (indent, k, k2, v2, type(v2))
-                    lines = memo.get(leaf)
-                    if lines is None:
+                if not isinstance(v2, _CONTAINERS):
+                    leaf = (k, k2, v2, type(v2))
+                    text = leaves.get(leaf)
+                    if text is None:
                         text = f"{indent}{_key(str(k))}:\n{indent}  {_key(str(k2))}: {scalar(v2)}"
-                        lines = memo[leaf] = [text]
-                    out.append(lines[0])
+                        leaves[leaf] = text
+                    out.append(text)
                     continue
             head = f"{indent}{_key(str(k))}:"
             if isinstance(v, dict) and v:
@@ -121,12 +132,18 @@ def _emit(obj: Any, indent: str, out: list[str], memo: Memo) -> None:
 
 
 def _emit_shared(obj: Any, indent: str, out: list[str], memo: Memo) -> None:
+    """`_emit`, with the lines kept from the second time `obj` is met at `indent`: written
+    straight out the first time (most containers are met once: keeping, and copying, the
+    lines of every one cost more than the sharing saved)."""
     key = (id(obj), indent)
-    lines = memo.get(key)
+    lines = memo.containers.get(key)
     if lines is None:
-        lines = []
+        memo.containers[key] = _SEEN
+        _emit(obj, indent, out, memo)
+        return
+    if lines is _SEEN:
+        lines = memo.containers[key] = []
         _emit(obj, indent, lines, memo)
-        memo[key] = lines
     out.extend(lines)
 
 
@@ -141,7 +158,7 @@ def _inline(v: Any) -> str:
 def dump(obj: dict[str, Any], memo: Memo | None = None) -> str:
     """One object as a YAML document body (no `---`)."""
     out: list[str] = []
-    _emit(obj, "", out, {} if memo is None else memo)
+    _emit(obj, "", out, Memo() if memo is None else memo)
     return "\n".join(out) + "\n"
 
 
@@ -153,6 +170,6 @@ def dump_all(objs: Iterable[dict[str, Any]]) -> str:
 def dump_stream(objs: Sequence[dict[str, Any]]) -> Iterator[str]:
     """The documents of `dump_all`, one at a time (to write without holding them all). The
     caller keeps `objs` alive until the end: the memo is keyed by identity."""
-    memo: Memo = {}
+    memo = Memo()
     for o in objs:
         yield f"---\n{dump(o, memo)}"

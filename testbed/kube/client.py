@@ -20,9 +20,6 @@ from urllib.parse import urlencode
 
 import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
-from kubernetes_asyncio import client as k8s_client
-from kubernetes_asyncio import config as k8s_config
-from kubernetes_asyncio.config.config_exception import ConfigException
 from pydantic_core import from_json
 from yarl import URL
 
@@ -122,6 +119,12 @@ class Kube:
         observer: RequestObserver | None = None,
     ) -> Kube:
         """Configure from `kubeconfig`, else $KUBECONFIG, else in-cluster, else ~/.kube/config."""
+        # Imported here, not at the top: kubernetes-asyncio's models take ~0.3 s of CPU to
+        # import, which commands that never connect (`fleet render`) should not pay.
+        from kubernetes_asyncio import client as k8s_client
+        from kubernetes_asyncio import config as k8s_config
+        from kubernetes_asyncio.config.config_exception import ConfigException
+
         settings = settings or ClientSettings()
         conf = k8s_client.Configuration()
         try:
