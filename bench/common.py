@@ -370,7 +370,8 @@ async def serving_files(objs: list[dict[str, Any]]) -> AsyncIterator[tuple[str, 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "cluster.json"
         path.write_text(json.dumps({"kind": "List", "items": objs}))
-        argv = [sys.executable, "-c", "from extender.cli import main; main()"]
+        # -P: no current directory ahead of PYTHONPATH (a bench may measure another tree).
+        argv = [sys.executable, "-P", "-c", "from extender.cli import main; main()"]
         argv += ["serve", "--from-files", str(path), "--port", str(port), "--log-level", "warning"]
         # Waits (blocking: nothing else runs yet) until the extender has synced the files.
         log = Path(tmp) / "extender.log"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -11,7 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from aiohttp import web
 from prometheus_client import CollectorRegistry, ProcessCollector
 
-from extender import gates, handlers, limits, runs
+from extender import gates, handlers, limits, runs, warmup
 from extender.cache import sync
 from extender.cache.index import Index
 from extender.cache.store import Store
@@ -90,6 +89,7 @@ def build(
     )
     app[REGISTRY] = registry
     app[STORE] = store
+    app[warmup.WARM] = asyncio.Event()
     app.router.add_post("/filter", handlers.filter_nodes)
     app.router.add_post("/prioritize", handlers.prioritize_nodes)
     runtime.add_probe_routes(
@@ -101,7 +101,7 @@ def build(
         liveness = Liveness(kube, on_change=metrics.liveness)
         app[handlers.LIVENESS] = liveness
         app.cleanup_ctx.append(_watching(kube, store, metrics, liveness, seen))
-    app.cleanup_ctx.append(_freeze_after_sync(store))
+    app.cleanup_ctx.append(warmup.after_sync(core, store, app[warmup.WARM]))
     return app
 
 
@@ -115,6 +115,7 @@ def admin(main: web.Application) -> web.Application:
     out[handlers.GATE] = main[handlers.GATE]
     if handlers.LIVENESS in main:
         out[handlers.LIVENESS] = main[handlers.LIVENESS]
+    out[warmup.WARM] = main[warmup.WARM]
     # The probes here too: kubelet reaches this port when the scheduler's is on loopback.
     runtime.add_probe_routes(out, registry=main[REGISTRY], not_ready=handlers.not_ready)
     _admin_routes(out)
@@ -127,37 +128,6 @@ def _admin_routes(app: web.Application) -> None:
         app.router.add_get("/debug/decisions", handlers.decisions)
         app.router.add_get("/debug/nodes/{node}/free", handlers.free_devices)
         app.router.add_post("/debug/judge", handlers.judge)
-
-
-def _freeze_after_sync(store: Store) -> Callable[[web.Application], AsyncIterator[None]]:
-    """Once the first full sync is in, compute every node's summary, then move the cache's
-    objects (millions at 5,000 nodes) out of the garbage collector's sight, so its full
-    collections stop walking them and stop adding tens of milliseconds to a scheduler call
-    now and then."""
-
-    async def freeze() -> None:
-        await store.ready.wait()
-        # Every node's layout (which devices each class matches: the CEL work) now, between
-        # calls, rather than inside the first scheduler call that reads the node.
-        index = store.index
-        for i, view in enumerate(list(index.nodes.values())):
-            if view.known:
-                index.summary(view)
-            if i % 64 == 63:
-                await asyncio.sleep(0)
-        gc.collect()
-        gc.freeze()
-        log.info("cache synced; %d objects frozen for the garbage collector", gc.get_freeze_count())
-
-    async def ctx(app: web.Application) -> AsyncIterator[None]:
-        task = asyncio.create_task(freeze(), name="gc-freeze")
-        try:
-            yield
-        finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-
-    return ctx
 
 
 _MINOR = re.compile(r"^(\d+)\D*$")

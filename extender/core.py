@@ -184,11 +184,51 @@ class Core:
         if not self.ready():
             return [MIN_PRIORITY] * len(names)
         d = self.demand(pod)
-        if d.empty:
+        scored = self._scores(d, names)
+        if scored is None:
             return [MIN_PRIORITY] * len(names)
+        scores, sib = scored
+        nodes = self.index.nodes
+        w = self.settings.weights
+        if self.settings.explain_pods or log.isEnabledFor(logging.DEBUG):
+            top = []
+            for i in _best(scores, _TOP):
+                view = nodes.get(names[i])
+                summary = self.index.summary(view) if view is not None else None
+                terms = scoring.terms(d, view, summary, sib, w)
+                top.append(
+                    {
+                        "node": names[i],
+                        "alignment": terms.alignment,
+                        "packing": terms.packing,
+                        "locality": terms.locality,
+                        "score": terms.score,
+                    }
+                )
+            self._record("prioritize", pod, d, sib, len(names), 0, {}, top)
+        return scores
+
+    def warm(self, pod: dict[str, Any], names: list[str]) -> None:
+        """Pay now what the first `prioritize` of a pod shaped like `pod` would pay over
+        `names` (its claims parsed, compiled and judged on each node, its scores remembered),
+        without recording it or counting what cannot be judged: it is no scheduler call
+        (start-up's warm-up, `extender.warmup`)."""
+        counting, self.on_unjudged = self.on_unjudged, None
+        try:
+            self._scores(self.demand(pod), names)
+        finally:
+            self.on_unjudged = counting
+
+    def _scores(
+        self, d: demand_mod.Demand, names: list[str]
+    ) -> tuple[list[int], locality.Siblings] | None:
+        """The scores of `names` for demand `d`, and the siblings they followed; None when
+        there is nothing to score by (every node scores the minimum)."""
+        if d.empty:
+            return None
         sib = self.siblings(d.job)
         if not (d.gpus or d.nics or sib.pods):
-            return [MIN_PRIORITY] * len(names)  # a job's first device-less pod: nothing to say
+            return None  # a job's first device-less pod: nothing to say
         nodes = self.index.nodes
         w = self.settings.weights
         judged = self._claims(d)
@@ -196,9 +236,13 @@ class Core:
         if judged is not None:
             pod_claims, fits_key = judged
             index = self.index
+            verdicts = index.node_memo(fits_key)  # shared with `verdicts`: judged once
 
             def fits(view: NodeView) -> bool | None:
-                return index.judge(view, pod_claims).fits
+                verdict = verdicts.get(view.name)
+                if verdict is None:
+                    verdict = verdicts[view.name] = index.judge(view, pod_claims)
+                return verdict.fits
 
         def score(sib: locality.Siblings) -> list[int]:
             return scoring.score_nodes(
@@ -222,23 +266,7 @@ class Core:
             if anchor.pods:
                 sib = anchor
                 scores = score(sib)
-        if self.settings.explain_pods or log.isEnabledFor(logging.DEBUG):
-            top = []
-            for i in _best(scores, _TOP):
-                view = nodes.get(names[i])
-                summary = self.index.summary(view) if view is not None else None
-                terms = scoring.terms(d, view, summary, sib, w)
-                top.append(
-                    {
-                        "node": names[i],
-                        "alignment": terms.alignment,
-                        "packing": terms.packing,
-                        "locality": terms.locality,
-                        "score": terms.score,
-                    }
-                )
-            self._record("prioritize", pod, d, sib, len(names), 0, {}, top)
-        return scores
+        return scores, sib
 
     def _record(
         self,

@@ -16,7 +16,7 @@ import msgspec
 from aiohttp import web
 from pydantic import ValidationError
 
-from extender import decoding, limits
+from extender import decoding, limits, warmup
 from extender.core import Core, FilterOutcome
 from extender.metrics import Metrics
 from testbed import validation
@@ -188,9 +188,12 @@ async def prioritize_nodes(request: web.Request) -> web.Response:
 
 
 def not_ready(app: web.Application) -> str | None:
-    """Why /readyz answers 503: the cache has not synced, or the API server stopped answering."""
+    """Why /readyz answers 503: the cache has not synced or is warming up, or the API server
+    stopped answering."""
     if not app[CORE].ready():
         return "cache not synced yet"
+    if not app[warmup.WARM].is_set():
+        return "cache synced; warming up (extender.warmup)"
     liveness = app.get(LIVENESS)
     if liveness is not None and not liveness.up:
         return f"{liveness.reason} (for {liveness.clock() - liveness.since:.0f}s)"

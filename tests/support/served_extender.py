@@ -14,18 +14,21 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from extender import app as app_mod
+from extender import warmup
 from extender.cache import files
 
 
 @contextlib.asynccontextmanager
 async def served(app: web.Application, *objects: Path) -> AsyncIterator[TestServer]:
     """`app`, with the cluster objects in the files `objects` loaded into its store, listening
-    on 127.0.0.1 for the block."""
+    on 127.0.0.1 for the block; with objects, once warm (ready, as /readyz would say)."""
     if objects:
         files.load(app[app_mod.STORE], list(objects))
     srv = TestServer(app, host="127.0.0.1")
     await srv.start_server()
     try:
+        if objects:
+            await app[warmup.WARM].wait()
         yield srv
     finally:
         await srv.close()
