@@ -8,7 +8,8 @@ The warm-up, in order:
 - for each pod shape the cache already knows, the claim templates and the claims not yet
   allocated (what pending pods ask), `Core.warm`: its claims parsed, their expressions
   compiled, judged on every node, its scores remembered; a few nodes at a time, so that the
-  probes still answer meanwhile;
+  probes still answer meanwhile, and within a bound (`SHAPES`, `JUDGEMENTS`): a shape past
+  it is paid by its first calls, as before;
 - a full garbage collection, then every object so far (millions at 5,000 nodes) frozen out of
   the collector's sight, so that its collections stop walking them inside scheduler calls.
 """
@@ -35,7 +36,10 @@ WARM: Final = web.AppKey("warm", asyncio.Event)
 """Set once the warm-up is done: /readyz answers 200 only then."""
 
 SHAPES = 32
-"""At most this many pod shapes are warmed (a bound on the start-up, whatever the cache)."""
+"""At most this many pod shapes are warmed (a bound on the start-up, whatever the cache)..."""
+JUDGEMENTS = 20_000
+"""...and at most this many node verdicts in all: a shape judged on 5,000 nodes costs ~3 s
+of CPU (2026-11-27), so 4 shapes are warmed there and 32 at 500 nodes."""
 _NODES_PER_STEP = 64
 """Nodes judged between two yields to the event loop (the probes answer meanwhile)."""
 
@@ -80,7 +84,7 @@ async def warm(core: Core, index: Index) -> None:
         if i % _NODES_PER_STEP == _NODES_PER_STEP - 1:
             await asyncio.sleep(0)
     names = [v.name for v in views]
-    pods = stand_ins(index)
+    pods = stand_ins(index, limit=max(1, min(SHAPES, JUDGEMENTS // max(1, len(names)))))
     for pod in pods:
         for at in range(0, len(names), _NODES_PER_STEP):
             core.warm(pod, names[at : at + _NODES_PER_STEP])
