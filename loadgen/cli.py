@@ -10,7 +10,7 @@
 
 Exit codes (testbed.cliconv): 0 ok, 1 runtime failure, an SLO violated or (compare
 --fail-on-regression) a regression, 2 usage (or a demand that cannot
-fit the fleet, refused before anything is created), 128 + the signal when
+fit the fleet, refused before anything is created), 3 (compare) runs of different loads, 128 + the signal when
 interrupted: 130 by SIGINT (Ctrl-C), 143 by SIGTERM (after the partial report is written and
 the run's objects are removed). A second signal aborts at once, with the same code.
 """
@@ -55,6 +55,8 @@ from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
 
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = cliconv.EXIT_OK, cliconv.EXIT_FAILURE, cliconv.EXIT_USAGE
+EXIT_INCOMPARABLE = 3
+"""`loadgen compare` of runs under different loads: nothing is judged."""
 # Interrupted runs exit 128 + the signal number, as shells report a process that signal ended.
 _SIGNAL_EXIT = cliconv.SIGNAL_EXIT
 EXIT_INTERRUPTED = _SIGNAL_EXIT + signal.SIGINT
@@ -79,6 +81,7 @@ def _exit_code(signum: int) -> int:
 
 
 _duration = cliconv.duration
+_positive_duration = cliconv.positive_duration
 
 
 def _percent(text: str) -> float:
@@ -148,14 +151,14 @@ def _run_options() -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--timeout",
-        type=_duration,
+        type=_positive_duration,
         metavar="DURATION",
         help="per phase: the most time to reach its wait condition (default: the phase's "
         "own, else none: a phase ends on a stall)",
     )
     g.add_argument(
         "--stall-timeout",
-        type=_duration,
+        type=_positive_duration,
         metavar="DURATION",
         help="a phase fails after this long with no pod scheduled, started or finished and "
         "no new scheduler verdict (default 2m; a Job's run time is added)",
@@ -173,7 +176,7 @@ def _run_options() -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--heartbeat-interval",
-        type=_duration,
+        type=_positive_duration,
         metavar="DURATION",
         help="how often the run refreshes its heartbeat on its namespace (default 10s); "
         f"`loadgen runs` calls a run abandoned after {runs.STALE_INTERVALS} missed beats",
@@ -255,7 +258,8 @@ def parser() -> argparse.ArgumentParser:
         description="Print metric, previous, current, % difference and whether it is better, "
         "worse or the same. A change counts only past both runs' own noise (each figure's 95 %% "
         "sampling interval from the run's spread: a latency percentile's from its pods, a "
-        "throughput's from its per-second rates), and never below --threshold.",
+        "throughput's from its per-second rates), and never below --threshold. Runs of "
+        "different loads (scenario, pods, phases, claims, qps) are refused with exit 3.",
     )
     cmp_.add_argument(
         "previous",
@@ -327,7 +331,9 @@ def parser() -> argparse.ArgumentParser:
         help="only pods with these labels",
     )
     obs.add_argument("--count", type=runtime.positive_int, help="stop once this many pods ran")
-    obs.add_argument("--timeout", type=_duration, help="stop after this long at the latest")
+    obs.add_argument(
+        "--timeout", type=_positive_duration, help="stop after this long at the latest"
+    )
     obs.add_argument(
         "--node-selector",
         type=_key_value,
@@ -627,6 +633,13 @@ def _compare(opts: dict[str, Any], out: Console) -> int:
     if html is not None and html.is_dir():
         raise UsageError(f"--html {html}: is a directory (give a file name)")
     threshold = opts.get("threshold", compare.DEFAULT_FLOOR_PERCENT)
+    if differences := compare.load_differences(sides[0], sides[1]):
+        print(
+            "loadgen: error: the runs were not under the same load, so their figures measure "
+            f"the load, not a change: {'; '.join(differences)}",
+            file=sys.stderr,
+        )
+        return EXIT_INCOMPARABLE
     found = compare.changes(sides[0], sides[1], threshold)
     docs = [side[0] for side in sides]  # the charts show each side's first run
     names = [
@@ -709,6 +722,8 @@ def _results(paths: str) -> list[document.ResultDoc]:
     """The result documents of one side: a path, or paths separated by commas."""
     docs = []
     for raw in paths.split(","):
+        if not raw.strip():
+            raise UsageError(f"{paths!r}: an empty path between commas (give a,b,c)")
         path = Path(raw.strip())
         try:
             docs.append(document.load(path))

@@ -42,6 +42,56 @@ class Change:
     """better, worse, same (within the threshold) or n/a (previous was 0)."""
 
 
+def load(doc: ResultDoc) -> dict[str, object]:
+    """What a run asked of the cluster: its scenario, each phase's kind, objects and claim,
+    the pods expected and the offered rate (qps, arrival). Two runs compare only under one
+    load: a 10,000-pod run's latencies against a 200-pod run's measure the load, not the
+    change."""
+    claims = {
+        str(p.get("name")): p.get("claim")
+        for p in doc.scenario.get("phases", [])  # type: ignore[union-attr]
+        if isinstance(p, dict)
+    }
+    return {
+        "scenario": doc.scenario.get("name"),
+        "pods": doc.counts.expected_pods,
+        "phases": [(p.name, p.kind, p.objects) for p in doc.phases],
+        "claims": claims,
+        "qps": doc.settings.get("qps"),
+        "arrival": doc.settings.get("arrival"),
+    }
+
+
+def load_differences(prev: Runs, cur: Runs) -> list[str]:
+    """How the loads of the runs differ (empty when every run has the first's load), each
+    as `what: first's vs other's`."""
+    docs = [prev] if isinstance(prev, ResultDoc) else list(prev)
+    docs += [cur] if isinstance(cur, ResultDoc) else list(cur)
+    first = load(docs[0])
+    out: list[str] = []
+    for doc in docs[1:]:
+        other = load(doc)
+        for key, value in first.items():
+            if other[key] == value or any(line.startswith(f"{key}:") for line in out):
+                continue
+            if key == "claims":
+                out.append(f"claims: {docs[0].run_id} and {doc.run_id} ask for other devices")
+            else:
+                out.append(
+                    f"{key}: {_shown(key, value)} ({docs[0].run_id}) vs "
+                    f"{_shown(key, other[key])} ({doc.run_id})"
+                )
+    return out
+
+
+def _shown(key: str, value: object) -> str:
+    if key == "pods" and isinstance(value, int):
+        return units.count(value)
+    if key == "phases" and isinstance(value, list):
+        return ", ".join(f"{name} {kind} x{units.count(n)}" for name, kind, n in value)
+    return str(value)
+
+
 def rows(prev: ResultDoc, cur: ResultDoc) -> list[tuple[str, float, float, float | None]]:
     """(metric, previous, current, % change or None when previous is 0)."""
     return [(c.metric, c.previous, c.current, c.change_percent) for c in changes(prev, cur)]
@@ -69,7 +119,7 @@ def changes(prev: Runs, cur: Runs, floor_percent: float = DEFAULT_FLOOR_PERCENT)
         if len(a_runs) > 1 and len(b_runs) > 1:
             noise = welch_noise(a_values, b_values)
         else:
-            noise = math.hypot(
+            noise = combined_noise(
                 _mean([metric.noise(d) for d in a_runs]), _mean([metric.noise(d) for d in b_runs])
             )
         threshold = max(floor_percent, noise)
@@ -137,6 +187,11 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
+def combined_noise(a: float, b: float) -> float:
+    """The noise of a difference of two runs' figures, from each one's own (in %)."""
+    return math.hypot(a, b)
+
+
 def welch_noise(a: Sequence[float], b: Sequence[float]) -> float:
     """Half the width of Welch's 95 % interval of mean(b) - mean(a), in % of mean(a)."""
     from scipy import stats as scipy_stats  # loaded only when repeats are compared
@@ -178,22 +233,38 @@ def _quantile(points: Sequence[tuple[float, float]], fraction: float) -> float:
     return points[-1][0]
 
 
-MIN_TAIL_SAMPLES = 5
-"""Samples needed beyond a quantile for its interval to be bounded (n * min(p, 1-p)): the p99
-of 40 pods is their maximum, and nothing in the run says how far it could move."""
+MIN_TAIL_SAMPLES = 2
+"""Samples expected beyond a quantile (n * min(p, 1-p)) for it to have an interval: the p99 of
+200 pods has one (two pods expected above it), that of 150 pods does not (it is one of the
+two largest, and nothing in the run says how far it could move)."""
+NORMAL_TAIL_SAMPLES = 5
+"""Beyond it, the ranks n*p -+ Z*sqrt(n*p*(1-p)) (the binomial's normal approximation) bracket
+the quantile; below it, or where the upper rank runs past the largest sample, the interval
+is widened to its whole span (see `quantile_noise`)."""
 
 
 def quantile_noise(points: Sequence[tuple[float, float]], n: int, p: float) -> float:
     """Half the width of the distribution-free 95 % interval of the p-quantile of `n`
     samples whose CDF is `points`, in % of the quantile: the values at the ranks
-    n*p -+ Z*sqrt(n*p*(1-p)); infinite with too few samples in the tail."""
-    if not points or n * min(p, 1 - p) < MIN_TAIL_SAMPLES:
+    n*p -+ Z*sqrt(n*p*(1-p)); infinite with too few samples in the tail.
+
+    Where the tail holds fewer than NORMAL_TAIL_SAMPLES, or the upper rank runs past the
+    largest sample (the p99 of fewer than ~380 pods), the run cannot give the interval's
+    upper end: the whole span from its lower end to the largest sample counts as the half
+    width instead. Calibrated by simulation (tests/unit/loadgen/test_compare_noise.py): at
+    200 pods the p99 of two runs of one distribution differs past the combined threshold in
+    at most ~2 % of pairs (lognormal, exponential, uniform), and a tripled p99 is flagged
+    in ~98 %."""
+    tail = n * min(p, 1 - p)
+    if not points or tail < MIN_TAIL_SAMPLES:
         return math.inf
     reach = Z * math.sqrt(p * (1 - p) / n)
     q = _quantile(points, p)
     if q <= 0:
         return 0.0
     low, high = _quantile(points, max(0.0, p - reach)), _quantile(points, min(1.0, p + reach))
+    if tail < NORMAL_TAIL_SAMPLES or p + reach > 1.0:
+        return (points[-1][0] - low) / q * 100.0
     return (high - low) / 2 / q * 100.0
 
 

@@ -31,14 +31,20 @@ def run_labels(run_id: str) -> dict[str, str]:
 
 # Claims with adminAccess are only allowed in namespaces with this label (resource/v1).
 LABEL_ADMIN_ACCESS: Final = "resource.kubernetes.io/admin-access"
+# Pod Security admission enforces this level on every pod of the namespace; `baseline` admits
+# every pod loadgen makes and refuses privileged ones (manifests/loadgen/vap.yaml demands it
+# of loadgen's ServiceAccount).
+LABEL_POD_SECURITY_ENFORCE: Final = "pod-security.kubernetes.io/enforce"
+POD_SECURITY_LEVEL: Final = "baseline"
 
 
 def namespace(
     run_id: str, annotations: dict[str, str] | None = None, *, admin_access: bool = False
 ) -> dict[str, Any]:
     """The run's namespace; `annotations` carry its ownership and heartbeat (`loadgen.runs`);
-    `admin_access` lets its claims ask for admin access."""
-    labels = run_labels(run_id)
+    `admin_access` lets its claims ask for admin access. Pod Security baseline is enforced
+    in it."""
+    labels = run_labels(run_id) | {LABEL_POD_SECURITY_ENFORCE: POD_SECURITY_LEVEL}
     if admin_access:
         labels[LABEL_ADMIN_ACCESS] = "true"
     meta: dict[str, Any] = {"name": namespace_name(run_id), "labels": labels}

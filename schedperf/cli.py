@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from testbed import cli
+from testbed import cli, cliconv
 from testbed.cluster import binaries, local
 
 
@@ -90,10 +90,10 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--timeout",
-        type=float,
+        type=cliconv.positive_duration,
         default=3600.0,
-        metavar="SECONDS",
-        help="give up on a repeat after this long (default %(default)s)",
+        metavar="DURATION",
+        help="give up on a repeat after this long, e.g. 90s, 30m (default 1h)",
     )
     p.add_argument(
         "--output-dir",
@@ -112,8 +112,6 @@ def _run(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
         value = getattr(args, flag)
         if value is not None and value < 1:
             raise cli.UsageError(f"--{flag} {value}: must be at least 1")
-    if args.timeout <= 0:
-        raise cli.UsageError(f"--timeout {args.timeout}: must be positive")
     options = session.Options(
         repeat=args.repeat,
         nodes=args.nodes,

@@ -150,7 +150,9 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     )
     cliconv.add_output(status)
     commands: dict[str, Command] = {"up": _up, "down": _down, "status": _status}
-    return p, {**_application_commands(sub), **commands}
+    applications = _application_commands(sub)
+    cliconv.add_verbosity_everywhere(p)
+    return p, {**applications, **commands}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -100,6 +100,17 @@ def add_verbosity(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     )
 
 
+def add_verbosity_everywhere(p: argparse.ArgumentParser) -> None:
+    """`add_verbosity` on `p` and on each subcommand under it that does not have it yet,
+    however deep: `-v`/`-q` work before or after any subcommand."""
+    if "-v" not in p._option_string_actions:
+        add_verbosity(p)
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):  # aliases: once each
+                add_verbosity_everywhere(child)
+
+
 def verbose(ns: argparse.Namespace) -> bool:
     return bool(getattr(ns, "verbose", 0))
 

@@ -30,6 +30,8 @@ MANIFESTS = REPO / "manifests"
 DOCKERFILE = REPO / "Dockerfile"
 # Kustomizations rendered offline; kwok/ references kwok's remote base (see test_kwok_overlay).
 KUSTOMIZATIONS = ("base", "kind", "monitoring", "loadgen")
+ADMIN_ACCESS_GRANT = MANIFESTS / "loadgen" / "admin-access-grant.yaml"
+"""An admin's grant applied on its own (not in a kustomization)."""
 SCHEDULER_CONFIG = MANIFESTS / "scheduler" / "kube-scheduler-config.yaml"
 ALERT_RULES = MANIFESTS / "monitoring" / "alerts.rules.yaml"
 DASHBOARDS = sorted((MANIFESTS / "monitoring" / "dashboards").glob("*.json"))

@@ -116,6 +116,84 @@ def test_extender_role_covers_exactly_what_it_watches() -> None:
     )
 
 
+# -- who may connect ------------------------------------------------------------------------
+
+
+def network_policies() -> list[Obj]:
+    return [o for o in s.render("base") if o["kind"] == "NetworkPolicy"]
+
+
+def served_ports(spec: Obj) -> list[Obj]:
+    """The container ports of a pod spec (sidecars included)."""
+    return [p for c in containers(spec) for p in c.get("ports") or []]
+
+
+def test_network_policies_choose_namespaces_by_the_name_only_the_api_server_sets() -> None:
+    """A pod label is anyone's to set who may create a pod; a namespace's
+    kubernetes.io/metadata.name only the API server sets. Every peer names its namespaces so
+    (a podSelector alone would select pods of the policy's own namespace: named too)."""
+    policies = network_policies()
+    assert policies
+    for policy in policies:
+        for rule in policy["spec"].get("ingress") or []:
+            assert rule.get("from"), f"{s.origin(policy)}: a rule with no peers admits anyone"
+            assert rule.get("ports"), f"{s.origin(policy)}: a rule with no ports admits all"
+            for peer in rule["from"]:
+                names = peer.get("namespaceSelector") or {}
+                by_name = names.get("matchLabels", {}).get("kubernetes.io/metadata.name") or [
+                    e["values"]
+                    for e in names.get("matchExpressions", [])
+                    if e["key"] == "kubernetes.io/metadata.name" and e["operator"] == "In"
+                ]
+                assert by_name, f"{s.origin(policy)}: peer {peer} not chosen by namespace name"
+                assert "ipBlock" not in peer, s.origin(policy)
+
+
+def test_every_served_port_of_every_pod_has_a_network_policy() -> None:
+    """Each port a pod of the base serves on its network (not host network) is named by an
+    ingress rule of a policy selecting that pod, so nothing it serves is open to all."""
+    policies = network_policies()
+    for o in s.render("base"):
+        spec = s.pod_spec(o)
+        if spec is None or spec.get("hostNetwork"):
+            continue
+        labels = o["spec"]["template"]["metadata"]["labels"]
+        mine = [
+            p
+            for p in policies
+            if p["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
+            and "Ingress" in p["spec"]["policyTypes"]
+        ]
+        admitted = {
+            port["port"] for p in mine for rule in p["spec"]["ingress"] for port in rule["ports"]
+        }
+        for port in served_ports(spec):
+            assert {port["containerPort"], port.get("name")} & admitted, (
+                f"{s.origin(o)}: port {port} has no NetworkPolicy"
+            )
+
+
+def test_every_service_targets_a_port_its_pods_serve() -> None:
+    objs = s.render("base")
+    for svc in (o for o in objs if o["kind"] == "Service"):
+        selector = svc["spec"]["selector"]
+        pods = [
+            spec
+            for o in objs
+            if (spec := s.pod_spec(o)) is not None
+            and selector.items() <= o["spec"]["template"]["metadata"]["labels"].items()
+        ]
+        assert pods, f"{s.origin(svc)}: selects no pod"
+        for port in svc["spec"]["ports"]:
+            target = port.get("targetPort", port["port"])
+            for spec in pods:
+                served = [(p["containerPort"], p.get("name")) for p in served_ports(spec)]
+                assert any(target in pair for pair in served), (
+                    f"{s.origin(svc)}: port {port['name']} targets {target}, which no "
+                    f"container serves ({served})"
+                )
+
+
 def scheduler_config() -> Obj:
     cfg: Obj = yaml.safe_load(s.SCHEDULER_CONFIG.read_text())
     return cfg

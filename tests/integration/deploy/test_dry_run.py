@@ -40,12 +40,14 @@ def render_kwok_overlay() -> list[Obj]:
 
 
 def all_manifests(tmp: Path) -> list[tuple[str, Obj]]:
-    """(where, object) for every object of every kustomization, every loose manifest under
-    manifests/fleet/examples, and the kwok overlay; duplicates (base inside kind) once."""
+    """(where, object) for every object of every kustomization, every loose manifest (the
+    Fleet examples, loadgen's admin-access grant), and the kwok overlay; duplicates (base
+    inside kind) once."""
     found: list[tuple[str, Obj]] = []
     for name in s.KUSTOMIZATIONS:
         found += [(s.origin(o), o) for o in s.render(name)]
-    for path in sorted((s.MANIFESTS / "fleet" / "examples").glob("*.yaml")):
+    loose = [*sorted((s.MANIFESTS / "fleet" / "examples").glob("*.yaml")), s.ADMIN_ACCESS_GRANT]
+    for path in loose:
         for doc in yaml.safe_load_all(path.read_text()):
             if doc:
                 found.append((f"{path.relative_to(s.REPO)}: {s.describe(doc)}", doc))

@@ -116,6 +116,15 @@ def test_admin_access_marks_the_request_and_labels_the_namespace() -> None:
     assert templates.LABEL_ADMIN_ACCESS not in templates.namespace("r1")["metadata"]["labels"]
 
 
+def test_every_run_namespace_enforces_pod_security_baseline() -> None:
+    for admin in (False, True):
+        labels = templates.namespace("r1", admin_access=admin)["metadata"]["labels"]
+        assert labels[templates.LABEL_POD_SECURITY_ENFORCE] == "baseline"
+        assert [k for k in labels if k.startswith("pod-security.kubernetes.io/")] == [
+            templates.LABEL_POD_SECURITY_ENFORCE
+        ]
+
+
 def test_first_available_lists_alternatives_in_order_with_the_claims_class() -> None:
     claim = Claim.model_validate({"first_available": "1>=80Gi,2", "gpu_class": "g.example.com"})
     req = _gpu_request(claim)
