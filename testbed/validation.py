@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -10,21 +11,43 @@ from pydantic import ValidationError
 _SUBFIELD = re.compile(r"^([A-Za-z][\w\[\].]*): (.*)$", re.S)
 
 
-def first_error(err: ValidationError) -> tuple[str, str]:
-    """The first problem as (dotted field path, message); the path may be empty."""
-    first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"])
-    msg = str(first["msg"]).removeprefix("Value error, ")
+MAX_PROBLEMS = 20
+"""Problems one message lists; past it, how many more there are (a 5,000-node spec with one
+mistake repeated should not print a screenful per node)."""
+MAX_CHARS = 1500
+"""A message stops listing problems at this length too (each is cut to PROBLEM_CHARS)."""
+PROBLEM_CHARS = 120
+
+
+def _problem(error: Any) -> tuple[str, str]:
+    loc = ".".join(_cut(str(p), 40) for p in error["loc"])
+    msg = str(error["msg"]).removeprefix("Value error, ")
     if loc and (m := _SUBFIELD.match(msg)):
         loc, msg = f"{loc}.{m.group(1)}", m.group(2)
     return loc, msg
 
 
-def one_line(err: ValidationError) -> str:
-    """`field.path: message`, plus how many more problems there are."""
-    loc, msg = first_error(err)
-    more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
-    return f"{loc}: {msg}{more}" if loc else f"{msg}{more}"
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
+def first_error(err: ValidationError) -> tuple[str, str]:
+    """The first problem as (dotted field path, message); the path may be empty."""
+    return _problem(err.errors()[0])
+
+
+def one_line(err: ValidationError, limit: int = MAX_PROBLEMS) -> str:
+    """Every problem as `field.path: message`, joined by "; ", up to `limit` of them (and
+    MAX_CHARS), then how many more there are."""
+    problems = [_problem(e) for e in err.errors()]
+    parts: list[str] = []
+    for loc, msg in problems[:limit]:
+        part = _cut(f"{loc}: {msg}" if loc else msg, PROBLEM_CHARS)
+        if parts and sum(len(p) + 2 for p in parts) + len(part) > MAX_CHARS:
+            break
+        parts.append(part)
+    more = len(problems) - len(parts)
+    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
 
 
 def shown(value: object, limit: int = 40) -> str:

@@ -26,10 +26,27 @@ def _error(data: object) -> ValidationError:
     return e.value
 
 
-def test_names_the_field_path_and_counts_the_rest() -> None:
+def test_names_every_problem_with_its_field_path() -> None:
     err = _error({"inner": {"count": "x"}})
-    assert validation.one_line(err).startswith("inner.count: ")
-    assert validation.one_line(err).endswith("(and 1 more)")
+    line = validation.one_line(err)
+    assert line.startswith("inner.count: ") and "; name: Field required" in line, line
+    assert "more)" not in line and "\n" not in line
+
+
+class Many(BaseModel):
+    values: list[int]
+
+
+def test_shows_every_problem_up_to_a_generous_cap_then_counts_the_rest() -> None:
+    with pytest.raises(ValidationError) as e:
+        Many.model_validate({"values": [None] * validation.MAX_PROBLEMS})
+    line = validation.one_line(e.value)
+    assert all(f"values.{i}:" in line for i in range(validation.MAX_PROBLEMS))
+    assert "more)" not in line
+    with pytest.raises(ValidationError) as e:
+        Many.model_validate({"values": [None] * (validation.MAX_PROBLEMS + 23)})
+    line = validation.one_line(e.value)
+    assert line.count("values.") == validation.MAX_PROBLEMS and line.endswith("(and 23 more)")
 
 
 def test_a_sub_field_named_by_a_validator_joins_the_path_without_the_value_error_prefix() -> None:
