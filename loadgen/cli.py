@@ -494,12 +494,6 @@ def _run(opts: dict[str, Any], err: Console) -> int:
         selector = {**settings.node_selector, **scenario.node_selector}
         settings = dataclasses.replace(settings, node_selector=selector)
     _check_writable(out_dir)
-    # First thing, terminal or not: a run killed at any moment can still be found by its id.
-    print(
-        f"loadgen: run {settings.run_id} (namespace {templates.namespace_name(settings.run_id)})",
-        file=sys.stderr,
-        flush=True,
-    )
     written: dict[str, document.ResultDoc] = {}
     signals: list[int] = []
 
@@ -585,11 +579,18 @@ def _run_async(
                     on_progress=display.update,
                     on_measured=on_measured,
                     on_notice=lambda text: err.print(f"[yellow]loadgen:[/] {text}"),
+                    on_started=lambda namespace: _started(settings.run_id, namespace),
                 )
         finally:
             await kube.close()
 
     return runtime.run(go())
+
+
+def _started(run_id: str, namespace: str) -> None:
+    """The run's id once its namespace exists, first thing, terminal or not: a run killed
+    from then on can be found by it (`loadgen runs`, `loadgen cleanup`)."""
+    print(f"loadgen: run {run_id} (namespace {namespace})", file=sys.stderr, flush=True)
 
 
 class _Progress:

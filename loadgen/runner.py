@@ -80,10 +80,12 @@ async def run(
     on_progress: Callable[[Progress], None] | None = None,
     on_measured: Measured | None = None,
     on_notice: Callable[[str], None] | None = None,
+    on_started: Callable[[str], None] | None = None,
 ) -> outcome.RunResult:
     """Run `scenario`; `stop` (Ctrl-C) ends creation early. Raises RunError/KubeError only
     before anything was created (Unfit: the demand cannot fit the fleet); later failures
-    land in `result.error`. `on_notice` gets one-line warnings meant for the user."""
+    land in `result.error`. `on_notice` gets one-line warnings meant for the user;
+    `on_started` the run's namespace, once it exists (the run can be found from then on)."""
     stop = stop or asyncio.Event()
     notice = on_notice or (lambda text: log.warning("%s", text))
     # Fail fast and create nothing when there is no cluster, a DeviceClass is missing or
@@ -121,6 +123,8 @@ async def run(
     except BaseException:
         await watcher.stop()
         raise
+    if on_started is not None:
+        on_started(result.namespace)
     beating = asyncio.Event()
     heart = asyncio.create_task(
         inventory.keep_alive(kube, settings.run_id, settings.heartbeat_interval, beating),

@@ -24,6 +24,7 @@ from pydantic_core import from_json
 from yarl import URL
 
 from testbed.kube import errors
+from testbed.kube import kubeconfig as kubeconfig_file
 from testbed.kube.ratelimit import TokenBucket
 from testbed.kube.resources import Resource, resource_of
 
@@ -136,6 +137,8 @@ class Kube:
                 first = path.split(os.pathsep)[0]
                 if not os.path.isfile(first):  # noqa: ASYNC240 (a stat, once, at start-up)
                     raise errors.ConfigError(f"kubeconfig {first} does not exist")
+                if context:
+                    kubeconfig_file.check_context(Path(first), context)
                 await k8s_config.load_kube_config(
                     config_file=first, context=context, client_configuration=conf
                 )

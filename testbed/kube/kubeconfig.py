@@ -110,6 +110,19 @@ def write_minified(kubeconfig: str | Path | None, context: str | None, dest: Pat
     return dest
 
 
+def check_context(path: Path, context: str) -> None:
+    """`errors.ConfigError` in one line naming the contexts the kubeconfig at `path` has,
+    unless it has `context` (a file that does not parse is left to the client's loader)."""
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return
+    if not isinstance(doc, dict) or context in contexts(doc):
+        return
+    known = ", ".join(contexts(doc)) or "none"
+    raise errors.ConfigError(f"no context {context!r} in kubeconfig {path} (it has: {known})")
+
+
 def current_context(path: Path) -> str:
     """The current context of the kubeconfig file at `path` ("" if it names none)."""
     doc = yaml.safe_load(path.read_text()) or {}

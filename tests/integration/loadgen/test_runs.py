@@ -85,9 +85,13 @@ async def test_a_killed_run_is_listed_abandoned_and_cleanup_releases_every_claim
     )  # fmt: skip
     try:
         assert proc.stderr is not None
-        first = await asyncio.wait_for(proc.stderr.readline(), 30)
-        # The run id comes first, though the output is no terminal.
-        assert first.decode().startswith(f"loadgen: run {run_id} ")
+        # The run id comes as soon as its namespace exists, though the output is no terminal
+        # (a notice about the fleet may come before it).
+        for _ in range(5):
+            line = await asyncio.wait_for(proc.stderr.readline(), 30)
+            if line.decode().startswith("loadgen: run "):
+                break
+        assert line.decode() == f"loadgen: run {run_id} (namespace loadgen-{run_id})\n"
         await _running(kube, run_id, "pods-000002")
         code, out, err = await run_loadgen("runs", "--kubeconfig", kubeconfig)
         assert code == 0, err
