@@ -68,11 +68,20 @@ def problems(scenario: Scenario, cap: Capacity) -> list[str]:
             )
             out.append(
                 f"phase {p.name}: needs {units.counted(need, 'GPU')} at once{held}; the fleet has "
-                f"{cap.free} free{others}"
+                f"{cap.free} free{others}{_nodes_needed(need + cap.held_by_others, cap)}"
             )
         if p.wait != "complete":
             kept += p.gpus_held
     return out
+
+
+def _nodes_needed(gpus: int, cap: Capacity) -> str:
+    """How many nodes like the fleet's largest would hold `gpus` (at least: pods of several
+    GPUs may leave some of a node's unused)."""
+    if cap.largest_node <= 0:
+        return ""
+    nodes = -(-gpus // cap.largest_node)
+    return f"; at least {units.count(nodes)} nodes of {cap.largest_node} GPUs would hold it"
 
 
 def gang_problem(phase: Phase, gpus: int) -> str | None:

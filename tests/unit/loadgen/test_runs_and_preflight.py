@@ -85,13 +85,18 @@ def test_a_demand_within_the_free_gpus_passes() -> None:
 def test_more_pods_than_free_gpus_is_refused_with_the_figures() -> None:
     sc = _scenario({"name": "p", "kind": "pods", "count": 1000})
     assert preflight.problems(sc, CAP) == [
-        "phase p: needs 1000 GPUs at once; the fleet has 800 free"
+        "phase p: needs 1000 GPUs at once; the fleet has 800 free; "
+        "at least 125 nodes of 8 GPUs would hold it"
     ]
+    # The README's figure: 10,000 one-GPU pods need 1,250 eight-GPU nodes.
+    ten_k = _scenario({"name": "p", "kind": "pods", "count": 10000})
+    (line,) = preflight.problems(ten_k, CAP)
+    assert line.endswith("; at least 1,250 nodes of 8 GPUs would hold it"), line
     held = preflight.Capacity(gpus=800, held_by_others=133, largest_node=8)
     small = _scenario({"name": "p", "kind": "pods", "count": 700})
     assert preflight.problems(small, held) == [
         "phase p: needs 700 GPUs at once; the fleet has 667 free "
-        "(133 of its 800 held by other runs)"
+        "(133 of its 800 held by other runs); at least 105 nodes of 8 GPUs would hold it"
     ]
 
 
@@ -101,7 +106,7 @@ def test_earlier_phases_keep_their_gpus_unless_they_complete() -> None:
     more = {"name": "more", "kind": "pods", "count": 100}
     found = preflight.problems(_scenario(fill, churn, more), CAP)
     assert found == ["phase churn: needs 900 GPUs at once, 700 of them held by earlier phases; "
-                     "the fleet has 800 free"]  # fmt: skip
+                     "the fleet has 800 free; at least 113 nodes of 8 GPUs would hold it"]  # fmt: skip
     # churn completes, so `more` only adds to fill's 700
     assert preflight.problems(_scenario(fill, more), CAP) == []
 
