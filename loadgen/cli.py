@@ -9,8 +9,8 @@
     loadgen cleanup --abandoned               # remove killed runs, releasing their claims
 
 Exit codes (testbed.cliconv): 0 ok, 1 runtime failure, an SLO violated or (compare
---fail-on-regression) a regression, 2 usage (or a demand that cannot
-fit the fleet, refused before anything is created), 3 (compare) runs of different loads, 128 + the signal when
+--fail-on-regression) a regression, 2 usage (or a demand that cannot fit the fleet, refused
+before anything is created), 3 (compare) runs of different loads, 128 + the signal when
 interrupted: 130 by SIGINT (Ctrl-C), 143 by SIGTERM (after the partial report is written and
 the run's objects are removed). A second signal aborts at once, with the same code.
 """
@@ -45,7 +45,6 @@ from loadgen import (
     runs,
     scenarios,
     slo,
-    templates,
 )
 from loadgen.report import console as console_report
 from loadgen.report import document

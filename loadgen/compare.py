@@ -47,9 +47,10 @@ def load(doc: ResultDoc) -> dict[str, object]:
     the pods expected and the offered rate (qps, arrival). Two runs compare only under one
     load: a 10,000-pod run's latencies against a 200-pod run's measure the load, not the
     change."""
+    phases = doc.scenario.get("phases")
     claims = {
         str(p.get("name")): p.get("claim")
-        for p in doc.scenario.get("phases", [])  # type: ignore[union-attr]
+        for p in (phases if isinstance(phases, list) else [])
         if isinstance(p, dict)
     }
     return {

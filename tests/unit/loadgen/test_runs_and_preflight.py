@@ -105,8 +105,10 @@ def test_earlier_phases_keep_their_gpus_unless_they_complete() -> None:
     churn = {"name": "churn", "kind": "jobs", "count": 200, "wait": "complete", "completions": 2}
     more = {"name": "more", "kind": "pods", "count": 100}
     found = preflight.problems(_scenario(fill, churn, more), CAP)
-    assert found == ["phase churn: needs 900 GPUs at once, 700 of them held by earlier phases; "
-                     "the fleet has 800 free; at least 113 nodes of 8 GPUs would hold it"]  # fmt: skip
+    assert found == [
+        "phase churn: needs 900 GPUs at once, 700 of them held by earlier phases; "
+        "the fleet has 800 free; at least 113 nodes of 8 GPUs would hold it"
+    ]
     # churn completes, so `more` only adds to fill's 700
     assert preflight.problems(_scenario(fill, more), CAP) == []
 
