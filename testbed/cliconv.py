@@ -10,6 +10,7 @@ changed), 128 + N stopped by signal N (141 when the reader of stdout went away).
 from __future__ import annotations
 
 import argparse
+import re
 import contextlib
 import json
 import logging
@@ -62,7 +63,16 @@ def version() -> str:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def one_line(text: str) -> str:
+    """`text` with control characters (a user's stray \\r or \\n, echoed back) escaped:
+    an error stays one line."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def parser(**kw: Any) -> argparse.ArgumentParser:
