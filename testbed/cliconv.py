@@ -10,11 +10,11 @@ changed), 128 + N stopped by signal N (141 when the reader of stdout went away).
 from __future__ import annotations
 
 import argparse
-import re
 import contextlib
 import json
 import logging
 import os
+import re
 import signal
 import sys
 from collections.abc import Callable, Iterator

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.unit import test_cli_flags_fuzz as fuzz
 from testbed import cli as testbed_cli
 from testbed.kube import errors
 from testbed.kube.client import Kube
+from tests.unit import test_cli_flags_fuzz as fuzz
 
 
 def _subcommands(
