@@ -64,7 +64,9 @@ COMMANDS: dict[str, tuple[tuple[str, ...], list[str]]] = {
     ),
     "loadgen cleanup": (("--wait",), ["--all", *NO_CLUSTER]),
     "loadgen runs": (("-o", "--request-timeout", "--context"), NO_CLUSTER),
-    "loadgen compare": (("--html", "-o", "--threshold"), ["/nonexistent/a.json", "/nonexistent/b.json"]),
+    "loadgen compare": (
+        ("--html", "-o", "--threshold"), ["/nonexistent/a.json", "/nonexistent/b.json"]
+    ),
     "extender serve": (
         ("--port", "--address", "--config", "--weight-alignment", "--weight-packing",
          "--weight-locality", "--block-label", "--log-level", "--tls-cert"),
