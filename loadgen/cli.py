@@ -180,6 +180,13 @@ def _run_options() -> argparse.ArgumentParser:
         help="how often the run refreshes its heartbeat on its namespace (default 10s); "
         f"`loadgen runs` calls a run abandoned after {runs.STALE_INTERVALS} missed beats",
     )
+    g.add_argument(
+        "--pod-reader-role",
+        metavar="CLUSTERROLE",
+        help="bind this ClusterRole (pods get/list/watch) to loadgen's own identity in the "
+        "run's namespace and read the run's pods through it: its ServiceAccount then needs no "
+        "right to read pods cluster-wide (manifests/loadgen: dra-testbed-loadgen-run-reader)",
+    )
     g = p.add_argument_group("output")
     g.add_argument("--output-dir", type=Path, help="where reports go (default ./results/<run-id>/)")
     g.add_argument(
@@ -470,6 +477,7 @@ def _settings(opts: dict[str, Any]) -> tuple[outcome.Settings, list[slo.Slo], Pa
         "scheduler_name",
         "allow_unschedulable",
         "heartbeat_interval",
+        "pod_reader_role",
     )
     kw: dict[str, Any] = {k: opts[k] for k in names if k in opts}
     if "run_id" in opts:

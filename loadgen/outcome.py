@@ -49,6 +49,9 @@ class Settings:
     """Run even when the pre-flight check finds the demand cannot fit the free GPUs."""
     heartbeat_interval: float = runs.DEFAULT_INTERVAL
     """Seconds between refreshes of the run's heartbeat on its namespace."""
+    pod_reader_role: str | None = None
+    """A ClusterRole (pods get/list/watch) loadgen binds to itself in the run's namespace
+    before watching its pods (`loadgen.access`); None: its own rights suffice."""
 
 
 @dataclass

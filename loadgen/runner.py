@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from loadgen import (
+    access,
     driver,
     gates,
     inventory,
@@ -105,8 +106,8 @@ async def run(
         node_selector=settings.node_selector,
     )
     # A first list of a large fleet on a loaded machine can take minutes: bounded by the
-    # stall time, not a fixed minute.
-    await watcher.start(sync_timeout=settings.stall_timeout)
+    # stall time, not a fixed minute. The run's pods are watched once its namespace exists.
+    await watcher.start(sync_timeout=settings.stall_timeout, pods=False)
     result = outcome.RunResult(
         run_id=settings.run_id,
         namespace=templates.namespace_name(settings.run_id),
@@ -122,6 +123,18 @@ async def run(
         await _claim_namespace(kube, settings, token, scenario)
     except BaseException:
         await watcher.stop()
+        raise
+    try:
+        if settings.pod_reader_role:
+            labels = templates.run_labels(settings.run_id)
+            await access.grant_pod_reads(kube, result.namespace, settings.pod_reader_role, labels)
+        await watcher.start_pods(sync_timeout=settings.stall_timeout)
+    except BaseException as e:
+        await watcher.stop()  # nothing but the namespace was made: take it back
+        with contextlib.suppress(errors.KubeError, inventory.NotOwned):
+            await inventory.remove(kube, settings.run_id, token=token)
+        if isinstance(e, access.NotGranted):
+            raise RunError(str(e)) from None
         raise
     if on_started is not None:
         on_started(result.namespace)

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from loadgen import records
@@ -54,26 +54,48 @@ class Tracker:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    async def start(self, sync_timeout: float = 60.0) -> None:
+    async def start(self, sync_timeout: float = 60.0, *, pods: bool = True) -> None:
         """List the nodes, watch slices (so a claim's devices can be placed on arrival), then
-        watch the run's pods and all claims.
+        watch all claims and (unless not `pods`: then `start_pods` later) the run's pods.
 
         Nodes are listed once, not watched: kwok's heartbeats modify every node every few
         seconds, and decoding those (60/s at 1,000 nodes) would cost more CPU than the pods.
         A node added during the run is therefore not part of the fleet figures.
         """
-        selector = resources.label_selector(self.pod_selector) if self.pod_selector else None
         stages: list[list[tuple[resources.Resource, str | None, str | None, Handler]]] = [
             [(resources.RESOURCE_SLICES, None, None, records.on_slice)],
-            [
-                (resources.PODS, self.records.scope.watch_namespace, selector, records.on_pod),
-                (resources.RESOURCE_CLAIMS, None, None, records.on_claim),
-            ],
+            [(resources.RESOURCE_CLAIMS, None, None, records.on_claim)],
         ]
+        if pods:
+            stages[1].append(self._pods_watch())
+
+        async def first() -> None:
+            nodes = await self.kube.list(resources.NODES)
+            self._replay(resources.NODES, nodes.items, self.clock(), records.on_node)
+
+        await self._sync(stages, sync_timeout, first)
+        self._tasks.append(asyncio.create_task(self._sample(), name="timeline"))
+
+    async def start_pods(self, sync_timeout: float = 60.0) -> None:
+        """Watch the run's pods, after `start(pods=False)`: once the run's namespace exists
+        (and loadgen may read pods there)."""
+        await self._sync([[self._pods_watch()]], sync_timeout)
+
+    def _pods_watch(self) -> tuple[resources.Resource, str | None, str | None, Handler]:
+        selector = resources.label_selector(self.pod_selector) if self.pod_selector else None
+        return (resources.PODS, self.records.scope.watch_namespace, selector, records.on_pod)
+
+    async def _sync(
+        self,
+        stages: list[list[tuple[resources.Resource, str | None, str | None, Handler]]],
+        sync_timeout: float,
+        first: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """Start each stage's watches and wait until they have listed, stage by stage."""
         try:
             async with asyncio.timeout(sync_timeout):
-                nodes = await self.kube.list(resources.NODES)
-                self._replay(resources.NODES, nodes.items, self.clock(), records.on_node)
+                if first is not None:
+                    await first()
                 for stage in stages:
                     synced = [asyncio.Event() for _ in stage]
                     for (res, ns, sel, handler), ev in zip(stage, synced, strict=True):
@@ -88,7 +110,6 @@ class Tracker:
         except BaseException:
             await self.stop()
             raise
-        self._tasks.append(asyncio.create_task(self._sample(), name="timeline"))
 
     async def stop(self) -> None:
         if not self._stop.is_set():  # the end state, however short the run

@@ -40,6 +40,19 @@ EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", namespaced=True)
 CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 JOBS = Resource("batch", "v1", "jobs", "Job", namespaced=True)
+ROLE_BINDINGS = Resource(
+    "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", namespaced=True
+)
+SELF_SUBJECT_REVIEWS = Resource(
+    "authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", namespaced=False
+)
+SELF_SUBJECT_ACCESS_REVIEWS = Resource(
+    "authorization.k8s.io",
+    "v1",
+    "selfsubjectaccessreviews",
+    "SelfSubjectAccessReview",
+    namespaced=False,
+)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 RESOURCE_SLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False)
 DEVICE_CLASSES = Resource("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False)

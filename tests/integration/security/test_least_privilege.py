@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from prometheus_client import CollectorRegistry
 
 from extender import runs
@@ -32,7 +33,7 @@ from fleet import crd, render, service
 from fleet.metrics import FleetMetrics
 from fleet.reconcile import Reconciler, ReconcileSettings, record_name
 from fleet.spec import for_profile
-from loadgen import templates
+from loadgen import access, scenarios, templates
 from testbed import vocab
 from testbed.kube import errors
 from testbed.kube import resources as r
@@ -79,6 +80,8 @@ class Identity:
     kube: Kube
     kubeconfig: Path
     namespace: str
+    suffix: str
+    """Of the cluster-scoped objects installed for it (`dra-testbed-loadgen-<suffix>`)."""
 
 
 def _installed(manifests: str, names: set[str], namespace: str, suffix: str) -> list[Obj]:
@@ -93,6 +96,11 @@ def _installed(manifests: str, names: set[str], namespace: str, suffix: str) -> 
         for rule in moved.get("rules") or []:
             if rule.get("resourceNames") == [HOME]:
                 rule["resourceNames"] = [namespace]
+            elif rule.get("resources") == ["clusterroles"]:  # renamed below, as all of them
+                rule["resourceNames"] = [f"{n}-{suffix}" for n in rule["resourceNames"]]
+        param = moved.get("spec", {}).get("paramRef") or {}
+        if param.get("namespace") == HOME:
+            param["namespace"] = namespace
         if not KIND_RESOURCES[obj["kind"]].namespaced:
             moved["metadata"]["name"] += f"-{suffix}"
             if "roleRef" in moved and moved["roleRef"]["kind"] == "ClusterRole":
@@ -123,7 +131,8 @@ async def _identity(
     sa: str,
     names: set[str],
 ) -> AsyncIterator[Identity]:
-    objs = _installed(manifests, {sa, *names}, namespace, secrets.token_hex(3))
+    suffix = secrets.token_hex(3)
+    objs = _installed(manifests, {sa, *names}, namespace, suffix)
     made: list[Obj] = []
     try:
         for obj in objs:
@@ -132,7 +141,7 @@ async def _identity(
         path = c.token_kubeconfig(kubeconfig, token, sa, tmp_path / f"{sa}.kubeconfig")
         client = await Kube.connect(kubeconfig=str(path), settings=ClientSettings(max_retries=2))
         try:
-            yield Identity(client, path, namespace)
+            yield Identity(client, path, namespace, suffix)
         finally:
             await client.close()
     finally:
@@ -169,7 +178,13 @@ async def as_loadgen(
         tmp_path,
         "loadgen",
         "dra-testbed-loadgen",
-        {"dra-testbed-loadgen-own-namespaces"},
+        {
+            "dra-testbed-loadgen-run-reader",
+            "dra-testbed-loadgen-own-namespaces",
+            "dra-testbed-loadgen-pod-security",
+            "dra-testbed-loadgen-admin-access",
+            "dra-testbed-loadgen-pod-shapes",
+        },
     ):
         yield identity
 
@@ -429,8 +444,9 @@ async def test_loadgen_runs_in_its_own_namespaces_and_writes_nothing_else(
     try:
         # A whole run under loadgen's token, heartbeats every second, then the inventory.
         run_id = f"lp-{suffix}"
+        reader = ["--pod-reader-role", f"dra-testbed-loadgen-run-reader-{as_loadgen.suffix}"]
         code, _, err = await pf.run_loadgen(
-            "--pods", "4", "--qps", "4", "--heartbeat-interval", "1s",
+            "--pods", "4", "--qps", "4", "--heartbeat-interval", "1s", *reader,
             *pf.loadgen_args(fleet, str(as_loadgen.kubeconfig), tmp_path / "run", run_id),
         )  # fmt: skip
         assert code == 0, err
@@ -439,12 +455,16 @@ async def test_loadgen_runs_in_its_own_namespaces_and_writes_nothing_else(
         assert doc["counts"]["pods_running"] == 4 and doc["cleaned_up"], doc["counts"]
         kept = f"lp-kept-{suffix}"
         code, _, err = await pf.run_loadgen(
-            "--pods", "1", "--keep",
+            "--pods", "1", "--keep", *reader,
             *pf.loadgen_args(fleet, str(as_loadgen.kubeconfig), tmp_path / "kept", kept),
         )  # fmt: skip
         assert code == 0, err
-        code, out, err = await pf.run_loadgen("runs", "--kubeconfig", str(as_loadgen.kubeconfig))
-        assert code == 0 and kept in out, err
+        code, out, err = await pf.run_loadgen(
+            "runs", "--kubeconfig", str(as_loadgen.kubeconfig), "-o", "json"
+        )
+        assert code == 0, err
+        (listed,) = [r for r in json.loads(out) if r["run_id"] == kept]
+        assert listed["pods"] == 1, listed  # read in its namespace, not cluster-wide
         code, _, err = await pf.run_loadgen(
             "cleanup", kept, "--kubeconfig", str(as_loadgen.kubeconfig)
         )
@@ -498,11 +518,200 @@ async def test_loadgen_runs_in_its_own_namespaces_and_writes_nothing_else(
                     lambda: lg.request("DELETE", r.NODES.path(None, fleet.nodes[0]), query=_dry()),
                 ),
                 ("list secrets", lambda: lg.request("GET", "/api/v1/secrets")),
+                ("list every pod", lambda: lg.request("GET", "/api/v1/pods")),
+                ("list pods in kube-system", lambda: lg.list(r.PODS, namespace="kube-system")),
             ]
         )
         assert not allowed, f"allowed with loadgen's token: {allowed}"
     finally:
         await pf.remove_fleet(kube, kubeconfig, fleet)
+
+
+async def _all_forbidden(
+    attempts: list[tuple[str, Callable[[], Awaitable[Any]]]], within: float = 60.0
+) -> list[str]:
+    """`_forbidden`, tried again until every attempt is refused or `within` seconds passed:
+    each admission policy (and a new param) takes effect a moment after it is created."""
+    deadline = time.monotonic() + within
+    while True:
+        allowed = await _forbidden(attempts)
+        if not allowed or time.monotonic() > deadline:
+            return allowed
+        await asyncio.sleep(0.5)
+
+
+def _shaped_pod(name: str, **spec: Any) -> Obj:
+    """A pod as loadgen makes it (no token, pause), with `spec` on top."""
+    pod = _pod(name)
+    pod["spec"] |= {"automountServiceAccountToken": False, **spec}
+    return pod
+
+
+async def test_loadgen_creates_only_the_shapes_it_makes(kube: Kube, as_loadgen: Identity) -> None:
+    """Inside its own namespaces, loadgen's token may create what loadgen makes (every pod
+    and Job shape of its scenarios passes) and nothing else: no privileged, hostPath or
+    host-network pod, no other image, no Pod Security override, no admin-access label unless
+    an admin grants it, no RoleBinding of another role. Pod Security baseline holds even an
+    admin's privileged pod out of a loadgen namespace."""
+    lg, ns = as_loadgen.kube, as_loadgen.namespace
+    run_id = f"lp-{secrets.token_hex(3)}"
+    own = templates.namespace_name(run_id)
+    await _policy_in_force(
+        lambda: lg.request(
+            "POST",
+            r.NAMESPACES.path(None),
+            body=_namespace(f"{own}-x", {vocab.LABEL_MANAGED_BY: vocab.LOADGEN_MANAGED_BY}),
+            query=_dry(),
+        )
+    )
+    await lg.create(r.NAMESPACES, templates.namespace(run_id))
+    try:
+        # What loadgen makes: pods of several claim shapes, a gang's Job, device-plugin pods.
+        made = []
+        for params in ({}, {"shared_by": "2"}, {"device_plugin": "true"}):
+            sc = scenarios.load("pods", {"pods": "2", **params})
+            phase = sc.phases[0]
+            made.append(templates.build(phase, 0, run_id, templates.pod_spec(phase, {})))
+        gang = scenarios.load("gang", {"gangs": "1", "size": "2"}).phases[0]
+        made.append(templates.build(gang, 0, run_id, templates.pod_spec(gang, {"a": "b"})))
+        for obj in made:
+            res = r.JOBS if obj["kind"] == "Job" else r.PODS
+            await lg.request("POST", res.path(own), body=obj, query=_dry())
+
+        pod = _shaped_pod
+        managed = {vocab.LABEL_MANAGED_BY: vocab.LOADGEN_MANAGED_BY}
+        privileged_job = templates.build(gang, 0, run_id, templates.pod_spec(gang, {}))
+        privileged_job["spec"]["template"]["spec"]["containers"][0]["securityContext"] = {
+            "privileged": True
+        }
+
+        def post(res: r.Resource, namespace: str | None, body: Obj) -> Callable[[], Any]:
+            return lambda: lg.request("POST", res.path(namespace), body=body, query=_dry())
+
+        def label(labels: dict[str, str]) -> Callable[[], Any]:
+            return lambda: lg.request(
+                "PATCH",
+                r.NAMESPACES.path(None, own),
+                body={"metadata": {"labels": labels}},
+                content_type="application/merge-patch+json",
+                query=_dry(),
+            )
+
+        admin_ns = templates.namespace(f"{run_id}-adm", admin_access=True)
+        host_path = [{"name": "h", "hostPath": {"path": "/"}}]
+        allowed = await _all_forbidden(
+            [
+                (
+                    "create a privileged pod",
+                    post(
+                        r.PODS,
+                        own,
+                        pod(
+                            "p1",
+                            containers=[
+                                {
+                                    "name": "c",
+                                    "image": templates.POD_IMAGE,
+                                    "securityContext": {"privileged": True},
+                                }
+                            ],
+                        ),
+                    ),
+                ),
+                ("create a hostPath pod", post(r.PODS, own, pod("p2", volumes=host_path))),
+                ("create a host-network pod", post(r.PODS, own, pod("p3", hostNetwork=True))),
+                ("create a pod bound to a node", post(r.PODS, own, pod("p4", nodeName="n"))),
+                (
+                    "create a pod of another image",
+                    post(r.PODS, own, pod("p5", containers=[{"name": "c", "image": "busybox"}])),
+                ),
+                (
+                    "create a pod with the ServiceAccount token",
+                    post(r.PODS, own, pod("p6", automountServiceAccountToken=True)),
+                ),
+                ("create a Job of privileged pods", post(r.JOBS, own, privileged_job)),
+                (
+                    "override Pod Security to privileged",
+                    label({templates.LABEL_POD_SECURITY_ENFORCE: "privileged"}),
+                ),
+                ("drop Pod Security", label({templates.LABEL_POD_SECURITY_ENFORCE: None})),  # type: ignore[dict-item]
+                (
+                    "add a Pod Security warn label",
+                    label({"pod-security.kubernetes.io/warn": "baseline"}),
+                ),
+                (
+                    "create a namespace enforcing privileged",
+                    post(
+                        r.NAMESPACES,
+                        None,
+                        _namespace(
+                            f"{own}-p",
+                            {**managed, templates.LABEL_POD_SECURITY_ENFORCE: "privileged"},
+                        ),
+                    ),
+                ),
+                (
+                    "create a namespace without Pod Security",
+                    post(r.NAMESPACES, None, _namespace(f"{own}-q", managed)),
+                ),
+                ("label its namespace admin-access", label({templates.LABEL_ADMIN_ACCESS: "true"})),
+                ("create an admin-access namespace", post(r.NAMESPACES, None, admin_ns)),
+                (
+                    "bind cluster-admin in its namespace",
+                    post(r.ROLE_BINDINGS, own, access.binding(own, "cluster-admin", "x", managed)),
+                ),
+                (
+                    "bind its pod reader in another namespace",
+                    post(
+                        r.ROLE_BINDINGS,
+                        ns,
+                        access.binding(
+                            ns, f"dra-testbed-loadgen-run-reader-{as_loadgen.suffix}", "x", managed
+                        ),
+                    ),
+                ),
+            ]
+        )
+        assert not allowed, f"allowed with loadgen's token: {allowed}"
+        # Pod Security itself, whoever asks: the admin's privileged pod is refused there too.
+        with pytest.raises(errors.Forbidden, match="baseline"):
+            await kube.request(
+                "POST",
+                r.PODS.path(own),
+                body=_pod_with(privileged=True),
+                query=_dry(),
+            )
+
+        # An admin's grant (manifests/loadgen/admin-access-grant.yaml, in this namespace):
+        # then, and only then, loadgen may make its admin-access namespace.
+        grant = yaml.safe_load(s.ADMIN_ACCESS_GRANT.read_text())
+        grant["metadata"]["namespace"] = ns
+        await kube.create(r.CONFIG_MAPS, grant)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                await lg.request("POST", r.NAMESPACES.path(None), body=admin_ns, query=_dry())
+                break
+            except errors.Forbidden:
+                assert time.monotonic() < deadline, "the grant did not take effect in 60 s"
+                await asyncio.sleep(0.5)
+        await kube.delete(r.CONFIG_MAPS, grant["metadata"]["name"], ns)
+        assert not await _all_forbidden(
+            [
+                (
+                    "create an admin-access namespace, grant withdrawn",
+                    post(r.NAMESPACES, None, admin_ns),
+                )
+            ]
+        )
+    finally:
+        await kube.delete(r.NAMESPACES, own)
+
+
+def _pod_with(**security: Any) -> Obj:
+    pod = _shaped_pod("lp-admin")
+    pod["spec"]["containers"][0]["securityContext"] = security
+    return pod
 
 
 async def test_the_extender_reads_what_it_watches_and_writes_nothing(
