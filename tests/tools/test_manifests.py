@@ -173,6 +173,30 @@ def test_every_served_port_of_every_pod_has_a_network_policy() -> None:
             )
 
 
+def test_an_extender_whose_only_caller_shares_its_network_serves_it_on_loopback() -> None:
+    """A sidecar beside kube-scheduler, or an extender on the host network of a control-plane
+    node, is called over loopback only: its scheduler port listens on 127.0.0.1, so nothing
+    else on the pod's or node's network reaches /filter (probes and /metrics are on the admin
+    port). Only the extender Deployment, called over the network, listens on all addresses."""
+    local = 0
+    for o in (o for name in ("base", "kind") for o in s.render(name)):
+        spec = s.pod_spec(o)
+        if spec is None:
+            continue
+        names = {c["name"] for c in containers(spec)}
+        for c in containers(spec):
+            argv = [*(c.get("command") or []), *(c.get("args") or [])]
+            if argv[:2] != ["extender", "serve"]:
+                continue
+            address = argv[argv.index("--address") + 1]
+            if "kube-scheduler" in names or spec.get("hostNetwork"):
+                assert address == "127.0.0.1", f"{s.origin(o)}: {c['name']} on {address}"
+                local += 1
+            else:
+                assert o["metadata"]["name"] == "dra-testbed-extender", s.origin(o)
+    assert local == 2  # the second scheduler's sidecar, kind's node-local extender
+
+
 def test_every_service_targets_a_port_its_pods_serve() -> None:
     objs = s.render("base")
     for svc in (o for o in objs if o["kind"] == "Service"):
