@@ -566,18 +566,7 @@ async def test_loadgen_creates_only_the_shapes_it_makes(kube: Kube, as_loadgen: 
     )
     await lg.create(r.NAMESPACES, templates.namespace(run_id))
     try:
-        # What loadgen makes: pods of several claim shapes, a gang's Job, device-plugin pods.
-        made = []
-        for params in ({}, {"shared_by": "2"}, {"device_plugin": "true"}):
-            sc = scenarios.load("pods", {"pods": "2", **params})
-            phase = sc.phases[0]
-            made.append(templates.build(phase, 0, run_id, templates.pod_spec(phase, {})))
         gang = scenarios.load("gang", {"gangs": "1", "size": "2"}).phases[0]
-        made.append(templates.build(gang, 0, run_id, templates.pod_spec(gang, {"a": "b"})))
-        for obj in made:
-            res = r.JOBS if obj["kind"] == "Job" else r.PODS
-            await lg.request("POST", res.path(own), body=obj, query=_dry())
-
         pod = _shaped_pod
         managed = {vocab.LABEL_MANAGED_BY: vocab.LOADGEN_MANAGED_BY}
         privileged_job = templates.build(gang, 0, run_id, templates.pod_spec(gang, {}))
@@ -588,7 +577,7 @@ async def test_loadgen_creates_only_the_shapes_it_makes(kube: Kube, as_loadgen: 
         def post(res: r.Resource, namespace: str | None, body: Obj) -> Callable[[], Any]:
             return lambda: lg.request("POST", res.path(namespace), body=body, query=_dry())
 
-        def label(labels: dict[str, str]) -> Callable[[], Any]:
+        def label(labels: dict[str, str | None]) -> Callable[[], Any]:
             return lambda: lg.request(
                 "PATCH",
                 r.NAMESPACES.path(None, own),
@@ -634,7 +623,7 @@ async def test_loadgen_creates_only_the_shapes_it_makes(kube: Kube, as_loadgen: 
                     "override Pod Security to privileged",
                     label({templates.LABEL_POD_SECURITY_ENFORCE: "privileged"}),
                 ),
-                ("drop Pod Security", label({templates.LABEL_POD_SECURITY_ENFORCE: None})),  # type: ignore[dict-item]
+                ("drop Pod Security", label({templates.LABEL_POD_SECURITY_ENFORCE: None})),
                 (
                     "add a Pod Security warn label",
                     label({"pod-security.kubernetes.io/warn": "baseline"}),
@@ -673,6 +662,16 @@ async def test_loadgen_creates_only_the_shapes_it_makes(kube: Kube, as_loadgen: 
             ]
         )
         assert not allowed, f"allowed with loadgen's token: {allowed}"
+        # Every policy is in force now: what loadgen makes still passes (pods of several
+        # claim shapes, device-plugin pods, a gang's Job).
+        made = []
+        for params in ({}, {"shared_by": "2"}, {"device_plugin": "true"}):
+            phase = scenarios.load("pods", {"pods": "2", **params}).phases[0]
+            made.append(templates.build(phase, 0, run_id, templates.pod_spec(phase, {})))
+        made.append(templates.build(gang, 0, run_id, templates.pod_spec(gang, {"a": "b"})))
+        for obj in made:
+            res = r.JOBS if obj["kind"] == "Job" else r.PODS
+            await lg.request("POST", res.path(own), body=obj, query=_dry())
         # Pod Security itself, whoever asks: the admin's privileged pod is refused there too.
         with pytest.raises(errors.Forbidden, match="baseline"):
             await kube.request(
