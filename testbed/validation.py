@@ -27,7 +27,13 @@ def _problem(error: Any) -> tuple[str, str]:
     return loc, msg
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def _cut(text: str, limit: int) -> str:
+    """`text` on one line (control characters, a key's newline say, escaped), cut to
+    about `limit` characters."""
+    text = _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
     return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 

@@ -53,3 +53,14 @@ def test_a_sub_field_named_by_a_validator_joins_the_path_without_the_value_error
     err = _error({"inner": {"count": -1}, "name": "n"})
     assert validation.first_error(err) == ("inner.count.roots[2].nic", "no such NIC")
     assert validation.one_line(err) == "inner.count.roots[2].nic: no such NIC"
+
+
+class Strict(BaseModel, extra="forbid"):
+    a: int
+
+
+def test_every_problem_stays_on_the_one_line_and_a_long_key_is_cut() -> None:
+    with pytest.raises(ValidationError) as e:
+        Strict.model_validate({"a\nb": 1, "x" * 5000: 2})
+    line = validation.one_line(e.value)
+    assert "\n" not in line and "a\\nb: Extra inputs" in line and len(line) < 300, line
