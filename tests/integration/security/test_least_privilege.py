@@ -72,6 +72,7 @@ KIND_RESOURCES = {
     "RoleBinding": ROLE_BINDINGS,
     "ValidatingAdmissionPolicy": POLICIES,
     "ValidatingAdmissionPolicyBinding": POLICY_BINDINGS,
+    "ConfigMap": r.CONFIG_MAPS,
 }
 
 
@@ -684,8 +685,8 @@ async def test_loadgen_creates_only_the_shapes_it_makes(kube: Kube, as_loadgen: 
         # An admin's grant (manifests/loadgen/admin-access-grant.yaml, in this namespace):
         # then, and only then, loadgen may make its admin-access namespace.
         grant = yaml.safe_load(s.ADMIN_ACCESS_GRANT.read_text())
-        grant["metadata"]["namespace"] = ns
-        await kube.create(r.CONFIG_MAPS, grant)
+        name = grant["metadata"]["name"]
+        await kube.patch(r.CONFIG_MAPS, name, {"data": grant["data"]}, namespace=ns)
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -694,7 +695,7 @@ async def test_loadgen_creates_only_the_shapes_it_makes(kube: Kube, as_loadgen: 
             except errors.Forbidden:
                 assert time.monotonic() < deadline, "the grant did not take effect in 60 s"
                 await asyncio.sleep(0.5)
-        await kube.delete(r.CONFIG_MAPS, grant["metadata"]["name"], ns)
+        await kube.patch(r.CONFIG_MAPS, name, {"data": {"allowed": "false"}}, namespace=ns)
         assert not await _all_forbidden(
             [
                 (
