@@ -21,6 +21,7 @@ from testbed.cluster import local
 
 if TYPE_CHECKING:
     from experiment import matrix, runner
+    from experiment.demo.command import DemoConfig
 
 
 def _cluster_flags(p: argparse.ArgumentParser) -> None:
@@ -172,10 +173,10 @@ def workload(args: argparse.Namespace) -> plan.Workload:
     )
 
 
-def run_demo(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
-    from experiment import existing_site
+def demo_config(args: argparse.Namespace, cluster: local.ClusterConfig) -> DemoConfig:
+    """The demo's configuration from its flags, checked as its experiment file would be
+    (e.g. a --budget shorter than one pair); `cli.UsageError` names what is wrong."""
     from experiment.demo import command as demo
-    from testbed.cluster import processes
 
     config = demo.DemoConfig(
         nodes=args.nodes,
@@ -184,13 +185,23 @@ def run_demo(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
         keep=args.keep,
         qps=args.qps,
         budget_minutes=args.budget / 60 if args.budget is not None else None,
-        cluster=cluster.config,
+        cluster=cluster,
         request_timeout=args.request_timeout,
     )
     try:
-        keys = demo.experiment(config).clusters()
+        demo.experiment(config)
     except ValueError as e:  # spec.SpecError: the flags make a file that cannot run
         raise cli.UsageError(str(e)) from e
+    return config
+
+
+def run_demo(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
+    from experiment import existing_site
+    from experiment.demo import command as demo
+    from testbed.cluster import processes
+
+    config = demo_config(args, cluster.config)
+    keys = demo.experiment(config).clusters()
     open_site = _existing_opener(args, keys, explicit_release=False)
     try:
         return demo.run(config, cliconv.stdout_console(), open_site)

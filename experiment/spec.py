@@ -305,7 +305,7 @@ class Experiment(_Model):
         pair = arms * (self.builtin.pods / self.qps + ARM_FLOOR_SECONDS)
         if self.budget_minutes * 60 < pair:
             raise ValueError(
-                f"budgetMinutes: {self.budget_minutes:g} min is less than one pair of this "
+                f"budgetMinutes: {self.budget_minutes:.3g} min is less than one pair of this "
                 f"file's arms takes ({arms} arms, at least {pair / 60:.1f} min)"
             )
 
