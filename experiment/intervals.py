@@ -223,12 +223,14 @@ def verdict(
     strict: bool = False,
     level: float = ALPHA,
     pairs_left: int = 0,
+    detect_at: tuple[int, float] | None = None,
 ) -> str:
     """ "met" when the test against `threshold` at `level` (ALPHA, or a sequential look's
     share of it: `experiment.design`) is significant and the interval lies on the good side
     (above it with `at_least`, else below), "missed" when on the bad side, else
     "inconclusive (...)" with what the pairs there are, and `pairs_left` more (what the
-    budget still affords), can detect at the spread seen; "not measured" without an
+    budget still affords), can detect at the spread seen (`detect_at`: at (pairs, level)
+    instead, e.g. a sequential design's first look); "not measured" without an
     interval and OBSERVATION from one repeat. `strict` (a gain is needed): every repeat
     exactly at the threshold is "missed", not inconclusive."""
     if interval is None:
@@ -242,9 +244,10 @@ def verdict(
     way = int(decisions([d], level)[0])
     if way:
         return "met" if (way > 0) == at_least else "missed"
+    pairs, detect_level = detect_at or (len(d) + pairs_left, level)
+    detect = _detect_text(interval, threshold, pairs, detect_level)
     if level <= 0:
-        return "inconclusive (before the design's first look)"
-    detect = _detect_text(interval, threshold, len(d) + pairs_left, level)
+        return "inconclusive (before the design's first look" + (f"; {detect})" if detect else ")")
     return f"inconclusive ({detect})" if detect else "inconclusive"
 
 

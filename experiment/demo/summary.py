@@ -280,6 +280,14 @@ class Judging:
     def level(self, comparison: str, paired: int) -> float:
         return self.plan.level(self.repeats(comparison, paired))
 
+    def detect_at(self, comparison: str, paired: int) -> tuple[int, float] | None:
+        """Before a sequential design's first look: its pairs and level, at which an
+        inconclusive verdict states what could be detected (None: at the pairs there are)."""
+        if self.level(comparison, paired) > 0:
+            return None
+        first = self.plan.looks[0]
+        return first, self.plan.level(first)
+
 
 FIXED = Judging(design.Design(1))
 """Verdicts at ALPHA, nothing known dropped (a fixed design judged on its own figures)."""
@@ -373,6 +381,7 @@ def _ratio_target(
         strict=strict,
         level=judging.level(comparison, interval.runs),
         pairs_left=judging.pairs_left,
+        detect_at=judging.detect_at(comparison, interval.runs),
     )
     return Target(goal, measured, verdict)
 
@@ -615,6 +624,7 @@ def guide_matrix(rows: list[Row], judging: Judging = FIXED) -> list[GuideRow]:
                     at_least=False,
                     level=judging.level("dra", interval.runs) if interval else intervals.ALPHA,
                     pairs_left=judging.pairs_left,
+                    detect_at=judging.detect_at("dra", interval.runs) if interval else None,
                 ),
             )
         )

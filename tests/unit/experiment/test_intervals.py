@@ -84,6 +84,8 @@ def test_inconclusive_says_what_the_pairs_can_detect_at_the_spread_seen() -> Non
     assert iv.verdict(interval, 0.9, at_least=True, level=0.0) == (
         "inconclusive (before the design's first look)"
     )
+    first = iv.verdict(interval, 0.9, at_least=True, level=0.0, detect_at=(4, 1e-4))
+    assert first.startswith("inconclusive (before the design's first look; at this spread 4 pairs")
 
 
 @pytest.mark.parametrize(
