@@ -35,10 +35,10 @@ DEMO_PROFILE = mixed_fleet.PROFILE
 """`fleet.profile: demo`: the mixed fleet (`mixed_fleet`), not a single profile."""
 MAX_REPEATS = 50
 ARM_FLOOR_SECONDS = 4.0
-"""The least an arm takes beyond creating its pods at `qps` (loadgen's start, its scrapes
-before and after, the clean-up): a floor, measured on a 2-core machine (2026-11-27, 1.37.2:
-4-7 s for 200 pods at 50/s with the pods' creation taken out), so a budget below it is
-impossible, not merely tight."""
+"""The least an arm is taken to need beyond creating its pods at `qps` (loadgen's start, its
+scrapes before and after, the clean-up): a floor well below every arm seen (2026-11-27,
+1.37.2, 200 pods at 50/s on a loaded 2-core machine: 16-64 s an arm, 10-31 s clean-up), so a
+budget below it is impossible, not merely tight."""
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,28}[a-z0-9])?\Z")
 Scalar = str | int | float | bool
 
