@@ -21,6 +21,7 @@ from testbed.cluster import local
 
 if TYPE_CHECKING:
     from experiment import matrix, runner
+    from experiment.demo.command import DemoConfig
 
 
 def _cluster_flags(p: argparse.ArgumentParser) -> None:
@@ -95,8 +96,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Co
         "--repeat",
         type=runtime.positive_int,
         default=plan.DEFAULT_REPEATS,
-        help="runs of each comparison's pair, order alternating; one repeat gives "
-        "observations, not verdicts (default %(default)s)",
+        help="the most runs of each comparison's pair, order alternating: the sequential "
+        "design stops earlier once the headline targets are decided or --budget ends; one "
+        "repeat gives observations, not verdicts (default %(default)s)",
+    )
+    demo.add_argument(
+        "--budget",
+        type=cliconv.positive_duration,
+        metavar="DURATION",
+        help="time budget of the sequential design, e.g. 15m (default: demo.yaml's 15m): "
+        "no pair starts that cannot reach the next look within it",
     )
     demo.add_argument(
         "--comparisons",
@@ -123,7 +132,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Co
     demo.add_argument(
         "--qps",
         type=runtime.positive_float,
-        default=100.0,
+        default=plan.DEFAULT_QPS,
         help="pod creation rate (default %(default)s)",
     )
     demo.add_argument(
@@ -164,10 +173,10 @@ def workload(args: argparse.Namespace) -> plan.Workload:
     )
 
 
-def run_demo(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
-    from experiment import existing_site
+def demo_config(args: argparse.Namespace, cluster: local.ClusterConfig) -> DemoConfig:
+    """The demo's configuration from its flags, checked as its experiment file would be
+    (e.g. a --budget shorter than one pair); `cli.UsageError` names what is wrong."""
     from experiment.demo import command as demo
-    from testbed.cluster import processes
 
     config = demo.DemoConfig(
         nodes=args.nodes,
@@ -175,9 +184,23 @@ def run_demo(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
         output_dir=args.output_dir or Path("results") / time.strftime("demo-%Y%m%d-%H%M%S"),
         keep=args.keep,
         qps=args.qps,
-        cluster=cluster.config,
+        budget_minutes=args.budget / 60 if args.budget is not None else None,
+        cluster=cluster,
         request_timeout=args.request_timeout,
     )
+    try:
+        demo.experiment(config)
+    except ValueError as e:  # spec.SpecError: the flags make a file that cannot run
+        raise cli.UsageError(str(e)) from e
+    return config
+
+
+def run_demo(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
+    from experiment import existing_site
+    from experiment.demo import command as demo
+    from testbed.cluster import processes
+
+    config = demo_config(args, cluster.config)
     keys = demo.experiment(config).clusters()
     open_site = _existing_opener(args, keys, explicit_release=False)
     try:
@@ -308,8 +331,13 @@ def run_experiment(cluster: local.LocalCluster, args: argparse.Namespace) -> int
             if exp.builtin is not None
             else f"{len(exp.variants)} variants x {len(exp.workloads)} workloads, {arms} arms"
         )
+        repeats = (
+            f"at most {exp.repeats} pairs within {exp.budget_minutes:g} min (sequential)"
+            if exp.design == "sequential"
+            else f"{exp.repeats} repeat(s)"
+        )
         print(
-            f"{args.file}: ok: experiment {exp.name!r}, {what}, {exp.repeats} repeat(s) "
+            f"{args.file}: ok: experiment {exp.name!r}, {what}, {repeats} "
             f"({exp.order}), Kubernetes {', '.join(releases)}, {len(stages)} cluster stage(s)"
         )
         return cli.EXIT_OK

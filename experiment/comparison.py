@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from experiment import intervals
 from experiment.arms import Arm
-from experiment.figures import METRICS, UNSATURATED, Doc, Figure
+from experiment.figures import METRICS, NOISY_IF_NEGATIVE, UNSATURATED, Doc, Figure
 
 DEFAULT_METRICS = (
     "scheduling throughput",
@@ -42,14 +42,25 @@ class VariantRow:
     """Per variant (in the file's order), its values over repeats."""
     baseline: str
 
+    @property
+    def noise(self) -> bool:
+        """A figure that went negative where it cannot (memory growth shrunk by GC timing):
+        no ratio or interval is formed from it."""
+        return noisy(self.metric, *self.figures.values())
+
     def ratio(self, variant: str) -> float | None:
-        """variant / baseline of the medians; None when the baseline is zero or missing."""
+        """variant / baseline of the medians; None when the baseline is zero or missing, or
+        the row is noise."""
+        if self.noise:
+            return None
         base = self.figures[self.baseline].median
         value = self.figures[variant].median
         return value / base if base and base == base and value == value else None
 
     def interval(self, variant: str) -> intervals.Interval | None:
         """variant / baseline over the repeats both ran, paired by repeat."""
+        if self.noise:
+            return None
         return paired_ratio(self.figures[variant], self.figures[self.baseline])
 
 
@@ -65,15 +76,29 @@ class ReleaseRow:
     current_value: Figure
 
     @property
+    def noise(self) -> bool:
+        return noisy(self.metric, self.previous_value, self.current_value)
+
+    @property
     def change(self) -> float | None:
-        """(current - previous) / previous of the medians, as a fraction; None if undefined."""
+        """(current - previous) / previous of the medians, as a fraction; None if undefined
+        or noise."""
+        if self.noise:
+            return None
         prev, cur = self.previous_value.median, self.current_value.median
         return (cur - prev) / prev if prev and prev == prev and cur == cur else None
 
     @property
     def interval(self) -> intervals.Interval | None:
         """current / previous over the repeats both ran, paired by repeat."""
+        if self.noise:
+            return None
         return paired_ratio(self.current_value, self.previous_value)
+
+
+def noisy(metric: str, *figures: Figure) -> bool:
+    """A figure that cannot be negative went negative in some repeat (`NOISY_IF_NEGATIVE`)."""
+    return metric in NOISY_IF_NEGATIVE and any(v < 0 for f in figures for v in f.values)
 
 
 def paired_ratio(a: Figure, b: Figure) -> intervals.Interval | None:

@@ -14,10 +14,11 @@ Where a repeat measured 0 in an arm (a probe that placed nothing), a log-ratio d
 the test then runs on the paired differences A - threshold x B, which have the same sign as
 the ratio's side of the threshold, and no ratio interval is shown.
 
-A verdict ("met" or "missed") needs both the test significant at 0.05 and the interval strictly
-past the threshold (touching it is not past it); otherwise "inconclusive", with about how many
-repeats would tell at the spread and difference seen (80 % power). One repeat is an
-observation, never a verdict.
+A verdict ("met" or "missed") needs the test significant at its level and so the interval at
+that level strictly past the threshold (touching it is not past it); otherwise "inconclusive",
+with the smallest difference the pairs still affordable could detect at the spread seen (80 %
+power). The level is 0.05 for a fixed number of repeats, or a sequential look's share of it
+(`experiment.design`). One repeat is an observation, never a verdict.
 """
 
 from __future__ import annotations
@@ -29,14 +30,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+import numpy as np
+import numpy.typing as npt
 from scipy import stats
 
 CONFIDENCE = 0.95
 ALPHA = 1 - CONFIDENCE
 POWER = 0.8
-"""Power at which `repeats_needed` is stated."""
-MAX_REPEATS = 1000
-"""`repeats_needed` gives up above this."""
+"""Power at which the minimum detectable effect (`detectable`) is stated."""
 OBSERVATION = "observation (1 repeat), no verdict"
 METHOD = (
     "each repeat's two arms ran back to back (order alternating), so repeats are pairs: "
@@ -45,8 +46,9 @@ METHOD = (
     "the threshold (scipy.stats). Assumes independent repeats and roughly normal log-ratio "
     "noise of equal spread; calibrated by simulation (coverage and false-verdict rate). A "
     f"repeat with a 0 is tested on the differences A - threshold x B instead. A verdict needs "
-    f"p < {ALPHA:.2f} and the interval strictly past the threshold, else inconclusive with the "
-    "repeats that would tell; one repeat is an observation, never a verdict"
+    f"p < {ALPHA:.2f} (a sequential design's look: its share of it) and that interval strictly "
+    "past the threshold, else inconclusive with the smallest difference the pairs still "
+    "affordable could detect at the spread seen; one repeat is an observation, never a verdict"
 )
 """The method and its assumptions, in words, for every report."""
 
@@ -95,11 +97,6 @@ def median(values: Sequence[float]) -> float:
 
 def min_max(values: Sequence[float]) -> tuple[float, float]:
     return (min(values), max(values)) if values else (math.nan, math.nan)
-
-
-@functools.cache
-def _z(q: float) -> float:
-    return float(stats.norm.ppf(q))
 
 
 @functools.cache
@@ -169,56 +166,89 @@ def _differences(interval: Interval, threshold: float) -> list[float]:
     return [x - threshold * y for x, y in interval.pairs]
 
 
-def repeats_needed(differences: Sequence[float]) -> int | None:
-    """About how many repeats a two-sided t-test at ALPHA needs to tell this mean difference
-    from 0 with POWER, at the spread seen; None when the mean is 0 (more repeats would not
-    tell) or it takes more than MAX_REPEATS."""
-    m, sd = _mean_sd(differences)
-    m = abs(m)
-    if m == 0:
+def decisions(d: npt.ArrayLike, level: float = ALPHA) -> npt.NDArray[np.int8]:
+    """Per row of `d` (worlds x repeats: the differences from the threshold), +1 when the
+    two-sided one-sample Student's t-test at `level` puts the mean above 0, -1 below, 0 when
+    it cannot tell. The (1 - level) t interval excludes 0 exactly then, so this is also
+    "the interval strictly past the threshold". Every verdict is made here, one world or
+    20,000 at once (the calibration test). A row without spread decides by its mean's sign
+    (0 when on the threshold); a level of 0 (before a design's first look) never decides."""
+    x = np.atleast_2d(np.asarray(d, dtype=float))
+    n = x.shape[1]
+    out = np.zeros(x.shape[0], dtype=np.int8)
+    if n < 2 or level <= 0:
+        return out
+    m = x.mean(axis=1)
+    sd = x.std(axis=1, ddof=1)
+    half = _t(n - 1, 1 - level / 2) * sd / math.sqrt(n)
+    out[m - half > 0] = 1
+    out[m + half < 0] = -1
+    flat = sd == 0
+    out[flat] = np.sign(m[flat]).astype(np.int8)
+    return out
+
+
+def detectable(d: Sequence[float], pairs: int, level: float = ALPHA) -> float | None:
+    """The smallest mean difference from the threshold a two-sided t-test at `level` tells
+    with POWER at `pairs` pairs, at the spread of `d` (the minimum detectable effect; on
+    the log scale for ratios). None without a spread to judge by."""
+    _, sd = _mean_sd(d)
+    if len(d) < 2 or pairs < 2 or not level > 0:
         return None
-    # The normal approximation never asks for more than the t-test needs: start there.
-    z = (_z(1 - ALPHA / 2) + _z(POWER)) * sd / m
-    start = max(2, len(differences) + 1, math.ceil(z * z))
-    for n in range(start, MAX_REPEATS + 1):
-        if (_t(n - 1) + _t(n - 1, POWER)) * sd / math.sqrt(n) < m:
-            return n
-    return None
+    return (_t(pairs - 1, 1 - level / 2) + _t(pairs - 1, POWER)) * sd / math.sqrt(pairs)
+
+
+def _detect_text(interval: Interval, threshold: float, pairs: int, level: float) -> str:
+    d = _differences(interval, threshold)
+    delta = detectable(d, pairs, level)
+    if delta is None:
+        return ""
+    if interval.scale == "log":
+        low, high = threshold * math.exp(-delta), threshold * math.exp(delta)
+        return (
+            f"at this spread {pairs} pairs tell a ratio <= {low:.3g} or >= {high:.3g} "
+            f"({POWER:.0%} power)"
+        )
+    return (
+        f"at this spread {pairs} pairs tell A - {threshold:g} x B beyond +-{delta:.3g} "
+        f"({POWER:.0%} power)"
+    )
 
 
 def verdict(
-    interval: Interval | None, threshold: float, *, at_least: bool, strict: bool = False
+    interval: Interval | None,
+    threshold: float,
+    *,
+    at_least: bool,
+    strict: bool = False,
+    level: float = ALPHA,
+    pairs_left: int = 0,
+    detect_at: tuple[int, float] | None = None,
 ) -> str:
-    """ "met" when the test against `threshold` is significant (p < ALPHA) and the interval
-    lies strictly on the good side (above it with `at_least`, else below), "missed" when so on
-    the bad side, else "inconclusive (...)" saying how many repeats would tell; "not
-    measured" without an interval and OBSERVATION from one repeat. `strict` (a gain is
-    needed): every repeat exactly at the threshold is "missed", not inconclusive."""
+    """ "met" when the test against `threshold` at `level` (ALPHA, or a sequential look's
+    share of it: `experiment.design`) is significant and the interval lies on the good side
+    (above it with `at_least`, else below), "missed" when on the bad side, else
+    "inconclusive (...)" with what the pairs there are, and `pairs_left` more (what the
+    budget still affords), can detect at the spread seen (`detect_at`: at (pairs, level)
+    instead, e.g. a sequential design's first look); "not measured" without an
+    interval and OBSERVATION from one repeat. `strict` (a gain is needed): every repeat
+    exactly at the threshold is "missed", not inconclusive."""
     if interval is None:
         return "not measured"
     if interval.single_run:
         return OBSERVATION
     d = _differences(interval, threshold)
     m, sd = _mean_sd(d)
-    if sd == 0:
-        if m == 0:
-            return "missed" if strict else "inconclusive (every repeat on the threshold)"
-        p, low, high = 0.0, m, m
-    else:
-        # The one-sample t-test of the differences against 0 (scipy's ttest_1samp, without
-        # its per-call overhead: the calibration test runs it ~100,000 times).
-        t = m / (sd / math.sqrt(len(d)))
-        p = float(2 * stats.t.sf(abs(t), len(d) - 1))
-        low, high = _mean_interval(d)
-    good, bad = (low > 0, high < 0) if at_least else (high < 0, low > 0)
-    if p < ALPHA and (good or bad):
-        return "met" if good else "missed"
-    n = repeats_needed(d)
-    if n is not None:
-        return f"inconclusive (about {n} repeats would tell)"
-    if m == 0:
-        return "inconclusive (the mean sits on the threshold)"
-    return f"inconclusive (too close to the threshold to tell in {MAX_REPEATS} repeats)"
+    if sd == 0 and m == 0:
+        return "missed" if strict else "inconclusive (every repeat on the threshold)"
+    way = int(decisions([d], level)[0])
+    if way:
+        return "met" if (way > 0) == at_least else "missed"
+    pairs, detect_level = detect_at or (len(d) + pairs_left, level)
+    detect = _detect_text(interval, threshold, pairs, detect_level)
+    if level <= 0:
+        return "inconclusive (before the design's first look" + (f"; {detect})" if detect else ")")
+    return f"inconclusive ({detect})" if detect else "inconclusive"
 
 
 def is_verdict(text: str) -> bool:

@@ -18,7 +18,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from experiment import (
     accounting,
     arms,
     children,
+    design,
     fleet_shape,
     matrix,
     optimum_report,
@@ -41,7 +42,7 @@ from experiment.oracle import inputs as oracle_inputs
 from experiment.site import Scheduler, SchedulerSetup, Site
 from experiment.wing import Finished, Planner, Reporter
 from testbed import charts, cliconv, vocab
-from testbed.kube import resources, watching
+from testbed.kube import errors, resources
 from testbed.kube.client import Kube
 
 SiteOpener = Callable[[matrix.ClusterKey, Path], contextlib.AbstractContextManager[Site]]
@@ -80,11 +81,33 @@ async def _fleet_model(kubeconfig: Path, fleet: str) -> oracle_inputs.Fleet:
     return oracle_inputs.fleet_of(slices, labels)
 
 
-async def _wait_namespace_gone(kubeconfig: Path, namespace: str, seconds: float) -> bool:
-    """Block until the previous arm's namespace (its pods and claims) is gone, so the next
-    arm starts on a fleet with every device free."""
+async def _free_devices(kubeconfig: Path, namespace: str, seconds: float) -> bool:
+    """Clear the previous arm's namespace of pods and claims, so the next arm starts on a
+    fleet with every device free; True once none is left. loadgen has deleted the namespace,
+    but kube-controller-manager's namespace controller waits 5 s before it starts on its
+    contents, and claims (with their finalizer) make it wait 8 s more: 6-8 s after an arm of
+    3-5 s. The pods are deleted at once (they have no grace period; kwok runs no kubelet);
+    their generated claims are then deallocated and collected by their owner's deletion.
+    The namespace itself finishes terminating in the background."""
+    selector = vocab.LABEL_RUN  # every pod loadgen makes carries it
+    deadline = time.monotonic() + seconds
     async with await Kube.connect(kubeconfig=kubeconfig) as kube:
-        return await watching.until_deleted(kube, resources.NAMESPACES, namespace, seconds)
+        with contextlib.suppress(errors.NotFound):
+            await kube.delete_collection(
+                resources.PODS, namespace=namespace, label_selector=selector, grace_seconds=0
+            )
+        while True:
+            left = [
+                (await kube.request("GET", res.path(namespace), query=[("limit", "1")])).get(
+                    "items"
+                )
+                for res in (resources.PODS, resources.RESOURCE_CLAIMS)
+            ]
+            if not any(left):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.2)
 
 
 def _run_arm(
@@ -183,8 +206,8 @@ def _latency_qps(arm: Arm, by_name: dict[str, dict[str, Any]]) -> float | None:
 
 def _settle(kubeconfig: Path, doc: dict[str, Any], console: Console) -> None:
     namespace = doc.get("namespace")
-    if namespace and not asyncio.run(_wait_namespace_gone(kubeconfig, namespace, 300)):
-        console.print(f"[yellow]namespace {namespace} still terminating after 300s")
+    if namespace and not asyncio.run(_free_devices(kubeconfig, namespace, 300)):
+        console.print(f"[yellow]namespace {namespace} still holds pods or claims after 300s")
 
 
 def _scheduler_dir(out: Path, key: str) -> Path:
@@ -202,6 +225,11 @@ class _Progress:
     by_name: dict[str, dict[str, Any]]
     sites: list[str]
     done: int = 0
+    should_stop: Callable[[int], str] = lambda completed: ""
+    """Before a repeat starts, given the repeats completed: why to stop there ("" to go on)."""
+    stopped: str = ""
+    repeat_seconds: list[float] = field(default_factory=list)
+    """How long each completed repeat (all its arms, clean-up included) took."""
 
 
 def _run_stage(
@@ -260,7 +288,16 @@ def _run_stage(
                     models[fleet_now] = asyncio.run(_fleet_model(site.kubeconfig, fleet))
                 return models[fleet_now]
 
+            repeat, repeat_started = -1, time.monotonic()
             for arm in planned:
+                if arm.repeat != repeat:
+                    if repeat >= 0:
+                        progress.repeat_seconds.append(time.monotonic() - repeat_started)
+                    progress.stopped = progress.should_stop(arm.repeat)
+                    if progress.stopped:
+                        console.print(f"[bold]stopped after {arm.repeat} pairs: {progress.stopped}")
+                        break
+                    repeat, repeat_started = arm.repeat, time.monotonic()
                 progress.done += 1
                 cliconv.rule(
                     console, f"arm {progress.done}/{total}: {arm.comparison} / {arm.variant}"
@@ -277,6 +314,9 @@ def _run_stage(
                 _one_arm(exp, arm, out, site, schedulers, setups, env, progress, console, flags)
                 if arm.name in progress.by_name and not (arm.same_as or arm.latency_of):
                     _optimum(progress.by_name[arm.name], fleet_model, out / arm.name, console)
+            else:
+                if repeat >= 0:
+                    progress.repeat_seconds.append(time.monotonic() - repeat_started)
     finally:
         if fleet_applied and not config.keep:
             children.run([children.tool("fleet"), "delete", "--name", fleet, *flags], env)
@@ -323,13 +363,13 @@ def _one_arm(
     doc = _run_arm(arm, out, env, qps, scheduler, exp.fleet_name, arrival, flags)
     p.by_name[arm.name] = doc
     p.results.append((arm, doc))
-    p.valid[arm.name] = (
-        validity.extender_arm(
-            doc,
-            scheduler_skipped=validity.skipped_between(skips_before, scheduler.skips_logged()),
-        )
-        if setups[arm.scheduler].extender
-        else validity.VALID
+    extender = setups[arm.scheduler].extender
+    p.valid[arm.name] = validity.of_arm(
+        doc,
+        extender=extender,
+        scheduler_skipped=validity.skipped_between(skips_before, scheduler.skips_logged())
+        if extender
+        else 0,
     )
     if not p.valid[arm.name].valid:
         console.print(f"[red]arm {arm.name} is invalid: {p.valid[arm.name].reason}")
@@ -376,6 +416,16 @@ def run(
     stages = planner.stages(exp)
     total = sum(len(s.arms) for s in stages)
     p = _Progress([], {}, {}, {}, [])
+    plan = design.of(exp)
+    if plan.sequential:
+        console.print(f"design: {plan.describe()}")
+
+        def should_stop(completed: int) -> str:
+            return _stop_reason(
+                exp, plan, planner, reporter, p, completed, time.monotonic() - started, console
+            )
+
+        p.should_stop = should_stop
     try:
         for i, stage in enumerate(stages):
             with open_site(stage.cluster, out / f"site-{i}") as site:
@@ -401,6 +451,48 @@ def run(
     return _report(exp, planner, reporter, p, out, time.monotonic() - started, console)
 
 
+def _valid_results(p: _Progress, planner: Planner) -> list[tuple[Arm, dict[str, Any]]]:
+    """The arms that ran as labelled and accounted for every pod (no error, no timeout
+    outside a probe): the only ones any figure or verdict is made of."""
+    return [
+        (arm, doc)
+        for arm, doc in p.results
+        if p.valid[arm.name].valid
+        and accounting.accounted(doc, probe_phases=planner.probe_phases(arm))[0]
+    ]
+
+
+def _stop_reason(
+    exp: specs.Experiment,
+    plan: design.Design,
+    planner: Planner,
+    reporter: Reporter,
+    p: _Progress,
+    completed: int,
+    elapsed: float,
+    console: Console,
+) -> str:
+    """Why a sequential run stops after `completed` pairs: at a look, every headline target
+    decided; or its budget cannot reach the next look (pairs past the last look reached add
+    nothing to a verdict). "" to run the next pair."""
+    if not completed:
+        return ""
+    if completed in plan.looks:
+        left = reporter.undecided(exp, _valid_results(p, planner), [a for a, _ in p.results])
+        if not left:
+            return f"every headline target decided at the look after {completed} pairs"
+        console.print(f"look after {completed} pairs: {len(left)} headline target(s) undecided")
+    upcoming = plan.next_look(completed)
+    if upcoming is not None and exp.budget_minutes is not None and p.repeat_seconds:
+        pair = sum(p.repeat_seconds) / len(p.repeat_seconds)
+        if elapsed + (upcoming - completed) * pair > exp.budget_minutes * 60:
+            return (
+                f"its {exp.budget_minutes:g} min budget cannot reach the next look, after "
+                f"{upcoming} pairs (a pair takes {pair:.0f} s; {elapsed / 60:.1f} min spent)"
+            )
+    return ""
+
+
 def _report(
     exp: specs.Experiment,
     planner: Planner,
@@ -416,16 +508,20 @@ def _report(
         arm.name: accounting.accounted(doc, probe_phases=planner.probe_phases(arm))
         for arm, doc in p.results
     }
-    # Only arms that ran as labelled and accounted for every pod (no error, no timeout
-    # outside a probe) feed the figures; the others are listed with their reason.
-    results = [
-        (arm, doc) for arm, doc in p.results if p.valid[arm.name].valid and accounted[arm.name][0]
-    ]
+    # Only arms that ran as labelled and accounted for every pod feed the figures; the
+    # others are listed with their reason.
+    results = _valid_results(p, planner)
     meta: dict[str, Any] = {
         "experiment": exp.name,
         "sites": p.sites,
         "nodes": exp.fleet.nodes,
         "repeat": exp.repeats,
+        "design": design.of(exp).describe(),
+        **(
+            {"repeats_completed": len(p.repeat_seconds), "stopped": p.stopped}
+            if design.of(exp).sequential
+            else {}
+        ),
         "elapsed_seconds": round(elapsed, 1),
         "interrupted": interrupted,
         "arms": {

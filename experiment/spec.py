@@ -34,6 +34,11 @@ KIND = "Experiment"
 DEMO_PROFILE = mixed_fleet.PROFILE
 """`fleet.profile: demo`: the mixed fleet (`mixed_fleet`), not a single profile."""
 MAX_REPEATS = 50
+ARM_FLOOR_SECONDS = 4.0
+"""The least an arm is taken to need beyond creating its pods at `qps` (loadgen's start, its
+scrapes before and after, the clean-up): a floor well below every arm seen (2026-11-27,
+1.37.2, 200 pods at 50/s on a loaded 2-core machine: 16-64 s an arm, 10-31 s clean-up), so a
+budget below it is impossible, not merely tight."""
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,28}[a-z0-9])?\Z")
 Scalar = str | int | float | bool
 
@@ -238,7 +243,13 @@ class Experiment(_Model):
     qps: float = Field(100.0, gt=0, le=10_000)
     """loadgen's pod creation rate for every saturating arm."""
     budget_minutes: float | None = Field(None, gt=0, alias="budgetMinutes")
-    """The run's time budget on this machine: over it, the run ends with a hint to shrink it."""
+    """The run's time budget on this machine: over it, the run ends with a hint to shrink it
+    (a sequential design stops before it)."""
+    design: Literal["fixed", "sequential"] = "fixed"
+    """fixed: every repeat runs and the verdicts are taken at the end. sequential
+    (`experiment.design`): pairs run until every headline target is decided, `repeats` pairs
+    are run or `budgetMinutes` ends, with the false-verdict rate held to 5 % over every look.
+    Only the demo's built-in comparisons have headline targets."""
     metrics: list[str] = Field(default_factory=list)
     """What to compare (`comparison.METRICS`); empty: every metric with a value."""
 
@@ -257,6 +268,8 @@ class Experiment(_Model):
 
     @model_validator(mode="after")
     def _shape(self) -> Experiment:
+        if self.design == "sequential":
+            self._check_sequential()
         if self.builtin is not None:
             if self.variants or self.workloads:
                 raise ValueError("builtin: its comparisons bring their own variants and workloads")
@@ -276,6 +289,25 @@ class Experiment(_Model):
         if len(self.variants) < 2:
             raise ValueError("variants: an experiment compares at least two")
         return self
+
+    def _check_sequential(self) -> None:
+        if self.builtin is None:
+            raise ValueError(
+                "design: sequential needs headline targets to decide: only builtin comparisons "
+                "have them"
+            )
+        if self.budget_minutes is None:
+            raise ValueError("design: sequential needs budgetMinutes (when to stop undecided)")
+        # A lower bound of one pair of every comparison: two arms each (and their latency
+        # arms), each creating its pods at qps plus ARM_FLOOR_SECONDS.
+        comparisons = len(self.builtin.comparisons or ("extender", "dra"))
+        arms = 2 * comparisons * (2 if self.builtin.latency_arms else 1)
+        pair = arms * (self.builtin.pods / self.qps + ARM_FLOOR_SECONDS)
+        if self.budget_minutes * 60 < pair:
+            raise ValueError(
+                f"budgetMinutes: {self.budget_minutes:.3g} min is less than one pair of this "
+                f"file's arms takes ({arms} arms, at least {pair / 60:.1f} min)"
+            )
 
     @property
     def fleet_name(self) -> str:

@@ -15,11 +15,14 @@ Evidence, from both sides of the call:
   has no metric for it). Failed prioritize calls are logged only at -v=5, so the extender's
   own counters cover those. The log is the local scheduler's file, or on an existing cluster
   the scheduler pod's log read through the API before and after each arm; where it cannot
-  be read (not served, or restarted mid-arm), the verdict says so rather than assuming
-  nothing was skipped;
+  be read (not served, or restarted mid-arm), nothing shows the extender was not skipped:
+  the arm is invalid;
 - requests the extender could not judge (`extender_unjudged_requests_total{reason}`, e.g. a
-  DeviceClass selector it does not evaluate) were left to DRA: not a failure, but the arm
-  reports their share of filter calls, since for those pods "on" behaved as "off".
+  DeviceClass selector it does not evaluate) were left to DRA: for those pods "on" behaved as
+  "off", so from UNJUDGED_LIMIT of filter calls the arm is invalid (below, its share is shown).
+
+Any arm whose scrape of a component hit loadgen's series cap (`figures.capped`) is flagged in
+its reason: that component's figures are left out of it, never read as 0.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from experiment import figures
 
 SCHEDULER_SKIPPED = "Skipping extender as it returned error and has ignorable flag set"
 _REQUESTS = re.compile(r"^extender_requests_total\{(?P<labels>[^}]*)\}$")
@@ -44,6 +49,9 @@ class Validity:
 
 
 VALID = Validity(True, "ok")
+UNJUDGED_LIMIT = 0.01
+"""Share of filter calls with requests left to DRA unjudged from which an "on" arm is not
+an extender arm any more."""
 
 
 def extender_calls(doc: dict[str, Any]) -> dict[tuple[str, str], float] | None:
@@ -108,6 +116,12 @@ def extender_arm(doc: dict[str, Any], *, scheduler_skipped: int | None) -> Valid
     if failed:
         detail = ", ".join(f"{int(v)} {verb} {outcome}" for (verb, outcome), v in failed.items())
         return Validity(False, f"extender calls not answered ok: {detail}", share)
+    if scheduler_skipped is None:
+        return Validity(
+            False,
+            "kube-scheduler's log could not be read: nothing shows it never skipped the extender",
+            share,
+        )
     if scheduler_skipped:
         return Validity(
             False, f"kube-scheduler skipped the extender {scheduler_skipped} times (its log)", share
@@ -119,9 +133,26 @@ def extender_arm(doc: dict[str, Any], *, scheduler_skipped: int | None) -> Valid
             f"the extender answered {answered} filter calls for {scheduled} pods scheduled",
             share,
         )
-    notes = []
-    if scheduler_skipped is None:
-        notes.append("kube-scheduler's log not read: skips counted from the extender's side only")
+    if share is not None and share >= UNJUDGED_LIMIT:
+        return Validity(
+            False,
+            f"{share:.1%} of filter calls had requests left to DRA unjudged (from "
+            f"{UNJUDGED_LIMIT:.0%} the arm does not measure the extender)",
+            share,
+        )
     if unjudged_calls:
-        notes.append(f"{share:.1%} of filter calls had requests left to DRA unjudged")
-    return Validity(True, "; ".join(["ok", *notes]), share)
+        return Validity(True, f"ok; {share:.2%} of filter calls had requests left to DRA", share)
+    return Validity(True, "ok", share)
+
+
+def of_arm(doc: dict[str, Any], *, extender: bool, scheduler_skipped: int | None) -> Validity:
+    """An arm's validity (`extender_arm` on the extender's scheduler, else valid), flagged
+    when a scrape hit loadgen's series cap."""
+    v = extender_arm(doc, scheduler_skipped=scheduler_skipped) if extender else VALID
+    if capped := figures.capped(doc):
+        flag = (
+            f"flagged: the scrape of {', '.join(capped)} hit loadgen's {figures.SERIES_CAP}-"
+            "series cap, its figures are left out"
+        )
+        return Validity(v.valid, f"{v.reason}; {flag}", v.unjudged_share)
+    return v

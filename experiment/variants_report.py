@@ -21,7 +21,7 @@ from rich.table import Table
 from experiment import comparison, intervals, report_files
 from experiment.arms import Arm
 from experiment.comparison import ReleaseRow, VariantRow
-from experiment.figures import SCHEMA_VERSION, Figure
+from experiment.figures import SCHEMA_VERSION, Doc, Figure
 from experiment.spec import Experiment
 from experiment.wing import Finished
 from testbed import charts, units
@@ -53,7 +53,12 @@ def _interval(interval: intervals.Interval | None) -> str:
     return f" [{interval.low:.2f}–{interval.high:.2f}]"
 
 
+NOISE = "noise (negative in a repeat)"
+
+
 def _variant_cell(row: VariantRow, variant: str) -> str:
+    if row.noise:
+        return NOISE
     text = _figure(row.figures[variant], row.unit)
     ratio = row.ratio(variant)
     if variant != row.baseline and ratio is not None:
@@ -64,6 +69,8 @@ def _variant_cell(row: VariantRow, variant: str) -> str:
 def _change(row: ReleaseRow) -> str:
     """The change of the medians, with the 95 % interval of the change where there is one."""
     c, i = row.change, row.interval
+    if row.noise:
+        return NOISE
     if c is None:
         return "-"
     if i is None or i.single_run or not i.defined:
@@ -245,3 +252,10 @@ class Reporter:
         releases = comparison.release_rows(results, exp.release_pairs(), exp.metrics)
         console_tables(rows, releases, console)
         return write(run.out_dir, exp, run.meta, rows, releases, run.arms)
+
+    def undecided(
+        self, exp: Experiment, results: list[tuple[Arm, Doc]], arms: list[Arm]
+    ) -> list[str]:
+        """A file's variants have no headline targets (a sequential design is refused for
+        them: `spec`), so nothing waits for a verdict."""
+        return []

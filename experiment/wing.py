@@ -65,3 +65,10 @@ class Reporter(Protocol):
     def report(self, run: Finished, console: Console) -> Path:
         """Print the summary, write the report into `run.out_dir` and return its index page."""
         ...
+
+    def undecided(
+        self, exp: Experiment, results: list[tuple[Arm, Doc]], arms: list[Arm]
+    ) -> list[str]:
+        """The headline targets still without a verdict over the valid `results` so far
+        (`arms`: every arm run): a sequential run stops once there are none."""
+        ...

@@ -25,6 +25,9 @@ INTERESTING = (
     "scheduler_schedule_attempts_total",
     "scheduler_scheduling_attempt_duration_seconds_sum",
     "scheduler_scheduling_attempt_duration_seconds_count",
+    # The scheduling cycle's filter and score, extender calls included (schedule_one.go).
+    "scheduler_scheduling_algorithm_duration_seconds_sum",
+    "scheduler_scheduling_algorithm_duration_seconds_count",
     "scheduler_framework_extension_point_duration_seconds_sum",
     "scheduler_framework_extension_point_duration_seconds_count",
     'scheduler_plugin_execution_duration_seconds_sum{extension_point="PreFilter",plugin="DynamicResources"',

@@ -33,8 +33,10 @@ class DemoConfig:
     output_dir: Path
     keep: bool = False
     """Leave the fleet, and the cluster if the demo started it, running afterwards."""
-    qps: float = 100.0
+    qps: float = plan.DEFAULT_QPS
     """loadgen's creation rate."""
+    budget_minutes: float | None = None
+    """The sequential design's budget (None: the built-in file's)."""
     cluster: local.ClusterConfig = field(default_factory=local.ClusterConfig)
     request_timeout: float = cliconv.DEFAULT_REQUEST_TIMEOUT
     """`--request-timeout` of the demo's fleet and loadgen calls."""
@@ -62,6 +64,8 @@ def experiment(config: DemoConfig) -> specs.Experiment:
         "latencyArms": w.latency_arms,
     }
     data.update(repeats=w.repeat, qps=config.qps)
+    if config.budget_minutes is not None:
+        data["budgetMinutes"] = config.budget_minutes
     return specs.parse(data, source="demo flags")
 
 

@@ -12,11 +12,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from experiment import bandwidth_model, figures, intervals, rebuild, report_files
+from experiment import bandwidth_model, design, figures, intervals, rebuild, report_files
 from experiment.arms import LATENCY_RATE_DEFINITION, Arm
 from experiment.demo import summary, wing
 from experiment.demo.summary import GuideRow, Row, Target
-from experiment.figures import SCHEMA_VERSION
+from experiment.figures import SCHEMA_VERSION, Doc
+from experiment.spec import Experiment
 from experiment.wing import Finished
 from testbed import charts, units
 
@@ -41,12 +42,17 @@ DEFINITIONS = {
     "measured); memory growth that went negative is marked noise, not a figure; an arm with "
     "no throughput sample has no throughput (scheduler_perf emits none)",
     "verdicts": intervals.METHOD,
+    "design": design.__doc__.split("\n\n")[0].replace("\n", " ") if design.__doc__ else "",
+    "dropped repeats": "a verdict states the repeats it dropped (an arm invalid or without the "
+    f"figure) and is '{summary.NOT_JUDGED}' past 1 in {round(1 / summary.DROP_LIMIT)}",
     "probes": "placeability probes count placed, refused by the scheduler and no verdict "
     "within the time limit separately; a placeability verdict needs "
     f"{figures.SETTLED_FOR_VERDICT:.0%} of probe pods settled in every arm and repeat",
     "valid arm": "on the extender's scheduler: the extender answered every call ok, at least "
-    "one filter call per pod scheduled, and kube-scheduler logged no skipped extender call; "
-    "an invalid arm is shown and left out of every figure",
+    "one filter call per pod scheduled, kube-scheduler's log was read and showed no skipped "
+    "extender call, and under 1 % of filter calls had requests left to DRA unjudged; an "
+    "invalid arm is shown and left out of every figure; a scrape that hit loadgen's series "
+    "cap is flagged and its component's figures left out",
 }
 
 
@@ -257,7 +263,7 @@ def _num(v: float) -> float | None:
 
 
 def _facts(meta: dict[str, Any]) -> str:
-    keep = ("nodes", "pods", "repeat", "scale_nodes")
+    keep = ("nodes", "pods", "repeat", "scale_nodes", "design", "stopped")
     items = [(k, str(meta[k])) for k in keep if meta.get(k) is not None]
     items.append(("elapsed", units.duration(float(meta.get("elapsed_seconds", 0.0)))))
     return charts.facts(items)
@@ -346,9 +352,23 @@ class Reporter:
         meta = {**run.meta, "pods": workload.pods, "scale_nodes": workload.scale_nodes}
         # Invalid arms are shown (below and in demo.json), never averaged in.
         rows = summary.rows(run.results)
-        goals = summary.targets(rows)
-        guide = summary.guide_matrix(rows)
+        judging = _judging(run.exp, run.arms)
+        goals = summary.targets(rows, judging)
+        guide = summary.guide_matrix(rows, judging)
         console_table(rows, console)
         console_targets(goals, console)
         console_guide(guide, console)
+        console.print(f"design: {judging.plan.describe()}", style="dim", soft_wrap=True)
+        if meta.get("stopped"):
+            console.print(f"stopped: {meta['stopped']}", soft_wrap=True)
         return write(run.out_dir, rows, meta, run.arms, goals, guide)
+
+    def undecided(
+        self, exp: Experiment, results: list[tuple[Arm, Doc]], arms: list[Arm]
+    ) -> list[str]:
+        return summary.undecided(summary.rows(results), _judging(exp, arms))
+
+
+def _judging(exp: Experiment, arms: list[Arm]) -> summary.Judging:
+    """Verdicts at the run's design's level for the repeats each comparison ran."""
+    return summary.Judging(design.of(exp), summary.repeats_run(arms))

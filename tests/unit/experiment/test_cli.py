@@ -11,6 +11,7 @@ import pytest
 from experiment import cli as experiment_cli
 from experiment.demo import plan
 from testbed import cli
+from testbed.cluster import local
 
 
 def test_testbed_finds_demo_yet_loads_no_orchestration_for_other_commands() -> None:
@@ -40,7 +41,7 @@ def _args(**overrides: object) -> argparse.Namespace:
 
 def test_the_default_flags_make_the_default_workload() -> None:
     w = experiment_cli.workload(_args())
-    assert (w.pods, w.repeat, w.scale_nodes) == (100, 5, 250)
+    assert (w.pods, w.repeat, w.scale_nodes) == (200, 16, 250)
     assert w.comparisons == ("extender", "dra") and not w.latency_arms
     assert w == plan.Workload(scale_nodes=5 * plan.DEFAULT_NODES)
 
@@ -59,3 +60,13 @@ def test_bad_flags_are_usage_errors_naming_the_flag(
 ) -> None:
     with pytest.raises(cli.UsageError, match=says):
         experiment_cli.workload(_args(**overrides))
+
+
+def test_a_budget_shorter_than_one_pair_is_a_usage_error() -> None:
+    args = _args(budget=10.0, request_timeout=10.0)
+    with pytest.raises(cli.UsageError, match=r"^demo flags: budgetMinutes: 0.167 min is less"):
+        experiment_cli.demo_config(args, local.ClusterConfig())
+    config = experiment_cli.demo_config(
+        _args(budget=600.0, request_timeout=10.0), local.ClusterConfig()
+    )
+    assert config.budget_minutes == 10

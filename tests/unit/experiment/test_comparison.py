@@ -127,3 +127,34 @@ def test_experiment_json_keeps_the_repeats_so_a_rebuilt_page_pairs_them_alike() 
     interval = comparison.paired_ratio(again, base)
     assert interval is not None and interval.runs == 2
     assert interval.low == pytest.approx(0.5) and interval.high == pytest.approx(0.5)
+
+
+def _memory_doc(growth_mib: float) -> dict[str, Any]:
+    """An arm whose API server and scheduler grew by `growth_mib` each (GC can shrink it)."""
+    grown = {"summary": {"rss_growth_bytes": growth_mib * 2**20}, "deltas": {}}
+    return {"counts": {"expected_pods": 1000}, "metrics": {"apiserver": grown, "scheduler": grown}}
+
+
+def test_a_memory_growth_that_went_negative_is_noise_never_a_ratio() -> None:
+    """An experiment file printed "x-2.50" and "-327 %" for memory that shrank in a repeat."""
+    metric = "API server + scheduler memory growth per 1,000 pods"
+    results = [
+        (_arm("w", "old", 0), _memory_doc(20)),
+        (_arm("w", "new", 0), _memory_doc(-25)),
+        (_arm("w", "old", 1), _memory_doc(30)),
+        (_arm("w", "new", 1), _memory_doc(-10)),
+    ]
+    row = comparison.rows(results, ["old", "new"], [metric])[0]
+    assert row.noise and row.ratio("new") is None and row.interval("new") is None
+    assert variants_report._variant_cell(row, "new") == variants_report.NOISE
+    release = comparison.release_rows(results, [("old", "1.36", "new", "1.37")], [metric])[0]
+    assert release.noise and release.change is None and release.interval is None
+    console = Console(record=True, width=300)
+    variants_report.console_tables([row], [release], console)
+    text = console.export_text()
+    assert "x-" not in text and "×-" not in text and not re.search(r"-\d+(\.\d+)? ?%", text)
+    assert "noise (negative in a repeat)" in text
+    positive = [
+        (a, _memory_doc(abs(m))) for a, m in ((_arm("w", "old", 0), 20), (_arm("w", "new", 0), 25))
+    ]
+    assert not comparison.rows(positive, ["old", "new"], [metric])[0].noise

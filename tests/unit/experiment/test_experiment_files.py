@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from experiment import cli as experiment_cli
-from experiment import local_site, matrix
+from experiment import design, local_site, matrix
 from experiment import spec as specs
 from experiment.demo import command as demo
 from experiment.demo import plan, wing
@@ -418,3 +418,52 @@ def test_nodes_over_an_inline_fleet_or_past_the_limits_are_refused(tmp_path: Pat
         experiment_cli.load_checked(
             str(REPO / "examples" / "experiments" / "gang.yaml"), repeats=specs.MAX_REPEATS + 1
         )
+
+
+def _sequential_demo(**over: Any) -> dict[str, Any]:
+    doc = yaml.safe_load((REPO / "experiment" / "demo" / "demo.yaml").read_text())
+    return {**doc, **over}
+
+
+def test_a_sequential_budget_shorter_than_one_pair_is_refused_in_one_line_exit_2(
+    tmp_path: Path,
+) -> None:
+    # The demo's pair: 4 arms of 200 pods at 50/s, each at least 4 s + ARM_FLOOR_SECONDS.
+    bad = tmp_path / "quick.yaml"
+    bad.write_text(yaml.safe_dump(_sequential_demo(budgetMinutes=0.4)))
+    proc = _testbed("experiment", "validate", str(bad), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1
+    assert "budgetMinutes: 0.4 min is less than one pair of this file's arms takes" in (proc.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["quick.yaml"]
+    # One pair's worth is accepted (a tight budget, not an impossible one).
+    ok = tmp_path / "ok.yaml"
+    ok.write_text(yaml.safe_dump(_sequential_demo(budgetMinutes=1)))
+    proc = _testbed("experiment", "validate", str(ok), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "at most 16 pairs within 1 min (sequential)" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("overrides", "says"),
+    [
+        ({"budgetMinutes": None}, "design: sequential needs budgetMinutes"),
+        ({"budgetMinutes": 0.5, "qps": 1}, "budgetMinutes: 0.5 min is less than one pair"),
+    ],
+)
+def test_a_sequential_design_without_a_possible_budget_is_refused(
+    overrides: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(specs.SpecError, match=says):
+        specs.parse(_sequential_demo(**overrides), source="f.yaml")
+
+
+def test_a_sequential_design_needs_headline_targets() -> None:
+    with pytest.raises(specs.SpecError, match="only builtin comparisons have them"):
+        specs.parse(_doc(design="sequential", budgetMinutes=10), source="f.yaml")
+
+
+def test_the_demos_design_is_sequential_with_looks_before_its_most_pairs() -> None:
+    plan_ = design.of(demo.builtin("demo"))
+    assert plan_.sequential and plan_.max_pairs == plan.DEFAULT_REPEATS
+    assert plan_.looks[0] == design.FIRST_LOOK and plan_.looks[-1] == plan.DEFAULT_REPEATS

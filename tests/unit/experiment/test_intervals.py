@@ -4,6 +4,8 @@ strictly past the threshold (the calibration itself: test_calibration.py)."""
 from __future__ import annotations
 
 import math
+import re
+import statistics
 
 import pytest
 from scipy import stats
@@ -63,15 +65,27 @@ def test_an_interval_touching_the_threshold_is_not_a_verdict() -> None:
     assert iv.verdict(equal, 1.0, at_least=True, strict=True) == "missed"
 
 
-def test_inconclusive_says_how_many_repeats_would_tell() -> None:
+def test_inconclusive_says_what_the_pairs_can_detect_at_the_spread_seen() -> None:
     interval = iv.ratio_interval([9.3, 9.9, 9.5], [10.0, 10.0, 10.0])
     assert interval is not None and interval.low < 0.9 < interval.high
     word = iv.verdict(interval, 0.9, at_least=True)
-    assert word.startswith("inconclusive (about ") and word.endswith(" repeats would tell)")
-    assert int(word.split()[2]) > 3
-    # The overhead flipping between runs (the extender's 13.8 % vs 5.1 %) around 10 %.
-    flip = iv.ratio_interval([8.6, 9.5, 9.0], [10.0, 10.0, 10.0])
-    assert iv.verdict(flip, 0.9, at_least=True).startswith("inconclusive (too close")
+    assert word.startswith("inconclusive (at this spread 3 pairs tell a ratio <= ")
+    low, high = (float(x) for x in re.findall(r"[<>]= ([0-9.]+)", word))
+    assert low < 0.9 < high
+    # The minimum detectable effect: (t_{1-a/2} + t_{power}) sd / sqrt(n) on the log scale.
+    d = [math.log(x / 10.0 / 0.9) for x in (9.3, 9.9, 9.5)]
+    sd = statistics.stdev(d)
+    delta = (stats.t.ppf(0.975, 2) + stats.t.ppf(0.8, 2)) * sd / math.sqrt(3)
+    assert high == pytest.approx(0.9 * math.exp(delta), rel=1e-2)
+    # More pairs left in the budget detect less; a smaller level (a sequential look) more.
+    more = iv.verdict(interval, 0.9, at_least=True, pairs_left=13)
+    assert more.startswith("inconclusive (at this spread 16 pairs tell")
+    assert float(re.findall(r">= ([0-9.]+)", more)[0]) < high
+    assert iv.verdict(interval, 0.9, at_least=True, level=0.0) == (
+        "inconclusive (before the design's first look)"
+    )
+    first = iv.verdict(interval, 0.9, at_least=True, level=0.0, detect_at=(4, 1e-4))
+    assert first.startswith("inconclusive (before the design's first look; at this spread 4 pairs")
 
 
 @pytest.mark.parametrize(

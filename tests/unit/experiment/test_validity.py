@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from experiment import validity
+from experiment import figures, validity
 from experiment.site import Scheduler
 
 
@@ -62,20 +62,49 @@ def test_answers_after_the_schedulers_timeout_make_the_arm_invalid() -> None:
     assert "7 filter" in v.reason
 
 
-def test_an_unread_scheduler_log_is_said_not_taken_as_zero_skips() -> None:
+def test_an_unread_scheduler_log_makes_the_arm_invalid_not_zero_skips() -> None:
     v = validity.extender_arm(doc(100, filter_ok=100), scheduler_skipped=None)
-    assert v.valid and "log not read" in v.reason
+    assert not v.valid and "log could not be read" in v.reason
     # The extender's own side still catches what it can.
     late = validity.extender_arm(doc(100, filter_ok=100, filter_late=1), scheduler_skipped=None)
     assert not late.valid
 
 
-def test_unjudged_requests_are_reported_as_a_share_of_filter_calls() -> None:
+def test_unjudged_requests_from_one_percent_of_filter_calls_make_the_arm_invalid() -> None:
     d = doc(100, {"unknown_class": 20, "too_complex": 5}, filter_ok=100)
     assert validity.unjudged(d) == {"unknown_class": 20, "too_complex": 5}
     v = validity.extender_arm(d, scheduler_skipped=0)
-    assert v.valid and v.unjudged_share == 0.25
+    assert not v.valid and v.unjudged_share == 0.25
     assert "25.0% of filter calls had requests left to DRA unjudged" in v.reason
+    # All of them unjudged: "on" was "off" for every pod.
+    every = validity.extender_arm(
+        doc(100, {"unknown_class": 100}, filter_ok=100), scheduler_skipped=0
+    )
+    assert not every.valid
+    at_limit = validity.extender_arm(doc(100, {"x": 1}, filter_ok=100), scheduler_skipped=0)
+    assert not at_limit.valid
+    # Below the limit: valid, and the share is said.
+    below = validity.extender_arm(doc(1000, {"x": 9}, filter_ok=1000), scheduler_skipped=0)
+    assert below.valid and "0.90% of filter calls had requests left to DRA" in below.reason
+
+
+def test_a_scrape_at_the_series_cap_is_flagged_and_its_figures_left_out() -> None:
+    d = doc(100, filter_ok=100)
+    apiserver = {f'apiserver_request_total{{code="{i}"}}': 1.0 for i in range(figures.SERIES_CAP)}
+    d["counts"]["expected_pods"] = 100
+    d["metrics"]["apiserver"] = {
+        "summary": {"cpu_seconds": 0.0, "api_requests": 300},
+        "deltas": apiserver,
+    }
+    v = validity.of_arm(d, extender=True, scheduler_skipped=0)
+    assert v.valid and "flagged: the scrape of apiserver hit loadgen's 300-series cap" in v.reason
+    plain = validity.of_arm(d, extender=False, scheduler_skipped=None)
+    assert plain.valid and plain.reason.startswith("ok; flagged")
+    # Its CPU and memory read 0 there: left out, not taken as a figure.
+    assert figures.metric("API server requests per pod")[2](d) is None
+    del apiserver['apiserver_request_total{code="0"}']
+    assert figures.metric("API server requests per pod")[2](d) == 3.0
+    assert validity.of_arm(d, extender=True, scheduler_skipped=0).reason == "ok"
 
 
 SKIP_LINE = "I1125 ...] " + validity.SCHEDULER_SKIPPED + ' extender="x" err="timeout"\n'

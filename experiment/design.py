@@ -1,0 +1,130 @@
+"""How many paired repeats a comparison runs, and at which level each verdict is taken (pure).
+
+Fixed: every repeat the file asks for runs, and the verdicts are taken once, at the end, at
+`intervals.ALPHA`. Sequential (`design: sequential`): pairs run until every headline target is
+decided or the budget ends (its minutes, or `repeats`, the most pairs). Verdicts are taken only
+at planned looks, after FIRST_LOOK pairs and then each about GROWTH times the pairs of the one
+before, the last at the most pairs. The error budget ALPHA is spent over the looks by
+Lan-DeMets' O'Brien-Fleming-type spending function of the information fraction t = n / max
+pairs, alpha(t) = 2 - 2 Phi(z_{1 - ALPHA/2} / sqrt(t)): look k tests at alpha(t_k) -
+alpha(t_{k-1}). These levels sum to ALPHA, so whichever looks a run reaches and whenever it
+stops, the chance of a false verdict (met or missed where the truth sits on the threshold),
+counting every look, is at most ALPHA (the union bound: exact, with no assumption about how the
+looks' statistics are correlated, and each look is an ordinary Student's t-test on the pairs
+there are). The price is conservatism: a group-sequential boundary fitted to the joint normal
+law would spend the same ALPHA with more power, but only approximately for Student's t at
+a handful of pairs, which is where this project decides.
+
+Why O'Brien-Fleming-type, and few looks: it keeps almost all of ALPHA for the later looks, so
+a difference near the threshold (the extender's overhead sits near 10 %) keeps nearly the power
+of a fixed design at the most pairs, while a clear one still stops early. At 16 pairs and
+these looks it decided a log-ratio 1 sd from the threshold in 94 % of simulated worlds
+against 83 % with a look after every pair (Pocock-type spending: 87 % and 69 %).
+`tests/unit/experiment/test_calibration.py` checks the false-verdict rate over 20,000 worlds.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from scipy import stats
+
+from experiment import intervals
+from experiment.spec import Experiment
+
+FIRST_LOOK = 4
+"""Pairs before the first look: below it Student's t has too few degrees of freedom to
+decide at a share of ALPHA."""
+GROWTH = 1.4
+"""Each look comes after about this many times the pairs of the one before."""
+SPENDING = "Lan-DeMets O'Brien-Fleming-type alpha spending"
+
+
+@functools.cache
+def _z(q: float) -> float:
+    return float(stats.norm.ppf(q))
+
+
+@dataclass(frozen=True)
+class Design:
+    max_pairs: int
+    """The most paired repeats (the file's `repeats`)."""
+    sequential: bool = False
+    alpha: float = intervals.ALPHA
+
+    @property
+    def looks(self) -> tuple[int, ...]:
+        """The pairs after which verdicts are taken, the last at `max_pairs`. Fixed: one
+        look, at the end."""
+        n, out = FIRST_LOOK, []
+        if self.sequential:
+            while n <= self.max_pairs - 2:
+                out.append(n)
+                n = max(n + 1, round(n * GROWTH))
+        return (*out, self.max_pairs)
+
+    def spent(self, pairs: int) -> float:
+        """ALPHA spent by the look at `pairs` pairs and those before it."""
+        t = min(1.0, pairs / self.max_pairs)
+        if t <= 0:
+            return 0.0
+        return 2 - 2 * float(stats.norm.cdf(_z(1 - self.alpha / 2) / math.sqrt(t)))
+
+    def look_at(self, pairs: int) -> int | None:
+        """The last look a run of `pairs` completed pairs has reached; None before the first."""
+        reached = [n for n in self.looks if n <= pairs]
+        return reached[-1] if reached else None
+
+    def level(self, pairs: int) -> float:
+        """The test level of a verdict after `pairs` pairs: ALPHA for a fixed design; the
+        share of the last look reached for a sequential one (0 before its first look)."""
+        if not self.sequential:
+            return self.alpha
+        look = self.look_at(pairs)
+        if look is None:
+            return 0.0
+        i = self.looks.index(look)
+        before = self.looks[i - 1] if i else 0
+        return self.spent(look) - self.spent(before)
+
+    def next_look(self, pairs: int) -> int | None:
+        """The first look after `pairs` completed pairs; None past the last."""
+        return next((n for n in self.looks if n > pairs), None)
+
+    def describe(self) -> str:
+        if not self.sequential:
+            return f"fixed: {self.max_pairs} paired repeats, verdicts at p < {self.alpha:g}"
+        shares = ", ".join(f"{n} ({self.level(n):.2g})" for n in self.looks)
+        return (
+            f"sequential: looks after {shares} pairs (each with its test level), "
+            f"{SPENDING} of {self.alpha:g} over at most {self.max_pairs} pairs: at most "
+            f"{self.alpha:.0%} false verdicts per target, counting every look"
+        )
+
+
+def first_decisions(
+    d: npt.NDArray[np.float64], design: Design
+) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int64]]:
+    """Per world (a row of `d`: its pairs' differences from the threshold, `max_pairs` of
+    them), the first look's decision (+1, -1, 0 when no look decided) and the pairs it took
+    (max_pairs + 1 when undecided): the sequential rule the runner follows, for the
+    calibration test and the budget simulation."""
+    worlds = d.shape[0]
+    way = np.zeros(worlds, dtype=np.int8)
+    when = np.full(worlds, design.max_pairs + 1, dtype=np.int64)
+    for n in design.looks:
+        open_ = way == 0
+        got = intervals.decisions(d[open_, :n], design.level(n))
+        idx = np.flatnonzero(open_)[got != 0]
+        way[idx] = got[got != 0]
+        when[idx] = n
+    return way, when
+
+
+def of(exp: Experiment) -> Design:
+    """The design an experiment file asks for (`design:`, `repeats:` the most pairs)."""
+    return Design(exp.repeats, exp.design == "sequential")
