@@ -450,18 +450,22 @@ class LocalCluster:
         )
         if self._run(create_command(cfg, b, sched, kwokctl_config), b) != 0:
             raise _Unhealthy(str(self._failed("create")))
-        if not self.wait_ready(cfg.wait_seconds):
-            raise self._unhealthy(
-                self.status(), f"the API server was not ready in {cfg.wait_seconds}s"
-            )
-        self._start_shards()
-        self._start_prometheus()
+        self._after_kwokctl()
         try:
             return self._healthy_or_raise()
         except _Unhealthy:
             if not self._transient_exits():
                 raise
             return self._repair(b, _quiet)
+
+    def _after_kwokctl(self) -> None:
+        """Once kwokctl has created or started the cluster: wait for its API server, then
+        start what kwokctl does not run (the kwok shards, Prometheus)."""
+        wait = self.config.wait_seconds
+        if not self.wait_ready(wait):
+            raise self._unhealthy(self.status(), f"the API server was not ready in {wait}s")
+        self._start_shards()
+        self._start_prometheus()
 
     def _transient_exits(self) -> list[str]:
         """The components not running that exited for a reason starting again can cure."""
@@ -492,12 +496,7 @@ class LocalCluster:
                 for name in stopped:
                     (cfg.cluster_dir / "pids" / f"{name}.pid").unlink(missing_ok=True)
                 self._run([str(b["kwokctl"]), "start", "cluster", "--name", cfg.name], b)
-                if not self.wait_ready(cfg.wait_seconds):
-                    raise self._unhealthy(
-                        self.status(), f"the API server was not ready in {cfg.wait_seconds}s"
-                    )
-                self._start_shards()
-                self._start_prometheus()
+                self._after_kwokctl()
             try:
                 return self._healthy_or_raise()
             except _Unhealthy:
