@@ -98,6 +98,31 @@ def _run(doc: kept.Kept) -> list[str]:
     return [*lines, ""]
 
 
+def brief_rows(doc: kept.Kept, per_run: int = 2) -> list[kept.Row]:
+    """The headline rows a run's one-line answer names: those with a target first."""
+    rows = [r for r in doc.rows if r.headline]
+    return sorted(rows, key=lambda r: r.target is None)[:per_run]
+
+
+def _in_brief(docs: list[kept.Kept], per_run: int = 2) -> list[str]:
+    """Per question, each kept run's first headline figures: the answers, before the tables."""
+    out = []
+    for key, question in kept.QUESTIONS.items():
+        out.append(f"- **{question}**")
+        mine = [d for d in docs if d.question == key]
+        if not mine:
+            out.append("  - no kept run yet")
+        for doc in mine:
+            said = []
+            for row in brief_rows(doc, per_run):
+                f = kept.derive(row)
+                verdict = f", {f.verdict}" if f.verdict else ""
+                said.append(f"{row.name} {row.a.label}/{row.b.label} {_ratio(f)}{verdict}")
+            text = f"{doc.title} ({doc.date}, {doc.release}): {'; '.join(said)}."
+            out += textwrap.wrap(text, WIDTH, initial_indent="  - ", subsequent_indent="    ")
+    return out
+
+
 def page(docs: list[kept.Kept]) -> str:
     """The front page (markers included) for `docs`."""
     lines = [
@@ -107,6 +132,7 @@ def page(docs: list[kept.Kept]) -> str:
         *textwrap.wrap(INTRO, WIDTH),
         "",
     ]
+    lines += [*_in_brief(docs), ""]
     for key, question in kept.QUESTIONS.items():
         mine = [d for d in docs if d.question == key]
         lines += [f"### {question}", ""]

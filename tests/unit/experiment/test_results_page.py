@@ -116,6 +116,23 @@ def test_every_figure_on_the_page_is_derived_again_from_the_values() -> None:
     assert checked == len(rows)  # and nothing on the page without a kept row behind it
 
 
+def test_the_answers_in_brief_repeat_the_tables_figures() -> None:
+    block = results_page.current((ROOT / "BENCHMARKS.md").read_text())
+    assert block is not None
+    brief, tables = block.split("\n### ", 1)
+    joined = " ".join(ln.strip() for ln in brief.splitlines())
+    for doc in _docs():
+        for row in results_page.brief_rows(doc):
+            section = tables.split(f"#### {doc.title}\n", 1)[1].split("\n#### ", 1)[0]
+            (line,) = [
+                ln
+                for ln in section.splitlines()
+                if ln.startswith(f"| {row.name} ({row.unit}) | {row.a.label} ")
+            ]
+            ratio = line.strip("| ").split(" | ")[3]
+            assert f"{row.name} {row.a.label}/{row.b.label} {ratio}" in joined, row.name
+
+
 def test_a_changed_value_makes_the_page_disagree(tmp_path: Path) -> None:
     text = (ROOT / "BENCHMARKS.md").read_text()
     for src in KEPT.glob("*.json"):
