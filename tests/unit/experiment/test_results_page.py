@@ -15,6 +15,7 @@ import pytest
 from scipy import stats
 
 from experiment import kept, results_page
+from tests.support import children
 
 ROOT = Path(__file__).resolve().parents[3]
 KEPT = ROOT / "docs" / "results"
@@ -215,3 +216,25 @@ def test_splice_replaces_only_the_page() -> None:
     assert (
         results_page.splice("# B\n\nnarrative\n", new_block) == f"# B\n\n{new_block}\nnarrative\n"
     )
+
+
+def test_the_command_writes_the_page_checks_it_and_says_in_one_line_what_is_wrong(
+    tmp_path: Path,
+) -> None:
+    docs, page = tmp_path / "kept", tmp_path / "B.md"
+    docs.mkdir()
+    for src in KEPT.glob("*.json"):
+        (docs / src.name).write_text(src.read_text())
+    page.write_text("# B\n\nnarrative\n")
+    flags = ("--kept", str(docs), "--page", str(page))
+    stale = children.testbed("results", *flags, "--check", home=tmp_path)
+    assert stale.returncode == 1 and "stale" in stale.stderr
+    assert children.testbed("results", *flags, home=tmp_path).returncode == 0
+    assert page.read_text().endswith("narrative\n") and results_page.BEGIN in page.read_text()
+    assert children.testbed("results", *flags, "--check", home=tmp_path).returncode == 0
+    bad = json.loads(next(docs.glob("sharing-*.json")).read_text())
+    bad["repeats"] = 0
+    (docs / "bad.json").write_text(json.dumps(bad))
+    broken = children.testbed("results", *flags, home=tmp_path)
+    assert broken.returncode == 2 and "bad.json: repeats:" in broken.stderr
+    assert len(broken.stderr.strip().splitlines()) == 1 and "Traceback" not in broken.stderr
