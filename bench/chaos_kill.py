@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common import add_cluster_flags  # bench/ is on sys.path
+from common import add_cluster_flags, running_cluster  # bench/ is on sys.path
 
 from testbed import vocab
 from testbed.cluster import local, supervision
@@ -691,10 +691,7 @@ def main() -> None:
         p.error("the witness fleet must hold the witness and the restarted run (8 GPUs a node)")
     kubeconfig = a.kubeconfig
     if kubeconfig is None:
-        cluster = local.LocalCluster(local.ClusterConfig(name=a.cluster))
-        if not cluster.status().ready:
-            raise SystemExit(f"cluster {a.cluster} is not running (testbed --name ... up)")
-        kubeconfig = str(cluster.config.kubeconfig)
+        kubeconfig = str(running_cluster(a.cluster)[0].config.kubeconfig)
     if port_taken(a.extender_port):
         raise SystemExit(f"something already listens on 127.0.0.1:{a.extender_port}: stop it")
     out = a.out or Path("results") / f"chaos-kill-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"

@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import math
 import os
 import random
 import subprocess
@@ -45,12 +44,10 @@ __all__ = [
     "apply_demo_fleet",
     "apply_fleet",
     "build_objects",
-    "cpu_seconds",
     "extender_counters",
     "extender_from_tree",
     "loadgen_pods",
     "local_release",
-    "nearest_rank",
     "pod",
     "run_arm",
     "running_cluster",
@@ -377,16 +374,3 @@ async def serving_files(objs: list[dict[str, Any]]) -> AsyncIterator[tuple[str, 
         log = Path(tmp) / "extender.log"
         with processes.service("the extender", argv, port, log=log, timeout=300) as proc:
             yield f"http://127.0.0.1:{port}", proc.pid
-
-
-# -- figures -----------------------------------------------------------------------------------
-
-
-def nearest_rank(sorted_values: list[float], p: float) -> float:
-    return sorted_values[max(0, math.ceil(len(sorted_values) * p / 100) - 1)]
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process `pid` (Linux /proc): contention-free cost per call."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

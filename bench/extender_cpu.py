@@ -16,7 +16,8 @@ after loadgen, so the initial sync is not counted; each arm starts once the prev
 namespaces are gone, so their deletions are not counted either) per pod, the watch events it
 applied, its scheduler calls, and
 loadgen's scheduling throughput. CPU seconds do not depend on how busy the machine is the way
-wall time does; the ratios between arms of one run are the figures to compare.
+wall time does; the ratios between arms of one round are the figures to compare, with the
+engine's paired 95 % intervals over rounds (`experiment.intervals`).
 
     .venv/bin/python bench/extender_cpu.py --cluster C --extender-port P --baseline DIR \\
         [--nodes 200] [--pods 300] [--repeat 3] [--profile-dir D]
@@ -46,6 +47,7 @@ from common import (  # bench/ is on sys.path
     settle,
 )
 
+from experiment import intervals
 from testbed.cluster import second_scheduler
 
 ARMS = ("off", "baseline", "this")
@@ -132,13 +134,19 @@ def main() -> int:
         mine = [m for m in results if m.arm == arm]
         cpu = spread([m.cpu_ms_per_pod for m in mine])
         print(f"{arm:>8}  {cpu:>32}   {spread([m.throughput for m in mine]):>22}")
+    # A round's arms ran back to back: a round is a pair (the engine's paired intervals).
     by_round = [{m.arm: m for m in results[i : i + len(ARMS)]} for i in range(0, len(results), 3)]
-    cpu_ratio = [r["this"].cpu_ms_per_pod / r["baseline"].cpu_ms_per_pod for r in by_round]
-    overhead = [1 - r["this"].throughput / r["off"].throughput for r in by_round]
-    base_overhead = [1 - r["baseline"].throughput / r["off"].throughput for r in by_round]
-    print(f"this / baseline extender CPU per pod, per round: {spread(cpu_ratio)}")
-    print(f"end-to-end overhead (1 - pods/s vs off), this:     {spread(overhead)}")
-    print(f"end-to-end overhead (1 - pods/s vs off), baseline: {spread(base_overhead)}")
+    print(intervals.METHOD)
+    for label, a, b, key in (
+        ("this / baseline extender CPU per pod", "this", "baseline", "cpu_ms_per_pod"),
+        ("this / off pods/s (overhead = 1 - ratio)", "this", "off", "throughput"),
+        ("baseline / off pods/s (overhead = 1 - ratio)", "baseline", "off", "throughput"),
+    ):
+        ratio = intervals.ratio_interval(
+            [getattr(r[a], key) for r in by_round], [getattr(r[b], key) for r in by_round]
+        )
+        point = f"{ratio.point:.2f}" if ratio is not None else "-"
+        print(f"{label}: {point} {intervals.describe(ratio, '{:.2f}'.format)}")
     return 0
 
 

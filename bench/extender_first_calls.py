@@ -23,13 +23,10 @@ import time
 from pathlib import Path
 
 import aiohttp
-from common import (  # bench/ is on sys.path
-    build_objects,
-    cpu_seconds,
-    nearest_rank,
-    pod,
-    serving_files,
-)
+from common import build_objects, pod, serving_files  # bench/ is on sys.path
+
+from loadgen import stats
+from testbed.cluster import supervision
 
 
 async def main() -> int:
@@ -56,7 +53,7 @@ async def main() -> int:
         async with session.get(f"{base}/readyz") as r:  # the connection, as a prober's
             assert r.status == 200
         for part in (ns.first, ns.steady):
-            before = cpu_seconds(pid)
+            before = supervision.cpu_seconds(pid) or 0.0
             for i in range(part):
                 verb = ("filter", "prioritize")[i % 2]
                 t0 = time.perf_counter()
@@ -65,15 +62,15 @@ async def main() -> int:
                     if r.status != 200:
                         raise RuntimeError(f"{verb}: HTTP {r.status}")
                 times.append(time.perf_counter() - t0)
-            cpu.append((cpu_seconds(pid) - before) / part)
+            cpu.append(((supervision.cpu_seconds(pid) or 0.0) - before) / part)
     first, steady = times[: ns.first], sorted(times[ns.first :])
-    p99 = nearest_rank(steady, 99)
+    p99 = stats.percentile(steady, 99)
     out = {
         "nodes": ns.nodes,
         "candidates": len(names),
         "first_ms": [round(1000 * t, 2) for t in first],
         "first_max_ms": round(1000 * max(first), 2),
-        "steady_p50_ms": round(1000 * nearest_rank(steady, 50), 2),
+        "steady_p50_ms": round(1000 * stats.percentile(steady, 50), 2),
         "steady_p99_ms": round(1000 * p99, 2),
         "first_max_over_steady_p99": round(max(first) / p99, 1),
         "server_cpu_ms_per_call_first": round(1000 * cpu[0], 2),

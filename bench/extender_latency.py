@@ -12,7 +12,7 @@ a filter with `require-alignment: pcie-root` (the filter's per-node path). Seque
 the round-trip percentiles (nearest rank) and calls/s; the server's own latency histogram
 gives a bound on the handler's p99 (the smallest bucket holding 99 % of the calls: the time
 inside the handler, without the client's or the HTTP stack's); the server's CPU time per call
-(from /proc) gives the calls per CPU-second one core sustains, which a busy machine does not
+(its own CPU time) gives the calls per CPU-second one core sustains, which a busy machine does not
 skew.
 
     .venv/bin/python bench/extender_latency.py [--nodes 5000] [--calls 2000] [--json out.json]
@@ -37,13 +37,10 @@ import time
 from pathlib import Path
 
 import aiohttp
-from common import (  # bench/ is on sys.path
-    build_objects,
-    cpu_seconds,
-    nearest_rank,
-    pod,
-    serving_files,
-)
+from common import build_objects, pod, serving_files  # bench/ is on sys.path
+
+from loadgen import stats
+from testbed.cluster import supervision
 
 CASES = (("filter", False), ("filter", True), ("prioritize", False))
 
@@ -92,7 +89,7 @@ async def measure(
             await r.read()
     times = []
     inside, buckets = await handler_seconds(session, base, verb)
-    cpu = cpu_seconds(pid)
+    cpu = supervision.cpu_seconds(pid) or 0.0
     started = time.perf_counter()
     for _ in range(calls):
         t0 = time.perf_counter()
@@ -102,15 +99,15 @@ async def measure(
                 raise RuntimeError(f"{url}: HTTP {r.status}")
         times.append(time.perf_counter() - t0)
     wall = time.perf_counter() - started
-    cpu = cpu_seconds(pid) - cpu
+    cpu = (supervision.cpu_seconds(pid) or 0.0) - cpu
     inside_after, buckets_after = await handler_seconds(session, base, verb)
     inside = inside_after - inside
     times.sort()
     return {
         "calls": calls,
-        "p50_ms": 1000 * nearest_rank(times, 50),
-        "p90_ms": 1000 * nearest_rank(times, 90),
-        "p99_ms": 1000 * nearest_rank(times, 99),
+        "p50_ms": 1000 * stats.percentile(times, 50),
+        "p90_ms": 1000 * stats.percentile(times, 90),
+        "p99_ms": 1000 * stats.percentile(times, 99),
         "max_ms": 1000 * times[-1],
         "calls_per_s": calls / wall,
         "handler_mean_ms": 1000 * inside / calls,

@@ -12,7 +12,10 @@ one GPU per pod) in three arms, alternating their order per repeat:
 
 and reports per arm, from loadgen's result and the scheduler's /metrics:
 scheduling throughput, scheduler CPU per pod, and nodes DRA's Filter ran on per pod
-(`scheduler_plugin_evaluation_total{extension_point="Filter",plugin="DynamicResources"}`).
+(`scheduler_plugin_evaluation_total{extension_point="Filter",plugin="DynamicResources"}`):
+the median (min-max) over rounds and, against `off`, the paired ratio's 95 % interval
+(a round's arms run back to back, so a round is a pair: `experiment.intervals`, the method of
+every A/B figure; one round is an observation).
 "on" vs "on-no-pack" separates what the extender's calls cost from what its packing policy
 costs the scheduler, and "prio-only" what one of the two calls costs in the scheduler's serial
 scheduling cycle: kube-scheduler runs every Filter plugin before it asks an extender, and
@@ -31,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import ssl
-import statistics
 import tempfile
 import threading
 import urllib.request
@@ -48,6 +50,7 @@ from common import (  # bench/ is on sys.path
     tool,
 )
 
+from experiment import intervals
 from loadgen import series
 from testbed.cluster import processes, second_scheduler
 
@@ -107,6 +110,34 @@ def measured(arm: str, doc: dict[str, Any]) -> Measured:
         s["dra_filter_calls"] / pods,
         filter_sum / pods * 1000,
     )
+
+
+FIGURES = (
+    ("throughput", "pods/s", "throughput"),
+    ("scheduler CPU", "ms/pod", "cpu_ms_per_pod"),
+    ("DRA-filtered nodes", "/pod", "filtered_nodes_per_pod"),
+    ("Filter time", "ms/pod", "filter_ms_per_pod"),
+)
+
+
+def report(results: list[Measured], arms: tuple[str, ...]) -> None:
+    """Per arm and figure: the median (min-max) over rounds and, against `off`, the paired
+    ratio's 95 % interval (each round's arms ran back to back, so a round is a pair: the
+    engine's method, `experiment.intervals`). One round is an observation."""
+    rounds: dict[str, list[Measured]] = {a: [m for m in results if m.arm == a] for a in arms}
+    print(intervals.METHOD)
+    for arm in arms:
+        for label, unit, key in FIGURES:
+            mine = [getattr(m, key) for m in rounds[arm]]
+            low, high = intervals.min_max(mine)
+            line = f"{arm:>10} {label:>18}: {intervals.median(mine):6.1f} {unit}"
+            line += f" ({low:.1f}-{high:.1f})"
+            if arm != "off":
+                base = [getattr(m, key) for m in rounds["off"]]
+                ratio = intervals.ratio_interval(mine, base)
+                point = f"{ratio.point:.2f}" if ratio is not None else "-"
+                line += f"; /off {point} {intervals.describe(ratio, '{:.2f}'.format)}"
+            print(line)
 
 
 def main() -> int:
@@ -175,19 +206,7 @@ def main() -> int:
                     flush=True,
                 )
     print(f"\n{args.pods} pods x {args.repeat} rounds, {args.nodes}-node demo fleet; {work}")
-    base = [m for m in results if m.arm == "off"]
-    for arm in arms:
-        mine = [m for m in results if m.arm == arm]
-        thr = statistics.median(m.throughput for m in mine)
-        ratio = thr / statistics.median(m.throughput for m in base)
-        cpu = statistics.median(m.cpu_ms_per_pod for m in mine)
-        nodes = statistics.median(m.filtered_nodes_per_pod for m in mine)
-        filt = statistics.median(m.filter_ms_per_pod for m in mine)
-        print(
-            f"{arm:>10}: throughput {thr:5.1f} pods/s ({ratio:.2f} of off), "
-            f"{1000 / thr:5.1f} ms/pod, of it Filter {filt:4.1f} ms; scheduler CPU "
-            f"{cpu:5.1f} ms/pod, DRA-filtered {nodes:4.0f} nodes/pod"
-        )
+    report(results, arms)
     return 0
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import aiohttp
 
+from testbed.cluster import supervision
 from testbed.kube import resources
 from testbed.kube.client import Kube
 
@@ -39,20 +40,6 @@ HERE = Path(__file__).resolve().parent
 
 def tool(name: str) -> list[str]:
     return [sys.executable, "-c", f"from {name}.cli import main; main()"]
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of `pid` so far: the work to get ready, whatever the load."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def rss_kib(pid: int) -> tuple[int, int]:
-    """(VmRSS, VmHWM) of `pid` in KiB."""
-    fields = dict(
-        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-    )
-    return int(fields["VmRSS"].split()[0]), int(fields["VmHWM"].split()[0])
 
 
 async def counts(kubeconfig: str) -> dict[str, int]:
@@ -107,13 +94,16 @@ async def one_start(kubeconfig: str, port: int, limit: float) -> dict[str, float
                     pass
                 if ready is None:
                     await asyncio.sleep(0.02)
-        rss, hwm = rss_kib(proc.pid)
+        # The extender has just answered /readyz: it runs, so none of these is None.
+        cpu = supervision.cpu_seconds(proc.pid)
+        rss, peak = supervision.rss_bytes(proc.pid), supervision.peak_rss_bytes(proc.pid)
+        assert cpu is not None and rss is not None and peak is not None
         return {
             "up_s": up or ready,
             "ready_s": ready,
-            "cpu_s": cpu_seconds(proc.pid),
-            "rss_mib": rss / 1024,
-            "peak_mib": hwm / 1024,
+            "cpu_s": cpu,
+            "rss_mib": rss / 2**20,
+            "peak_mib": peak / 2**20,
         }
     finally:
         proc.terminate()

@@ -44,7 +44,7 @@ import aiohttp
 from loadgen import templates
 from loadgen.scenarios.model import Claim, Phase
 from testbed import vocab
-from testbed.cluster import local, ports, processes
+from testbed.cluster import local, ports, processes, supervision
 from testbed.kube import errors, watching
 from testbed.kube import resources as r
 from testbed.kube.client import ClientSettings, Kube
@@ -146,12 +146,6 @@ async def delete_namespace(kube: Kube, namespace: str) -> None:
             await asyncio.sleep(0.5)
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process `pid` (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 @contextlib.asynccontextmanager
 async def extender(
     kubeconfig: str | None, port: int, *, on: bool
@@ -163,7 +157,7 @@ async def extender(
     async def scrape() -> dict[str, float]:
         if not on:
             return {}
-        cpu = _cpu_seconds(proc.pid) - cpu_before
+        cpu = (supervision.cpu_seconds(proc.pid) or 0.0) - cpu_before
         async with aiohttp.ClientSession() as s, s.get(f"{base}/metrics") as resp:
             text = await resp.text()
         values: dict[str, float] = {}
@@ -193,7 +187,7 @@ async def extender(
         tempfile.TemporaryDirectory() as tmp,
         processes.service("the extender", argv, port, log=Path(tmp) / "extender.log") as proc,
     ):
-        cpu_before = _cpu_seconds(proc.pid)
+        cpu_before = supervision.cpu_seconds(proc.pid) or 0.0
         yield scrape
 
 

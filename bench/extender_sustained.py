@@ -44,7 +44,9 @@ from typing import Any
 import aiohttp
 import common  # the same fleet, pods and helpers as extender_latency (bench/ is on sys.path)
 
+from loadgen import stats
 from testbed import runtime
+from testbed.cluster import supervision
 
 BOUNDS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 
@@ -98,23 +100,11 @@ def server_side(before: dict[str, float], after: dict[str, float]) -> dict[str, 
     }
 
 
-def listen_overflows() -> int:
-    """The kernel's count of connection attempts dropped because a listen queue was full
-    (TcpExt ListenOverflows; for the whole network namespace, so other programs' too)."""
-    lines = [ln.split() for ln in Path("/proc/net/netstat").read_text().splitlines()]
-    for keys, values in zip(lines[::2], lines[1::2], strict=False):
-        if keys[0] == "TcpExt:" and "ListenOverflows" in keys:
-            return int(values[keys.index("ListenOverflows")])
-    return 0
-
-
 def proc_stats(pid: int) -> tuple[float, float]:
-    """(CPU seconds, RSS MiB) of `pid`."""
-    cpu = common.cpu_seconds(pid)
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return cpu, int(line.split()[1]) / 1024
-    return cpu, float("nan")
+    """(CPU seconds, RSS MiB) of `pid` (0 and NaN once it is gone)."""
+    rss = supervision.rss_bytes(pid)
+    cpu = supervision.cpu_seconds(pid) or 0.0
+    return cpu, rss / 2**20 if rss is not None else float("nan")
 
 
 Samples = dict[str, list[float]]
@@ -217,7 +207,7 @@ async def case(
                 await r.read()
         hist0 = await histogram(s, base, verb)
         cpu0, _ = proc_stats(pid)
-        overflows0 = listen_overflows()
+        overflows0 = supervision.listen_overflows()
         got = samples()
         errors: dict[str, int] = {}
         started = time.perf_counter()
@@ -237,7 +227,7 @@ async def case(
                 for k, v in part_errors.items():
                     errors[k] = errors.get(k, 0) + v
         wall = time.perf_counter() - started
-        overflows = listen_overflows() - overflows0
+        overflows = supervision.listen_overflows() - overflows0
         cpu1, rss = proc_stats(pid)
         hist1 = await histogram(s, base, verb)
     times = sorted(got["call"])
@@ -247,13 +237,13 @@ async def case(
     return {
         "calls": len(times),
         "calls_per_s": len(times) / wall,
-        "p50_ms": 1000 * common.nearest_rank(times, 50),
-        "p90_ms": 1000 * common.nearest_rank(times, 90),
-        "p99_ms": 1000 * common.nearest_rank(times, 99),
+        "p50_ms": 1000 * stats.percentile(times, 50),
+        "p90_ms": 1000 * stats.percentile(times, 90),
+        "p99_ms": 1000 * stats.percentile(times, 99),
         "max_ms": 1000 * times[-1],
-        "first_p99_ms": 1000 * common.nearest_rank(first, 99),
-        "later_p99_ms": 1000 * common.nearest_rank(later, 99) if later else 0.0,
-        "sent_p99_ms": 1000 * common.nearest_rank(after_sent, 99),
+        "first_p99_ms": 1000 * stats.percentile(first, 99),
+        "later_p99_ms": 1000 * stats.percentile(later, 99) if later else 0.0,
+        "sent_p99_ms": 1000 * stats.percentile(after_sent, 99),
         "sent_max_ms": 1000 * after_sent[-1],
         "connects": len(connects),
         "connect_max_ms": 1000 * connects[-1] if connects else 0.0,

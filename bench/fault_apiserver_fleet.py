@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import add_cluster_flags  # bench/ is on sys.path
+from common import add_cluster_flags, running_cluster  # bench/ is on sys.path
 
 from fleet import audit, render
 from fleet.spec import for_profile
@@ -110,9 +110,7 @@ async def _apply(
 
 
 async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
-    cluster = local.LocalCluster(local.ClusterConfig(name=args.cluster))
-    if not cluster.status().ready:
-        raise SystemExit(f"cluster {args.cluster} is not running (testbed --name ... up)")
+    cluster, _ = running_cluster(args.cluster)
     kubeconfig = str(cluster.config.kubeconfig)
     results = []
     async with await Kube.connect(

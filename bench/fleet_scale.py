@@ -18,7 +18,7 @@ median of 3); `--render-tree DIR` (repeatable) renders with the source tree DIR 
 this installation's, the trees taking turns within each repeat, and reports each tree's
 median and, per repeat, its ratio to the first tree's (a before/after on a noisy machine).
 
-Beside each figure: CPU seconds each control-plane process used meanwhile (from /proc; kwok
+Beside each figure: CPU seconds each control-plane process used meanwhile (from psutil; kwok
 sums every kwok controller, shards included), the machine's busy fraction over the step and
 the load average, so a figure can be read against what the API server spent per object.
 `--kwok-shards N` labels the fleet for N kwok controllers (the cluster needs `testbed up
@@ -57,7 +57,7 @@ from typing import Any
 
 from common import add_cluster_flags  # bench/ is on sys.path
 
-from testbed.cluster import binaries, local
+from testbed.cluster import binaries, local, supervision
 from testbed.kube import resources, watching
 from testbed.kube.client import ClientSettings, Kube
 
@@ -73,25 +73,18 @@ class CpuMeter:
 
     @staticmethod
     def _proc(pid: int) -> float:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            return 0.0
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    @staticmethod
-    def _machine() -> tuple[float, float]:
-        ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-        return float(sum(ticks)), float(ticks[3] + ticks[4])  # all, idle + iowait
+        return supervision.cpu_seconds(pid) or 0.0
 
     def start(self) -> None:
         self.load_start = os.getloadavg()[0]
         self.t0 = {n: self._proc(p) for n, p in self.pids.items()}
-        self.m0 = self._machine()
+        self.m0 = supervision.machine_cpu_seconds()
 
     def stop(self, objects: int) -> dict[str, Any]:
         used = {n: self._proc(p) - self.t0[n] for n, p in self.pids.items()}
-        total, idle = (b - a for a, b in zip(self.m0, self._machine(), strict=True))
+        busy, total = (
+            b - a for a, b in zip(self.m0, supervision.machine_cpu_seconds(), strict=True)
+        )
         kwok = sum(v for n, v in used.items() if n.startswith("kwok-controller"))
         out: dict[str, Any] = {
             f"cpu_s_{n.replace('-', '_')}": round(v, 2)
@@ -103,7 +96,7 @@ class CpuMeter:
             out["apiserver_cpu_ms_per_object"] = round(
                 1000 * used.get("kube-apiserver", 0.0) / objects, 2
             )
-        out["machine_busy"] = round(1 - idle / total, 2) if total else None
+        out["machine_busy"] = round(busy / total, 2) if total else None
         out["load_avg_start_end"] = [round(self.load_start, 2), round(os.getloadavg()[0], 2)]
         return out
 
@@ -119,9 +112,9 @@ def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> dict[str,
     reader.start()
     # Peak RSS from the child's own VmHWM, polled until it exits: wait4's ru_maxrss also
     # counts the high-water mark of this (forking) process, which grows from run to run.
-    peak_kib = 0
+    peak = 0
     while os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
-        peak_kib = max(peak_kib, _vm_hwm_kib(proc.pid))
+        peak = max(peak, supervision.peak_rss_bytes(proc.pid) or 0)
         time.sleep(0.1)
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -129,20 +122,10 @@ def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> dict[str,
     return {
         "wall_s": time.perf_counter() - started,
         "code": proc.returncode,
-        "peak_rss_mib": peak_kib / 1024,
+        "peak_rss_mib": peak / 2**20,
         "cpu_s": usage.ru_utime + usage.ru_stime,
         "stderr": b"".join(err).decode(),
     }
-
-
-def _vm_hwm_kib(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 
 async def count_ready(kube: Kube, selector: str, expected: int, within: float) -> float:

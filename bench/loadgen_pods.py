@@ -31,6 +31,7 @@ from pathlib import Path
 
 from loadgen import stats
 from testbed import vocab
+from testbed.cluster import supervision
 from testbed.kube import resources, watching
 from testbed.kube.client import ClientSettings, Kube
 
@@ -65,19 +66,16 @@ async def watcher(namespace: str, out: Path, expected: int) -> None:
 
 
 def _wait_sampling(pid: int) -> tuple[int, os.rusage_result, list[tuple[float, float]]]:
-    """Wait for `pid`, sampling (wall, CPU seconds) from /proc every 0.5 s (Linux);
-    returns its exit status, its rusage and the samples."""
-    tick = os.sysconf("SC_CLK_TCK")
+    """Wait for `pid`, sampling (wall, CPU seconds) every 0.5 s; returns its exit status,
+    its rusage and the samples."""
     samples: list[tuple[float, float]] = []
     while True:
         done, status, usage = os.wait4(pid, os.WNOHANG)
         if done:
             return status, usage, samples
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            samples.append((time.time(), (int(fields[11]) + int(fields[12])) / tick))
-        except OSError:
-            pass
+        cpu = supervision.cpu_seconds(pid)
+        if cpu is not None:
+            samples.append((time.time(), cpu))
         time.sleep(0.5)
 
 

@@ -12,8 +12,8 @@ ratio loadgen / scheduler_perf per repeat (their median), so the machine's speed
 CPU per pod: loadgen's side is the second scheduler's own CPU; scheduler_perf's is the whole
 benchmark process tree (scheduler, API server and etcd together), an upper bound.
 
-Where the time goes: for every arm the machine's busy cores (from /proc/stat, averaged over
-the arm) and, for the loadgen arm, the CPU each process spent per pod (the cluster's
+Where the time goes: for every arm the machine's busy cores (the kernel's CPU counters, averaged
+over the arm) and, for the loadgen arm, the CPU each process spent per pod (the cluster's
 components from their pid files, the second scheduler from its metrics, loadgen itself as a
 child): on a machine whose cores are all busy, that is what the end-to-end path pays beside
 the scheduler. The ratio's 95 % interval and verdict against 0.8 use the experiment engine's
@@ -47,24 +47,19 @@ TARGET = 0.8
 """loadgen / scheduler_perf throughput the issue asks for."""
 
 
-def _machine_busy() -> tuple[float, float]:
-    """(busy, total) CPU seconds of the whole machine since boot, from /proc/stat."""
-    fields = [float(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle and iowait
-    tick = os.sysconf("SC_CLK_TCK")
-    return (sum(fields) - idle) / tick, sum(fields) / tick
-
-
 class Span:
     """Wall time and the machine's busy cores over one arm."""
 
     def __init__(self) -> None:
         self.start = time.monotonic()
-        self.busy = _machine_busy()[0]
+        self.busy = supervision.machine_cpu_seconds()[0]
 
     def figures(self) -> dict[str, float]:
         wall = time.monotonic() - self.start
-        return {"wall_seconds": wall, "busy_cores": (_machine_busy()[0] - self.busy) / wall}
+        return {
+            "wall_seconds": wall,
+            "busy_cores": (supervision.machine_cpu_seconds()[0] - self.busy) / wall,
+        }
 
 
 def _component_cpu(cluster: local.LocalCluster) -> dict[str, float]:

@@ -4,6 +4,11 @@ versioned cache.
 Each release has a pinned wrapper module (tools/k8s/kubernetes for the default, 1.37;
 tools/k8s/kubernetes-1.NN for others), built with the etcd its release ships
 (tools/k8s/etcd-3.N, named in the module's etcd.module) and the one kwok.
+
+tools/k8s's pinned-build scripts (build.sh, scheduler-perf.sh) share one contract, and
+`script_dir` / `script_build` are its one wrapper: `--kubernetes 1.NN`, `--print-dir`,
+`--releases`; the cache directory as the last line of stdout; exit 2 for a release with no
+pinned module, any other failure with an `error: ` line naming the build's log.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,6 +99,65 @@ def check_release(release: str) -> str:
     return norm
 
 
+def script(name: str) -> Path:
+    """tools/k8s/`name` of this checkout (BinariesError outside one)."""
+    tools = paths.k8s_tools()
+    if tools is None:
+        raise BinariesError(f"tools/k8s/{name} runs from a source checkout of dra-testbed only")
+    return tools / name
+
+
+def script_releases(name: str) -> list[str]:
+    """The releases tools/k8s/`name` has a pinned module for (ascending, as it lists them)."""
+    proc = subprocess.run(
+        [str(script(name)), "--releases"], capture_output=True, text=True, check=False
+    )
+    return proc.stdout.split()
+
+
+def script_dir(name: str, release: str, *flags: str) -> Path:
+    """The directory tools/k8s/`name` prints for `release` with `flags` (`--print-dir`, or a
+    script's own), nothing built; UnknownRelease or BinariesError with the script's reason."""
+    proc = subprocess.run(
+        [str(script(name)), "--kubernetes", release, *flags],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    _raise_for(name, release, proc.returncode, proc.stderr)
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+def script_build(name: str, release: str) -> Path:
+    """Build (or reuse) `release` with tools/k8s/`name`; its directory. The build's progress
+    lines go to our stderr as they come (a first build takes minutes: they are how the user
+    knows it is alive); its `error: ` line becomes the exception's message."""
+    proc = subprocess.Popen(
+        [str(script(name)), "--kubernetes", release],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None and proc.stdout is not None
+    error = ""
+    for line in proc.stderr:
+        if line.startswith("error: "):
+            error = line
+        else:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+    out = proc.stdout.read()
+    _raise_for(name, release, proc.wait(), error)
+    return Path(out.strip().splitlines()[-1])
+
+
+def _raise_for(name: str, release: str, code: int, stderr: str) -> None:
+    if code == 2:
+        raise UnknownRelease(paths.tool_error(stderr, f"no pinned module for {release}"))
+    if code != 0:
+        raise BinariesError(paths.tool_error(stderr, f"tools/k8s/{name} exited {code}"))
+
+
 def ensure(*, build: bool = True, release: str = DEFAULT_RELEASE) -> Binaries:
     """The binaries of `release`, from $DRA_TESTBED_BIN_DIR, the cache, or a build (when
     `build`; the build's progress goes to our stderr as it happens)."""
@@ -101,30 +166,20 @@ def ensure(*, build: bool = True, release: str = DEFAULT_RELEASE) -> Binaries:
         if missing := found.missing():
             raise BinariesError(f"DRA_TESTBED_BIN_DIR={explicit} lacks {', '.join(missing)}")
         return found
-    tools = paths.k8s_tools()
-    if tools is None:
+    if paths.k8s_tools() is None:
         raise BinariesError(
             "no control-plane binaries: set DRA_TESTBED_BIN_DIR to a directory holding "
             + ", ".join(NAMES)
         )
     release = check_release(release)
-    script = tools / "build.sh"
-    where = [str(script), "--kubernetes", release, "--print-dir"]
-    proc = subprocess.run(where, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise BinariesError(paths.tool_error(proc.stderr, "build.sh failed"))
-    found = Binaries(Path(proc.stdout.strip().splitlines()[-1]))
+    found = Binaries(script_dir("build.sh", release, "--print-dir"))
     if found.missing() and build:
-        # Not captured: a first build takes minutes, and its progress lines are how the
-        # user knows it is alive.
-        built = subprocess.run(
-            [str(script), "--kubernetes", release], stdout=subprocess.DEVNULL, check=False
-        )
-        if built.returncode != 0:
+        try:
+            found = Binaries(script_build("build.sh", release))
+        except BinariesError as e:
             raise BinariesError(
-                f"building the Kubernetes {release} control plane failed (exit "
-                f"{built.returncode}; the reason and the log's path are printed above)"
-            )
+                f"building the Kubernetes {release} control plane failed: {e}"
+            ) from None
     if missing := found.missing():
         raise BinariesError(
             f"control-plane binaries not built yet ({', '.join(missing)} missing in {found.dir});"

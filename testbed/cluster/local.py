@@ -1,27 +1,27 @@
 """`testbed up|down|status`: the local control plane on loopback, run by kwokctl.
 
-Describe first, execute second (as kwokctl does): `create_command()` is a pure description of
-the kwokctl call; `LocalCluster` runs it and inspects the result.
+Describe first, execute second (as kwokctl does): `description` holds what a cluster is and
+the pure description of the kwokctl call; `LocalCluster` runs it, starts what kwokctl does not
+run (`companions`: the kwok shards, Prometheus) and inspects the result.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from testbed import vocab
 from testbed.cluster import binaries as bins
-from testbed.cluster import feature_gates as fg
 from testbed.cluster import (
+    companions,
+    description,
     health,
     holds,
     in_use,
@@ -32,243 +32,40 @@ from testbed.cluster import (
     prometheus,
     supervision,
 )
+from testbed.cluster import feature_gates as fg
 
-DEFAULT_NAME = "dra-testbed"
-_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-MAX_KWOK_SHARDS = 16
-COMPONENTS = (
-    "etcd",
-    "kube-apiserver",
-    "kube-controller-manager",
-    "kube-scheduler",
-    "kwok-controller",
+# What a cluster is (its configuration, the kwokctl call, its status) lives in `description`;
+# named here too, as every caller knows them as `local.*`.
+from testbed.cluster.description import (
+    COMPONENTS,
+    DEFAULT_NAME,
+    MAX_KWOK_SHARDS,
+    ClusterConfig,
+    ClusterError,
+    ComponentState,
+    Status,
+    create_command,
+    kwokctl_config_text,
+    scheduler_config_text,
 )
 
-
-class ClusterError(RuntimeError):
-    """A one-line, user-facing reason the cluster could not be managed."""
+__all__ = [
+    "COMPONENTS",
+    "DEFAULT_NAME",
+    "MAX_KWOK_SHARDS",
+    "ClusterConfig",
+    "ClusterError",
+    "ComponentState",
+    "LocalCluster",
+    "Status",
+    "create_command",
+    "kwokctl_config_text",
+    "scheduler_config_text",
+]
 
 
 class _Unhealthy(ClusterError):
     """`up` started components that did not all become healthy (they are then stopped)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ClusterConfig:
-    name: str = DEFAULT_NAME
-    """kwokctl cluster name; several testbeds can run side by side under different names."""
-    home: Path = field(default_factory=paths.state_home)
-    """State directory; kwokctl's work dir is `<home>/kwok`."""
-    apiserver_port: int = 0
-    """Loopback port of kube-apiserver; 0 lets kwokctl pick a free one."""
-    extender: bool = True
-    """Keep the extender entry of the scheduler configuration (False: plain kube-scheduler)."""
-    extender_port: int = vocab.EXTENDER_DEFAULT_PORT
-    """Loopback port the scheduler calls the extender on; distinct per side-by-side testbed."""
-    scheduler_config: Path | None = None
-    """KubeSchedulerConfiguration; default manifests/scheduler/kube-scheduler-config.yaml."""
-    stages: Path | None = None
-    """kwok Stages; default manifests/kwok/stages.yaml."""
-    wait_seconds: int = 180
-    """How long kwokctl may wait for the components to become ready."""
-    kwok_shards: int | None = None
-    """kwok controllers sharing the nodes by their `testbed.dra.io/kwok-shard` label (see
-    `kwok_shards`); None: 1 for a new cluster, what it was created with for an existing one."""
-    kubernetes: str | None = None
-    """Kubernetes release (`1.NN`, one with a pinned module); None: the default release for
-    a new cluster, the one it runs for an existing one."""
-    feature_gates: Mapping[str, bool] = field(default_factory=dict)
-    """Gates set on every component on top of `feature_gates.NEEDED` (which are always on);
-    fixed when the cluster is created."""
-    prometheus_port: int | None = None
-    """Loopback port of a Prometheus scraping the cluster (see `prometheus`); None: keep
-    whatever the cluster has (none for a new one). Once added it stays until `down`."""
-    fleet_port: int = vocab.FLEET_SERVICE_DEFAULT_PORT
-    """Loopback port the Prometheus scrapes the fleet service on (`fleet serve --port`)."""
-
-    def __post_init__(self) -> None:
-        # The name becomes a directory that `down` deletes: never a path, never "..".
-        if not _NAME.fullmatch(self.name):
-            raise ClusterError(
-                f"cluster name {self.name!r} is not a DNS label (lowercase letters, digits "
-                "and '-', at most 63)"
-            )
-
-    @property
-    def workdir(self) -> Path:
-        return self.home / "kwok"
-
-    @property
-    def cluster_dir(self) -> Path:
-        return self.workdir / "clusters" / self.name
-
-    @property
-    def kubeconfig(self) -> Path:
-        return self.cluster_dir / "kubeconfig.yaml"
-
-    @property
-    def prometheus(self) -> prometheus.Layout:
-        return prometheus.Layout(self.cluster_dir / "prometheus")
-
-    @property
-    def log_file(self) -> Path:
-        return self.home / f"{self.name}-kwokctl.log"
-
-
-def scheduler_config_text(
-    source: Path, *, extender: bool, extender_port: int = vocab.EXTENDER_DEFAULT_PORT
-) -> str:
-    """The scheduler configuration to run: without its extenders (A/B runs), or with the
-    loopback extender called on `extender_port`."""
-    doc = yaml.safe_load(source.read_text())
-    if not extender:
-        doc.pop("extenders", None)
-    for entry in doc.get("extenders") or []:
-        url = entry.get("urlPrefix", "")
-        loopback = f"127.0.0.1:{vocab.EXTENDER_DEFAULT_PORT}"
-        if loopback in url:
-            entry["urlPrefix"] = url.replace(loopback, f"127.0.0.1:{extender_port}")
-    return yaml.safe_dump(doc, sort_keys=False)
-
-
-def kwokctl_config_text(chosen_ports: Mapping[str, int]) -> str:
-    """manifests/kwok/kwokctl.yaml with the cluster's reserved ports (see `ports`; pure)."""
-    doc = yaml.safe_load((paths.manifests_dir() / "kwok" / "kwokctl.yaml").read_text())
-    doc["options"] = {**doc.get("options", {}), **chosen_ports}
-    return yaml.safe_dump(doc, sort_keys=False)
-
-
-def create_command(
-    config: ClusterConfig,
-    b: bins.Binaries,
-    scheduler_config: Path,
-    kwokctl_config: Path | None = None,
-) -> list[str]:
-    """The kwokctl call that creates the cluster (pure). `kwokctl_config` carries the ports
-    `up` reserved (default: manifests/kwok/kwokctl.yaml, kwokctl picks them)."""
-    kwok_dir = paths.manifests_dir() / "kwok"
-    stages = config.stages or kwok_dir / "stages.yaml"
-    cmd = [
-        str(b["kwokctl"]),
-        "create",
-        "cluster",
-        "--name",
-        config.name,
-        "--runtime",
-        "binary",
-        "--kube-apiserver-binary",
-        str(b["kube-apiserver"]),
-        "--kube-controller-manager-binary",
-        str(b["kube-controller-manager"]),
-        "--kube-scheduler-binary",
-        str(b["kube-scheduler"]),
-        "--etcd-binary",
-        str(b["etcd"]),
-        "--kwok-controller-binary",
-        str(b["kwok"]),
-        "--kube-scheduler-config",
-        str(scheduler_config),
-        "--config",
-        str(kwokctl_config or kwok_dir / "kwokctl.yaml"),  # loopback only
-        "--config",
-        str(kwok_dir / "kwok-controller.yaml"),  # kwok's worker counts
-        "--config",
-        str(stages),
-        # API server without inflight limits or APF, and client QPS 5000/burst 10000 for
-        # kube-controller-manager and kwok (the CL2 DRA runs needed kcm >= 200/400).
-        "--disable-qps-limits",
-        # Leave the user's ~/.kube/config alone; ours is written in the cluster dir.
-        "--kubeconfig",
-        "",
-        "--wait",
-        f"{config.wait_seconds}s",
-    ]
-    if config.apiserver_port:
-        cmd += ["--kube-apiserver-port", str(config.apiserver_port)]
-    # kwokctl passes these to kube-apiserver, kube-controller-manager and kube-scheduler.
-    release = config.kubernetes or bins.DEFAULT_RELEASE
-    gates = fg.for_release(release, config.feature_gates)
-    cmd += ["--kube-feature-gates", fg.flag_value(gates)]
-    if apis := fg.runtime_config(release, gates):
-        cmd += ["--kube-runtime-config", ",".join(apis)]
-    extra = [
-        # No TTL controller: it patches every node once, and all of them again each time the
-        # node count crosses 100, 500, 1000 and 2000 (thousands of writes while a fleet grows);
-        # its annotation only tunes a real kubelet's ConfigMap cache, and kwok has no kubelet.
-        "kube-controller-manager=controllers=*,-ttl",
-        # One kcm, nothing to elect; and with election an API server outage past the lease's
-        # renew deadline (10 s: a restart, or a stall under load) makes kcm exit for good, as
-        # no kubelet runs it here to bring it back.
-        "kube-controller-manager=leader-elect=false",
-        # Let the scheduler check client certificates and ask the API server, so the admin
-        # kubeconfig may read /debug/pprof (kwokctl leaves it anonymous: 403), as the second
-        # scheduler does.
-        f"kube-scheduler=authentication-kubeconfig={config.kubeconfig}",
-        f"kube-scheduler=authorization-kubeconfig={config.kubeconfig}",
-        *kwok_shards.kwokctl_extra_args(config.kwok_shards or 1),
-    ]
-    for value in _first_of_each_component_first(extra):
-        cmd += ["--extra-args", value]
-    return cmd
-
-
-def _first_of_each_component_first(extra_args: list[str]) -> list[str]:
-    """`--extra-args` values reordered so every component's first value comes before any
-    component's second (order within a component kept).
-
-    kwokctl v0.8.0 files a component's later values under the patch at the *flag position* of
-    its first value, which is only its patch's index while all first values lead; otherwise
-    `kwokctl create cluster` panics (index out of range).
-    """
-    by_component: dict[str, list[str]] = {}
-    for value in extra_args:
-        by_component.setdefault(value.split("=", 1)[0], []).append(value)
-    rounds = max((len(v) for v in by_component.values()), default=0)
-    return [vs[i] for i in range(rounds) for vs in by_component.values() if i < len(vs)]
-
-
-def _env(config: ClusterConfig, b: bins.Binaries) -> dict[str, str]:
-    env = dict(os.environ)
-    env["KWOK_WORKDIR"] = str(config.workdir)
-    env["KWOK_KUBECTL_BINARY"] = str(b["kubectl"])
-    return env
-
-
-@dataclass(frozen=True)
-class ComponentState:
-    name: str
-    pid: int | None
-    rss_bytes: int | None
-    problem: str | None = None
-    """Why it is not healthy (None: running, listening on its port and answering)."""
-
-    @property
-    def healthy(self) -> bool:
-        return self.pid is not None and self.problem is None
-
-
-@dataclass(frozen=True)
-class Status:
-    exists: bool
-    ready: bool
-    """The API server answers /readyz."""
-    server: str | None
-    kubeconfig: Path
-    components: list[ComponentState]
-    prometheus: str | None = None
-    """Base URL of the cluster's Prometheus (None: it has none)."""
-
-    @property
-    def healthy(self) -> bool:
-        """Every component runs, listens on its own port and answers its health check."""
-        return self.exists and self.ready and all(c.healthy for c in self.components)
-
-    def problems(self) -> str:
-        """What is wrong, one clause per unhealthy component (empty if nothing)."""
-        out = [f"{c.name} {c.problem or 'not running'}" for c in self.components if not c.healthy]
-        if self.exists and not self.ready and not out:
-            out.append("kube-apiserver is not ready")
-        return "; ".join(out)
 
 
 def _quiet(message: str) -> None:
@@ -409,7 +206,7 @@ class LocalCluster:
         argvs = {
             name: supervision.argv(pid)
             for name in self._component_names()
-            if (pid := self._own_pid(pids_dir / f"{name}.pid")) is not None
+            if (pid := self._own(pids_dir / f"{name}.pid")) is not None
         }
         config = prometheus.scrape_config(
             argvs,
@@ -421,7 +218,7 @@ class LocalCluster:
         prometheus.write(cfg.prometheus, config, cfg.prometheus_port)
         ports.add(cfg.cluster_dir, cfg.prometheus_port)
         try:
-            self._start_prometheus()
+            companions.start_prometheus(self.config)
         except ClusterError:
             shutil.rmtree(cfg.prometheus.directory, ignore_errors=True)  # as it was
             raise
@@ -450,18 +247,22 @@ class LocalCluster:
         )
         if self._run(create_command(cfg, b, sched, kwokctl_config), b) != 0:
             raise _Unhealthy(str(self._failed("create")))
-        if not self.wait_ready(cfg.wait_seconds):
-            raise self._unhealthy(
-                self.status(), f"the API server was not ready in {cfg.wait_seconds}s"
-            )
-        self._start_shards()
-        self._start_prometheus()
+        self._after_kwokctl()
         try:
             return self._healthy_or_raise()
         except _Unhealthy:
             if not self._transient_exits():
                 raise
             return self._repair(b, _quiet)
+
+    def _after_kwokctl(self) -> None:
+        """Once kwokctl has created or started the cluster: wait for its API server, then
+        start what kwokctl does not run (the kwok shards, Prometheus)."""
+        wait = self.config.wait_seconds
+        if not self.wait_ready(wait):
+            raise self._unhealthy(self.status(), f"the API server was not ready in {wait}s")
+        companions.start_shards(self.config)
+        companions.start_prometheus(self.config)
 
     def _transient_exits(self) -> list[str]:
         """The components not running that exited for a reason starting again can cure."""
@@ -492,12 +293,7 @@ class LocalCluster:
                 for name in stopped:
                     (cfg.cluster_dir / "pids" / f"{name}.pid").unlink(missing_ok=True)
                 self._run([str(b["kwokctl"]), "start", "cluster", "--name", cfg.name], b)
-                if not self.wait_ready(cfg.wait_seconds):
-                    raise self._unhealthy(
-                        self.status(), f"the API server was not ready in {cfg.wait_seconds}s"
-                    )
-                self._start_shards()
-                self._start_prometheus()
+                self._after_kwokctl()
             try:
                 return self._healthy_or_raise()
             except _Unhealthy:
@@ -536,8 +332,8 @@ class LocalCluster:
     def _stop(self, b: bins.Binaries) -> None:
         """Stop every component (kwokctl's, the shard controllers, Prometheus), keeping the
         files."""
-        self._stop_shards()
-        self._stop_prometheus()
+        companions.stop_shards(self.config)
+        companions.stop_prometheus(self.config)
         self._run([str(b["kwokctl"]), "stop", "cluster", "--name", self.config.name], b)
 
     def _recovery(self) -> str:
@@ -597,8 +393,8 @@ class LocalCluster:
                     f"`testbed --name {cfg.name} down --force` deletes it anyway"
                 )
             b = self.binaries()
-            self._stop_shards()
-            self._stop_prometheus()
+            companions.stop_shards(self.config)
+            companions.stop_prometheus(self.config)
             if self._run([str(b["kwokctl"]), "delete", "cluster", "--name", cfg.name], b) != 0:
                 raise self._failed("delete")
             shutil.rmtree(cfg.cluster_dir, ignore_errors=True)
@@ -660,94 +456,8 @@ class LocalCluster:
         base = kwok_shards.default_controller(self.config.cluster_dir)
         return kwok_shards.shards_of(base.args) if base else 1
 
-    # -- kwok shard controllers ----------------------------------------------------------
-
-    def _start_shards(self, timeout: float = 60.0) -> int:
-        """Start the extra kwok controllers that are not running; returns how many started."""
-        cfg = self.config
-        base = kwok_shards.default_controller(cfg.cluster_dir)
-        if base is None:
-            return 0
-        pids_dir, logs_dir = cfg.cluster_dir / "pids", cfg.cluster_dir / "logs"
-        pids_dir.mkdir(parents=True, exist_ok=True)
-        logs_dir.mkdir(parents=True, exist_ok=True)
-        started: list[tuple[str, subprocess.Popen[bytes], int]] = []
-        for shard in range(1, kwok_shards.shards_of(base.args)):
-            name = kwok_shards.shard_name(shard)
-            if self._own_pid(pids_dir / f"{name}.pid") is not None:
-                continue
-            port = ports.free_port()
-            proc = supervision.start_detached(
-                kwok_shards.shard_argv(base, shard, port),
-                log=logs_dir / f"{name}.log",
-                cwd=base.work_dir,  # like kwokctl's: outlives `testbed up`
-            )
-            (pids_dir / f"{name}.pid").write_text(str(proc.pid))
-            started.append((name, proc, port))
-        deadline = time.monotonic() + timeout
-        for name, proc, port in started:
-            while not supervision.answers(f"http://127.0.0.1:{port}/healthz"):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    log_path = logs_dir / f"{name}.log"
-                    raise ClusterError(
-                        f"{name} did not become healthy: {supervision.last_line(log_path)} "
-                        f"(log: {log_path})"
-                    )
-                time.sleep(0.2)
-        return len(started)
-
-    # -- Prometheus ----------------------------------------------------------------------
-
-    def _start_prometheus(self, timeout: float = 60.0) -> None:
-        """Start the cluster's Prometheus if it has one and it is not running."""
-        cfg = self.config
-        layout, port = cfg.prometheus, cfg.prometheus.port()
-        pid_file = cfg.cluster_dir / "pids" / f"{prometheus.COMPONENT}.pid"
-        if port is None or not layout.configured() or self._own_pid(pid_file) is not None:
-            return
-        try:
-            argv = prometheus.argv(prometheus.binary(), layout, port)
-        except prometheus.PrometheusError as e:
-            raise ClusterError(str(e)) from None
-        log_path = cfg.cluster_dir / "logs" / f"{prometheus.COMPONENT}.log"
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        proc = supervision.start_detached(argv, log=log_path, cwd=layout.directory)
-        pid_file.parent.mkdir(parents=True, exist_ok=True)
-        pid_file.write_text(str(proc.pid))
-        deadline = time.monotonic() + timeout
-        while not supervision.answers(f"{prometheus.url(port)}/-/ready"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                # Not _Unhealthy: the control plane itself is fine and stays up.
-                self._stop_prometheus()
-                raise ClusterError(
-                    f"prometheus did not become ready: {supervision.exit_reason(log_path)} "
-                    f"(log: {log_path})"
-                )
-            time.sleep(0.2)
-
-    def _stop_prometheus(self, grace_seconds: float = 10.0) -> None:
-        pid_file = self.config.cluster_dir / "pids" / f"{prometheus.COMPONENT}.pid"
-        pid = self._own_pid(pid_file)
-        if pid is not None:
-            supervision.stop([pid], grace_seconds=grace_seconds)
-        pid_file.unlink(missing_ok=True)
-
-    def _stop_shards(self, grace_seconds: float = 5.0) -> None:
-        """Stop every extra kwok controller of this cluster (SIGTERM, then SIGKILL)."""
-        pids_dir = self.config.cluster_dir / "pids"
-        pid_files = sorted(pids_dir.glob(f"{kwok_shards.SHARD_PREFIX}*.pid"))
-        running = [pid for f in pid_files if (pid := self._own_pid(f)) is not None]
-        supervision.stop(running, grace_seconds=grace_seconds)
-        for f in pid_files:
-            f.unlink(missing_ok=True)
-
-    def _own_pid(self, pid_file: Path) -> int | None:
-        """The live process in `pid_file` if it is one of this cluster's (not a reused pid)."""
-        pid = supervision.read_pid(pid_file)
-        if pid is None or supervision.rss_bytes(pid) is None:
-            return None
-        cmdline = "\0".join(supervision.argv(pid))
-        return pid if str(self.config.cluster_dir) in cmdline else None
+    def _own(self, pid_file: Path) -> int | None:
+        return companions.own_pid(self.config.cluster_dir, pid_file)
 
     def _component_names(self) -> list[str]:
         shards = [kwok_shards.shard_name(i) for i in range(1, self.kwok_shards())]
@@ -763,7 +473,11 @@ class LocalCluster:
             log.write(f"$ {' '.join(cmd)}\n")
             log.flush()
             proc = subprocess.run(
-                cmd, stdout=log, stderr=subprocess.STDOUT, env=_env(cfg, b), check=False
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=description.kwokctl_env(cfg, b),
+                check=False,
             )
         return proc.returncode
 
@@ -812,7 +526,7 @@ class LocalCluster:
         etcd_port: int | None = None
         out = []
         for name in self._component_names():
-            pid = self._own_pid(pids_dir / f"{name}.pid")
+            pid = self._own(pids_dir / f"{name}.pid")
             rss = supervision.rss_bytes(pid) if pid else None
             if pid is None or rss is None:
                 out.append(ComponentState(name, None, None, "not running"))

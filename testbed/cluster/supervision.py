@@ -68,6 +68,42 @@ def cpu_seconds(pid: int) -> float | None:
     return float(times.user + times.system)
 
 
+def peak_rss_bytes(pid: int) -> int | None:
+    """The most resident memory `pid` has held (the kernel's VmHWM; psutil has no such figure;
+    None: gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+def machine_cpu_seconds() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine since boot, every core counted; busy
+    is all but idle and iowait. A difference of two readings over a wall time gives the
+    machine's busy cores meanwhile."""
+    times = psutil.cpu_times()
+    total = float(sum(times))
+    return total - times.idle - getattr(times, "iowait", 0.0), total
+
+
+def listen_overflows() -> int:
+    """The kernel's count of connection attempts dropped because a listen queue was full
+    (TcpExt ListenOverflows; for the whole network namespace, so other programs' too; 0
+    where the kernel does not say)."""
+    try:
+        lines = [ln.split() for ln in Path("/proc/net/netstat").read_text().splitlines()]
+    except OSError:
+        return 0
+    for keys, values in zip(lines[::2], lines[1::2], strict=False):
+        if keys[0] == "TcpExt:" and "ListenOverflows" in keys:
+            return int(values[keys.index("ListenOverflows")])
+    return 0
+
+
 def argv(pid: int) -> list[str]:
     """The command line of `pid` (empty if it is gone)."""
     try:

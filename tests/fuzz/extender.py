@@ -40,17 +40,15 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
-from testbed.cluster import ports
+from testbed.cluster import ports, supervision
 from tests.support import extender_fuzz as fz
 
 LIMIT = 256 * 1024
 
 
 def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    rss = supervision.rss_bytes(pid)
+    return rss / 2**20 if rss is not None else float("nan")
 
 
 class Client:

@@ -31,6 +31,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
+from testbed.cluster import supervision
 from tests.support import fuzz_documents as fd
 from tests.support import fuzz_oracles as oracles
 
@@ -38,10 +39,8 @@ CHUNK = 2_000
 
 
 def rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    rss = supervision.rss_bytes(os.getpid())
+    return rss / 2**20 if rss is not None else float("nan")
 
 
 PARSERS: dict[str, tuple[Any, str, Callable[[Path], str | None], str, list[str]]] = {

@@ -1,0 +1,231 @@
+"""Kept result documents: the compact, committed record behind each published figure.
+
+One document per published run: what ran (command), on what (release, commit, date, machine,
+load), how often (repeats) and, per figure, each arm's value in every repeat, nothing more
+(no pod lists: a document is a few kilobytes). Every published number is derived from those
+values here, with the engine's paired method (`intervals`), so a page and a test derive the
+same figures from the same data; `keep` makes a document from a demo's or an experiment's
+result file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import pydantic
+
+from experiment import intervals
+
+SCHEMA_VERSION = 1
+QUESTIONS: dict[str, str] = {
+    "startup": "How fast do pods start at 1,000-5,000 nodes?",
+    "cost": "What do DRA and a scheduler extender cost?",
+    "placement": (
+        "How much better does topology-aware placement pack GPUs and align them with NICs?"
+    ),
+}
+"""The three questions the README asks, in the order the results page answers them."""
+Question = Literal["startup", "cost", "placement"]
+MAX_DOCUMENT_BYTES = 16_000
+"""A kept document's size budget: per-repeat figures only, never raw pod lists."""
+
+
+class KeptError(ValueError):
+    """A kept document, or a result to keep, that cannot be used: one line naming why."""
+
+
+class _Model(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+
+class Arm(_Model):
+    label: str
+    values: list[float]
+    """One value per repeat, in repeat order (the pairs are by position)."""
+
+
+class Target(_Model):
+    goal: str
+    threshold: float
+    """For the A/B ratio."""
+    at_least: bool
+
+
+class Row(_Model):
+    comparison: str
+    metric: str
+    unit: str
+    a: Arm
+    b: Arm
+    headline: bool = False
+    """Shown on the results page (every row is kept and derivable)."""
+    target: Target | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.comparison}: {self.metric}"
+
+
+class Kept(_Model):
+    schema_version: Literal[1]
+    id: str
+    title: str
+    question: Question
+    command: str
+    release: str
+    commit: str
+    date: str
+    machine: str
+    load: str
+    repeats: int = pydantic.Field(ge=1)
+    source: str
+    """Where the full result files are (or were) kept."""
+    rows: list[Row]
+
+    @pydantic.model_validator(mode="after")
+    def _paired(self) -> Kept:
+        for row in self.rows:
+            for arm in (row.a, row.b):
+                if len(arm.values) != self.repeats:
+                    raise ValueError(
+                        f"{row.name}: {arm.label} has {len(arm.values)} values for "
+                        f"{self.repeats} repeats"
+                    )
+        return self
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A row's published figures, derived from its values."""
+
+    row: Row
+    a_median: float
+    a_range: tuple[float, float]
+    b_median: float
+    b_range: tuple[float, float]
+    ratio: intervals.Interval | None
+    verdict: str | None
+    """Against the row's target (None: it has none)."""
+
+
+def derive(row: Row) -> Figure:
+    ratio = intervals.ratio_interval(row.a.values, row.b.values)
+    verdict = None
+    if row.target is not None:
+        verdict = intervals.verdict(ratio, row.target.threshold, at_least=row.target.at_least)
+    return Figure(
+        row,
+        intervals.median(row.a.values),
+        intervals.min_max(row.a.values),
+        intervals.median(row.b.values),
+        intervals.min_max(row.b.values),
+        ratio,
+        verdict,
+    )
+
+
+def _one_line(e: pydantic.ValidationError) -> str:
+    err = e.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or "document"
+    return f"{where}: {err['msg']}"
+
+
+def load(path: Path) -> Kept:
+    """A kept document; KeptError (one line) if it is unreadable, malformed or too large."""
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise KeptError(f"{path}: {e.strerror}") from None
+    if len(text.encode()) > MAX_DOCUMENT_BYTES:
+        raise KeptError(f"{path}: {len(text.encode())} bytes, over the {MAX_DOCUMENT_BYTES} budget")
+    try:
+        return Kept.model_validate_json(text)
+    except pydantic.ValidationError as e:
+        raise KeptError(f"{path}: {_one_line(e)}") from None
+
+
+def load_all(directory: Path) -> list[Kept]:
+    """Every kept document in `directory`, oldest first (then by id)."""
+    docs = [load(p) for p in sorted(directory.glob("*.json"))]
+    return sorted(docs, key=lambda d: (d.date, d.id))
+
+
+def dump(doc: Kept) -> str:
+    return json.dumps(doc.model_dump(mode="json"), indent=1) + "\n"
+
+
+# -- making a document from a result file --------------------------------------------------------
+
+
+def _demo_rows(result: dict[str, Any]) -> list[tuple[str, str, str, Arm, Arm]]:
+    out = []
+    for c in result.get("comparisons") or []:
+        a = Arm(label=c["a"]["variant"], values=c["a"]["values"])
+        b = Arm(label=c["b"]["variant"], values=c["b"]["values"])
+        out.append((c["comparison"], c["metric"], c["unit"], a, b))
+    return out
+
+
+def _experiment_rows(result: dict[str, Any]) -> list[tuple[str, str, str, Arm, Arm]]:
+    out = []
+    for c in result.get("comparisons") or []:
+        base = c["variants"][c["baseline"]]
+        b = Arm(label=c["baseline"], values=base["values"])
+        for name, variant in c["variants"].items():
+            if name != c["baseline"]:
+                a = Arm(label=name, values=variant["values"])
+                out.append((c["workload"], c["metric"], c["unit"], a, b))
+    return out
+
+
+def keep(
+    result: dict[str, Any],
+    *,
+    headline: set[str],
+    targets: dict[str, Target],
+    **meta: Any,
+) -> Kept:
+    """The kept document of a demo's (`demo.json`) or an experiment's (`experiment.json`)
+    result; `headline` and `targets` name rows as "comparison: metric", or "comparison:
+    metric [A]" for the row whose A arm is labelled A. Refuses a result with
+    invalid arms (its repeats would no longer pair by position) or names it does not have."""
+    if result.get("invalid_arms"):
+        raise KeptError(f"the result has invalid arms: {', '.join(result['invalid_arms'])}")
+    kind = result.get("kind")
+    if kind == "DemoResult":
+        found = _demo_rows(result)
+    elif isinstance(result.get("spec"), dict) and "releases" in result:
+        found = _experiment_rows(result)
+    else:
+        raise KeptError(f"not a demo or experiment result (kind {kind!r})")
+    rows = []
+    for comparison, metric, unit, a, b in found:
+        names = (f"{comparison}: {metric}", f"{comparison}: {metric} [{a.label}]")
+        target = targets.get(names[1]) or targets.get(names[0])
+        rows.append(
+            Row(
+                comparison=comparison,
+                metric=metric,
+                unit=unit,
+                a=a,
+                b=b,
+                headline=any(n in headline for n in names),
+                target=target,
+            )
+        )
+    known = {r.name for r in rows} | {f"{r.name} [{r.a.label}]" for r in rows}
+    missing = (headline | set(targets)) - known
+    if missing:
+        raise KeptError(f"no such row: {', '.join(sorted(missing))}")
+    try:
+        return Kept(
+            schema_version=SCHEMA_VERSION,
+            repeats=int(result["repeat"]),
+            rows=rows,
+            **meta,
+        )
+    except pydantic.ValidationError as e:
+        raise KeptError(_one_line(e)) from None

@@ -1,0 +1,240 @@
+"""BENCHMARKS.md's results page against the kept result documents in docs/results/: the page
+is the one they give, and every figure on it is derived again here, independently of the
+engine (statistics.median, scipy's t), from each arm's per-repeat values."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scipy import stats
+
+from experiment import kept, results_page
+from tests.support import children
+
+ROOT = Path(__file__).resolve().parents[3]
+KEPT = ROOT / "docs" / "results"
+NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def _docs() -> list[kept.Kept]:
+    return kept.load_all(KEPT)
+
+
+def _numbers(cell: str) -> list[float]:
+    return [float(n.replace(",", "")) for n in NUMBER.findall(cell)]
+
+
+def _close(printed: float, exact: float) -> bool:
+    """Equal as the page prints three significant digits (whole numbers from 100 up)."""
+    return abs(printed - exact) <= max(0.005 * abs(exact), 0.5 if abs(exact) >= 100 else 0.0)
+
+
+def _interval(a: list[float], b: list[float]) -> tuple[float, float, float]:
+    """Geometric mean of the paired ratios and Student's t 95 % interval, from scratch."""
+    logs = [math.log(x / y) for x, y in zip(a, b, strict=True)]
+    m = statistics.fmean(logs)
+    sd = statistics.stdev(logs)
+    half = float(stats.t.ppf(0.975, len(logs) - 1)) * sd / math.sqrt(len(logs))
+    return math.exp(m), math.exp(m - half), math.exp(m + half)
+
+
+def test_there_are_kept_documents_for_each_question() -> None:
+    assert {d.question for d in _docs()} == set(kept.QUESTIONS)
+
+
+def test_benchmarks_carries_the_page_the_kept_documents_give() -> None:
+    text = (ROOT / "BENCHMARKS.md").read_text()
+    assert results_page.current(text) == results_page.page(_docs()), (
+        "BENCHMARKS.md's results page disagrees with docs/results/: run `testbed results`"
+    )
+
+
+def test_the_page_is_at_most_200_lines_and_starts_the_file() -> None:
+    text = (ROOT / "BENCHMARKS.md").read_text()
+    block = results_page.current(text)
+    assert block is not None and block.count("\n") <= results_page.MAX_LINES
+    assert text.index(results_page.BEGIN) < 100
+
+
+def test_every_figure_on_the_page_is_derived_again_from_the_values() -> None:
+    block = results_page.current((ROOT / "BENCHMARKS.md").read_text())
+    assert block is not None
+    sections = {
+        part.split("\n", 1)[0]: [
+            ln for ln in part.splitlines() if ln.startswith("| ") and not ln.startswith("| figure")
+        ]
+        for part in block.split("\n#### ")[1:]
+    }
+    rows = [ln for lines in sections.values() for ln in lines]
+    checked = 0
+    for doc in _docs():
+        for row in (r for r in doc.rows if r.headline):
+            mine = sections[doc.title]
+            cells = [c for c in mine if c.startswith(f"| {row.name} ({row.unit}) | {row.a.label} ")]
+            assert len(cells) == 1, f"{doc.id}: {row.name} [{row.a.label}] not on the page once"
+            _, a_cell, b_cell, ratio_cell, _, verdict = cells[0].strip("| ").split(" | ")
+            for cell, values in ((a_cell, row.a.values), (b_cell, row.b.values)):
+                printed = _numbers(cell)
+                expected = [statistics.median(values)]
+                if doc.repeats > 1:
+                    expected += [min(values), max(values)]
+                assert len(printed) == len(expected), cell
+                assert all(_close(p, e) for p, e in zip(printed, expected, strict=True)), cell
+            if doc.repeats == 1:
+                assert _close(_numbers(ratio_cell)[0], row.a.values[0] / row.b.values[0])
+            else:
+                point, low, high = _interval(row.a.values, row.b.values)
+                printed = _numbers(ratio_cell.replace("95 %", ""))
+                assert all(
+                    _close(p, e) for p, e in zip(printed, (point, low, high), strict=True)
+                ), ratio_cell
+            if row.target is not None and doc.repeats > 1:
+                logs = [math.log(x / y) for x, y in zip(row.a.values, row.b.values, strict=True)]
+                d = [v - math.log(row.target.threshold) for v in logs]
+                if statistics.stdev(d) == 0:
+                    low = high = d[0]
+                    p = 0.0
+                else:
+                    p = float(stats.ttest_1samp(d, 0.0).pvalue)
+                    _, lo_r, hi_r = _interval(row.a.values, row.b.values)
+                    low, high = (
+                        math.log(lo_r / row.target.threshold),
+                        math.log(hi_r / row.target.threshold),
+                    )
+                good = low > 0 if row.target.at_least else high < 0
+                bad = high < 0 if row.target.at_least else low > 0
+                if p < 0.05 and (good or bad):
+                    assert verdict == ("met" if good else "missed"), cells[0]
+                else:
+                    assert verdict.startswith("inconclusive"), cells[0]
+            checked += 1
+    assert checked == len(rows)  # and nothing on the page without a kept row behind it
+
+
+def test_the_answers_in_brief_repeat_the_tables_figures() -> None:
+    block = results_page.current((ROOT / "BENCHMARKS.md").read_text())
+    assert block is not None
+    brief, tables = block.split("\n### ", 1)
+    joined = " ".join(ln.strip() for ln in brief.splitlines())
+    for doc in _docs():
+        for row in results_page.brief_rows(doc):
+            section = tables.split(f"#### {doc.title}\n", 1)[1].split("\n#### ", 1)[0]
+            (line,) = [
+                ln
+                for ln in section.splitlines()
+                if ln.startswith(f"| {row.name} ({row.unit}) | {row.a.label} ")
+            ]
+            ratio = line.strip("| ").split(" | ")[3]
+            assert f"{row.name} {row.a.label}/{row.b.label} {ratio}" in joined, row.name
+
+
+def test_a_changed_value_makes_the_page_disagree(tmp_path: Path) -> None:
+    text = (ROOT / "BENCHMARKS.md").read_text()
+    for src in KEPT.glob("*.json"):
+        doc: dict[str, Any] = json.loads(src.read_text())
+        if src.name.startswith("extender-dra-"):
+            doc["rows"][0]["a"]["values"][0] *= 1.5
+        (tmp_path / src.name).write_text(json.dumps(doc))
+    assert results_page.current(text) != results_page.page(kept.load_all(tmp_path))
+
+
+def test_kept_documents_stay_small_and_hold_no_pod_lists() -> None:
+    files = sorted(KEPT.glob("*.json"))
+    assert sum(f.stat().st_size for f in files) <= 100_000
+    for f in files:
+        assert f.stat().st_size <= kept.MAX_DOCUMENT_BYTES, f.name
+        doc = json.loads(f.read_text())
+        for row in doc["rows"]:
+            assert len(row["a"]["values"]) == len(row["b"]["values"]) == doc["repeats"] <= 20
+        assert set(doc) == set(kept.Kept.model_fields), f.name
+
+
+def test_arms_that_do_not_pair_are_refused(tmp_path: Path) -> None:
+    doc = json.loads(next(KEPT.glob("extender-dra-*.json")).read_text())
+    doc["rows"][0]["a"]["values"].pop()
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(kept.KeptError, match="has 2 values for 3 repeats"):
+        kept.load(path)
+
+
+def _demo(**extra: Any) -> dict[str, Any]:
+    row = {
+        "comparison": "extender",
+        "metric": "scheduling throughput",
+        "unit": "pods/s",
+        "a": {"variant": "on", "values": [9.0, 8.0]},
+        "b": {"variant": "off", "values": [10.0, 10.0]},
+    }
+    return {"kind": "DemoResult", "repeat": 2, "comparisons": [row], **extra}
+
+
+META = dict(
+    id="x",
+    title="t",
+    question="cost",
+    command="testbed demo",
+    release="1.37.2",
+    commit="abc1234",
+    date="2026-11-27",
+    machine="m",
+    load="quiet",
+    source="results/x",
+)
+
+
+def test_keep_takes_each_repeat_s_values_and_the_named_rows() -> None:
+    target = kept.Target(goal="g", threshold=0.9, at_least=True)
+    doc = kept.keep(
+        _demo(),
+        headline={"extender: scheduling throughput"},
+        targets={"extender: scheduling throughput [on]": target},
+        **META,
+    )
+    (row,) = doc.rows
+    assert row.headline and row.target == target
+    assert (row.a.values, row.b.values, doc.repeats) == ([9.0, 8.0], [10.0, 10.0], 2)
+
+
+def test_keep_refuses_invalid_arms_and_rows_it_does_not_have() -> None:
+    with pytest.raises(kept.KeptError, match="invalid arms: extender-on-1"):
+        kept.keep(_demo(invalid_arms={"extender-on-1": "x"}), headline=set(), targets={}, **META)
+    with pytest.raises(kept.KeptError, match="no such row: extender: p99"):
+        kept.keep(_demo(), headline={"extender: p99"}, targets={}, **META)
+
+
+def test_splice_replaces_only_the_page() -> None:
+    old = f"# B\n\n{results_page.BEGIN}\nold\n{results_page.END}\nnarrative\n"
+    new_block = f"{results_page.BEGIN}\nnew\n{results_page.END}\n"
+    assert results_page.splice(old, new_block) == f"# B\n\n{new_block}narrative\n"
+    assert (
+        results_page.splice("# B\n\nnarrative\n", new_block) == f"# B\n\n{new_block}\nnarrative\n"
+    )
+
+
+def test_the_command_writes_the_page_checks_it_and_says_in_one_line_what_is_wrong(
+    tmp_path: Path,
+) -> None:
+    docs, page = tmp_path / "kept", tmp_path / "B.md"
+    docs.mkdir()
+    for src in KEPT.glob("*.json"):
+        (docs / src.name).write_text(src.read_text())
+    page.write_text("# B\n\nnarrative\n")
+    flags = ("--kept", str(docs), "--page", str(page))
+    stale = children.testbed("results", *flags, "--check", home=tmp_path)
+    assert stale.returncode == 1 and "stale" in stale.stderr
+    assert children.testbed("results", *flags, home=tmp_path).returncode == 0
+    assert page.read_text().endswith("narrative\n") and results_page.BEGIN in page.read_text()
+    assert children.testbed("results", *flags, "--check", home=tmp_path).returncode == 0
+    bad = json.loads(next(docs.glob("sharing-*.json")).read_text())
+    bad["repeats"] = 0
+    (docs / "bad.json").write_text(json.dumps(bad))
+    broken = children.testbed("results", *flags, home=tmp_path)
+    assert broken.returncode == 2 and "bad.json: repeats:" in broken.stderr
+    assert len(broken.stderr.strip().splitlines()) == 1 and "Traceback" not in broken.stderr
