@@ -50,6 +50,7 @@ from loadgen.report import console as console_report
 from loadgen.report import document
 from loadgen.report import html as html_report
 from testbed import cliconv, runtime, units, validation
+from testbed.cluster import discovery
 from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
 
@@ -202,7 +203,16 @@ def _run_options() -> argparse.ArgumentParser:
         metavar="NAME=URL",
         help="scrape this /metrics before and after, report deltas (repeatable), e.g. "
         "scheduler=https://127.0.0.1:10259/metrics; apiserver=kube:/metrics goes through "
-        "the API client's credentials",
+        "the API client's credentials. `scheduler` (and `extender`) are also sampled through "
+        "the run, `scheduler` and `apiserver` CPU-profiled. Default on a local testbed "
+        "cluster: its apiserver, scheduler and extender; elsewhere none",
+    )
+    g.add_argument(
+        "--no-profile",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="do not CPU-profile the scraped scheduler and apiserver (their "
+        "/debug/pprof/profile, in slices of up to 30s through the run)",
     )
     return p
 
@@ -484,6 +494,7 @@ def _settings(opts: dict[str, Any]) -> tuple[outcome.Settings, list[slo.Slo], Pa
         kw["run_id"] = opts["run_id"]
     kw["node_selector"] = dict(opts.get("node_selector", []))
     kw["scrape"] = dict(opts.get("scrape", []))
+    kw["profile"] = not opts.get("no_profile", False)
     try:
         settings = outcome.Settings(**kw)
     except TypeError as e:  # pragma: no cover - options and Settings are kept in step
@@ -575,13 +586,17 @@ def _run_async(
                 request_timeout=cliconv.long_run_timeout(opts),
             ),
         )
+        run_settings = settings
+        if not settings.scrape:  # a local testbed cluster: its components, found by address
+            found = discovery.endpoints(kube.host)
+            run_settings = dataclasses.replace(settings, scrape=found)
         try:
             display = _Progress(err, quiet=bool(opts.get("quiet")))
             with display:
                 return await runner.run(
                     kube,
                     scenario,
-                    settings,
+                    run_settings,
                     stop=stop,
                     on_progress=display.update,
                     on_measured=on_measured,
