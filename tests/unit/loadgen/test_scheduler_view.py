@@ -34,9 +34,13 @@ SCRAPE_2 = (
     .replace("algorithm_duration_seconds_sum 2", "algorithm_duration_seconds_sum 8")
     .replace("algorithm_duration_seconds_count 10", "algorithm_duration_seconds_count 20")
     .replace('result="scheduled"} 3', 'result="scheduled"} 10')
-    .replace('result="scheduled"} 10\nscheduler_framework', 'result="scheduled"} 20\nscheduler_framework')
+    .replace(
+        'result="scheduled"} 10\nscheduler_framework', 'result="scheduled"} 20\nscheduler_framework'
+    )
     .replace('status="Success"} 1\n', 'status="Success"} 3\n')
-    .replace('ResourceClaimAdd"} 1\nscheduler_scheduling', 'ResourceClaimAdd"} 5\nscheduler_scheduling')
+    .replace(
+        'ResourceClaimAdd"} 1\nscheduler_scheduling', 'ResourceClaimAdd"} 5\nscheduler_scheduling'
+    )
 )
 EXTENDER = """
 extender_request_duration_seconds_sum{verb="filter"} 0.5
