@@ -10,7 +10,6 @@ import pytest
 from loadgen import cpu, pprof
 from tests.support.pprof_bytes import encode
 
-
 REQUEUE = [
     "k8s.io/dynamic-resource-allocation/cel.(*CompilationResult).DeviceMatches",
     "k8s.io/kubernetes/pkg/scheduler/backend/queue.(*PriorityQueue).isPodWorthRequeuing",

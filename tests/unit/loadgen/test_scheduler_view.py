@@ -18,11 +18,11 @@ scheduler_queue_incoming_pods_total{event="resource.k8s.io/ResourceClaimAdd",que
 scheduler_event_handling_duration_seconds_sum{event="resource.k8s.io/ResourceClaimAdd"} 1
 scheduler_scheduling_algorithm_duration_seconds_sum 2
 scheduler_scheduling_algorithm_duration_seconds_count 10
-scheduler_scheduling_attempt_duration_seconds_sum{profile="default-scheduler",result="scheduled"} 3
-scheduler_scheduling_attempt_duration_seconds_count{profile="default-scheduler",result="scheduled"} 10
-scheduler_framework_extension_point_duration_seconds_sum{extension_point="Filter",profile="default-scheduler",status="Success"} 1
-scheduler_framework_extension_point_duration_seconds_sum{extension_point="Bind",profile="default-scheduler",status="Success"} 0.5
-scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 10
+scheduler_scheduling_attempt_duration_seconds_sum{result="scheduled"} 3
+scheduler_scheduling_attempt_duration_seconds_count{result="scheduled"} 10
+scheduler_framework_extension_point_duration_seconds_sum{extension_point="Filter",status="Success"} 1
+scheduler_framework_extension_point_duration_seconds_sum{extension_point="Bind",status="Success"} 0.5
+scheduler_schedule_attempts_total{result="scheduled"} 10
 process_cpu_seconds_total 4
 kubernetes_build_info{git_version="v1.37.2",major="1"} 1
 kubernetes_feature_enabled{name="SchedulerPreQueueingHints",stage="ALPHA"} 0
