@@ -20,8 +20,8 @@ scheduler_scheduling_algorithm_duration_seconds_sum 2
 scheduler_scheduling_algorithm_duration_seconds_count 10
 scheduler_scheduling_attempt_duration_seconds_sum{result="scheduled"} 3
 scheduler_scheduling_attempt_duration_seconds_count{result="scheduled"} 10
-scheduler_framework_extension_point_duration_seconds_sum{extension_point="Filter",status="Success"} 1
-scheduler_framework_extension_point_duration_seconds_sum{extension_point="Bind",status="Success"} 0.5
+scheduler_framework_extension_point_duration_seconds_sum{extension_point="Filter",status="ok"} 1
+scheduler_framework_extension_point_duration_seconds_sum{extension_point="Bind",status="ok"} 0.5
 scheduler_schedule_attempts_total{result="scheduled"} 10
 process_cpu_seconds_total 4
 kubernetes_build_info{git_version="v1.37.2",major="1"} 1
@@ -37,7 +37,7 @@ SCRAPE_2 = (
     .replace(
         'result="scheduled"} 10\nscheduler_framework', 'result="scheduled"} 20\nscheduler_framework'
     )
-    .replace('status="Success"} 1\n', 'status="Success"} 3\n')
+    .replace('status="ok"} 1\n', 'status="ok"} 3\n')
     .replace(
         'ResourceClaimAdd"} 1\nscheduler_scheduling', 'ResourceClaimAdd"} 5\nscheduler_scheduling'
     )
