@@ -4,10 +4,11 @@ of profile.proto) and on names as Go writes them."""
 from __future__ import annotations
 
 import gzip
+from pathlib import Path
 
 import pytest
 
-from loadgen import cpu, pprof
+from loadgen import cli, cpu, pprof
 from tests.support.pprof_bytes import encode
 
 REQUEUE = [
@@ -81,3 +82,29 @@ def test_the_breakdown_sums_slices_and_names_the_uncategorized() -> None:
     assert bd.signature_shares()["isPodWorthRequeuing"] == pytest.approx(0.6)
     assert bd.top_other == [("example.com/mystery.work", 20_000_000)]
     assert set(shares) == set(cpu.CATEGORIES)
+
+
+@pytest.mark.parametrize("content", [b"", b"garbage", gzip.compress(b"\xff\xff")])
+def test_loadgen_cpu_says_what_is_wrong_with_a_file_in_one_line(
+    content: bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.pb.gz"
+    bad.write_bytes(content)
+    with pytest.raises(SystemExit) as e:
+        cli.main(["cpu", str(bad)])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"loadgen: error: {bad}: ") and err.count("\n") == 1
+
+
+def test_loadgen_cpu_prints_the_categories(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = tmp_path / "scheduler-000.pb.gz"
+    good.write_bytes(encode([(REQUEUE, 30_000_000), (UNKNOWN, 10_000_000)]))
+    with pytest.raises(SystemExit) as e:
+        cli.main(["cpu", str(good)])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "queue and requeue" in out and "75.0 %" in out
+    assert "uncategorized: example.com/mystery.work" in out
