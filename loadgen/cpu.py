@@ -30,6 +30,7 @@ API = "binding and API calls"
 INFORMERS = "informer event handling"
 CYCLE = "scheduling cycle, other plugins"
 SERVING = "metrics and profile serving"
+APISERVER = "API server request handling and storage"
 RUNTIME = "GC and runtime"
 
 
@@ -44,6 +45,8 @@ class Rule:
 
 # Order matters: the first rule matching a sample's stack names it. Function names are Go's
 # (`k8s.io/kubernetes/pkg/scheduler/backend/queue.(*PriorityQueue).isPodWorthRequeuing`).
+# The binding cycle is binding, whatever it calls (DRA's PreBind writes claim status);
+# the HTTP client's own goroutines (the API server's connections) count as API calls.
 RULES: tuple[Rule, ...] = (
     Rule(
         QUEUE,
@@ -56,25 +59,31 @@ RULES: tuple[Rule, ...] = (
         ),
     ),
     Rule(EXTENDER, (r"scheduler\.\(\*HTTPExtender\)", r"findNodesThatPassExtenders")),
-    Rule(CEL, (r"^github\.com/google/cel-go/", r"dynamic-resource-allocation/cel\.")),
-    Rule(
-        DRA,
-        (
-            r"plugins/dynamicresources\.",
-            r"^k8s\.io/dynamic-resource-allocation/",
-            r"^k8s\.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources",
-        ),
-    ),
     Rule(
         API,
         (
-            r"scheduler\.\(\*Scheduler\)\.(?:bindingCycle|bind|runBindingCycle)",
+            r"scheduler\.\(\*Scheduler\)\.(?:bind|bindingCycle|runBindingCycle)(?:$|\.)",
             r"defaultbinder\.",
             r"scheduler/backend/api_dispatcher",
             r"scheduler/framework/api_calls",
             r"^k8s\.io/client-go/rest\.",
             r"^k8s\.io/client-go/kubernetes/typed/",
             r"^net/http\.\(\*(?:Transport|persistConn)\)",
+        ),
+    ),
+    Rule(
+        CEL,
+        (
+            r"^github\.com/google/cel-go/",
+            r"dynamic-resource-allocation/cel\.",
+            r"^k8s\.io/apiserver/pkg/cel",
+        ),
+    ),
+    Rule(
+        DRA,
+        (
+            r"plugins/dynamicresources\.",
+            r"^k8s\.io/dynamic-resource-allocation/",
         ),
     ),
     Rule(
@@ -103,9 +112,9 @@ RULES: tuple[Rule, ...] = (
             r"^k8s\.io/component-base/metrics",
             r"^net/http/pprof\.",
             r"^runtime/pprof\.",
-            r"^net/http\.\(\*conn\)\.serve",
         ),
     ),
+    Rule(APISERVER, (r"^k8s\.io/apiserver/", r"^go\.etcd\.io/", r"^google\.golang\.org/grpc")),
     Rule(RUNTIME, (r"^runtime\.", r"^internal/runtime/", r"^syscall\.", r"^sync\."), True),
     Rule(RUNTIME, (r"^runtime\.(?:gcBgMarkWorker|bgsweep|bgscavenge|mcall|morestack)",)),
 )

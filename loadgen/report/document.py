@@ -504,6 +504,7 @@ def _settings(settings: outcome.Settings) -> dict[str, object]:
         "stall_timeout": settings.stall_timeout,
         "seed": settings.seed,
         "scrape": settings.scrape,
+        "profile": settings.profile,
     }
 
 
