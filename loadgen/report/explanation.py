@@ -113,31 +113,33 @@ def _partitionable(result: outcome.RunResult) -> bool:
 
 
 def evidence(
-    result: outcome.RunResult,
     view: SchedulerView | None,
     scheduler_cpu: CpuProfile | None,
     *,
     pods: int,
     claims: int,
     throughput: float,
+    seconds: float,
+    partitionable: bool = False,
 ) -> pathologies.Evidence:
-    """The detector's input from a run's figures."""
+    """The detector's input from a run's figures (plain values: recorded runs are judged
+    through this same function)."""
     t = view.totals if view is not None else None
-    profiled = scheduler_cpu is not None and scheduler_cpu.profiled
+    profiled = scheduler_cpu if scheduler_cpu is not None and scheduler_cpu.profiled else None
     return pathologies.Evidence(
         release=view.release if view is not None else None,
         gates=view.gates if view is not None else {},
         pods=pods,
         claims=claims,
-        partitionable=_partitionable(result),
-        seconds=result.finished_mono - result.started_mono,
+        partitionable=partitionable,
+        seconds=seconds,
         throughput=throughput,
         pending_peak=t.pending_peak if t else {},
         claim_event_seconds=(
             sum(v for k, v in t.event_seconds.items() if "ResourceClaim" in k) if t else 0.0
         ),
-        cpu_shares=scheduler_cpu.shares() if profiled and scheduler_cpu else None,
-        signature_shares=scheduler_cpu.signatures if profiled and scheduler_cpu else {},
+        cpu_shares=profiled.shares() if profiled else None,
+        signature_shares=profiled.signatures if profiled else {},
         attempts=t.attempts if t else 0.0,
         attempt_seconds=t.attempt_seconds if t else 0.0,
         outside_points_seconds=t.outside_points_seconds if t else 0.0,
@@ -147,21 +149,24 @@ def evidence(
     )
 
 
+def view_of(tl: scheduler_view.Timeline) -> SchedulerView:
+    return SchedulerView(
+        release=tl.release,
+        gates={k: v for k, v in tl.gates.items() if k in _GATES_KEPT},
+        seconds=tl.seconds,
+        values=tl.values,
+        totals=scheduler_view.totals(tl),
+    )
+
+
 def build(
     result: outcome.RunResult, *, pods: int, claims: int, throughput: float
 ) -> Explanation | None:
     """The explanation of a run (None: nothing was sampled or profiled)."""
     if result.scheduler_view is None and not result.profiles:
         return None
-    view = None
-    if (tl := result.scheduler_view) is not None:
-        view = SchedulerView(
-            release=tl.release,
-            gates={k: v for k, v in tl.gates.items() if k in _GATES_KEPT},
-            seconds=tl.seconds,
-            values=tl.values,
-            totals=scheduler_view.totals(tl),
-        )
+    tl = result.scheduler_view
+    view = view_of(tl) if tl is not None else None
     profiles = {
         name: cpu_profile(
             p,
@@ -171,12 +176,13 @@ def build(
         for name, p in result.profiles.items()
     }
     e = evidence(
-        result,
         view,
         profiles.get("scheduler"),
         pods=pods,
         claims=claims,
         throughput=throughput,
+        seconds=result.finished_mono - result.started_mono,
+        partitionable=_partitionable(result),
     )
     return Explanation(scheduler=view, cpu=profiles, findings=pathologies.detect(e))
 
