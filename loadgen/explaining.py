@@ -32,12 +32,12 @@ SAMPLE_SECONDS = 2.0
 """Between scheduler scrapes; doubled each time the timeline is thinned."""
 MAX_POINTS = 600
 """Timeline samples kept: beyond, every other one is dropped (20 min at 2 s, then 4 s...)."""
-SLICE_SECONDS = (5, 10, 20, 30)
-"""Profile slices grow to 30 s, so a short run still completes one; a slice in flight when
-the run ends is lost (its seconds are not waited for)."""
-CONSECUTIVE = 20
-"""Slices taken back to back; after them, the gaps between slices grow (bounded count)."""
-MAX_SLICES = 60
+SLICE_SECONDS = (5, 10, 15)
+"""Profile slices grow to 15 s, so a short run still completes one; a slice in flight when
+the run ends is lost (its seconds are not waited for), so at most 15 s go unprofiled."""
+CONSECUTIVE = 60
+"""Slices taken back to back (15 min); after them, the gaps between slices grow."""
+MAX_SLICES = 120
 
 
 def slice_seconds(i: int) -> int:
@@ -46,10 +46,10 @@ def slice_seconds(i: int) -> int:
 
 def pause_before(i: int) -> float:
     """Seconds left unprofiled before slice `i`: none for the first CONSECUTIVE, then gaps
-    of 30 s, 90 s, 210 s... every ten slices (a two-hour run keeps under ~40 slices)."""
+    of 15 s, 45 s, 105 s... growing every 20 slices (a two-hour run keeps ~100 slices)."""
     if i < CONSECUTIVE:
         return 0.0
-    return 30.0 * ((2 << ((i - CONSECUTIVE) // 10)) - 1)
+    return 15.0 * ((2 << ((i - CONSECUTIVE) // 20)) - 1)
 
 
 def profile_url(metrics_url: str) -> str | None:
