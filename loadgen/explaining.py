@@ -38,6 +38,8 @@ the run ends is lost (its seconds are not waited for), so at most 15 s go unprof
 CONSECUTIVE = 60
 """Slices taken back to back (15 min); after them, the gaps between slices grow."""
 MAX_SLICES = 120
+BUSY = "already in use"
+"""What Go's pprof handler answers (500) while another CPU profile of the process runs."""
 
 
 def slice_seconds(i: int) -> int:
@@ -135,6 +137,15 @@ class Gathering:
             started = self.clock()
             try:
                 data = await fetch_profile(self.kube, url, seconds)
+            except errors.ServerError as e:
+                if BUSY not in str(e):
+                    into.not_profiled = why(e)
+                    return
+                # Someone else profiles it (Go allows one CPU profile at a time): this slice
+                # is theirs; try again after it.
+                into.busy_slices += 1
+                await asyncio.sleep(seconds)
+                continue
             except (errors.KubeError, ValueError, OSError) as e:
                 into.not_profiled = why(e)
                 log.warning("not profiling %s: %s", name, into.not_profiled)

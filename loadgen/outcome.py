@@ -87,6 +87,8 @@ class Profiled:
     slices: list[ProfileSlice] = field(default_factory=list)
     not_profiled: str | None = None
     """Why profiling stopped or never started (`403 Forbidden: ...`), None while it went."""
+    busy_slices: int = 0
+    """Slices skipped because another client was profiling the component at the time."""
 
 
 @dataclass

@@ -156,6 +156,11 @@ def explanation_lines(e: explanation.Explanation) -> list[str]:
         if p.reason:
             lines.append(f"[yellow]{who} profiling stopped:[/] {p.reason}")
         lines.extend(f"[yellow]{who} profile unreadable:[/] {u}" for u in p.unreadable)
+        if p.busy_slices:
+            lines.append(
+                f"[yellow]{who}: {p.busy_slices} profile slices skipped[/] (another client "
+                "was profiling it)"
+            )
     for f in e.findings:
         issue = f" ({f.issue})" if f.issue else ""
         lines.append(f"[bold red]{f.title}[/]{issue}: {f.evidence}; try: {f.knob}")

@@ -60,6 +60,8 @@ class CpuProfile(_Doc):
     """The leaf functions of "other" with the most CPU seconds."""
     unreadable: list[str] = []
     """One line per kept slice that could not be decoded."""
+    busy_slices: int = 0
+    """Slices not taken because another client was profiling the component then."""
 
     def shares(self) -> dict[str, float]:
         return {c.category: c.share for c in self.categories}
@@ -88,7 +90,13 @@ def cpu_profile(profiled: outcome.Profiled, files_of: list[str], datas: list[byt
             unreadable.append(f"{name}: {e}")
     if not decoded:
         reason = profiled.not_profiled or ("no readable profile" if unreadable else None)
-        return CpuProfile(profiled=False, reason=reason, files=files_of, unreadable=unreadable)
+        return CpuProfile(
+            profiled=False,
+            reason=reason,
+            files=files_of,
+            unreadable=unreadable,
+            busy_slices=profiled.busy_slices,
+        )
     b = cpu.breakdown(decoded)
     shares = b.shares()
     return CpuProfile(
@@ -105,6 +113,7 @@ def cpu_profile(profiled: outcome.Profiled, files_of: list[str], datas: list[byt
         signatures={k: round(v, 4) for k, v in b.signature_shares().items()},
         top_other=[(f, round(v / 1e9, 3)) for f, v in b.top_other],
         unreadable=unreadable,
+        busy_slices=profiled.busy_slices,
     )
 
 

@@ -467,6 +467,10 @@ def _cpu_table(name: str, p: explanation.CpuProfile) -> list[go.Figure | str]:
     if p.reason:
         parts.append(charts.note(f"{who} profiling stopped: {p.reason}"))
     parts.extend(charts.note(f"unreadable: {u}") for u in p.unreadable)
+    if p.busy_slices:
+        parts.append(
+            charts.note(f"{p.busy_slices} slices skipped: another client was profiling {who}.")
+        )
     return parts
 
 
