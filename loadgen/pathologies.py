@@ -13,8 +13,8 @@ The findings:
   every node's counter slices for each node it filters;
 - extender-bound: the scheduling algorithm's time outside its extension points (the extender
   calls) a large share of each attempt;
-- API-server-bound: kube-scheduler waiting on its API client's rate limiter, or its CPU in
-  binding and API calls.
+- API-server-bound: binding's API calls most of each attempt's time, kube-scheduler waiting
+  on its API client's rate limiter, or its CPU in binding and API calls.
 """
 
 from __future__ import annotations
@@ -45,6 +45,10 @@ THROTTLE_SHARE = 0.2
 """Seconds waited on the client rate limiter per second of run."""
 API_SHARE = 0.3
 """kube-scheduler CPU in binding and API calls."""
+BINDING_SHARE = 0.5
+"""Binding's API calls (PreBind, Bind) of the attempts' time (an attempt ends bound)."""
+BINDING_SECONDS = 0.1
+"""... and at least this long per attempt."""
 GATE = "SchedulerPreQueueingHints"
 GATE_RELEASE = (1, 37)
 POOL_FIX_RELEASE = (1, 37)
@@ -87,6 +91,8 @@ class Evidence:
     extender_served_seconds: float = 0.0
     extender_calls: float = 0.0
     throttle_seconds: float = 0.0
+    binding_seconds: float = 0.0
+    """Seconds in the PreBind and Bind extension points (claim status and binding writes)."""
 
 
 @dataclass(frozen=True)
@@ -193,9 +199,19 @@ def extender_bound(e: Evidence) -> Finding | None:
 def api_server_bound(e: Evidence) -> Finding | None:
     throttled = e.throttle_seconds / e.seconds if e.seconds else 0.0
     api = (e.cpu_shares or {}).get(cpu.API, 0.0)
-    if throttled < THROTTLE_SHARE and api < API_SHARE:
+    binding = e.binding_seconds / e.attempt_seconds if e.attempt_seconds else 0.0
+    per_attempt = e.binding_seconds / e.attempts if e.attempts else 0.0
+    slow_binding = (
+        e.attempts >= MIN_ATTEMPTS and binding >= BINDING_SHARE and per_attempt >= BINDING_SECONDS
+    )
+    if throttled < THROTTLE_SHARE and api < API_SHARE and not slow_binding:
         return None
     parts = []
+    if slow_binding:
+        parts.append(
+            f"binding's API calls (PreBind, Bind) {_pct(binding)} of the scheduling attempts' "
+            f"time, {per_attempt * 1000:.0f} ms per attempt"
+        )
     if throttled >= THROTTLE_SHARE:
         parts.append(
             f"kube-scheduler's API client waited {e.throttle_seconds:.0f} s on its own rate "
@@ -204,8 +220,9 @@ def api_server_bound(e: Evidence) -> Finding | None:
     if api >= API_SHARE:
         parts.append(f"{_pct(api)} of its CPU in binding and API calls")
     knob = (
-        "KubeSchedulerConfiguration `clientConnection.qps`/`burst` (default 50/100); "
-        "kube-apiserver's `--max-requests-inflight` if it answers slowly"
+        "KubeSchedulerConfiguration `clientConnection.qps`/`burst` (default 50/100) when "
+        "throttled; when the API server answers slowly, its load and "
+        "`--max-requests-inflight`/`--max-mutating-requests-inflight`"
     )
     return Finding("api-server-bound", "API-server-bound", None, "; ".join(parts), knob)
 

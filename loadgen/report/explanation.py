@@ -155,6 +155,9 @@ def evidence(
         extender_served_seconds=sum(t.extender_seconds.values()) if t else 0.0,
         extender_calls=sum(t.extender_calls.values()) if t else 0.0,
         throttle_seconds=t.throttle_seconds if t else 0.0,
+        binding_seconds=(t.point_seconds.get("PreBind", 0.0) + t.point_seconds.get("Bind", 0.0))
+        if t
+        else 0.0,
     )
 
 

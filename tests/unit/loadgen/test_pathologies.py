@@ -95,3 +95,10 @@ def test_api_server_bound_from_throttling() -> None:
     e = dataclasses.replace(NORMAL, throttle_seconds=300.0)
     [f] = pathologies.detect(e)
     assert f.name == "api-server-bound" and f.issue is None and "clientConnection" in f.knob
+
+
+def test_api_server_bound_from_slow_binding_calls() -> None:
+    e = dataclasses.replace(NORMAL, attempts=200, attempt_seconds=700.0, binding_seconds=430.0)
+    [f] = pathologies.detect(e)
+    assert f.name == "api-server-bound" and "61 % of the scheduling attempts' time" in f.evidence
+    assert names(dataclasses.replace(e, binding_seconds=100.0)) == []
