@@ -3,7 +3,7 @@ the extender's) sampled every few seconds (`scheduler_view`), and CPU profiles o
 kube-scheduler and kube-apiserver in consecutive slices, as ClusterLoader2's CPUProfile
 measurement takes them (`/debug/pprof/profile?seconds=N`, pprof's default 100 Hz).
 
-    gathering = explaining.start(kube, settings, clock, origin)
+    gathering = await explaining.start(kube, settings, clock, origin)
     ...                                 # the run
     await gathering.finish(result)      # result.scheduler_view, result.profiles
 
@@ -102,10 +102,17 @@ class Gathering:
         self.timeline = scheduler_view.Timeline()
         self.profiles: dict[str, outcome.Profiled] = {}
         self.tasks: list[asyncio.Task[None]] = []
+        self.profile = profile
+        self.scrape_urls = dict(scrape_urls)
+
+    async def begin(self) -> None:
+        """The first sample (the baseline, before the run creates anything), then the
+        sampler and the profilers in the background."""
         if "scheduler" in self.sampled:
+            await self._sample()
             self.tasks.append(asyncio.create_task(self._sample_loop(), name="scheduler-view"))
-        for name in PROFILED if profile else ():
-            url = profile_url(scrape_urls.get(name, ""))
+        for name in PROFILED if self.profile else ():
+            url = profile_url(self.scrape_urls.get(name, ""))
             if url is None:
                 continue
             self.profiles[name] = outcome.Profiled()
@@ -124,11 +131,11 @@ class Gathering:
     async def _sample_loop(self) -> None:
         interval = SAMPLE_SECONDS
         while True:
+            await asyncio.sleep(interval)
             await self._sample()
             if len(self.timeline.seconds) > MAX_POINTS:
                 self.timeline.thin()
                 interval *= 2
-            await asyncio.sleep(interval)
 
     async def _profile_loop(self, name: str, url: str, into: outcome.Profiled) -> None:
         for i in range(MAX_SLICES):
@@ -176,11 +183,14 @@ class Gathering:
         result.profiles = self.profiles
 
 
-def start(
+async def start(
     kube: Kube,
     settings: outcome.Settings,
     clock: Callable[[], float],
     origin: float,
 ) -> Gathering:
-    """Sampling and profiling of `settings.scrape`'s scheduler, apiserver and extender."""
-    return Gathering(kube, settings.scrape, clock, origin, profile=settings.profile)
+    """Sampling and profiling of `settings.scrape`'s scheduler, apiserver and extender,
+    begun (the first sample taken)."""
+    gathering = Gathering(kube, settings.scrape, clock, origin, profile=settings.profile)
+    await gathering.begin()
+    return gathering

@@ -113,7 +113,7 @@ async def observe(
         held_by_others_at_start=records.gpus_held_by_others(rec),
     )
     scraped_before = await scrape.fetch(target.scrape, kube=kube)
-    gathering = explaining.start(kube, result.settings, watcher.clock, result.started_mono)
+    gathering = await explaining.start(kube, result.settings, watcher.clock, result.started_mono)
     try:
         await _wait(watcher, target, stop, on_progress)
     finally:

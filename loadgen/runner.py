@@ -145,7 +145,7 @@ async def run(
         name="heartbeat",
     )
     scraped_before = await scrape.fetch(settings.scrape, kube=kube)
-    gathering = explaining.start(kube, settings, watcher.clock, result.started_mono)
+    gathering = await explaining.start(kube, settings, watcher.clock, result.started_mono)
     reporter = asyncio.create_task(_report_progress(result, on_progress), name="progress")
     try:
         await _create_templates(kube, scenario, settings)
