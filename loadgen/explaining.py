@@ -30,8 +30,9 @@ SAMPLED = ("scheduler", "extender")
 PROFILED = ("scheduler", "apiserver")
 SAMPLE_SECONDS = 2.0
 """Between scheduler scrapes; doubled each time the timeline is thinned."""
-MAX_POINTS = 600
-"""Timeline samples kept: beyond, every other one is dropped (20 min at 2 s, then 4 s...)."""
+MAX_POINTS = 300
+"""Timeline samples kept: beyond, every other one is dropped (10 min at 2 s, then 4 s...),
+so a long run's result.json keeps ~200 KB of it at most."""
 SLICE_SECONDS = (5, 10, 15)
 """Profile slices grow to 15 s, so a short run still completes one; a slice in flight when
 the run ends is lost (its seconds are not waited for), so at most 15 s go unprofiled."""

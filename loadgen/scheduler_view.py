@@ -25,7 +25,6 @@ PENDING = "pending:"
 INCOMING = "incoming:"
 EVENT_SECONDS = "event_seconds:"
 POINT_SECONDS = "point_seconds:"
-POINT_COUNT = "point_count:"
 EXTENDER_SECONDS = "extender_seconds:"
 EXTENDER_CALLS = "extender_calls:"
 # The extension points run inside the scheduling algorithm (findNodesThatFitPod and
@@ -63,8 +62,6 @@ def _key(name: str, labels: Mapping[str, str]) -> str | None:
             return "attempts"
         case "scheduler_framework_extension_point_duration_seconds_sum":
             return POINT_SECONDS + labels.get("extension_point", "")
-        case "scheduler_framework_extension_point_duration_seconds_count":
-            return POINT_COUNT + labels.get("extension_point", "")
         case "scheduler_schedule_attempts_total":
             return labels.get("result") or None  # scheduled, unschedulable, error
         case "rest_client_rate_limiter_duration_seconds_sum":
