@@ -122,6 +122,10 @@ class Gathering:
 
     async def _sample(self) -> None:
         got = await scrape.fetch(self.sampled, kube=self.kube, prefixes=scheduler_view.PREFIXES)
+        for name in [n for n in self.sampled if n not in got and n != "scheduler"]:
+            # An extender that does not answer (not started) is warned about once, not
+            # every few seconds: its serving time is left out of the view.
+            del self.sampled[name]
         if "scheduler" not in got:
             return
         if not self.timeline.seconds:
