@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from testbed.cluster import binaries as bins
 from testbed.cluster import (
     companions,
