@@ -150,9 +150,14 @@ class Timeline:
         self.values = {k: [v[i] for i in keep] for k, v in self.values.items()}
 
     def change(self, key: str) -> float:
-        """A counter's change from its first to its last value (0 if never seen)."""
-        present = [v for v in self.values.get(key, ()) if v is not None]
-        return present[-1] - present[0] if len(present) >= 2 else 0.0
+        """A counter's change from the first sample to its last value. Absent at the first
+        sample counts as 0: a labelled counter appears only once it first counts (a fresh
+        kube-scheduler has no `result="scheduled"` series before its first pod)."""
+        column = self.values.get(key, [])
+        present = [v for v in column if v is not None]
+        if not present:
+            return 0.0
+        return present[-1] - (column[0] or 0.0)
 
     def gauge(self, key: str) -> list[float]:
         return [v for v in self.values.get(key, ()) if v is not None]

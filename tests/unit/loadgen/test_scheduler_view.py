@@ -89,7 +89,9 @@ def test_a_series_that_appears_later_is_none_before() -> None:
     t.add(0.0, {"a": 1.0})
     t.add(1.0, {"a": 2.0, "b": 5.0})
     assert t.values == {"a": [1.0, 2.0], "b": [None, 5.0]}
-    assert t.change("b") == 0.0
+    # A counter appears when it first counts: from nothing at the start to 5.
+    assert t.change("b") == 5.0
+    assert t.change("never") == 0.0
 
 
 def test_thinning_keeps_the_ends() -> None:
