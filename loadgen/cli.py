@@ -7,6 +7,7 @@
     loadgen observe -n team-a --count 500     # measure pods something else creates
     loadgen runs                              # runs in the cluster, alive or abandoned
     loadgen cleanup --abandoned               # remove killed runs, releasing their claims
+    loadgen cpu profiles/scheduler-*.pb.gz    # where a component's CPU went, by category
 
 Exit codes (testbed.cliconv): 0 ok, 1 runtime failure, an SLO violated or (compare
 --fail-on-regression) a regression, 2 usage (or a demand that cannot fit the fleet, refused
@@ -36,9 +37,11 @@ from rich.table import Table
 
 from loadgen import (
     compare,
+    cpu,
     inventory,
     observe,
     outcome,
+    pprof,
     progress,
     report,
     runner,
@@ -50,6 +53,7 @@ from loadgen.report import console as console_report
 from loadgen.report import document
 from loadgen.report import html as html_report
 from testbed import cliconv, runtime, units, validation
+from testbed.cluster import discovery
 from testbed.kube import errors
 from testbed.kube.client import ClientSettings, Kube
 
@@ -202,7 +206,16 @@ def _run_options() -> argparse.ArgumentParser:
         metavar="NAME=URL",
         help="scrape this /metrics before and after, report deltas (repeatable), e.g. "
         "scheduler=https://127.0.0.1:10259/metrics; apiserver=kube:/metrics goes through "
-        "the API client's credentials",
+        "the API client's credentials. `scheduler` (and `extender`) are also sampled through "
+        "the run, `scheduler` and `apiserver` CPU-profiled. Default on a local testbed "
+        "cluster: its apiserver, scheduler and extender; elsewhere none",
+    )
+    g.add_argument(
+        "--no-profile",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="do not CPU-profile the scraped scheduler and apiserver (their "
+        "/debug/pprof/profile, in slices of up to 30s through the run)",
     )
     return p
 
@@ -237,7 +250,7 @@ def parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="default scenario: GPUs per pod (default 1)",
     )
-    sub = root.add_subparsers(dest="command", metavar="{run,observe,compare,runs,cleanup}")
+    sub = root.add_subparsers(dest="command", metavar="{run,observe,compare,runs,cleanup,cpu}")
     run = sub.add_parser(
         "run",
         parents=[common],
@@ -373,6 +386,16 @@ def parser() -> argparse.ArgumentParser:
         "a1b2c3\n  loadgen cleanup --all",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    cpu_ = sub.add_parser(
+        "cpu",
+        help="where a Go component's CPU went, from pprof CPU profiles",
+        description="Sort the samples of CPU profiles (a run's profiles/*.pb.gz, or any "
+        "/debug/pprof/profile) into the named categories loadgen's reports use, the files "
+        "taken together as slices of one profile.",
+        epilog="example:\n  loadgen cpu results/RUN/profiles/scheduler-*.pb.gz",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cpu_.add_argument("files", nargs="+", type=Path, metavar="FILE.pb.gz")
     clean.add_argument("run_ids", nargs="*", metavar="RUN-ID", help="runs to remove")
     which = clean.add_mutually_exclusive_group()
     which.add_argument(
@@ -423,6 +446,8 @@ def _main(argv: list[str] | None) -> NoReturn:
             code = runtime.run(_with_kube(opts, lambda kube: _list_runs(kube, out, fmt)))
         elif command == "cleanup":
             code = _cleanup(opts, err)
+        elif command == "cpu":
+            code = _cpu(opts["files"], cliconv.stdout_console())
         else:
             code = _run(opts, err)
     except UsageError as e:
@@ -484,6 +509,7 @@ def _settings(opts: dict[str, Any]) -> tuple[outcome.Settings, list[slo.Slo], Pa
         kw["run_id"] = opts["run_id"]
     kw["node_selector"] = dict(opts.get("node_selector", []))
     kw["scrape"] = dict(opts.get("scrape", []))
+    kw["profile"] = not opts.get("no_profile", False)
     try:
         settings = outcome.Settings(**kw)
     except TypeError as e:  # pragma: no cover - options and Settings are kept in step
@@ -575,13 +601,17 @@ def _run_async(
                 request_timeout=cliconv.long_run_timeout(opts),
             ),
         )
+        run_settings = settings
+        if not settings.scrape:  # a local testbed cluster: its components, found by address
+            found = discovery.endpoints(kube.host)
+            run_settings = dataclasses.replace(settings, scrape=found)
         try:
             display = _Progress(err, quiet=bool(opts.get("quiet")))
             with display:
                 return await runner.run(
                     kube,
                     scenario,
-                    settings,
+                    run_settings,
                     stop=stop,
                     on_progress=display.update,
                     on_measured=on_measured,
@@ -723,6 +753,36 @@ def _compare(opts: dict[str, Any], out: Console) -> int:
             file=sys.stderr,
         )
         return EXIT_RUNTIME
+    return EXIT_OK
+
+
+def _cpu(paths: list[Path], out: Console) -> int:
+    profiles = []
+    for path in paths:
+        try:
+            profiles.append(pprof.decode(path.read_bytes()))
+        except IsADirectoryError:
+            raise UsageError(f"{path} is a directory (give its .pb.gz files)") from None
+        except OSError as e:
+            raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
+        except pprof.ProfileError as e:
+            raise UsageError(f"{path}: {e}") from None
+    b = cpu.breakdown(profiles)
+    table = Table(
+        title=f"CPU {b.cpu_seconds:.2f} s in {b.seconds_profiled:.0f} s profiled "
+        f"({len(profiles)} files); named categories cover {units.percent(b.coverage)}"
+    )
+    table.add_column("category")
+    table.add_column("CPU", justify="right")
+    table.add_column("share", justify="right")
+    shares = b.shares()
+    for c in cpu.CATEGORIES:
+        table.add_row(c, f"{b.by_category[c] / 1e9:.2f} s", units.percent(shares[c]))
+    out.print(table)
+    for name, share in b.signature_shares().items():
+        out.print(f"under {name}: {units.percent(share)}", highlight=False)
+    for function, nanos in b.top_other:
+        out.print(f"uncategorized: {function} {nanos / 1e9:.2f} s", highlight=False)
     return EXIT_OK
 
 

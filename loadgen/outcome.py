@@ -10,7 +10,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from loadgen import plan, runs
+from loadgen import plan, runs, scheduler_view
 from loadgen.records import Records
 from loadgen.scenarios import Phase, Scenario
 
@@ -52,6 +52,9 @@ class Settings:
     pod_reader_role: str | None = None
     """A ClusterRole (pods get/list/watch) loadgen binds to itself in the run's namespace
     before watching its pods (`loadgen.access`); None: its own rights suffice."""
+    profile: bool = True
+    """CPU-profile the scraped `scheduler` and `apiserver` through the run (their
+    /debug/pprof/profile beside /metrics), in consecutive slices."""
 
 
 @dataclass
@@ -65,6 +68,27 @@ class CreateStats:
     retries: int = 0
     request_seconds: list[float] = field(default_factory=list)
     first_error: str | None = None
+
+
+@dataclass(frozen=True)
+class ProfileSlice:
+    """One CPU profile of a component (pprof's .pb.gz bytes, as served)."""
+
+    started: float
+    """Monotonic seconds, like every record's timestamp."""
+    seconds: float
+    data: bytes
+
+
+@dataclass
+class Profiled:
+    """A component's CPU profile slices through a run, or why it has none."""
+
+    slices: list[ProfileSlice] = field(default_factory=list)
+    not_profiled: str | None = None
+    """Why profiling stopped or never started (`403 Forbidden: ...`), None while it went."""
+    busy_slices: int = 0
+    """Slices skipped because another client was profiling the component at the time."""
 
 
 @dataclass
@@ -99,6 +123,11 @@ class RunResult:
     """Per scraped component: series -> change over the run (gauges: value after)."""
     held_by_others_at_start: dict[str, int] = field(default_factory=dict)
     """Per other namespace, the fleet GPUs its claims held when the run started."""
+    scheduler_view: scheduler_view.Timeline | None = None
+    """kube-scheduler's /metrics (and the extender's) sampled through the run; None when the
+    scheduler was not scraped."""
+    profiles: dict[str, Profiled] = field(default_factory=dict)
+    """Component (`scheduler`, `apiserver`) -> its CPU profiles over the run."""
 
     def wall(self, mono: float) -> float:
         """Epoch seconds of a monotonic timestamp of this run."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from loadgen import (
     access,
     driver,
+    explaining,
     gates,
     inventory,
     outcome,
@@ -144,6 +145,7 @@ async def run(
         name="heartbeat",
     )
     scraped_before = await scrape.fetch(settings.scrape, kube=kube)
+    gathering = await explaining.start(kube, settings, watcher.clock, result.started_mono)
     reporter = asyncio.create_task(_report_progress(result, on_progress), name="progress")
     try:
         await _create_templates(kube, scenario, settings)
@@ -168,6 +170,7 @@ async def run(
         with contextlib.suppress(asyncio.CancelledError):
             await reporter
         await watcher.stop()
+        await gathering.finish(result)
         if scraped_before:
             result.metrics = await scrape.deltas_since(scraped_before, settings.scrape, kube=kube)
         try:

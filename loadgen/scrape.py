@@ -23,9 +23,14 @@ KUBE_SCHEME = "kube:"
 
 
 async def fetch(
-    urls: Mapping[str, str], seconds: float = 10.0, *, kube: Kube | None = None
+    urls: Mapping[str, str],
+    seconds: float = 10.0,
+    *,
+    kube: Kube | None = None,
+    prefixes: tuple[str, ...] = (),
 ) -> dict[str, series.Samples]:
-    """Every component's samples; a component that does not answer is logged and skipped."""
+    """Every component's samples (with `prefixes`: only those series, see `series.parse`);
+    a component that does not answer is logged and skipped."""
     if not urls:
         return {}
     client_timeout = aiohttp.ClientTimeout(total=seconds)
@@ -41,13 +46,13 @@ async def fetch(
                 except errors.KubeError as e:
                     log.warning("scrape of %s (%s) failed: %s", name, url, e)
                     return name, None
-                return name, series.parse(text)
+                return name, series.parse(text, prefixes)
             try:
                 async with session.get(url, ssl=False) as resp:
                     if resp.status != 200:
                         log.warning("scrape of %s (%s): HTTP %s", name, url, resp.status)
                         return name, None
-                    return name, series.parse(await resp.text())
+                    return name, series.parse(await resp.text(), prefixes)
             except (aiohttp.ClientError, TimeoutError, OSError) as e:
                 log.warning("scrape of %s (%s) failed: %s", name, url, e)
                 return name, None

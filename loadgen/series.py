@@ -40,12 +40,15 @@ INTERESTING = (
 _GAUGES = ("process_resident_memory_bytes",)
 
 
-def parse(text: str) -> Samples:
+def parse(text: str, prefixes: tuple[str, ...] = ()) -> Samples:
     """Series key (`name{labels}` exactly as exposed) -> value; comments and lines that are
-    not samples skipped."""
+    not samples skipped; with `prefixes`, only series whose name starts with one of them (a
+    scrape taken every few seconds reads only what it keeps)."""
     out: Samples = {}
     for line in text.splitlines():
         if not line or line[0] == "#":
+            continue
+        if prefixes and not line.startswith(prefixes):
             continue
         m = _LINE.match(line)
         if not m:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from loadgen import outcome, slo
-from loadgen.report import document, html, perfdata, pods
+from loadgen.report import document, explanation, html, perfdata, pods
 
 
 def write_all(
@@ -16,6 +16,7 @@ def write_all(
     """Every file output of `result` into `out_dir`; returns the result document."""
     doc = document.build(result, slos)
     document.write(doc, out_dir)
+    explanation.write_profiles(result, out_dir)
     perfdata.write(doc, out_dir)
     html.write(doc, out_dir)
     pods.write(result, out_dir)

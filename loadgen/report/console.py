@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from loadgen import stats
+from loadgen.report import explanation
 from loadgen.report.document import ResultDoc
 from testbed import units
 
@@ -108,8 +109,59 @@ def render(doc: ResultDoc, console: Console) -> None:
             f"{units.label(k)} {units.by_name(k, v)}" for k, v in m.summary.items() if v
         )
         console.print(f"{name} over the run: {figures or 'no change'}")
+    if doc.explanation is not None:
+        for line in explanation_lines(doc.explanation):
+            console.print(line, highlight=False)
     for r in doc.slos:
         mark = "[green]ok[/]" if r.ok else "[red]VIOLATED[/]"
         console.print(f"SLO {r.slo}: {units.millis(r.value_ms)} {mark}")
     for name, text in doc.definitions.items():
         console.print(f"[dim]{name}: {text}[/]", highlight=False)
+
+
+_NAMES = {"scheduler": "kube-scheduler", "apiserver": "kube-apiserver"}
+
+
+def explanation_lines(e: explanation.Explanation) -> list[str]:
+    """Why the run went as it did, in a few lines (rich markup)."""
+    lines = []
+    if (v := e.scheduler) is not None:
+        t = v.totals
+        pending = ", ".join(f"{q} {t.pending_peak[q]:.0f}" for q in t.pending_peak) or "none"
+        line = f"kube-scheduler {v.release}: pending peak {pending}"
+        if t.attempts:
+            line += (
+                f"; algorithm {t.algorithm_mean * 1000:.1f} ms of each attempt's "
+                f"{t.attempt_mean * 1000:.1f} ms"
+            )
+        calls = sum(t.extender_calls.values())
+        if calls and t.attempts:
+            line += (
+                f"; extender {t.outside_points_seconds / t.attempts * 1000:.1f} ms per attempt "
+                f"as kube-scheduler saw it, {sum(t.extender_seconds.values()) / calls * 1000:.1f}"
+                " ms per call served"
+            )
+        lines.append(line)
+    for name, p in e.cpu.items():
+        who = _NAMES.get(name, name)
+        if not p.profiled:
+            lines.append(f"[yellow]{who} not profiled:[/] {p.reason}")
+            continue
+        top = sorted(p.categories, key=lambda c: -c.share)
+        parts = ", ".join(f"{c.category} {units.percent(c.share)}" for c in top if c.share >= 0.01)
+        lines.append(
+            f"where {who}'s CPU went ({p.cpu_seconds:.1f} s CPU in "
+            f"{p.seconds_profiled:.0f} s profiled; named {units.percent(p.coverage)}): {parts}"
+        )
+        if p.reason:
+            lines.append(f"[yellow]{who} profiling stopped:[/] {p.reason}")
+        lines.extend(f"[yellow]{who} profile unreadable:[/] {u}" for u in p.unreadable)
+        if p.busy_slices:
+            lines.append(
+                f"[yellow]{who}: {p.busy_slices} profile slices skipped[/] (another client "
+                "was profiling it)"
+            )
+    for f in e.findings:
+        issue = f" ({f.issue})" if f.issue else ""
+        lines.append(f"[bold red]{f.title}[/]{issue}: {f.evidence}; try: {f.knob}")
+    return lines

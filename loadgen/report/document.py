@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from loadgen import outcome, placement, records, series, slo, stats
+from loadgen.report import explanation as why
 from testbed import files, units
 
 SCHEMA_VERSION: Literal[1] = 1
@@ -254,6 +255,10 @@ class ResultDoc(_Doc):
     pending: list[PendingGroup] = []
     definitions: dict[str, str] = {}
     """What each figure means, with the reference it follows (pod_startup, throughput, ...)."""
+    explanation: why.Explanation | None = None
+    """kube-scheduler's own view, where the control plane's CPU went and the pathologies
+    found (added within schema version 1: older readers ignore it). None: the scheduler was
+    neither scraped nor profiled."""
 
 
 def _rfc3339(epoch: float) -> str:
@@ -499,6 +504,7 @@ def _settings(settings: outcome.Settings) -> dict[str, object]:
         "stall_timeout": settings.stall_timeout,
         "seed": settings.seed,
         "scrape": settings.scrape,
+        "profile": settings.profile,
     }
 
 
@@ -506,6 +512,9 @@ def build(result: outcome.RunResult, slos: list[slo.Slo] | None = None) -> Resul
     """The result document of a (possibly partial) run."""
     rec = result.records
     latency, durations = _latency(rec, None)
+    counts = _counts(result, None)
+    throughput = _throughput(rec, None)
+    claims = _claims(rec)
     return ResultDoc(
         schema_version=SCHEMA_VERSION,
         kind="LoadgenResult",
@@ -520,11 +529,11 @@ def build(result: outcome.RunResult, slos: list[slo.Slo] | None = None) -> Resul
         error=result.error,
         cleaned_up=result.cleaned_up,
         fleet=_fleet(result),
-        counts=_counts(result, None),
+        counts=counts,
         latency_ms=latency,
-        throughput=_throughput(rec, None),
+        throughput=throughput,
         phases=[_phase(result, pr) for pr in result.phases],
-        claims=_claims(rec),
+        claims=claims,
         **_gangs(result),
         timeline=_timeline(result),
         cdf_ms={k: stats.cdf(v) for k, v in durations.items()},
@@ -538,6 +547,12 @@ def build(result: outcome.RunResult, slos: list[slo.Slo] | None = None) -> Resul
             name: ComponentMetrics(summary=series.summary(d), deltas=d)
             for name, d in result.metrics.items()
         },
+        explanation=why.build(
+            result,
+            pods=counts.pods_seen,
+            claims=claims.claims,
+            throughput=throughput.Average,
+        ),
     )
 
 

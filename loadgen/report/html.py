@@ -1,8 +1,9 @@
 """Self-contained HTML reports (plotly charts, plotly.js inlined once, works offline).
 
 `render`: one run. Latency CDFs per CL2 phase, pods / throughput / GPU allocation over
-time (watch gaps shaded), per-phase tables, claim placement quality, gang spans and the
-components' resource figures, all in human units.
+time (watch gaps shaded), per-phase tables, claim placement quality, gang spans, the
+components' resource figures, and why it went so (kube-scheduler's queues over time, where
+its CPU went, the pathologies found), all in human units.
 `render_comparison`: `loadgen compare --html`, two runs overlaid with the table of changes.
 """
 
@@ -13,7 +14,8 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
-from loadgen import stats
+from loadgen import scheduler_view, stats
+from loadgen.report import explanation
 from loadgen.report.document import Fleet, ResultDoc, Summary
 from testbed import charts, units
 from testbed.charts import Section, Series
@@ -229,6 +231,7 @@ _SECTIONS = (
     _phases,
     _claims,
     _components,
+    lambda doc: _explanation(doc.explanation),
     _definitions,
 )
 
@@ -334,3 +337,159 @@ def _memory(f: Fleet) -> str:
         f"{units.size(f.gpu_memory_requested_bytes)} / {taken} "
         f"({units.percent(f.gpu_memory_used_share)} used)"
     )
+
+
+def _present(
+    seconds: Sequence[float], values: Sequence[float | None]
+) -> tuple[list[float], list[float]]:
+    pairs = [(t, v) for t, v in zip(seconds, values, strict=False) if v is not None]
+    return [t for t, _ in pairs], [v for _, v in pairs]
+
+
+def _summed(v: explanation.SchedulerView, keys: Sequence[str]) -> list[float | None]:
+    """Several counters of the view added sample by sample (missing: 0)."""
+    return [sum(v.values[k][i] or 0.0 for k in keys) for i in range(len(v.seconds))]
+
+
+def _rates_by(v: explanation.SchedulerView, prefix: str, top: int = 6) -> list[Series]:
+    """Per-second rates of the counters under `prefix`, grouped by the first label after
+    it (incoming pods by event), the busiest `top` groups."""
+    groups: dict[str, list[str]] = {}
+    for key in v.values:
+        if key.startswith(prefix):
+            groups.setdefault(key[len(prefix) :].split(":", 1)[0], []).append(key)
+    out = []
+    for name, keys in groups.items():
+        x, y = _present(v.seconds, _summed(v, keys))
+        out.append(charts.named(charts.rate(x, y), name))
+    out.sort(key=lambda s: -sum(s.y))
+    return out[:top]
+
+
+def _scheduler_view(v: explanation.SchedulerView) -> list[go.Figure | str]:
+    t = v.totals
+    pending = [
+        Series(q, *_present(v.seconds, v.values[scheduler_view.PENDING + q]))
+        for q in scheduler_view.QUEUES
+        if scheduler_view.PENDING + q in v.values
+    ]
+    parts: list[go.Figure | str] = [
+        charts.note(
+            f"kube-scheduler {v.release}, its /metrics sampled through the run "
+            f"({len(v.seconds)} samples)."
+        ),
+        charts.over_time(*pending, title="kube-scheduler: pending pods by queue", y_title="pods"),
+    ]
+    incoming = _rates_by(v, scheduler_view.INCOMING)
+    if incoming:
+        parts.append(
+            charts.over_time(
+                *incoming,
+                title="kube-scheduler: pods moved into a queue, by event",
+                y_title="pods/s",
+            )
+        )
+    handling = _rates_by(v, scheduler_view.EVENT_SECONDS)
+    if "hint_seconds" in v.values:
+        x, y = _present(v.seconds, v.values["hint_seconds"])
+        handling.append(charts.named(charts.rate(x, y), "queueing hints (all)"))
+    if handling:
+        parts.append(
+            charts.over_time(
+                *handling,
+                title="kube-scheduler: event handling, seconds per second",
+                y_title="s/s",
+            )
+        )
+    tl = scheduler_view.Timeline(seconds=list(v.seconds), values=dict(v.values))
+    means = [
+        Series(name, *scheduler_view.mean_per_interval(tl, total, count))
+        for name, total, count in (
+            ("attempt", "attempt_seconds", "attempts"),
+            ("algorithm", "algorithm_seconds", "algorithm_count"),
+        )
+    ]
+    parts.append(
+        charts.over_time(
+            *means, title="kube-scheduler: mean time per scheduling attempt", y_title="seconds"
+        )
+    )
+    rows = [("attempts", units.count(int(t.attempts)), f"{t.attempt_mean * 1000:.1f} ms each")]
+    rows.append(
+        (
+            "scheduling algorithm",
+            f"{t.algorithm_seconds:.1f} s",
+            f"{t.algorithm_mean * 1000:.1f} ms each",
+        )
+    )
+    for point, secs in t.point_seconds.items():
+        rows.append((f"extension point {point}", f"{secs:.1f} s", ""))
+    per_attempt = t.outside_points_seconds / t.attempts * 1000 if t.attempts else 0.0
+    rows.append(
+        (
+            "algorithm outside extension points (extender calls as kube-scheduler saw them)",
+            f"{t.outside_points_seconds:.1f} s",
+            f"{per_attempt:.1f} ms per attempt",
+        )
+    )
+    for verb, secs in sorted(t.extender_seconds.items()):
+        calls = t.extender_calls.get(verb, 0.0)
+        each = f"{secs / calls * 1000:.1f} ms per call" if calls else ""
+        rows.append((f"extender served {verb}", f"{secs:.1f} s", each))
+    rows.append(("API client waiting on its rate limiter", f"{t.throttle_seconds:.1f} s", ""))
+    rows.append(("hint executions", f"{t.hint_seconds:.2f} s", units.count(int(t.hint_count))))
+    for event, secs in t.event_seconds.items():
+        rows.append((f"handling {event}", f"{secs:.2f} s", ""))
+    parts.append(charts.table(("kube-scheduler over the run", "time", "per"), rows, text_columns=1))
+    return parts
+
+
+def _cpu_table(name: str, p: explanation.CpuProfile) -> list[go.Figure | str]:
+    who = {"scheduler": "kube-scheduler", "apiserver": "kube-apiserver"}.get(name, name)
+    if not p.profiled:
+        return [charts.note(f"{who} not profiled: {p.reason}")]
+    rows = [(c.category, f"{c.cpu_seconds:.2f} s", units.percent(c.share)) for c in p.categories]
+    parts: list[go.Figure | str] = [
+        charts.note(
+            f"Where {who}'s CPU went: {p.cpu_seconds:.1f} s of CPU in {p.seconds_profiled:.0f} s "
+            f"profiled ({len(p.files)} slices kept beside this report, `go tool pprof` reads "
+            f"them); named categories cover {units.percent(p.coverage)} of the samples."
+        ),
+        charts.table(("category", "CPU", "share"), rows),
+    ]
+    if p.top_other:
+        parts.append(
+            charts.table(
+                ("uncategorized leaf function", "CPU"),
+                [(f, f"{s:.2f} s") for f, s in p.top_other],
+            )
+        )
+    if p.reason:
+        parts.append(charts.note(f"{who} profiling stopped: {p.reason}"))
+    parts.extend(charts.note(f"unreadable: {u}") for u in p.unreadable)
+    if p.busy_slices:
+        parts.append(
+            charts.note(f"{p.busy_slices} slices skipped: another client was profiling {who}.")
+        )
+    return parts
+
+
+def _explanation(e: explanation.Explanation | None) -> list[Section]:
+    if e is None:
+        return []
+    findings: list[go.Figure | str] = [
+        charts.table(
+            ("pathology", "upstream", "evidence", "try"),
+            [(f.title, f.issue or "-", f.evidence, f.knob) for f in e.findings],
+            text_columns=4,
+        )
+        if e.findings
+        else charts.note("No known pathology found in this run's evidence.")
+    ]
+    sections = [Section("Why it went so: known pathologies", findings)]
+    if e.scheduler is not None:
+        sections.append(Section("kube-scheduler's own view", _scheduler_view(e.scheduler)))
+    cpu_parts = [part for name, p in e.cpu.items() for part in _cpu_table(name, p)]
+    if cpu_parts:
+        sections.append(Section("Where the control plane's CPU went", cpu_parts))
+    return sections

@@ -16,12 +16,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from testbed.cluster import binaries as bins
 from testbed.cluster import (
     companions,
     description,
+    discovery,
     health,
     holds,
     in_use,
@@ -119,7 +118,7 @@ class LocalCluster:
     def status(self) -> Status:
         cfg = self.config
         exists = cfg.kubeconfig.is_file()
-        server = _server_of(cfg.kubeconfig) if exists else None
+        server = discovery.server_of(cfg.kubeconfig) if exists else None
         ready = exists and self._ready()
         port = cfg.prometheus.port() if exists else None
         return Status(
@@ -550,11 +549,3 @@ class LocalCluster:
                 etcd_port = where.port
             out.append(ComponentState(name, pid, rss, problem))
         return out
-
-
-def _server_of(kubeconfig: Path) -> str | None:
-    try:
-        doc = yaml.safe_load(kubeconfig.read_text())
-        return str(doc["clusters"][0]["cluster"]["server"])
-    except (OSError, KeyError, IndexError, TypeError, yaml.YAMLError):
-        return None

@@ -7,10 +7,12 @@ on a session of our own over that pool, and bodies are decoded here as plain dic
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import logging
 import os
 import random
+import ssl
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -175,16 +177,18 @@ class Kube:
         content_type: str = "application/json",
         retry: bool = True,
         text: bool = False,
+        raw: bool = False,
         attempt_timeout: float | None = None,
     ) -> Any:
         """One API call; decoded JSON back (or the body as text with `text=True`, e.g. a
-        component's /metrics). Retries 429/5xx/no-answer with backoff. `attempt_timeout` replaces
-        the settings' total timeout of one attempt."""
+        component's /metrics; as bytes with `raw=True`, e.g. a CPU profile). Retries
+        429/5xx/no-answer with backoff. `attempt_timeout` replaces the settings' total timeout
+        of one attempt."""
         attempt = 0
         call = _Call(method, path, query, _encode(body), content_type)
         while True:
             try:
-                raw = await self._request_once(call, attempt_timeout)
+                reply = await self._request_once(call, attempt_timeout)
             except errors.KubeError as err:
                 if (
                     not retry
@@ -197,9 +201,11 @@ class Kube:
                 log.debug("retrying %s %s in %.2fs after %s", method, path, delay, err)
                 await asyncio.sleep(delay)
                 continue
+            if raw:
+                return reply
             if text:
-                return raw.decode("utf-8", "replace")
-            return from_json(raw) if raw else None
+                return reply.decode("utf-8", "replace")
+            return from_json(reply) if reply else None
 
     def _backoff(self, attempt: int, err: errors.KubeError) -> float:
         if isinstance(err, errors.TooManyRequests) and err.retry_after:
@@ -257,6 +263,42 @@ class Kube:
                     call.method, resource_of(call.path), status, time.perf_counter() - start
                 )
         return raw
+
+    async def fetch_component(self, url: str, *, seconds: float) -> bytes:
+        """GET `url` on another component of a local cluster (kube-scheduler's /metrics or
+        /debug/pprof) with this client's credentials: its client certificate, else its
+        bearer token. Loopback only (`ValueError` otherwise): the component's self-signed
+        serving certificate is not verified. A refusal is the KubeError of its status
+        (`Forbidden` for 403), no answer within `seconds` `Unreachable`; never retried."""
+        host = URL(url).host or ""
+        try:
+            loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        if not loopback:
+            raise ValueError(f"{url}: only loopback components are fetched with credentials")
+        conf = self.api.configuration
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        headers: dict[str, str] = {}
+        if conf.cert_file:
+            context.load_cert_chain(conf.cert_file, keyfile=conf.key_file)
+        else:
+            await self.api.update_params_for_auth(headers, [], ["BearerToken"])
+        try:
+            async with self._session.get(
+                url,
+                headers=headers,
+                ssl=context,
+                timeout=aiohttp.ClientTimeout(total=seconds),
+            ) as resp:
+                raw = await resp.read()
+                if resp.status != 200:
+                    raise errors.from_response(resp.status, raw)
+                return raw
+        except (aiohttp.ClientError, TimeoutError, OSError) as e:
+            raise errors.Unreachable(f"{url} unreachable: {e or type(e).__name__}") from e
 
     # -- typed verbs ---------------------------------------------------------------------
 
