@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from aiohttp import web
 from prometheus_client import CollectorRegistry, ProcessCollector
 
-from extender import gates, handlers, limits, runs, warmup
+from extender import gates, handlers, limits, runs, startup, warmup
 from extender.cache import sync
 from extender.cache.index import Index
 from extender.cache.store import Store
@@ -46,6 +46,11 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except handlers.BadRequest as e:
         request.app[handlers.METRICS].requests.labels(_verb(request), "bad_request").inc()
         return web.json_response({"error": str(e)}, status=400)
+    except handlers.SlowBody as e:
+        request.app[handlers.METRICS].requests.labels(_verb(request), "slow_body").inc()
+        response = web.json_response({"error": str(e)}, status=408)
+        response.force_close()  # the rest of the body is not waited for
+        return response
     except limits.Overloaded as e:
         request.app[handlers.METRICS].requests.labels(_verb(request), "overloaded").inc()
         return web.json_response({"error": f"overloaded: {e}"}, status=503)
@@ -63,11 +68,14 @@ def build(
     registry: CollectorRegistry | None = None,
     kube: Kube | None = None,
     separate_admin: bool = False,
+    api_timeout: float = 10.0,
 ) -> web.Application:
     """An app over a fresh index. With `kube`, informers fill it (cleanup_ctx); without, the
     caller fills `app[STORE]` (offline files, tests) before serving. It serves the scheduler's
     calls and the probes, and /metrics and (with `settings.debug`) /debug/* too unless
-    `separate_admin`: then `admin(app)` serves those, on a port of their own."""
+    `separate_admin`: then `admin(app)` serves those, on a port of their own. The app
+    serves at once; with `kube`, it waits for the API server in the background (each attempt
+    within `api_timeout` seconds, `extender.startup`), and is not ready until then."""
     registry = registry if registry is not None else CollectorRegistry()
     metrics = Metrics(registry)
     index = Index(settings, on_placement=metrics.placement)
@@ -100,9 +108,16 @@ def build(
     if kube is not None:
         liveness = Liveness(kube, on_change=metrics.liveness)
         app[handlers.LIVENESS] = liveness
-        app.cleanup_ctx.append(_watching(kube, store, metrics, liveness, seen))
+        wait = app[handlers.API_WAIT] = startup.ApiWait(kube.host)
+        app.cleanup_ctx.append(_watching(kube, store, metrics, liveness, seen, wait, api_timeout))
     app.cleanup_ctx.append(warmup.after_sync(core, store, app[warmup.WARM]))
+    app.on_cleanup.append(_close_sandbox)
     return app
+
+
+async def _close_sandbox(app: web.Application) -> None:
+    """Stop the CEL sandbox's worker process, if one was started."""
+    app[STORE].index.evaluator.close()
 
 
 def admin(main: web.Application) -> web.Application:
@@ -116,6 +131,8 @@ def admin(main: web.Application) -> web.Application:
     if handlers.LIVENESS in main:
         out[handlers.LIVENESS] = main[handlers.LIVENESS]
     out[warmup.WARM] = main[warmup.WARM]
+    if handlers.API_WAIT in main:
+        out[handlers.API_WAIT] = main[handlers.API_WAIT]
     # The probes here too: kubelet reaches this port when the scheduler's is on loopback.
     runtime.add_probe_routes(out, registry=main[REGISTRY], not_ready=handlers.not_ready)
     _admin_routes(out)
@@ -133,16 +150,16 @@ def _admin_routes(app: web.Application) -> None:
 _MINOR = re.compile(r"^(\d+)\D*$")
 
 
-async def _release(kube: Kube) -> tuple[int, int] | None:
-    """The API server's (major, minor) from /version; None if it does not say (then the
+def _release(version: dict[str, object]) -> tuple[int, int] | None:
+    """The API server's (major, minor) from its /version; None if it does not say (then the
     allocator is judged as the newest release has it)."""
-    try:
-        version = await kube.request("GET", "/version")
-        major, minor = (_MINOR.match(str(version.get(k, ""))) for k in ("major", "minor"))
-    except (kube_errors.KubeError, AttributeError) as e:
-        log.warning("cannot read the cluster's version (%s): judging as the newest release", e)
+    major, minor = (_MINOR.match(str(version.get(k, ""))) for k in ("major", "minor"))
+    if not (major and minor):
+        log.warning(
+            "cannot read the cluster's version (%s): judging as the newest release", version
+        )
         return None
-    return (int(major.group(1)), int(minor.group(1))) if major and minor else None
+    return int(major.group(1)), int(minor.group(1))
 
 
 async def _serves_workloads(kube: Kube) -> bool:
@@ -159,18 +176,32 @@ async def _serves_workloads(kube: Kube) -> bool:
 
 
 def _watching(
-    kube: Kube, store: Store, metrics: Metrics, liveness: Liveness, seen: runs.Runs
+    kube: Kube,
+    store: Store,
+    metrics: Metrics,
+    liveness: Liveness,
+    seen: runs.Runs,
+    wait: startup.ApiWait,
+    api_timeout: float,
 ) -> Callable[[web.Application], AsyncIterator[None]]:
-    async def ctx(app: web.Application) -> AsyncIterator[None]:
-        store.index.release = await _release(kube)
+    tasks: list[asyncio.Task[None]] = []
+
+    async def start() -> None:
+        version = await startup.wait_for_api(kube, wait, attempt_timeout=api_timeout)
+        store.index.release = _release(version)
         if store.index.settings.fractional_capacity is None:
             store.index.fractional = await gates.read_fractional(kube, store.index.release)
         if await _serves_workloads(kube):
             store.watch_groups()
         metrics.expect_restarts({*(w.kind for w in store.watches.values()), runs.KIND})
-        tasks = sync.start(kube, store, on_restart=metrics.restart, liveness=liveness)
+        tasks.extend(sync.start(kube, store, on_restart=metrics.restart, liveness=liveness))
         follow = runs.follow(kube, seen, on_restart=metrics.restart, liveness=liveness)
         tasks.append(asyncio.create_task(follow, name="watch-loadgen-runs"))
+        tasks[-1].add_done_callback(runtime.log_exit(log))
+
+    async def ctx(app: web.Application) -> AsyncIterator[None]:
+        # In the background: the app listens (healthz, readyz "waiting") meanwhile.
+        tasks.append(asyncio.create_task(start(), name="start-watching"))
         tasks[-1].add_done_callback(runtime.log_exit(log))
         try:
             yield

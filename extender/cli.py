@@ -70,7 +70,7 @@ def parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--admin-port",
-        type=int,
+        type=cliconv.listen_port,
         default=env("EXTENDER_ADMIN_PORT"),
         help="serve /metrics and /debug/* on this port instead, apart from the scheduler's "
         "calls (env EXTENDER_ADMIN_PORT) [the main port]",
@@ -96,9 +96,18 @@ def parser() -> argparse.ArgumentParser:
         "signed (mutual TLS; kube-scheduler's tlsConfig certData/keyData). Probes need one "
         "too, so give kubelet --admin-port (env EXTENDER_CLIENT_CA) [any client]",
     )
-    # No --request-timeout: a server outlives a silent API server (its caches retry and it
-    # reports not ready), where a command would fail in one line.
     cliconv.add_cluster_flags(s, timeout=False)
+    s.add_argument(
+        "--request-timeout",
+        type=cliconv.positive_duration,
+        metavar="DURATION",
+        default=cliconv.DEFAULT_REQUEST_TIMEOUT,
+        help="each attempt to reach the API server at start must be answered within this; "
+        "the extender listens meanwhile (/readyz not ready, saying why), logs every failed "
+        "attempt and keeps trying: a server outlives a silent API server, where a command "
+        f"would fail (default {cliconv.DEFAULT_REQUEST_TIMEOUT:g}s); later requests may take "
+        f"up to {cliconv.LONG_RUN_REQUEST_TIMEOUT:g}s or this, whichever is longer",
+    )
     s.add_argument(
         "--from-files",
         nargs="+",
@@ -190,11 +199,19 @@ async def serve(ns: argparse.Namespace, settings: config.Settings) -> None:
         kube = await Kube.connect(
             kubeconfig=ns.kubeconfig,
             context=ns.context,
-            settings=ClientSettings(user_agent="dra-testbed-extender"),
+            settings=ClientSettings(
+                user_agent="dra-testbed-extender",
+                request_timeout=cliconv.long_run_timeout(ns),
+            ),
         )
     try:
         separate = ns.admin_port is not None
-        application = app_mod.build(settings, kube=kube, separate_admin=separate)
+        application = app_mod.build(
+            settings,
+            kube=kube,
+            separate_admin=separate,
+            api_timeout=cliconv.request_timeout(ns),
+        )
         if ns.from_files:
             counts = files.load(application[app_mod.STORE], ns.from_files)
             log.info("offline mode: loaded %s", ", ".join(f"{k}={v}" for k, v in counts.items()))
@@ -207,12 +224,20 @@ async def serve(ns: argparse.Namespace, settings: config.Settings) -> None:
                     ssl_context=tls,
                     access_log=False,
                     backlog=settings.listen_backlog,
+                    idle_timeout=settings.idle_timeout_seconds,
+                    max_connections=settings.max_connections,
                 )
             )
             log.info("serving on %s", url)
             if separate:
                 admin = app_mod.admin(application)
-                where = runtime.listening(admin, ns.admin_address, ns.admin_port, access_log=False)
+                where = runtime.listening(
+                    admin,
+                    ns.admin_address,
+                    ns.admin_port,
+                    access_log=False,
+                    idle_timeout=settings.idle_timeout_seconds,
+                )
                 log.info("metrics%s on %s", " and debug" if settings.debug else "",
                          await stack.enter_async_context(where))  # fmt: skip
             await runtime.until_signal()

@@ -69,14 +69,23 @@ class Settings(BaseModel):
     The scheduler treats the ignorable extender's 503 as no opinion."""
     call_deadline_seconds: float = Field(default=2.5, gt=0)
     """A call still waiting for its turn this long after it arrived is answered "not judged"
-    (every node passes, every score 0; counted as `result="late"`) rather than late: within
-    kube-scheduler's 5 s `httpTimeout` of the shipped configuration."""
+    (every node passes, every score 0; counted as `outcome="deadline"`) rather than late: within
+    kube-scheduler's 5 s `httpTimeout` of the shipped configuration. A call whose body has
+    not arrived by then is answered 408 and its connection closed."""
     listen_backlog: int = Field(default=1024, gt=0)
     """Connections the kernel may hold completed before the extender accepts them (capped by
     net.core.somaxconn). Past it the kernel drops connection attempts and the client retries
     only after 1, 3, 7, 15 s: a queue the extender never sees, which made calls wait 15-20 s
     under a burst of new connections with aiohttp's default of 128. Room for a burst lets
     every call reach the gate, which refuses the excess with a 503 at once."""
+    idle_timeout_seconds: float = Field(default=30.0, gt=0)
+    """A connection that has not sent a whole request head this long after it connected, or
+    sits idle this long between requests, is closed: unfinished or abandoned connections give
+    their descriptors back (kube-scheduler reconnects when it next calls)."""
+    max_connections: int | None = Field(default=None, gt=0)
+    """Connections served at once; at the limit each new one closes the oldest connection
+    with no request in progress. Default: the process's descriptor limit less a reserve
+    (`testbed.runtime.default_max_connections`)."""
     debug: bool = False
     """Serve /debug/* (recent decisions, every tenant's pods; free devices; judge). Off
     unless asked (`--debug`)."""

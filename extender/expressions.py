@@ -51,7 +51,7 @@ from typing import Any
 
 import cel
 
-from extender import typecheck
+from extender import sandbox, typecheck
 from extender.topology import Device
 from testbed import units
 
@@ -286,6 +286,11 @@ class Selector:
     cached per device, not per value."""
     domains: tuple[tuple[str, str], ...] = ()
     """(attributes|capacity, domain) it indexes by a literal: absent ones read as empty."""
+    source: str = ""
+    """The text compiled (the expression with missing domains read as empty)."""
+    sandboxed: bool = False
+    """It has a comprehension (`.all`, `.map`...), whose cost the expression's length does not
+    bound: evaluated in the sandbox (`extender.sandbox`), with a hard deadline."""
 
     @property
     def judged(self) -> bool:
@@ -299,7 +304,10 @@ MAX_EVALUATION_SECONDS = 0.05
 """Kubernetes bounds an expression's cost (estimated when the object is written, counted when
 it runs); the interpreter here counts none, so an expression one evaluation of which took
 longer than this is not judged from then on (a cost limit by time: each costly expression
-costs at most one slow evaluation)."""
+costs at most one slow evaluation). One with a comprehension runs in the sandbox and is
+abandoned past `sandbox.DEADLINE_SECONDS` instead: it never holds the event loop longer.
+Selectors already parsed (a claim judged before) then evaluate it as a runtime error, as
+kube-scheduler's runtime cost limit does; selectors compiled afterwards are not judged."""
 
 _COMPILED_LIMIT = 4096
 _RESULTS_LIMIT = 1 << 18
@@ -317,6 +325,14 @@ class Evaluator:
         self._results: dict[tuple[str, object], Outcome] = {}
         self._values: dict[tuple[str, object], object] = {}
         self._logged: set[str] = set()
+        self._costly: set[str] = set()
+        self.sandbox = sandbox.Sandbox()
+        """Where expressions with comprehensions are evaluated (a worker process, started
+        when first needed); `close()` stops it."""
+
+    def close(self) -> None:
+        """Stop the sandbox's worker, if one runs."""
+        self.sandbox.close()
 
     def compile_selector(self, expression: str) -> Selector:
         """The compiled selector for `expression`, compiled once per evaluator."""
@@ -427,7 +443,12 @@ class Evaluator:
         return Outcome.ERROR
 
     def _execute(self, sel: Selector, device: Device) -> Any:
-        """`sel`'s result on `device`; _Failed on a runtime error (logged once)."""
+        """`sel`'s result on `device`; _Failed on a runtime error (logged once) or when the
+        expression proved too costly."""
+        if sel.expression in self._costly:
+            raise _Failed
+        if sel.sandboxed:
+            return self._in_sandbox(sel, device)
         started = time.perf_counter()
         try:
             context = cel.Context(
@@ -442,15 +463,28 @@ class Evaluator:
         finally:
             took = time.perf_counter() - started
             if took > MAX_EVALUATION_SECONDS:
-                # Compiled anew as not judged: callers that look it up from now on skip it.
-                self._compiled[sel.expression] = Selector(
-                    sel.expression,
-                    self,
-                    unsupported=f"its cost (one evaluation took {took * 1e3:.0f} ms)",
-                )
-                self._log_once(
-                    sel.expression, f"CEL expression too costly, not judged: {sel.expression!r}"
-                )
+                self._too_costly(sel, f"one evaluation took {took * 1e3:.0f} ms")
+
+    def _in_sandbox(self, sel: Selector, device: Device) -> Any:
+        try:
+            return self.sandbox.evaluate(sel.source, {"device": device_input(sel, device)})
+        except sandbox.Failed as e:
+            self._log_once(sel.expression, f"CEL runtime error ({e}) in {sel.expression!r}")
+            raise _Failed from None
+        except sandbox.TooCostly as e:
+            self._costly.add(sel.expression)
+            self._too_costly(sel, f"abandoned: {e}")
+            raise _Failed from None
+
+    def _too_costly(self, sel: Selector, why: str) -> None:
+        """From now on `sel`'s expression compiles as not judged (callers that look it up
+        again skip it)."""
+        self._compiled[sel.expression] = Selector(
+            sel.expression, self, unsupported=f"its cost ({why})"
+        )
+        self._log_once(
+            sel.expression, f"CEL expression too costly ({why}), not judged: {sel.expression!r}"
+        )
 
     def _log_once(self, key: str, message: str) -> None:
         if key in self._logged:
@@ -484,8 +518,9 @@ def _compile(expression: str, owner: Evaluator, *, derived: bool = False) -> Sel
         return Selector(
             expression, owner, unsupported=f"an expression over {MAX_EXPRESSION_BYTES} bytes"
         )
+    source = _DOMAIN.sub(_defaulted, expression)
     try:
-        program = cel.compile(_DOMAIN.sub(_defaulted, expression))
+        program = cel.compile(source)
         functions = program.functions()
         variables = program.variables()
     except Exception as e:  # the binding raises ValueError, and more on odd input
@@ -519,6 +554,8 @@ def _compile(expression: str, owner: Evaluator, *, derived: bool = False) -> Sel
         program,
         refs=tuple(sorted(set(refs))) if projected else None,
         domains=tuple(sorted(domains)),
+        source=source,
+        sandboxed=bool(bound) or bool(free),
     )
 
 

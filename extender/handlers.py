@@ -1,11 +1,14 @@
 """HTTP handlers: decode the scheduler's JSON, call the core, encode the reply. Nothing else.
 
 Bad input (undecodable JSON, wrong types, no `Pod`, a body over the size limit) is a 400
-with a one-line message; it never reaches the core and changes nothing.
+with a one-line message; it never reaches the core and changes nothing. A body not received
+within the call's deadline is a 408 (`SlowBody`) and closes the connection: a client that
+trickles its body holds neither a place at the gate nor the connection for longer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import operator
 import time
@@ -16,7 +19,7 @@ import msgspec
 from aiohttp import web
 from pydantic import ValidationError
 
-from extender import decoding, limits, warmup
+from extender import decoding, limits, startup, warmup
 from extender.core import Core, FilterOutcome
 from extender.metrics import Metrics
 from testbed import validation
@@ -27,6 +30,8 @@ CORE: Final = web.AppKey("core", Core)
 METRICS: Final = web.AppKey("metrics", Metrics)
 LIVENESS: Final = web.AppKey("liveness", Liveness)
 """Present when the app watches a cluster (not offline)."""
+API_WAIT: Final = web.AppKey("api_wait", startup.ApiWait)
+"""Present when the app watches a cluster: the start-up's wait for the API server."""
 GATE: Final = web.AppKey("gate", limits.Gate)
 """Admits scheduler calls (`extender.limits`)."""
 
@@ -94,9 +99,17 @@ class BadRequest(Exception):
     """Input the extender refuses; the message goes to the client as is."""
 
 
-async def _call(request: web.Request) -> decoding.Call:
+class SlowBody(Exception):
+    """The request body did not arrive within the call's deadline."""
+
+
+async def _call(request: web.Request, within: float) -> decoding.Call:
+    """The call in `request`'s body, read within `within` seconds."""
     try:
-        body = await request.read()
+        async with asyncio.timeout(within):
+            body = await request.read()
+    except TimeoutError as e:
+        raise SlowBody(f"request body not received within {within:g}s") from e
     except web.HTTPRequestEntityTooLarge as e:
         limit = request.app[CORE].settings.max_body_bytes
         raise BadRequest(f"request body over the {limit}-byte limit") from e
@@ -130,9 +143,12 @@ async def _in_turn(
 ) -> tuple[decoding.Call, T, bool]:
     """The call decoded and judged (`judge(pod, names)`) in its turn at the gate, and whether
     in time: a turn that came past its deadline (`extender.limits`) is not judged but answered
-    with `not_judged(names)`, and counted."""
-    async with request.app[GATE].admitted() as turn:
-        call = await _call(request)
+    with `not_judged(names)`, and counted. The body is read before the gate admits the call,
+    within the call's deadline."""
+    gate = request.app[GATE]
+    arrived = gate.clock()
+    call = await _call(request, gate.deadline_seconds)
+    async with gate.admitted(arrived) as turn:
         async with turn.judging() as in_time:
             if in_time:
                 out = judge(call.pod, call.names)
@@ -188,16 +204,18 @@ async def prioritize_nodes(request: web.Request) -> web.Response:
 
 
 def not_ready(app: web.Application) -> str | None:
-    """Why /readyz answers 503: the cache has not synced or is warming up, or the API server
-    stopped answering."""
+    """Why /readyz answers 503: the cache has not synced (the API server not answering yet) or
+    is warming up, the API server stopped answering, or the gate is refusing scheduler calls
+    (overloaded)."""
     if not app[CORE].ready():
-        return "cache not synced yet"
+        wait = app.get(API_WAIT)
+        return (wait.reason() if wait is not None else None) or "cache not synced yet"
     if not app[warmup.WARM].is_set():
         return "cache synced; warming up (extender.warmup)"
     liveness = app.get(LIVENESS)
     if liveness is not None and not liveness.up:
         return f"{liveness.reason} (for {liveness.clock() - liveness.since:.0f}s)"
-    return None
+    return app[GATE].refusing()
 
 
 async def decisions(request: web.Request) -> web.Response:
@@ -213,8 +231,10 @@ async def judge(request: web.Request) -> web.Response:
     """Per candidate node, whether the pod's unallocated claims fit its devices as allocated
     now (DRA's request semantics): `fits` true, false, or null when not judged. Takes the
     body of a scheduler call (ExtenderArgs); for checks against the real allocator."""
-    async with request.app[GATE].admitted() as turn:
-        call = await _call(request)
+    gate = request.app[GATE]
+    arrived = gate.clock()
+    call = await _call(request, gate.deadline_seconds)
+    async with gate.admitted(arrived) as turn:
         core = request.app[CORE]
         names = call.names
         async with turn.judging() as in_time:

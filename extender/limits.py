@@ -2,15 +2,20 @@
 late it may answer one.
 
 The core judges a call synchronously on the event loop, so calls are judged one at a time
-anyway; the `Gate` makes that a FIFO turn with bounds around it. A call is refused at once
-(`Overloaded`: a 503, counted) when `max_inflight` calls (read, waiting or judged) are in
-already, or when the calls ahead of it would take longer to judge than its deadline (their
-number times the recent time to judge one): a burst cannot queue up unbounded memory and
-work, and a call is not admitted only to wait for a turn it cannot get in time. A call whose
-turn still comes after its deadline is not judged (the handler answers "every node passes,
-every score 0", counted): the scheduler gets an answer it can use within its timeout rather
-than a late one it drops, and the backlog drains at the cost of an answer, not of a
-computation.
+anyway; the `Gate` makes that a FIFO turn with bounds around it. A call is admitted once its
+body is read (a client trickling its body holds no place: the handler reads it against the
+call's deadline first). It is refused at once (`Overloaded`: a 503, counted) when
+`max_inflight` calls (waiting or judged) are in already, or when the calls ahead of it would
+take longer to judge than its deadline (their number times the recent time to judge one): a
+burst cannot queue up unbounded memory and work, and a call is not admitted only to wait for
+a turn it cannot get in time. A call whose turn still comes after its deadline is not judged
+(the handler answers "every node passes, every score 0", counted): the scheduler gets an
+answer it can use within its timeout rather than a late one it drops, and the backlog drains
+at the cost of an answer, not of a computation.
+
+The gate cannot latch shut: the recent time to judge one call decays with time (one costly
+call, a long GC pause or a stopped process raise it only for a while), and a call is always
+admitted when none is in flight. While it refuses calls, `refusing()` says so (/readyz).
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ class Overloaded(Exception):
 class Gate:
     SMOOTHING = 0.2
     """Weight of the latest judged call in `judge_seconds` (an exponential moving average)."""
+    HALF_LIFE_SECONDS = 2.0
+    """The estimate halves every this many seconds without a judged call to renew it."""
 
     def __init__(
         self,
@@ -40,26 +47,53 @@ class Gate:
         self.deadline_seconds = deadline_seconds
         self.clock = clock
         self.inflight = 0
-        self.judge_seconds = 0.0
-        """Recent time to judge one call (moving average); 0 until a call was judged."""
+        self._judge_seconds = 0.0
+        self._judged_at = clock()
+        self._refused_at: float | None = None
+        self._refused_why = ""
         self._turn = asyncio.Lock()
 
+    @property
+    def judge_seconds(self) -> float:
+        """Recent time to judge one call (a moving average of judged calls, decaying with
+        the time since the last one); 0 until a call was judged."""
+        age = max(0.0, self.clock() - self._judged_at)
+        return float(self._judge_seconds * 0.5 ** (age / self.HALF_LIFE_SECONDS))
+
+    @judge_seconds.setter
+    def judge_seconds(self, seconds: float) -> None:
+        self._judge_seconds = seconds
+        self._judged_at = self.clock()
+
+    def refusing(self) -> str | None:
+        """Why the gate is refusing calls, if it refused one within the last deadline
+        (`/readyz` says so), else None."""
+        if self._refused_at is None or self.clock() - self._refused_at > self.deadline_seconds:
+            return None
+        return f"refusing scheduler calls: {self._refused_why}"
+
     @contextlib.asynccontextmanager
-    async def admitted(self) -> AsyncIterator[Turn]:
-        """The call's place, from its arrival (before its body is read) to its answer;
-        raises Overloaded when `max_inflight` calls are in already, or when those would take
-        longer than the deadline to judge."""
-        if self.inflight >= self.max_inflight:
-            raise Overloaded(f"{self.inflight} calls in flight, the most admitted")
+    async def admitted(self, arrived: float | None = None) -> AsyncIterator[Turn]:
+        """The call's place, from its admission (its body read) to its answer; raises
+        Overloaded when `max_inflight` calls are in already, or when those would take longer
+        than the deadline to judge. The deadline counts from `arrived` (the gate's clock;
+        now if not given)."""
         wait = (self.inflight + 1) * self.judge_seconds  # the calls ahead, then this one
-        if wait > self.deadline_seconds:
-            raise Overloaded(
+        why = None
+        if self.inflight >= self.max_inflight:
+            why = f"{self.inflight} calls in flight, the most admitted"
+        elif self.inflight and wait > self.deadline_seconds:
+            why = (
                 f"{self.inflight} calls ahead: judged in about {wait:.2f}s, past the "
                 f"{self.deadline_seconds:g}s call deadline"
             )
+        if why is not None:
+            self._refused_at, self._refused_why = self.clock(), why
+            raise Overloaded(why)
         self.inflight += 1
+        start = self.clock() if arrived is None else arrived
         try:
-            yield Turn(self, self.clock() + self.deadline_seconds)
+            yield Turn(self, start + self.deadline_seconds)
         finally:
             self.inflight -= 1
 
@@ -80,4 +114,5 @@ class Turn:
             yield in_time
             if in_time:
                 took = gate.clock() - start
-                gate.judge_seconds += gate.SMOOTHING * (took - gate.judge_seconds)
+                recent = gate.judge_seconds
+                gate.judge_seconds = recent + gate.SMOOTHING * (took - recent)

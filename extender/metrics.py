@@ -39,7 +39,8 @@ class Metrics:
             "Scheduler calls by verb and outcome (ok, not_ready, late = answered after the "
             "scheduler's httpTimeout or after it hung up, bad_request, error, overloaded = "
             "refused with 503 beyond the in-flight cap, deadline = its turn came past the call "
-            "deadline, answered not judged).",
+            "deadline, answered not judged, slow_body = its body not received within the call "
+            "deadline, 408).",
             ["verb", "outcome"],
             registry=registry,
         )

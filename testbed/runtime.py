@@ -87,23 +87,39 @@ async def listening(
     ssl_context: ssl.SSLContext | None = None,
     access_log: bool = True,
     backlog: int = 128,
+    idle_timeout: float = 75.0,
+    max_connections: int | None = None,
 ) -> AsyncIterator[str]:
-    """Serve `app` on `host:port` until the block ends, yielding its base URL; the runner (and
-    with it the app's cleanup contexts) is cleaned up on the way out, whatever happens.
-    Signals stay the caller's (`until_signal`). `backlog`: connections the kernel completes
-    before the server accepts them (capped by net.core.somaxconn); beyond it the kernel drops
-    attempts, which the client retries only after 1, 3, 7, 15 s.
+    """Serve `app` on `host:port` until the block ends, yielding its base URL (with the port
+    bound, when `port` is 0); the runner (and with it the app's cleanup contexts) is cleaned
+    up on the way out, whatever happens. Signals stay the caller's (`until_signal`).
+    `backlog`: connections the kernel completes before the server accepts them (capped by
+    net.core.somaxconn); beyond it the kernel drops attempts, which the client retries only
+    after 1, 3, 7, 15 s.
 
     Connections are accepted here, every waiting one each time the socket is ready, rather
     than by the loop's own server: uvloop's libuv accepts one connection per loop iteration,
     so a loop busy answering calls left new connections (and the calls they carry) in the
-    kernel's queue for seconds, unseen by any limit of the app's."""
-    runner = (
-        web.AppRunner(app, handle_signals=False)
-        if access_log
-        else web.AppRunner(app, handle_signals=False, access_log=None)
-    )
+    kernel's queue for seconds, unseen by any limit of the app's.
+
+    A connection that has not sent a whole request head within `idle_timeout` seconds of
+    connecting, or sits idle that long between requests, is closed (a TLS handshake gets as
+    long). At `max_connections` open (default: what the descriptor limit leaves, see
+    `default_max_connections`), each new connection closes the oldest one that has no
+    request in progress: clients that connect and never finish a request cannot hold every
+    descriptor and lock out the ones that do. A client's protocol error (a header over
+    8 KiB, a malformed request line) is answered 400 and logged in one line at debug level."""
+    kwargs: dict[str, Any] = {
+        "handle_signals": False,
+        "keepalive_timeout": idle_timeout,
+        "lingering_time": 1.0,
+        "logger": _ClientFaults(logging.getLogger("aiohttp.server"), {}),
+    }
+    if not access_log:
+        kwargs["access_log"] = None
+    runner = web.AppRunner(app, **kwargs)
     await runner.setup()
+    cap = max_connections if max_connections is not None else default_max_connections()
     try:
         with contextlib.ExitStack() as stack:
             try:
@@ -111,14 +127,51 @@ async def listening(
             except OSError as e:
                 raise ListenError(f"cannot listen on {host}:{port}: {e.strerror or e}") from e
             for sock in socks:
-                stack.enter_context(_accepting(sock, runner.server, ssl_context))
-            yield f"{'https' if ssl_context else 'http'}://{host}:{port}"
+                stack.enter_context(
+                    _accepting(sock, runner.server, ssl_context, cap=cap, handshake=idle_timeout)
+                )
+            bound = socks[0].getsockname()[1] if socks else port
+            shown = f"[{host}]" if ":" in host else host
+            yield f"{'https' if ssl_context else 'http'}://{shown}:{bound}"
     finally:
         await runner.cleanup()
 
 
+class _ClientFaults(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """aiohttp's server logger, with a client's protocol errors (aiohttp's
+    HttpProcessingError: a header over 8 KiB, a malformed request line or body) in one line at
+    debug level rather than a traceback at ERROR per request."""
+
+    def exception(self, msg: object, *args: object, exc_info: Any = True, **kw: Any) -> None:
+        from aiohttp.http_exceptions import HttpProcessingError
+
+        if isinstance(exc_info, HttpProcessingError):
+            first = str(exc_info).strip().splitlines()
+            reason = first[0][:200] if first else type(exc_info).__name__
+            self.debug("client fault: %s: %s", str(msg) % args, reason)
+            return
+        self.logger.error(msg, *args, exc_info=exc_info, **kw)
+
+
+CONNECTION_RESERVE = 64
+"""Descriptors `default_max_connections` leaves for everything but served connections (API
+server connections and watches, log files, the listening sockets)."""
+
+
+def default_max_connections() -> int:
+    """The most served connections a process keeps open by default: its descriptor limit
+    (RLIMIT_NOFILE, soft) less CONNECTION_RESERVE, at least 16."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 65536
+    return max(16, soft - CONNECTION_RESERVE)
+
+
 def _listen_sockets(host: str, port: int, backlog: int) -> list[socket.socket]:
-    """A listening socket on each address `host` names (`localhost`: ::1 and 127.0.0.1)."""
+    """A listening socket on each address `host` names (`localhost`: ::1 and 127.0.0.1).
+    With port 0, the first socket picks a free port and the others bind that same one."""
     infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     socks: list[socket.socket] = []
     try:
@@ -128,6 +181,8 @@ def _listen_sockets(host: str, port: int, backlog: int) -> list[socket.socket]:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             if family == socket.AF_INET6:  # its IPv4 twin, if any, gets a socket of its own
                 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            if port == 0 and len(socks) > 1:
+                address = (address[0], socks[0].getsockname()[1], *address[2:])
             sock.bind(address)
             sock.listen(backlog)
             sock.setblocking(False)
@@ -141,25 +196,35 @@ def _listen_sockets(host: str, port: int, backlog: int) -> list[socket.socket]:
 @contextlib.contextmanager
 def _accepting(
     sock: socket.socket,
-    protocol: Callable[[], asyncio.BaseProtocol] | None,
+    server: web.Server | None,
     ssl_context: ssl.SSLContext | None,
+    *,
+    cap: int,
+    handshake: float,
 ) -> Iterator[None]:
     """Accept every waiting connection whenever `sock` is readable and hand it to
-    `protocol`, until the block ends."""
-    if protocol is None:
+    `server`, until the block ends; past `cap` connections, make room first (`_make_room`)."""
+    if server is None:
         raise RuntimeError("the app runner was not set up")
     loop = asyncio.get_running_loop()
-    handshakes: set[asyncio.Task[Any]] = set()
+    handshakes: dict[asyncio.Task[Any], None] = {}  # in the order they began
 
     async def connect(conn: socket.socket) -> None:
         try:
-            await loop.connect_accepted_socket(protocol, conn, ssl=ssl_context)
-        except (OSError, ssl.SSLError) as e:  # a failed TLS handshake, a client gone
+            await loop.connect_accepted_socket(
+                server,
+                conn,
+                ssl=ssl_context,
+                ssl_handshake_timeout=handshake if ssl_context is not None else None,
+            )
+        except (OSError, ssl.SSLError, TimeoutError) as e:  # a failed TLS handshake, a client gone
             log.debug("connection dropped before it was served: %s", e)
             conn.close()
 
     def ready() -> None:
         while True:
+            if len(handshakes) + len(server.connections) >= cap:
+                _make_room(server, handshakes)
             try:
                 conn, _ = sock.accept()
             except (BlockingIOError, InterruptedError, ConnectionAbortedError):
@@ -171,8 +236,8 @@ def _accepting(
                 return
             conn.setblocking(False)
             task = loop.create_task(connect(conn))
-            handshakes.add(task)
-            task.add_done_callback(handshakes.discard)
+            handshakes[task] = None
+            task.add_done_callback(lambda t: handshakes.pop(t, None))
 
     def resume() -> None:
         if sock.fileno() != -1:  # still serving
@@ -185,6 +250,22 @@ def _accepting(
         loop.remove_reader(sock.fileno())
         for task in handshakes:
             task.cancel()
+
+
+def _make_room(server: web.Server, handshakes: dict[asyncio.Task[Any], None]) -> None:
+    """Close the oldest open connection with no request in progress (one still sending its
+    request head, or idle between requests), else cancel the oldest TLS handshake."""
+    for handler in server.connections:
+        transport = handler.transport
+        # aiohttp marks a connection whose request is being handled (read, answered).
+        busy = getattr(handler, "_request_in_progress", False)
+        if transport is not None and not transport.is_closing() and not busy:
+            handler.force_close()
+            return
+    for task in handshakes:
+        if not task.done():
+            task.cancel()
+            return
 
 
 def add_probe_routes(

@@ -410,13 +410,43 @@ def test_every_command_given_to_the_image_parses_with_its_cli() -> None:
 
 
 def test_services_listen_on_all_interfaces_in_pods() -> None:
-    """Probes need the pod IP: the port they use listens on all interfaces. An extender
-    sidecar (or a hostNetwork one) serves the scheduler on loopback only, and its probes and
-    /metrics on the admin port."""
+    """Probes need the pod IP: the port they use listens on all interfaces. Every extender
+    serves its probes and /metrics on the admin port, apart from the scheduler's calls (2,000
+    concurrent scrapes on the scheduler's port delayed /filter past its 5 s timeout)."""
     for where, argv in image_commands():
         if argv[:2] in (["extender", "serve"], ["fleet", "serve"]):
-            flag = "--address" if argv[0] == "extender" else "--host"
-            if "--admin-port" in argv:
+            flag = "--host"
+            if argv[0] == "extender":
+                assert "--admin-port" in argv, f"{where}: /metrics on the scheduler's port"
+                assert argv[argv.index("--admin-port") + 1] != argv[argv.index("--port") + 1]
                 flag = "--admin-address"
-                assert argv[argv.index("--address") + 1] == "127.0.0.1", where
             assert argv[argv.index(flag) + 1] == "0.0.0.0", f"{where}: probes need the pod IP"
+
+
+def test_extender_metrics_ports_are_the_admin_ports() -> None:
+    """The Service ports Prometheus scrapes (http-metrics) and the probes of an extender
+    container name its admin port, never the port the scheduler calls."""
+    rendered = [o for name in s.KUSTOMIZATIONS for o in s.render(name)]
+    admin_pods = set()
+    for o in rendered:
+        spec = s.pod_spec(o)
+        for c in containers(spec) if spec else []:
+            argv = list(c.get("command") or []) + list(c.get("args") or [])
+            if argv[:2] != ["extender", "serve"]:
+                continue
+            admin = int(argv[argv.index("--admin-port") + 1])
+            names = {p.get("name"): p["containerPort"] for p in c.get("ports") or []}
+            assert names.get("admin") == admin, c["name"]
+            for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+                if probe in c:
+                    assert c[probe]["httpGet"]["port"] == "admin", (c["name"], probe)
+            admin_pods.add(o["metadata"]["name"])
+    assert admin_pods
+    scraped = [
+        p
+        for o in rendered
+        if o.get("kind") == "Service" and o["metadata"]["name"] != "dra-testbed-fleet"
+        for p in o["spec"].get("ports") or []
+        if p.get("name") == "http-metrics"
+    ]
+    assert scraped and all(p.get("targetPort") == "admin" for p in scraped), scraped
