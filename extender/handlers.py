@@ -148,13 +148,12 @@ async def _in_turn(
     gate = request.app[GATE]
     arrived = gate.clock()
     call = await _call(request, gate.deadline_seconds)
-    async with gate.admitted(arrived) as turn:
-        async with turn.judging() as in_time:
-            if in_time:
-                out = judge(call.pod, call.names)
-            else:
-                out = not_judged(call.names)
-                request.app[METRICS].requests.labels(verb, "deadline").inc()
+    async with gate.admitted(arrived) as turn, turn.judging() as in_time:
+        if in_time:
+            out = judge(call.pod, call.names)
+        else:
+            out = not_judged(call.names)
+            request.app[METRICS].requests.labels(verb, "deadline").inc()
     return call, out, in_time
 
 

@@ -110,9 +110,9 @@ class Turn:
         gate = self._gate
         async with gate._turn:
             start = gate.clock()
+            recent = gate.judge_seconds  # the estimate as this call's judging began
             in_time = start <= self.deadline
             yield in_time
             if in_time:
                 took = gate.clock() - start
-                recent = gate.judge_seconds
                 gate.judge_seconds = recent + gate.SMOOTHING * (took - recent)

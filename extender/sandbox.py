@@ -15,6 +15,7 @@ one JSON line (`{"ok": result}` or `{"error": message}`); it ends when its input
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -125,10 +126,8 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
     proc.kill()
     for pipe in (proc.stdin, proc.stdout):
         if pipe is not None:
-            try:
+            with contextlib.suppress(OSError):
                 pipe.close()
-            except OSError:
-                pass
     proc.wait()
 
 

@@ -146,9 +146,8 @@ class _ClientFaults(logging.LoggerAdapter):  # type: ignore[type-arg]
         from aiohttp.http_exceptions import HttpProcessingError
 
         if isinstance(exc_info, HttpProcessingError):
-            first = str(exc_info).strip().splitlines()
-            reason = first[0][:200] if first else type(exc_info).__name__
-            self.debug("client fault: %s: %s", str(msg) % args, reason)
+            text = " ".join(f"{exc_info.code} {exc_info.message}".split())
+            self.debug("client fault: %s: %s", str(msg) % args, text[:200])
             return
         self.logger.error(msg, *args, exc_info=exc_info, **kw)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import socket
 import sys
@@ -158,3 +159,90 @@ def test_fractional_capacity_is_read_from_the_cluster_unless_the_flag_the_env_or
     assert "\n" not in err
     monkeypatch.delenv("EXTENDER_FRACTIONAL_CAPACITY")
     assert run(["serve", "--fractional-capacity", "maybe"]) == 2
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "http"])
+def test_an_admin_port_out_of_range_is_refused(
+    capsys: pytest.CaptureFixture[str], port: str
+) -> None:
+    assert run(["serve", "--from-files", ".", "--admin-port", port]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--admin-port" in err
+
+
+async def test_port_0_is_logged_as_the_port_bound(tmp_path: Path) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        "from extender.cli import main; main()",
+        "serve",
+        "--from-files",
+        str(fleet_file(tmp_path)),
+        "--port",
+        "0",
+        "--admin-port",
+        "0",
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert proc.stderr is not None
+        logged = b""
+        async with asyncio.timeout(30):
+            while logged.count(b"on http://127.0.0.1:") < 2:
+                line = await proc.stderr.readline()
+                assert line, f"extender exited before serving: {logged!r}"
+                logged += line
+        main_port, admin_port = map(int, re.findall(rb"on http://127\.0\.0\.1:(\d+)", logged))
+        assert main_port != 0 and admin_port != 0 and main_port != admin_port
+        async with aiohttp.ClientSession() as s:
+            async with s.get(f"http://127.0.0.1:{main_port}/readyz") as r:
+                assert r.status == 200
+            async with s.get(f"http://127.0.0.1:{admin_port}/metrics") as r:
+                assert r.status == 200
+    finally:
+        await children.reap(proc)
+
+
+async def test_a_silent_api_server_is_reported_while_the_extender_listens(
+    tmp_path: Path,
+) -> None:
+    """An API server that accepts connections and never answers: the extender listens at
+    once (/healthz answers, /readyz says what it waits for) and logs every attempt that got
+    no answer within --request-timeout."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)  # accepted by the kernel, never answered
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "silent",
+                        "cluster": {"server": f"http://127.0.0.1:{silent.getsockname()[1]}"},
+                    }
+                ],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "silent", "context": {"cluster": "silent", "user": "u"}}],
+                "current-context": "silent",
+            }
+        )
+    )
+    try:
+        async with serving(
+            "--kubeconfig", str(kubeconfig), "--request-timeout", "1s", "--admin-port", "0"
+        ) as (proc, port):
+            assert proc.stderr is not None
+            async with asyncio.timeout(30):
+                while b"no answer within 1s" not in (line := await proc.stderr.readline()):
+                    assert line, "extender exited"
+            async with aiohttp.ClientSession() as s:
+                async with s.get(f"http://127.0.0.1:{port}/healthz") as r:
+                    assert r.status == 200
+                async with s.get(f"http://127.0.0.1:{port}/readyz") as r:
+                    why = await r.text()
+                    assert r.status == 503 and "waiting for the API server" in why, why
+    finally:
+        silent.close()
