@@ -212,9 +212,9 @@ async def serve(ns: argparse.Namespace, settings: config.Settings) -> None:
             separate_admin=separate,
             api_timeout=cliconv.request_timeout(ns),
         )
-        # The CEL sandbox's worker imports the interpreter (~0.3 s): started now, not inside
+        # The CEL sandbox's workers import the interpreter (~0.3 s): started now, not inside
         # the first scheduler call with a comprehension in a selector.
-        application[app_mod.STORE].index.evaluator.sandbox.start()
+        application[app_mod.STORE].index.evaluator.sandbox.start(spare=True)
         if ns.from_files:
             counts = files.load(application[app_mod.STORE], ns.from_files)
             log.info("offline mode: loaded %s", ", ".join(f"{k}={v}" for k, v in counts.items()))

@@ -45,6 +45,7 @@ import enum
 import logging
 import re
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -309,6 +310,10 @@ abandoned past `sandbox.DEADLINE_SECONDS` instead: it never holds the event loop
 Selectors already parsed (a claim judged before) then evaluate it as a runtime error, as
 kube-scheduler's runtime cost limit does; selectors compiled afterwards are not judged."""
 
+MAX_ABANDONED = 3
+ABANDONED_WINDOW_SECONDS = 10.0
+"""At most MAX_ABANDONED sandboxed evaluations abandoned per this window (see `_in_sandbox`)."""
+
 _COMPILED_LIMIT = 4096
 _RESULTS_LIMIT = 1 << 18
 _LOGGED_LIMIT = 4096
@@ -326,6 +331,10 @@ class Evaluator:
         self._values: dict[tuple[str, object], object] = {}
         self._logged: set[str] = set()
         self._costly: set[str] = set()
+        self._proven: set[str] = set()
+        """Sandboxed expressions evaluated in time at least once."""
+        self._abandoned: deque[float] = deque()
+        """When recent sandboxed evaluations were abandoned (monotonic seconds)."""
         self.sandbox = sandbox.Sandbox()
         """Where expressions with comprehensions are evaluated (a worker process, started
         when first needed); `close()` stops it."""
@@ -377,6 +386,8 @@ class Evaluator:
         if hit is _MISSING:
             try:
                 hit = _attribute_value(self._execute(sel, device))
+            except _Unknown as e:
+                raise DerivedError(str(e), judged=False) from None
             except _Failed:
                 hit = DerivedError("CEL runtime error")
             except DerivedError as e:
@@ -414,7 +425,10 @@ class Evaluator:
         hit = self._results.get(cache_key)
         if hit is not None:
             return hit
-        out = self._run(sel, device)
+        try:
+            out = self._run(sel, device)
+        except _Unknown:
+            return Outcome.ERROR  # this time only: not cached
         if len(self._results) >= _RESULTS_LIMIT:
             self._results.clear()
         if sel.refs is not None:
@@ -431,6 +445,8 @@ class Evaluator:
     def _run(self, sel: Selector, device: Device) -> Outcome:
         try:
             result = self._execute(sel, device)
+        except _Unknown:
+            raise
         except _Failed:
             return Outcome.ERROR
         if result is True:
@@ -466,15 +482,32 @@ class Evaluator:
                 self._too_costly(sel, f"one evaluation took {took * 1e3:.0f} ms")
 
     def _in_sandbox(self, sel: Selector, device: Device) -> Any:
+        """`sel`'s result on `device` from the sandbox. After MAX_ABANDONED abandoned
+        expressions within ABANDONED_WINDOW_SECONDS, one never evaluated in time before is
+        not tried (`_Unknown`): many distinct costly expressions cost at most that many
+        deadlines of the event loop per window."""
+        now = time.monotonic()
+        while self._abandoned and now - self._abandoned[0] > ABANDONED_WINDOW_SECONDS:
+            self._abandoned.popleft()
+        if len(self._abandoned) >= MAX_ABANDONED and sel.expression not in self._proven:
+            raise _Unknown(f"{len(self._abandoned)} costly CEL expressions abandoned just now")
         try:
-            return self.sandbox.evaluate(sel.source, {"device": device_input(sel, device)})
+            result = self.sandbox.evaluate(sel.source, {"device": device_input(sel, device)})
         except sandbox.Failed as e:
             self._log_once(sel.expression, f"CEL runtime error ({e}) in {sel.expression!r}")
             raise _Failed from None
+        except sandbox.Unavailable as e:
+            self._log_once("sandbox", f"CEL expression not evaluated: {e}")
+            raise _Unknown(str(e)) from None
         except sandbox.TooCostly as e:
+            self._abandoned.append(now)
             self._costly.add(sel.expression)
             self._too_costly(sel, f"abandoned: {e}")
             raise _Failed from None
+        if len(self._proven) >= _COMPILED_LIMIT:
+            self._proven.clear()
+        self._proven.add(sel.expression)
+        return result
 
     def _too_costly(self, sel: Selector, why: str) -> None:
         """From now on `sel`'s expression compiles as not judged (callers that look it up
@@ -497,6 +530,11 @@ class Evaluator:
 
 class _Failed(Exception):
     """An evaluation ended in a runtime error."""
+
+
+class _Unknown(_Failed):
+    """The expression was not evaluated this time (the sandbox could not take it): a runtime
+    error for this evaluation only, never cached."""
 
 
 def _attribute_value(result: Any) -> object:

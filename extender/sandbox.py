@@ -43,83 +43,101 @@ class Failed(Exception):
     """The expression failed to evaluate (a CEL runtime error); the message says why."""
 
 
-class Sandbox:
-    """One worker process, started when first needed and again after each kill."""
+class Unavailable(Exception):
+    """No worker could take the evaluation (none started in time, or it died): nothing is
+    known about the expression."""
 
-    def __init__(self, deadline: float = DEADLINE_SECONDS) -> None:
-        self.deadline = deadline
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._ready = False
-        self._buffer = b""
-        self._finalizer: weakref.finalize[Any, Any] | None = None
 
-    def start(self) -> None:
-        """Start a worker unless one runs (without waiting for it)."""
-        if self._proc is not None:
-            return
-        self._proc = subprocess.Popen(
+class _Worker:
+    """One worker process and what it has sent that was not read yet."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
             [sys.executable, "-m", "extender.sandbox"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             close_fds=True,
         )
-        self._ready = False
-        self._buffer = b""
-        self._finalizer = weakref.finalize(self, _kill, self._proc)
+        self.ready = False
+        self.buffer = b""
+        self.stop = weakref.finalize(self, _kill, self.proc)
+
+    def line(self, until: float) -> bytes | None:
+        """The worker's next line, or None if it does not come by `until` (or it died)."""
+        stdout = self.proc.stdout
+        assert stdout is not None
+        poll = select.poll()  # not select(): descriptors past 1024 under many connections
+        poll.register(stdout.fileno(), select.POLLIN)
+        while b"\n" not in self.buffer:
+            left = until - time.monotonic()
+            if left <= 0 or not poll.poll(left * 1000):
+                return None
+            chunk = os.read(stdout.fileno(), 1 << 16)
+            if not chunk:
+                return None
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line
+
+
+class Sandbox:
+    """A worker process, started when first needed, with a spare beside it: a worker killed
+    for a costly expression is replaced by the spare at once, not by a process still
+    importing the interpreter."""
+
+    def __init__(self, deadline: float = DEADLINE_SECONDS) -> None:
+        self.deadline = deadline
+        self._active: _Worker | None = None
+        self._spare: _Worker | None = None
+
+    def start(self, *, spare: bool = False) -> None:
+        """Start the worker (and with `spare` its spare) unless running, without waiting."""
+        if self._active is None:
+            self._active, self._spare = self._spare or _Worker(), None
+        if spare and self._spare is None:
+            self._spare = _Worker()
 
     def evaluate(self, expression: str, variables: dict[str, Any]) -> Any:
         """The value of `expression` over `variables`; Failed on a runtime error, TooCostly
-        past the deadline (the worker is then replaced)."""
+        past the deadline (the worker is then replaced), Unavailable if no worker answers."""
         self.start()
-        proc = self._proc
-        assert proc is not None and proc.stdin is not None
-        if not self._ready:
-            if self._line(time.monotonic() + START_SECONDS) != b"ready":
-                self._restart()
-                raise TooCostly("the CEL sandbox did not start")
-            self._ready = True
+        worker = self._active
+        assert worker is not None and worker.proc.stdin is not None
+        if not worker.ready:
+            if worker.line(time.monotonic() + START_SECONDS) != b"ready":
+                self._replace()
+                raise Unavailable(f"the CEL sandbox did not start within {START_SECONDS:g}s")
+            worker.ready = True
         try:
-            proc.stdin.write(json.dumps({"e": expression, "v": variables}).encode() + b"\n")
-            proc.stdin.flush()
+            request = json.dumps({"e": expression, "v": variables}).encode()
+            worker.proc.stdin.write(request + b"\n")
+            worker.proc.stdin.flush()
         except (OSError, ValueError):  # the worker died
-            self._restart()
-            raise Failed("the CEL sandbox failed") from None
-        line = self._line(time.monotonic() + self.deadline)
+            self._replace()
+            raise Unavailable("the CEL sandbox's worker died") from None
+        line = worker.line(time.monotonic() + self.deadline)
         if line is None:
-            self._restart()
+            self._replace()
             raise TooCostly(f"no result within {self.deadline:g}s")
         reply = json.loads(line)
         if "error" in reply:
             raise Failed(str(reply["error"]))
         return reply.get("ok")
 
-    def _line(self, until: float) -> bytes | None:
-        """The worker's next line, or None if it does not come by `until` (or it died)."""
-        proc = self._proc
-        assert proc is not None and proc.stdout is not None
-        fd = proc.stdout.fileno()
-        while b"\n" not in self._buffer:
-            left = until - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                return None
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                return None
-            self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line
-
-    def _restart(self) -> None:
-        self.close()
-        self.start()
+    def _replace(self) -> None:
+        """Kill the active worker; the spare takes its place and a new spare starts."""
+        if self._active is not None:
+            self._active.stop()
+            self._active = None
+        self.start(spare=True)
 
     def close(self) -> None:
-        """Stop the worker, if any."""
-        if self._finalizer is not None:
-            self._finalizer()
-            self._finalizer = None
-        self._proc = None
+        """Stop the workers, if any."""
+        for worker in (self._active, self._spare):
+            if worker is not None:
+                worker.stop()
+        self._active = self._spare = None
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

@@ -224,3 +224,79 @@ def test_a_selector_whose_evaluation_overran_the_limit_is_not_judged_from_then_o
         (),
         "unsupported_function",
     )
+
+
+_L = "[" + ",".join(str(i) for i in range(25)) + "]"
+COSTLY = f"{_L}.all(a, {_L}.all(b, {_L}.all(c, {_L}.all(d, {_L}.all(e, a + b + c + d + e >= 0)))))"
+"""5-deep `.all` over a 25-element list: seconds of CPU if evaluated to the end."""
+
+
+def test_a_costly_comprehension_is_abandoned_at_the_deadline_and_not_judged_from_then_on() -> None:
+    evaluator = expressions.Evaluator()
+    try:
+        cheap = evaluator.compile_selector("[1, 2, 3].exists(x, x == 3)")
+        assert cheap.sandboxed and evaluator.evaluate(cheap, GPU) is expressions.Outcome.MATCH
+        costly = evaluator.compile_selector(COSTLY)
+        assert costly.sandboxed and costly.judged
+        # Abandoned (a runtime error for a claim already parsed), without waiting it out.
+        assert evaluator.evaluate(costly, GPU) is expressions.Outcome.ERROR
+        again = evaluator.compile_selector(COSTLY)
+        assert not again.judged and "abandoned" in str(again.unsupported)
+        # The replaced worker evaluates the next expression.
+        other = evaluator.compile_selector("[4, 5].all(x, x > 3) && device.driver == 'lp'")
+        assert evaluator.evaluate(other, GPU) is expressions.Outcome.NO_MATCH
+    finally:
+        evaluator.close()
+
+
+def test_after_several_abandoned_expressions_new_ones_are_not_tried_for_a_while(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Many distinct costly expressions cost at most MAX_ABANDONED deadlines per window: the
+    next one never evaluated in time is not tried (an error this time, not remembered), while
+    one evaluated in time before still is."""
+    monkeypatch.setattr(expressions, "MAX_ABANDONED", 1)
+    evaluator = expressions.Evaluator()
+    try:
+        proven = evaluator.compile_selector("[1].all(x, x == 1)")
+        assert evaluator.evaluate(proven, GPU) is expressions.Outcome.MATCH
+        assert evaluator.evaluate(evaluator.compile_selector(COSTLY), GPU) is (
+            expressions.Outcome.ERROR
+        )
+        second = evaluator.compile_selector(COSTLY + " && true")
+        assert evaluator.evaluate(second, GPU) is expressions.Outcome.ERROR
+        assert evaluator.compile_selector(COSTLY + " && true").judged  # not marked costly
+        fresh = evaluator.compile_selector("[1].all(x, x == 1) && device.driver != 'lp'")
+        assert evaluator.evaluate(fresh, GPU) is expressions.Outcome.ERROR  # not tried...
+        assert evaluator.evaluate(proven, GPU) is expressions.Outcome.MATCH
+        monkeypatch.setattr(expressions, "ABANDONED_WINDOW_SECONDS", 0.0)
+        assert evaluator.evaluate(fresh, GPU) is expressions.Outcome.MATCH  # ...until later
+    finally:
+        evaluator.close()
+
+
+async def test_a_gates_estimate_decays_so_one_costly_call_cannot_latch_it() -> None:
+    now = [0.0]
+    gate = limits.Gate(max_inflight=64, deadline_seconds=2.5, clock=lambda: now[0])
+
+    async def judged(seconds: float) -> None:
+        async with gate.admitted() as turn, turn.judging():
+            now[0] += seconds
+
+    await judged(13.7)
+    assert gate.judge_seconds == pytest.approx(0.2 * 13.7)
+    assert gate.refusing() is None
+
+    async def two_at_once() -> bool:
+        async with gate.admitted():
+            try:
+                async with gate.admitted():
+                    return True
+            except limits.Overloaded:
+                return False
+
+    assert not await two_at_once()  # refused right after the costly call...
+    assert gate.refusing() is not None and "past the 2.5s call deadline" in str(gate.refusing())
+    now[0] += 3 * limits.Gate.HALF_LIFE_SECONDS
+    assert await two_at_once()  # ...admitted once the estimate has decayed
+    assert gate.refusing() is None  # and /readyz says ready again
