@@ -16,6 +16,8 @@ from aiohttp.test_utils import TestServer
 from extender import app as app_mod
 from extender import warmup
 from extender.cache import files
+from extender.config import Settings
+from testbed import runtime
 
 
 @contextlib.asynccontextmanager
@@ -48,3 +50,29 @@ async def post(srv: TestServer, verb: str, body: str | bytes) -> tuple[int, Any]
 def args(pod: dict[str, Any], names: list[str]) -> str:
     """kube-scheduler's ExtenderArgs for `pod` with node names only (its nodeCacheCapable call)."""
     return json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names})
+
+
+@contextlib.asynccontextmanager
+async def listening(
+    app: web.Application, settings: Settings, *objects: Path
+) -> AsyncIterator[tuple[str, str]]:
+    """`app` (built with `separate_admin`) served as `extender serve --port 0 --admin-port 0`
+    serves it (`runtime.listening`: its accept loop, idle timeout and connection cap) on
+    127.0.0.1, with the objects in the files `objects` loaded: the scheduler's and the admin
+    port's base URLs, for the block."""
+    if objects:
+        files.load(app[app_mod.STORE], list(objects))
+    async with (
+        runtime.listening(
+            app,
+            "127.0.0.1",
+            0,
+            access_log=False,
+            idle_timeout=settings.idle_timeout_seconds,
+            max_connections=settings.max_connections,
+        ) as main,
+        runtime.listening(
+            app_mod.admin(app), "127.0.0.1", 0, access_log=False, idle_timeout=60.0
+        ) as admin,
+    ):
+        yield main, admin

@@ -29,10 +29,10 @@ from prometheus_client import CollectorRegistry
 
 from extender import app as app_mod
 from extender import handlers
-from extender.cache import files
 from extender.config import Settings
-from testbed import runtime, vocab
+from testbed import vocab
 from tests.support import extender_objects as objects
+from tests.support import served_extender
 from tests.unit.extender.helpers import NS, cluster_objects, pair_pod
 
 pytestmark = pytest.mark.timeout(120)
@@ -81,22 +81,12 @@ async def serving(tmp_path: Path, **settings: Any) -> AsyncIterator[Served]:
     )
     path = tmp_path / "cluster.yaml"
     path.write_text(yaml.safe_dump_all([*cluster_objects(), costly]))
-    config = Settings(idle_timeout_seconds=1.0, max_connections=CAP, max_inflight=8, **settings)
+    config = Settings(
+        **{"idle_timeout_seconds": 1.0, "max_connections": CAP, "max_inflight": 8, **settings}
+    )
     app = app_mod.build(config, registry=CollectorRegistry(), separate_admin=True)
-    files.load(app[app_mod.STORE], [path])
-    admin = app_mod.admin(app)
-    async with (
-        runtime.listening(
-            app,
-            "127.0.0.1",
-            0,
-            access_log=False,
-            idle_timeout=config.idle_timeout_seconds,
-            max_connections=CAP,
-        ) as main_url,
-        runtime.listening(admin, "127.0.0.1", 0, access_log=False) as admin_url,
-    ):
-        yield Served(app, main_url, admin_url)
+    async with served_extender.listening(app, config, path) as (main, admin):
+        yield Served(app, main, admin)
 
 
 async def _filter(srv: Served, pod: dict[str, Any] | None = None) -> tuple[int, Any]:
@@ -201,18 +191,29 @@ async def test_bodies_that_trickle_hold_no_place_at_the_gate(tmp_path: Path) -> 
 
 
 async def test_unfinished_request_heads_cannot_hold_every_connection(tmp_path: Path) -> None:
-    """Three times the connection cap of connections that never finish their request head:
-    a scheduler call is answered, and the server closes them (cap, then idle timeout)."""
-    async with serving(tmp_path) as srv:
+    """Three times the connection cap of connections that never finish their request head
+    (the idle timeout long, so only the cap can close them): a scheduler call is answered,
+    and the oldest of them were closed to make room."""
+    async with serving(tmp_path, idle_timeout_seconds=60.0) as srv:
         socks = await _open(srv, 3 * CAP, b"POST /filter HTTP/1.1\r\nHost: x\r\n")
         try:
             assert _answered(*await _filter(srv))
-            last = socks[-1]  # the newest: closed by the idle timeout, not to make room
-            assert await asyncio.to_thread(_closed_by_server, last, RECOVERY) is not None
+            assert await asyncio.to_thread(_closed_by_server, socks[0], RECOVERY) is not None
         finally:
             for s in socks:
                 s.close()
         await _back_to_normal(srv)
+
+
+async def test_an_unfinished_request_head_is_closed_after_the_idle_timeout(
+    tmp_path: Path,
+) -> None:
+    async with serving(tmp_path) as srv:
+        sock = (await _open(srv, 1, b"POST /filter HTTP/1.1\r\nHost: x\r\n"))[0]
+        try:
+            assert await asyncio.to_thread(_closed_by_server, sock, RECOVERY) is not None
+        finally:
+            sock.close()
 
 
 async def test_idle_keep_alive_connections_are_closed(tmp_path: Path) -> None:
