@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from extender import app as app_mod
+from extender import handlers
 from extender.cache.index import Index
 from extender.config import Settings
 from tests.support import extender_fuzz as fz
@@ -74,6 +75,8 @@ async def test_generated_calls_get_a_400_or_a_valid_reply_and_change_nothing(
     problem = fz.check_reply(call, status, body, KNOWN)
     assert problem is None, problem
     assert state(index) == before
+    gate = served.app[handlers.GATE]  # every call gives its place back, whatever it sent
+    assert gate.inflight == 0 and gate.refusing() is None
 
 
 @pytest.mark.timeout(60)
@@ -132,8 +135,6 @@ async def test_found_by_the_fuzzer_wrong_pod_shapes_were_500s(
 async def test_made_up_and_overlong_names_are_not_all_remembered(
     served: TestServer, session: aiohttp.ClientSession
 ) -> None:
-    from extender import handlers
-
     heads = served.app[handlers.HEADS]
     names = [f"made-up-{i}" for i in range(4000)]
     call = fz.Call(
