@@ -46,6 +46,11 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except handlers.BadRequest as e:
         request.app[handlers.METRICS].requests.labels(_verb(request), "bad_request").inc()
         return web.json_response({"error": str(e)}, status=400)
+    except handlers.ClientGone as e:
+        # Nobody to answer; a client's doing, not the extender's: one line at debug level.
+        log.debug("%s %s: %s", request.method, request.path, e)
+        request.app[handlers.METRICS].requests.labels(_verb(request), "bad_request").inc()
+        return web.Response(status=400)
     except handlers.SlowBody as e:
         request.app[handlers.METRICS].requests.labels(_verb(request), "slow_body").inc()
         response = web.json_response({"error": str(e)}, status=408)

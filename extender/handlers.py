@@ -103,6 +103,10 @@ class SlowBody(Exception):
     """The request body did not arrive within the call's deadline."""
 
 
+class ClientGone(Exception):
+    """The client closed its connection before its body had arrived."""
+
+
 async def _call(request: web.Request, within: float) -> decoding.Call:
     """The call in `request`'s body, read within `within` seconds."""
     try:
@@ -110,6 +114,8 @@ async def _call(request: web.Request, within: float) -> decoding.Call:
             body = await request.read()
     except TimeoutError as e:
         raise SlowBody(f"request body not received within {within:g}s") from e
+    except ConnectionResetError as e:  # aiohttp's "Connection lost", and its subclasses
+        raise ClientGone("the client closed the connection before its body arrived") from e
     except web.HTTPRequestEntityTooLarge as e:
         limit = request.app[CORE].settings.max_body_bytes
         raise BadRequest(f"request body over the {limit}-byte limit") from e
