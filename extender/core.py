@@ -78,10 +78,13 @@ class Core:
             return None
         key = self._key_of(d.specs)
         pod = self._parsed.get(key)
-        if pod is None or self._parsed_classes is not self.index.classes_version:
-            if len(self._parsed) >= 256 or self._parsed_classes is not self.index.classes_version:
+        # Parsed anew when a class changed, or an expression proved too costly (from then on
+        # its request is not judged).
+        version = (self.index.classes_version, self.index.evaluator.costly_version)
+        if pod is None or self._parsed_classes != version:
+            if len(self._parsed) >= 256 or self._parsed_classes != version:
                 self._parsed.clear()
-                self._parsed_classes = self.index.classes_version
+                self._parsed_classes = version
             pod = self._parsed[key] = allocation.parse_claims(
                 d.specs, self.index.classes, self.index.evaluator
             )

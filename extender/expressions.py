@@ -307,8 +307,8 @@ it runs); the interpreter here counts none, so an expression one evaluation of w
 longer than this is not judged from then on (a cost limit by time: each costly expression
 costs at most one slow evaluation). One with a comprehension runs in the sandbox and is
 abandoned past `sandbox.DEADLINE_SECONDS` instead: it never holds the event loop longer.
-Selectors already parsed (a claim judged before) then evaluate it as a runtime error, as
-kube-scheduler's runtime cost limit does; selectors compiled afterwards are not judged."""
+The call that found it evaluates it as a runtime error (as kube-scheduler's runtime cost
+limit does); claims parsed afterwards (`Evaluator.costly_version`) are not judged."""
 
 MAX_ABANDONED = 3
 ABANDONED_WINDOW_SECONDS = 10.0
@@ -331,6 +331,9 @@ class Evaluator:
         self._values: dict[tuple[str, object], object] = {}
         self._logged: set[str] = set()
         self._costly: set[str] = set()
+        self.costly_version = 0
+        """Counts the expressions found too costly: a caller holding compiled selectors
+        compiles them again when it changes."""
         self._proven: set[str] = set()
         """Sandboxed expressions evaluated in time at least once."""
         self._abandoned: deque[float] = deque()
@@ -515,6 +518,7 @@ class Evaluator:
         self._compiled[sel.expression] = Selector(
             sel.expression, self, unsupported=f"its cost ({why})"
         )
+        self.costly_version += 1
         self._log_once(
             sel.expression, f"CEL expression too costly ({why}), not judged: {sel.expression!r}"
         )

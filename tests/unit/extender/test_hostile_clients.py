@@ -282,6 +282,9 @@ async def test_a_costly_selector_is_abandoned_while_probes_and_cheap_calls_are_a
         evaluator = srv.app[app_mod.STORE].index.evaluator
         refused = evaluator.compile_selector(COSTLY)
         assert not refused.judged and "cost" in str(refused.unsupported)
+        # From then on the pod's claim is not judged: every node passes, answered at once.
+        status, body = await _filter(srv, costly_pod)
+        assert _answered(status, body) and body["NodeNames"] == ["al", "un"], body
         await _back_to_normal(srv)
 
 
