@@ -96,18 +96,7 @@ def parser() -> argparse.ArgumentParser:
         "signed (mutual TLS; kube-scheduler's tlsConfig certData/keyData). Probes need one "
         "too, so give kubelet --admin-port (env EXTENDER_CLIENT_CA) [any client]",
     )
-    cliconv.add_cluster_flags(s, timeout=False)
-    s.add_argument(
-        "--request-timeout",
-        type=cliconv.positive_duration,
-        metavar="DURATION",
-        default=cliconv.DEFAULT_REQUEST_TIMEOUT,
-        help="each attempt to reach the API server at start must be answered within this; "
-        "the extender listens meanwhile (/readyz not ready, saying why), logs every failed "
-        "attempt and keeps trying: a server outlives a silent API server, where a command "
-        f"would fail (default {cliconv.DEFAULT_REQUEST_TIMEOUT:g}s); later requests may take "
-        f"up to {cliconv.LONG_RUN_REQUEST_TIMEOUT:g}s or this, whichever is longer",
-    )
+    cliconv.add_cluster_flags(s, serving=True)
     s.add_argument(
         "--from-files",
         nargs="+",
@@ -212,12 +201,12 @@ async def serve(ns: argparse.Namespace, settings: config.Settings) -> None:
             separate_admin=separate,
             api_timeout=cliconv.request_timeout(ns),
         )
-        # The CEL sandbox's workers import the interpreter (~0.3 s): started now, not inside
-        # the first scheduler call with a comprehension in a selector.
-        application[app_mod.STORE].index.evaluator.sandbox.start(spare=True)
         if ns.from_files:
             counts = files.load(application[app_mod.STORE], ns.from_files)
             log.info("offline mode: loaded %s", ", ".join(f"{k}={v}" for k, v in counts.items()))
+        # The CEL sandbox's workers import the interpreter (~0.3 s): started now, not inside
+        # the first scheduler call with a comprehension in a selector.
+        application[app_mod.STORE].index.evaluator.sandbox.start(spare=True)
         async with contextlib.AsyncExitStack() as stack:
             url = await stack.enter_async_context(
                 runtime.listening(

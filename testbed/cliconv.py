@@ -201,9 +201,12 @@ def add_cluster_flags(
     *,
     suppress: bool = False,
     timeout: bool = True,
+    serving: bool = False,
 ) -> None:
     """`--kubeconfig`, `--context` and (unless not `timeout`) `--request-timeout`; with
-    `suppress`, absent flags leave no attribute (for parsers whose options merge into a dict)."""
+    `suppress`, absent flags leave no attribute (for parsers whose options merge into a dict).
+    `serving`: the command is a server, which reports a silent API server and keeps trying
+    rather than failing (its help says so)."""
     none: Any = argparse.SUPPRESS if suppress else None
     p.add_argument(
         "--kubeconfig",
@@ -216,14 +219,21 @@ def add_cluster_flags(
     )
     if not timeout:
         return
+    first = (
+        "each attempt to reach the API server at start must be answered within this; the "
+        "server listens meanwhile (/readyz not ready, saying why), logs every attempt that "
+        "failed and keeps trying"
+        if serving
+        else "the API server must answer the command's first request within this, or the "
+        "command fails in one line"
+    )
     p.add_argument(
         "--request-timeout",
         type=positive_duration,
         metavar="DURATION",
         default=argparse.SUPPRESS if suppress else DEFAULT_REQUEST_TIMEOUT,
-        help="the API server must answer the command's first request within this, or the "
-        f"command fails in one line (default {DEFAULT_REQUEST_TIMEOUT:g}s); later requests "
-        f"may take up to {LONG_RUN_REQUEST_TIMEOUT:g}s or this, whichever is longer",
+        help=f"{first} (default {DEFAULT_REQUEST_TIMEOUT:g}s); later requests may take up to "
+        f"{LONG_RUN_REQUEST_TIMEOUT:g}s or this, whichever is longer",
     )
 
 

@@ -69,7 +69,8 @@ COMMANDS: dict[str, tuple[tuple[str, ...], list[str]]] = {
     ),
     "extender serve": (
         ("--port", "--address", "--config", "--weight-alignment", "--weight-packing",
-         "--weight-locality", "--block-label", "--log-level", "--tls-cert"),
+         "--weight-locality", "--block-label", "--log-level", "--tls-cert", "--admin-port",
+         "--request-timeout"),
         ["--from-files", "/nonexistent/objects.yaml"],
     ),
     "testbed status": (("--name", "--extender-port"), []),
