@@ -8,6 +8,7 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from prometheus_client import CollectorRegistry, ProcessCollector
 
 from extender import gates, handlers, limits, runs, startup, warmup
@@ -125,10 +126,30 @@ async def _close_sandbox(app: web.Application) -> None:
     app[STORE].index.evaluator.close()
 
 
+ADMIN_RATE = 10.0
+"""Scrapes and /debug/* calls a second the admin port serves (bursts of twice that); more
+get a 429 at once. Its port is apart from the scheduler's, but not its event loop: 1,000
+concurrent scrapes, each rendering every metric, held /filter past the scheduler's 5 s."""
+
+
+def _rate_limited(rate: limits.Rate) -> Middleware:
+    @web.middleware
+    async def limit(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path not in ("/healthz", "/readyz") and not rate.allow():
+            return web.Response(status=429, text="too many requests", headers={"Retry-After": "1"})
+        return await handler(request)
+
+    return limit
+
+
 def admin(main: web.Application) -> web.Application:
     """/healthz, /readyz, /metrics and (if enabled) /debug/* of `main`, as an app of their own
-    (a port that the scheduler's network need not reach)."""
-    out = web.Application(middlewares=[errors], client_max_size=main._client_max_size)
+    (a port that the scheduler's network need not reach), /metrics and /debug/* at most
+    ADMIN_RATE a second."""
+    rate = limits.Rate(ADMIN_RATE, burst=int(2 * ADMIN_RATE))
+    out = web.Application(
+        middlewares=[_rate_limited(rate), errors], client_max_size=main._client_max_size
+    )
     out[handlers.CORE] = main[handlers.CORE]
     out[handlers.METRICS] = main[handlers.METRICS]
     out[handlers.HEADS] = main[handlers.HEADS]

@@ -116,3 +116,26 @@ class Turn:
             if in_time:
                 took = gate.clock() - start
                 gate.judge_seconds = recent + gate.SMOOTHING * (took - recent)
+
+
+class Rate:
+    """At most `per_second` events a second on average, `burst` at once (a token bucket that
+    never waits: `allow()` says yes or no at once)."""
+
+    def __init__(
+        self, per_second: float, burst: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.per_second = per_second
+        self.burst = burst
+        self.clock = clock
+        self._tokens = float(burst)
+        self._at = clock()
+
+    def allow(self) -> bool:
+        now = self.clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._at) * self.per_second)
+        self._at = now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True

@@ -15,6 +15,7 @@ one JSON line (`{"ok": result}` or `{"error": message}`); it ends when its input
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -31,8 +32,11 @@ log = logging.getLogger(__name__)
 DEADLINE_SECONDS = 0.25
 """Longest wait for one evaluation: past it the expression is too costly. Far above what a
 selector takes (~5-70 µs), far below kube-scheduler's 5 s call timeout."""
-START_SECONDS = 3.0
-"""Longest wait for a fresh worker to say it is ready (it imports the interpreter)."""
+START_SECONDS = 10.0
+"""Longest wait for a fresh worker to say it is ready (it imports the interpreter: ~0.3 s, some
+seconds on a loaded machine). `extender serve` starts the worker and a spare before it
+serves, and a spare replaces a killed worker at once, so this is waited for only when kills
+follow each other faster than workers start."""
 
 
 class TooCostly(Exception):
@@ -97,6 +101,15 @@ class Sandbox:
             self._active, self._spare = self._spare or _Worker(), None
         if spare and self._spare is None:
             self._spare = _Worker()
+
+    async def warm(self) -> None:
+        """Start the worker and its spare and wait, off the event loop, until both are ready.
+        Before serving only: nothing else may read the workers meanwhile."""
+        self.start(spare=True)
+        for worker in (self._active, self._spare):
+            if worker is not None and not worker.ready:
+                line = await asyncio.to_thread(worker.line, time.monotonic() + START_SECONDS)
+                worker.ready = line == b"ready"
 
     def evaluate(self, expression: str, variables: dict[str, Any]) -> Any:
         """The value of `expression` over `variables`; Failed on a runtime error, TooCostly

@@ -62,6 +62,8 @@ async def listening(
     port's base URLs, for the block."""
     if objects:
         files.load(app[app_mod.STORE], list(objects))
+    # The CEL sandbox's workers started before serving, as `extender serve` starts them.
+    await app[app_mod.STORE].index.evaluator.sandbox.warm()
     async with (
         runtime.listening(
             app,

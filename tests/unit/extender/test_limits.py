@@ -233,6 +233,7 @@ COSTLY = f"{_L}.all(a, {_L}.all(b, {_L}.all(c, {_L}.all(d, {_L}.all(e, a + b + c
 
 def test_a_costly_comprehension_is_abandoned_at_the_deadline_and_not_judged_from_then_on() -> None:
     evaluator = expressions.Evaluator()
+    evaluator.sandbox.start(spare=True)  # as `extender serve` does
     try:
         cheap = evaluator.compile_selector("[1, 2, 3].exists(x, x == 3)")
         assert cheap.sandboxed and evaluator.evaluate(cheap, GPU) is expressions.Outcome.MATCH
@@ -257,6 +258,7 @@ def test_after_several_abandoned_expressions_new_ones_are_not_tried_for_a_while(
     one evaluated in time before still is."""
     monkeypatch.setattr(expressions, "MAX_ABANDONED", 1)
     evaluator = expressions.Evaluator()
+    evaluator.sandbox.start(spare=True)
     try:
         proven = evaluator.compile_selector("[1].all(x, x == 1)")
         assert evaluator.evaluate(proven, GPU) is expressions.Outcome.MATCH
@@ -300,3 +302,13 @@ async def test_a_gates_estimate_decays_so_one_costly_call_cannot_latch_it() -> N
     now[0] += 3 * limits.Gate.HALF_LIFE_SECONDS
     assert await two_at_once()  # ...admitted once the estimate has decayed
     assert gate.refusing() is None  # and /readyz says ready again
+
+
+def test_a_rate_allows_its_burst_then_its_rate() -> None:
+    now = [0.0]
+    rate = limits.Rate(10.0, burst=3, clock=lambda: now[0])
+    assert [rate.allow() for _ in range(4)] == [True, True, True, False]
+    now[0] += 0.1  # one more token
+    assert [rate.allow() for _ in range(2)] == [True, False]
+    now[0] += 60.0  # never more than the burst saved up
+    assert sum(rate.allow() for _ in range(10)) == 3
