@@ -204,9 +204,6 @@ async def serve(ns: argparse.Namespace, settings: config.Settings) -> None:
         if ns.from_files:
             counts = files.load(application[app_mod.STORE], ns.from_files)
             log.info("offline mode: loaded %s", ", ".join(f"{k}={v}" for k, v in counts.items()))
-        # The CEL sandbox's workers import the interpreter (~0.3 s): ready before serving,
-        # not waited for inside the first scheduler call with a comprehension in a selector.
-        await application[app_mod.STORE].index.evaluator.sandbox.warm()
         async with contextlib.AsyncExitStack() as stack:
             url = await stack.enter_async_context(
                 runtime.listening(
@@ -221,6 +218,9 @@ async def serve(ns: argparse.Namespace, settings: config.Settings) -> None:
                 )
             )
             log.info("serving on %s", url)
+            # The CEL sandbox's workers import the interpreter (~0.3 s): started now, so that
+            # they are ready by the first scheduler call with a comprehension in a selector.
+            application[app_mod.STORE].index.evaluator.sandbox.start(spare=True)
             if separate:
                 admin = app_mod.admin(application)
                 where = runtime.listening(
