@@ -126,6 +126,9 @@ async def _close_sandbox(app: web.Application) -> None:
     app[STORE].index.evaluator.close()
 
 
+ADMIN_MAX_CONNECTIONS = 64
+"""Connections the admin port serves at once (probes and scrapes need a handful); more wait
+in the kernel's queue, so a flood there leaves the event loop to the scheduler's calls."""
 ADMIN_RATE = 10.0
 """Scrapes and /debug/* calls a second the admin port serves (bursts of twice that); more
 get a 429 at once. Its port is apart from the scheduler's, but not its event loop: 1,000

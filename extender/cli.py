@@ -229,6 +229,7 @@ async def serve(ns: argparse.Namespace, settings: config.Settings) -> None:
                     ns.admin_port,
                     access_log=False,
                     idle_timeout=settings.idle_timeout_seconds,
+                    max_connections=app_mod.ADMIN_MAX_CONNECTIONS,
                 )
                 log.info("metrics%s on %s", " and debug" if settings.debug else "",
                          await stack.enter_async_context(where))  # fmt: skip

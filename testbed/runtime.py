@@ -108,7 +108,9 @@ async def listening(
     `default_max_connections`), each new connection closes the oldest one that has no
     request in progress: clients that connect and never finish a request cannot hold every
     descriptor and lock out the ones that do. A client's protocol error (a header over
-    8 KiB, a malformed request line) is answered 400 and logged in one line at debug level."""
+    8 KiB, a malformed request line) is answered 400 and logged in one line at debug level.
+    With every connection busy, new ones wait in the kernel's queue (BUSY_PAUSE_SECONDS at a
+    time): a flood on one port cannot take the whole event loop from another's."""
     kwargs: dict[str, Any] = {
         "handle_signals": False,
         "keepalive_timeout": idle_timeout,
@@ -222,8 +224,13 @@ def _accepting(
 
     def ready() -> None:
         while True:
-            if len(handshakes) + len(server.connections) >= cap:
-                _make_room(server, handshakes)
+            if len(handshakes) + len(server.connections) >= cap and not _make_room(
+                server, handshakes
+            ):
+                # Every connection is busy: leave the rest in the kernel's queue a moment.
+                loop.remove_reader(sock.fileno())
+                loop.call_later(BUSY_PAUSE_SECONDS, resume)
+                return
             try:
                 conn, _ = sock.accept()
             except (BlockingIOError, InterruptedError, ConnectionAbortedError):
@@ -251,20 +258,26 @@ def _accepting(
             task.cancel()
 
 
-def _make_room(server: web.Server, handshakes: dict[asyncio.Task[Any], None]) -> None:
+BUSY_PAUSE_SECONDS = 0.1
+"""How long a server with every one of its `max_connections` busy stops accepting."""
+
+
+def _make_room(server: web.Server, handshakes: dict[asyncio.Task[Any], None]) -> bool:
     """Close the oldest open connection with no request in progress (one still sending its
-    request head, or idle between requests), else cancel the oldest TLS handshake."""
+    request head, or idle between requests), else cancel the oldest TLS handshake; False
+    when every connection has a request in progress."""
     for handler in server.connections:
         transport = handler.transport
         # aiohttp marks a connection whose request is being handled (read, answered).
         busy = getattr(handler, "_request_in_progress", False)
         if transport is not None and not transport.is_closing() and not busy:
             handler.force_close()
-            return
+            return True
     for task in handshakes:
         if not task.done():
             task.cancel()
-            return
+            return True
+    return False
 
 
 def add_probe_routes(

@@ -74,7 +74,12 @@ async def listening(
             max_connections=settings.max_connections,
         ) as main,
         runtime.listening(
-            app_mod.admin(app), "127.0.0.1", 0, access_log=False, idle_timeout=60.0
+            app_mod.admin(app),
+            "127.0.0.1",
+            0,
+            access_log=False,
+            idle_timeout=settings.idle_timeout_seconds,
+            max_connections=app_mod.ADMIN_MAX_CONNECTIONS,
         ) as admin,
     ):
         yield main, admin
