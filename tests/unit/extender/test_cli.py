@@ -12,6 +12,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+import yaml
 
 from extender import cli
 from tests.support import children
@@ -177,7 +178,7 @@ async def test_port_0_is_logged_as_the_port_bound(tmp_path: Path) -> None:
         "from extender.cli import main; main()",
         "serve",
         "--from-files",
-        str(fleet_file(tmp_path)),
+        str(objects.two_node_file(tmp_path / "fleet.yaml")),
         "--port",
         "0",
         "--admin-port",
@@ -231,7 +232,7 @@ async def test_a_silent_api_server_is_reported_while_the_extender_listens(
         )
     )
     try:
-        async with serving(
+        async with children.extender_serving(
             "--kubeconfig", str(kubeconfig), "--request-timeout", "1s", "--admin-port", "0"
         ) as (proc, port):
             assert proc.stderr is not None
