@@ -149,6 +149,21 @@ def test_network_policies_choose_namespaces_by_the_name_only_the_api_server_sets
                 assert "ipBlock" not in peer, s.origin(policy)
 
 
+def test_the_extender_admits_schedulers_to_its_scheduler_port_and_prometheus_to_its_admin_port() -> (
+    None
+):
+    """A scrape flood on the scheduler's port delayed /filter past kube-scheduler's 5 s:
+    Prometheus reaches the admin port (/metrics) only, schedulers the scheduler port only."""
+    (policy,) = [p for p in network_policies() if p["metadata"]["name"] == "dra-testbed-extender"]
+    ports_by_peer = {
+        "prometheus" if any(peer.get("podSelector") for peer in rule["from"]) else "schedulers": {
+            port["port"] for port in rule["ports"]
+        }
+        for rule in policy["spec"]["ingress"]
+    }
+    assert ports_by_peer == {"schedulers": {8888}, "prometheus": {9888}}
+
+
 def test_every_served_port_of_every_pod_has_a_network_policy() -> None:
     """Each port a pod of the base serves on its network (not host network) is named by an
     ingress rule of a policy selecting that pod, so nothing it serves is open to all."""
