@@ -467,3 +467,26 @@ def test_the_demos_design_is_sequential_with_looks_before_its_most_pairs() -> No
     plan_ = design.of(demo.builtin("demo"))
     assert plan_.sequential and plan_.max_pairs == plan.DEFAULT_REPEATS
     assert plan_.looks[0] == design.FIRST_LOOK and plan_.looks[-1] == plan.DEFAULT_REPEATS
+
+
+def test_the_requeue_storm_file_pairs_the_gate_off_and_on_and_nothing_else() -> None:
+    # kubernetes/kubernetes#138095's known answer: its ratio is the gate's effect only if the
+    # two variants differ in nothing but SchedulerPreQueueingHints, each on its own cluster.
+    exp = specs.load(REPO / "examples" / "experiments" / "requeue-storm.yaml")
+    specs.check(exp)
+    off, on = exp.variants
+    assert (off.feature_gates, on.feature_gates) == (
+        {"SchedulerPreQueueingHints": False},
+        {"SchedulerPreQueueingHints": True},
+    )
+    assert off.kubernetes == on.kubernetes == "1.37"
+    assert off.model_copy(update={"name": "", "feature_gates": {}}) == on.model_copy(
+        update={"name": "", "feature_gates": {}}
+    )
+    stages = matrix.stages(exp)
+    arms = [a for s in stages for a in s.arms]
+    # Every repeat runs both gates once; odd repeats start with the gate on.
+    for rep in range(exp.repeats):
+        ran = [a.variant for a in arms if a.repeat == rep]
+        assert ran == (["hints-on", "hints-off"] if rep % 2 else ["hints-off", "hints-on"])
+    assert len({s.cluster for s in stages}) == 2
