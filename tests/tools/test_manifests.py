@@ -149,7 +149,7 @@ def test_network_policies_choose_namespaces_by_the_name_only_the_api_server_sets
                 assert "ipBlock" not in peer, s.origin(policy)
 
 
-def test_the_extender_admits_schedulers_to_its_scheduler_port_and_prometheus_to_its_admin_port() -> (
+def test_extender_admits_schedulers_to_the_scheduler_port_and_prometheus_to_the_admin_port() -> (
     None
 ):
     """A scrape flood on the scheduler's port delayed /filter past kube-scheduler's 5 s:
