@@ -14,14 +14,13 @@ import contextlib
 import json
 import logging
 import os
-import re
 import signal
 import sys
 from collections.abc import Callable, Iterator
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from testbed import units
+from testbed import units, validation
 
 if TYPE_CHECKING:  # the client and rich load only where a command needs them
     from rich.console import Console
@@ -66,13 +65,10 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
 def one_line(text: str) -> str:
     """`text` with control characters (a user's stray \\r or \\n, echoed back) escaped:
     an error stays one line."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    return validation.escaped(text)
 
 
 def parser(**kw: Any) -> argparse.ArgumentParser:

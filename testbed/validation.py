@@ -27,13 +27,20 @@ def _problem(error: Any) -> tuple[str, str]:
     return loc, msg
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Every character str.splitlines breaks at (C0 and C1 controls, U+2028/2029), and DEL.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def escaped(text: str) -> str:
+    """`text` with its control characters (a user's stray \\r, \\n or \\x85, echoed back)
+    escaped: a message that quotes it stays one line."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def _cut(text: str, limit: int) -> str:
     """`text` on one line (control characters, a key's newline say, escaped), cut to
     about `limit` characters."""
-    text = _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    text = escaped(text)
     return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 

@@ -231,3 +231,10 @@ def test_a_section_rule_stays_short_on_a_console_as_wide_as_its_tables() -> None
     lines = console.export_text().splitlines()
     assert lines and "arm 1/9: gang-4 / native" in lines[0]
     assert max(len(line) for line in lines) == cliconv.RULE_WIDTH
+
+
+@pytest.mark.parametrize("breaker", ["\n", "\r", "\x0b", "\x1c", "\x85", "\u2028", "\u2029"])
+def test_a_usage_error_echoing_any_line_breaker_stays_one_line(breaker: str) -> None:
+    """str.splitlines breaks at C1 controls and U+2028/9 too, not only \\r and \\n (the CLI
+    fuzz found \\x85 echoed back as an unrecognized argument)."""
+    assert len(cliconv.one_line(f"unrecognized arguments: a{breaker}b").splitlines()) == 1
