@@ -3,9 +3,9 @@
 
 - `sized`: upstream's test case (by default `SchedulingWithResourceClaimTemplate`, the shape
   of its `5000pods_500nodes`) with one workload of our size: `nodes` nodes with DRA, `pods`
-  measured pods, `init_claims` claims allocated first. The test case's ops and templates are
-  upstream's, read in place from the module cache (their paths made absolute); only the
-  workload's params are ours.
+  measured pods, `init_claims` claims allocated (or pods scheduled) first. The test case's
+  ops and templates are upstream's, read in place from the module cache (their paths made
+  absolute); only the workload's params are ours.
 - `Point`: what one run at one size gave.
 - `fit_line`: least squares of a figure on one predictor over every repeat, the slope's 95 %
   interval from Student's t: the growth per node of the fleet, per filtered node, or per
@@ -45,13 +45,23 @@ def _case(config_text: str, case: str) -> dict[str, Any]:
     raise CurveError(f"upstream's DRA config has no test case {case!r}")
 
 
-def devices_per_node(config_text: str, case: str = TEST_CASE) -> int:
-    """Devices one node's slice publishes in `case` (its createAny's numDevices)."""
-    for op in _case(config_text, case).get("workloadTemplate") or []:
+def _base_params(tc: dict[str, Any], case: str, base: str) -> dict[str, Any]:
+    for w in tc.get("workloads") or []:
+        if w.get("name") == base:
+            return dict(w.get("params") or {})
+    raise CurveError(f"upstream's {case} has no workload {base!r} to size")
+
+
+def devices_per_node(config_text: str, case: str = TEST_CASE, base: str = BASE_WORKLOAD) -> int:
+    """Devices one node's slice publishes in `case`: its createAny's numDevices (1.37), else
+    the workload's maxClaimsPerNode (1.35 and 1.36 publish through createResourceDriver)."""
+    tc = _case(config_text, case)
+    for op in tc.get("workloadTemplate") or []:
         n = (op.get("templateParams") or {}).get("numDevices")
         if isinstance(n, int):
             return n
-    return DEVICES_PER_NODE_DEFAULT
+    n = _base_params(tc, case, base).get("maxClaimsPerNode")
+    return n if isinstance(n, int) else DEVICES_PER_NODE_DEFAULT
 
 
 def sized(
@@ -66,10 +76,11 @@ def sized(
     base: str = BASE_WORKLOAD,
 ) -> workloads.Selected:
     """Upstream's `case` with one workload of this size, to run from `workdir`;
-    `upstream_file_dir` is the directory of upstream's dra/performance-config.yaml."""
+    `upstream_file_dir` is the directory of upstream's dra/performance-config.yaml. The base
+    workload's params are kept, its feature gates are not: each release runs its defaults."""
     if nodes < 1 or pods < 1 or init_claims < 0:
         raise CurveError(f"nodes {nodes}, pods {pods}, init claims {init_claims}: out of range")
-    capacity = nodes * devices_per_node(config_text, case)
+    capacity = nodes * devices_per_node(config_text, case, base)
     if init_claims + pods > capacity:
         raise CurveError(
             f"{init_claims} claims + {pods} pods need more than the {capacity} devices of "
@@ -80,13 +91,12 @@ def sized(
         for key in _PATH_KEYS:
             if isinstance(op.get(key), str):
                 op[key] = str(PurePosixPath(upstream_file_dir) / op[key])
-    params = next(
-        (dict(w.get("params") or {}) for w in tc.get("workloads") or [] if w.get("name") == base),
-        None,
-    )
-    if params is None:
-        raise CurveError(f"upstream's {case} has no workload {base!r} to size")
-    params.update(nodesWithDRA=nodes, nodesWithoutDRA=0, initClaims=init_claims, measurePods=pods)
+    params = _base_params(tc, case, base)
+    params.update(nodesWithDRA=nodes, nodesWithoutDRA=0, measurePods=pods)
+    # Claims allocated first (1.37) or pods scheduled first (1.35, 1.36), as the base has.
+    for key in ("initClaims", "initPods"):
+        if key in params:
+            params[key] = init_claims
     name = f"{pods}pods_{nodes}nodes"
     tc["workloads"] = [{"name": name, "params": params}]
     return workloads.Selected(

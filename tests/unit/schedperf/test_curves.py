@@ -127,3 +127,36 @@ def test_point_per_pod_cpu() -> None:
     assert p.cpu_ms_per_pod == 100.0
     assert p.filter_ms_per_pod == 12.5 and p.dra_filter_ms_per_node is None
     assert p.seconds == 61.0
+
+
+CONFIG_136 = """
+- name: SchedulingWithResourceClaimTemplate
+  workloadTemplate:
+  - {opcode: createNodes, nodeTemplatePath: templates/node.yaml, countParam: $nodesWithDRA}
+  - {opcode: createResourceDriver, driverName: d, maxClaimsPerNodeParam: $maxClaimsPerNode}
+  - {opcode: createPods, podTemplatePath: templates/pod.yaml, countParam: $initPods}
+  workloads:
+  - name: 5000pods_500nodes
+    featureGates: {SchedulerQueueingHints: false}
+    params: {nodesWithDRA: 500, nodesWithoutDRA: 0, initPods: 2500, measurePods: 2500,
+             maxClaimsPerNode: 8}
+"""
+
+
+def test_sized_on_the_driver_shape_of_135_and_136() -> None:
+    assert curves.devices_per_node(CONFIG_136) == 8
+    s = curves.sized(CONFIG_136, "/m", nodes=100, pods=50, init_claims=20, workdir="/w")
+    (tc,) = yaml.safe_load(s.files[curves.CONFIG])
+    (w,) = tc["workloads"]
+    assert w == {
+        "name": "50pods_100nodes",
+        "params": {
+            "nodesWithDRA": 100,
+            "nodesWithoutDRA": 0,
+            "initPods": 20,
+            "measurePods": 50,
+            "maxClaimsPerNode": 8,
+        },
+    }
+    with pytest.raises(curves.CurveError, match="devices"):
+        curves.sized(CONFIG_136, "/m", nodes=10, pods=81, workdir="/w")
