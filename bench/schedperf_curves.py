@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from schedperf import build, costmodel, curves, runner
-from testbed import charts
 
 DRA_CONFIG = "dra/performance-config.yaml"
 
@@ -56,49 +55,11 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
-def _html(doc: dict[str, Any]) -> str:
-    points = [curves.Point(**p) for p in doc["points"]]
-    sections = []
-    for figure, title, unit in (
-        ("cpu_ms_per_pod", "CPU per pod, the benchmark's whole process tree", "ms per pod"),
-        ("filter_ms_per_pod", "Filter per pod (all nodes filtered, wall)", "ms per pod"),
-        ("throughput", "SchedulingThroughput Average", "pods/s"),
-    ):
-        rows = sorted((p.nodes, getattr(p, figure)) for p in points if getattr(p, figure))
-        if not rows:
-            continue
-        fig = charts.over_time(
-            charts.Series(
-                f"{doc['kubernetes']}, each run", [r[0] for r in rows], [r[1] for r in rows]
-            ),
-            title=title,
-            y_title=unit,
-            x_title="nodes",
-        )
-        fig.update_traces(mode="markers")
-        line = doc["fits"].get(figure, {}).get("per_node")
-        if line:
-            xs = [rows[0][0], rows[-1][0]]
-            fig.add_scatter(
-                x=xs,
-                y=[line["intercept"] + line["slope"] * x for x in xs],
-                name="least squares per node",
-                mode="lines",
-            )
-        sections.append(charts.Section(title, [fig]))
-    intro = charts.note(
-        f"scheduler_perf {curves.TEST_CASE} sized to each fleet, {doc['pods']} pods per run, "
-        f"Kubernetes {doc['kubernetes']}, {doc['cpus']} cores; load average beside each run in "
-        "curve.json."
-    )
-    return charts.page(f"Cost curve, Kubernetes {doc['kubernetes']}", sections, intro=intro)
-
-
 def _write(out: Path, doc: dict[str, Any]) -> None:
     points = [curves.Point(**p) for p in doc["points"]]
     doc["fits"] = curves.fits(doc["release"], points, doc["pods"], doc["devices_per_node"])
     (out / "curve.json").write_text(json.dumps(doc, indent=1) + "\n")
-    (out / "curve.html").write_text(_html(doc))
+    (out / "curve.html").write_text(curves.page(doc))
 
 
 def main() -> None:

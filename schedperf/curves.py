@@ -25,6 +25,7 @@ import yaml
 from scipy import stats
 
 from schedperf import costmodel, workloads
+from testbed import charts
 
 TEST_CASE: Final = "SchedulingWithResourceClaimTemplate"
 BASE_WORKLOAD: Final = "5000pods_500nodes"
@@ -242,3 +243,56 @@ def fits(
         if lines:
             out[figure] = lines
     return out
+
+
+def page(doc: Mapping[str, Any]) -> str:
+    """`curve.html`: each figure against the nodes, every run a point, with its line per node
+    of the fleet and the cost model's line (per filtered node) at each size; a page on its
+    own. `doc` is curve.json's content."""
+    points = [Point(**p) for p in doc["points"]]
+    sections = []
+    for figure, title, unit in (
+        ("cpu_ms_per_pod", "CPU per pod, the benchmark's whole process tree", "ms per pod"),
+        ("filter_ms_per_pod", "Filter per pod (all nodes filtered, wall)", "ms per pod"),
+        ("throughput", "SchedulingThroughput Average", "pods/s"),
+    ):
+        rows = sorted((p.nodes, getattr(p, figure)) for p in points if getattr(p, figure))
+        if not rows:
+            continue
+        fig = charts.over_time(
+            charts.Series(
+                f"{doc['kubernetes']}, each run", [r[0] for r in rows], [r[1] for r in rows]
+            ),
+            title=title,
+            y_title=unit,
+            x_title="nodes",
+        )
+        fig.update_traces(mode="markers")
+        line = doc["fits"].get(figure, {}).get("per_node")
+        if line:
+            xs = [rows[0][0], rows[-1][0]]
+            fig.add_scatter(
+                x=xs,
+                y=[line["intercept"] + line["slope"] * x for x in xs],
+                name="least squares per node",
+                mode="lines",
+            )
+        model = doc["fits"].get(figure, {}).get("per_filtered_node")
+        if model:
+            sizes = sorted(int(n) for n in doc["model"])
+            fig.add_scatter(
+                x=sizes,
+                y=[
+                    model["intercept"] + model["slope"] * doc["model"][str(n)]["filtered"]
+                    for n in sizes
+                ],
+                name="cost model: least squares per filtered node",
+                mode="lines+markers",
+            )
+        sections.append(charts.Section(title, [fig]))
+    intro = charts.note(
+        f"scheduler_perf {TEST_CASE} sized to each fleet, {doc['pods']} pods per run, "
+        f"Kubernetes {doc['kubernetes']}, {doc['cpus']} cores; load average beside each run in "
+        "curve.json."
+    )
+    return charts.page(f"Cost curve, Kubernetes {doc['kubernetes']}", sections, intro=intro)

@@ -160,3 +160,21 @@ def test_sized_on_the_driver_shape_of_135_and_136() -> None:
     }
     with pytest.raises(curves.CurveError, match="devices"):
         curves.sized(CONFIG_136, "/m", nodes=10, pods=81, workdir="/w")
+
+
+def test_page_plots_every_figure_with_its_lines() -> None:
+    pts = [_pt(n, r, 10 + n / 100 + r, 5 + n / 50) for n in (100, 500, 1000) for r in (1, 2)]
+    doc = {
+        "kubernetes": "v1.37.2",
+        "pods": 300,
+        "cpus": 2,
+        "points": [vars(p) for p in pts],
+        "model": {str(n): curves.model_x("1.37", n, 300, 10) for n in (100, 500, 1000)},
+        "fits": curves.fits("1.37", pts, pods=300, devices_per_node=10),
+    }
+    html = curves.page(doc)
+    assert "Cost curve, Kubernetes v1.37.2" in html
+    for title in ("CPU per pod", "Filter per pod", "SchedulingThroughput Average"):
+        assert title in html
+    assert html.count("least squares per node") == 3
+    assert "cost model" in html
