@@ -46,12 +46,13 @@ def _children_cpu() -> float:
 
 
 def _sizes(text: str) -> list[int]:
+    """Node counts, ascending; ValueError (one line) when fewer than two or below 1."""
     try:
         sizes = sorted({int(s) for s in text.split(",") if s.strip()})
     except ValueError:
-        raise SystemExit(f"error: --sizes {text!r}: comma-separated node counts") from None
+        raise ValueError(f"--sizes {text!r}: comma-separated node counts") from None
     if len(sizes) < 2 or sizes[0] < 1:
-        raise SystemExit(f"error: --sizes {text!r}: two node counts at least, each >= 1")
+        raise ValueError(f"--sizes {text!r}: two node counts at least, each >= 1")
     return sizes
 
 
@@ -75,21 +76,30 @@ def main() -> None:
     )
     p.add_argument("--out", type=Path, required=True, help="results directory")
     args = p.parse_args()
-    sizes = _sizes(args.sizes)
-    if args.pods < 1 or args.repeat < 1 or args.timeout <= 0:
-        raise SystemExit("error: --pods, --repeat and --timeout must be positive")
-    release = args.kubernetes.removeprefix("v")
     try:
-        bench = build.ensure(release)
-    except (build.UnknownRelease, build.BuildError) as e:
+        sizes = _sizes(args.sizes)
+    except ValueError as e:
+        p.error(str(e))  # exit 2: bad input
+    if args.pods < 1 or args.repeat < 1 or args.timeout <= 0:
+        p.error("--pods, --repeat and --timeout must be positive")
+    release = args.kubernetes.removeprefix("v")
+    try:  # upstream's config first (no build), so bad input builds nothing
+        upstream = build.upstream_dir(release)
+    except build.UnknownRelease as e:
+        p.error(str(e))
+    except build.BuildError as e:
         raise SystemExit(f"error: {e}") from None
-    config_text = (bench.upstream / DRA_CONFIG).read_text()
-    upstream_file_dir = str((bench.upstream / DRA_CONFIG).parent)
+    config_text = (upstream / DRA_CONFIG).read_text()
+    upstream_file_dir = str((upstream / DRA_CONFIG).parent)
     try:
         devices = curves.devices_per_node(config_text)
         for n in sizes:  # every size checked before the first run
             curves.sized(config_text, upstream_file_dir, nodes=n, pods=args.pods, workdir=".")
     except curves.CurveError as e:
+        p.error(str(e))
+    try:
+        bench = build.ensure(release)
+    except (build.UnknownRelease, build.BuildError) as e:
         raise SystemExit(f"error: {e}") from None
 
     args.out.mkdir(parents=True, exist_ok=True)
