@@ -138,6 +138,9 @@ class Point:
     """DynamicResources' Filter on one node, mean (sampled by the scheduler; wall)."""
     load_1m: float
     seconds: float
+    nodes_filtered_per_pod: float | None = None
+    """DRA Filter calls per pod (the end-to-end way: the scheduler's metrics): the cost
+    model's `nodes_filtered`, measured."""
 
 
 def point(
@@ -149,6 +152,7 @@ def point(
     pods: int,
     load_1m: float,
     seconds: float,
+    nodes_filtered_per_pod: float | None = None,
 ) -> Point:
     return Point(
         nodes=nodes,
@@ -159,6 +163,7 @@ def point(
         dra_filter_ms_per_node=durations.get(DRA_FILTER_PER_NODE),
         load_1m=load_1m,
         seconds=round(seconds, 1),
+        nodes_filtered_per_pod=nodes_filtered_per_pod,
     )
 
 

@@ -123,10 +123,10 @@ def test_model_predictors_at_one_size() -> None:
 
 
 def test_point_per_pod_cpu() -> None:
-    p = curves.point(500, 1, {curves.FILTER_PER_POD: 12.5}, 20.0, 30.0, 300, 14.2, 61.04)
+    p = curves.point(500, 1, {curves.FILTER_PER_POD: 12.5}, 20.0, 30.0, 300, 14.2, 61.04, 231.5)
     assert p.cpu_ms_per_pod == 100.0
     assert p.filter_ms_per_pod == 12.5 and p.dra_filter_ms_per_node is None
-    assert p.seconds == 61.0
+    assert p.seconds == 61.0 and p.nodes_filtered_per_pod == 231.5
 
 
 CONFIG_136 = """
