@@ -1,0 +1,180 @@
+"""Cost curves: upstream's workload sized, the points and the fitted lines."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from schedperf import curves
+
+CONFIG = """
+- name: SchedulingWithResourceClaimTemplate
+  featureGates: {DynamicResourceAllocation: true}
+  workloadTemplate:
+  - {opcode: createNodes, countParam: $nodesWithoutDRA}
+  - {opcode: createNodes, nodeTemplatePath: templates/node.yaml, countParam: $nodesWithDRA}
+  - opcode: createAny
+    templatePath: templates/resourceslice.yaml
+    countParam: $nodesWithDRA
+    templateParams: {numDevices: 10}
+  - {opcode: createPods, podTemplatePath: templates/pod.yaml, countParam: $measurePods,
+     collectMetrics: true}
+  workloads:
+  - name: 5000pods_500nodes
+    labels: [performance]
+    params: {nodesWithDRA: 500, nodesWithoutDRA: 0, initClaims: 2500, measurePods: 2500,
+             duration: 0s, steadyState: false}
+    threshold: {dra: 56}
+- name: Other
+  workloads: []
+"""
+
+
+def test_sized_keeps_upstreams_ops_with_absolute_paths_and_our_size() -> None:
+    s = curves.sized(CONFIG, "/mod/dra", nodes=2000, pods=300, workdir="/w")
+    assert (
+        s.benchmark
+        == "BenchmarkPerfScheduling/SchedulingWithResourceClaimTemplate/300pods_2000nodes"
+    )
+    assert s.workdir == "/w" and s.config == curves.CONFIG
+    (tc,) = yaml.safe_load(s.files[curves.CONFIG])
+    ops = tc["workloadTemplate"]
+    assert ops[1]["nodeTemplatePath"] == "/mod/dra/templates/node.yaml"
+    assert ops[2]["templatePath"] == "/mod/dra/templates/resourceslice.yaml"
+    assert ops[3]["podTemplatePath"] == "/mod/dra/templates/pod.yaml"
+    (w,) = tc["workloads"]
+    assert w == {
+        "name": "300pods_2000nodes",
+        "params": {
+            "nodesWithDRA": 2000,
+            "nodesWithoutDRA": 0,
+            "initClaims": 0,
+            "measurePods": 300,
+            "duration": "0s",
+            "steadyState": False,
+        },
+    }
+    assert s.params == {"nodes": 2000, "pods": 300, "initClaims": 0}
+
+
+def test_sized_refuses_what_cannot_run() -> None:
+    with pytest.raises(curves.CurveError, match="devices"):
+        curves.sized(CONFIG, "/m", nodes=10, pods=101, workdir="/w")
+    with pytest.raises(curves.CurveError, match="no test case"):
+        curves.sized(CONFIG, "/m", nodes=10, pods=1, workdir="/w", case="Missing")
+    with pytest.raises(curves.CurveError, match="no workload"):
+        curves.sized(CONFIG, "/m", nodes=10, pods=1, workdir="/w", base="fast")
+    with pytest.raises(curves.CurveError):
+        curves.sized(CONFIG, "/m", nodes=0, pods=1, workdir="/w")
+    assert curves.devices_per_node(CONFIG) == 10
+
+
+def test_fit_line_recovers_a_known_slope_and_brackets_it() -> None:
+    xs = [100, 100, 100, 500, 500, 500, 1000, 1000, 1000]
+    noise = [0.3, -0.2, -0.1, 0.2, -0.3, 0.1, -0.2, 0.3, -0.1]
+    ys = [4.0 + 0.02 * x + e for x, e in zip(xs, noise, strict=True)]
+    line = curves.fit_line(xs, ys)
+    assert line.n == 9
+    assert line.slope_low < 0.02 < line.slope_high
+    assert line.slope == pytest.approx(0.02, abs=5e-4)
+    assert line.intercept == pytest.approx(4.0, abs=0.3)
+    assert 0.99 < line.r2 <= 1.0
+    exact = curves.fit_line([1, 2, 3], [2, 4, 6])
+    assert (exact.slope, exact.slope_low, exact.slope_high) == pytest.approx((2, 2, 2))
+
+
+def test_fit_line_needs_three_points_at_two_sizes() -> None:
+    with pytest.raises(ValueError):
+        curves.fit_line([1, 2], [1, 2])
+    with pytest.raises(ValueError):
+        curves.fit_line([5, 5, 5], [1, 2, 3])
+
+
+def _pt(nodes: int, rep: int, cpu: float, filt: float | None) -> curves.Point:
+    return curves.Point(
+        nodes=nodes,
+        repeat=rep,
+        throughput=10.0 + rep,
+        cpu_ms_per_pod=cpu,
+        filter_ms_per_pod=filt,
+        dra_filter_ms_per_node=None,
+        load_1m=12.0,
+        seconds=60.0,
+    )
+
+
+def test_fits_per_node_filtered_node_and_slice_visit() -> None:
+    pts = [_pt(n, r, 10 + n / 100 + r, None) for n in (100, 500, 1000) for r in (1, 2)]
+    on_137 = curves.fits("1.37", pts, pods=300, devices_per_node=10)
+    assert set(on_137) == {"cpu_ms_per_pod", "throughput"}  # no Filter figures: no line
+    # One slice per node: the visits line would be the filtered-node line again.
+    assert set(on_137["cpu_ms_per_pod"]) == {"per_node", "per_filtered_node"}
+    assert on_137["cpu_ms_per_pod"]["per_node"]["slope"] == pytest.approx(0.01)
+    on_135 = curves.fits("1.35", pts, pods=300, devices_per_node=10)
+    assert set(on_135["cpu_ms_per_pod"]) == {"per_node", "per_filtered_node", "per_slice_visit"}
+
+
+def test_model_predictors_at_one_size() -> None:
+    # 1,000 nodes x 10 devices, 300 pods: 1.5 % full on average, 420 / 0.985 nodes.
+    x = curves.model_x("1.35", 1000, 300, 10)
+    assert x["filtered"] == pytest.approx(420 / 0.985)
+    assert x["visits"] == pytest.approx(420 / 0.985 * 1000)
+    assert curves.model_x("1.37", 1000, 300, 10)["visits"] == pytest.approx(420 / 0.985)
+
+
+def test_point_per_pod_cpu() -> None:
+    p = curves.point(500, 1, {curves.FILTER_PER_POD: 12.5}, 20.0, 30.0, 300, 14.2, 61.04, 231.5)
+    assert p.cpu_ms_per_pod == 100.0
+    assert p.filter_ms_per_pod == 12.5 and p.dra_filter_ms_per_node is None
+    assert p.seconds == 61.0 and p.nodes_filtered_per_pod == 231.5
+
+
+CONFIG_136 = """
+- name: SchedulingWithResourceClaimTemplate
+  workloadTemplate:
+  - {opcode: createNodes, nodeTemplatePath: templates/node.yaml, countParam: $nodesWithDRA}
+  - {opcode: createResourceDriver, driverName: d, maxClaimsPerNodeParam: $maxClaimsPerNode}
+  - {opcode: createPods, podTemplatePath: templates/pod.yaml, countParam: $initPods}
+  workloads:
+  - name: 5000pods_500nodes
+    featureGates: {SchedulerQueueingHints: false}
+    params: {nodesWithDRA: 500, nodesWithoutDRA: 0, initPods: 2500, measurePods: 2500,
+             maxClaimsPerNode: 8}
+"""
+
+
+def test_sized_on_the_driver_shape_of_135_and_136() -> None:
+    assert curves.devices_per_node(CONFIG_136) == 8
+    s = curves.sized(CONFIG_136, "/m", nodes=100, pods=50, init_claims=20, workdir="/w")
+    (tc,) = yaml.safe_load(s.files[curves.CONFIG])
+    (w,) = tc["workloads"]
+    assert w == {
+        "name": "50pods_100nodes",
+        "params": {
+            "nodesWithDRA": 100,
+            "nodesWithoutDRA": 0,
+            "initPods": 20,
+            "measurePods": 50,
+            "maxClaimsPerNode": 8,
+        },
+    }
+    with pytest.raises(curves.CurveError, match="devices"):
+        curves.sized(CONFIG_136, "/m", nodes=10, pods=81, workdir="/w")
+
+
+def test_page_plots_every_figure_with_its_lines() -> None:
+    pts = [_pt(n, r, 10 + n / 100 + r, 5 + n / 50) for n in (100, 500, 1000) for r in (1, 2)]
+    doc = {
+        "kubernetes": "v1.37.2",
+        "pods": 300,
+        "cpus": 2,
+        "points": [vars(p) for p in pts],
+        "model": {str(n): curves.model_x("1.37", n, 300, 10) for n in (100, 500, 1000)},
+        "fits": curves.fits("1.37", pts, pods=300, devices_per_node=10),
+    }
+    html = curves.page(doc)
+    assert "Cost curve, Kubernetes v1.37.2" in html
+    for title in ("CPU per pod", "Filter per pod", "SchedulingThroughput Average"):
+        assert title in html
+    assert html.count("least squares per node") == 3
+    assert "cost model" in html
