@@ -81,13 +81,14 @@ def test_files_that_hold_no_kubernetes_objects_are_one_line_exit_2(
     assert says in err and err.count("\n") == 1, err
 
 
+@pytest.mark.parametrize("flag", ["--port", "--admin-port"])
 @pytest.mark.parametrize("port", ["99999", "-1", "http"])
 def test_a_port_out_of_range_is_refused_before_anything_listens(
-    capsys: pytest.CaptureFixture[str], port: str
+    capsys: pytest.CaptureFixture[str], flag: str, port: str
 ) -> None:
-    assert run(["serve", "--from-files", ".", "--port", port]) == 2
+    assert run(["serve", "--from-files", ".", flag, port]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--port" in err
+    assert err.count("\n") == 1 and flag in err
 
 
 async def test_serve_from_files_then_stop_on_sigterm(tmp_path: Path) -> None:
@@ -160,15 +161,6 @@ def test_fractional_capacity_is_read_from_the_cluster_unless_the_flag_the_env_or
     assert "\n" not in err
     monkeypatch.delenv("EXTENDER_FRACTIONAL_CAPACITY")
     assert run(["serve", "--fractional-capacity", "maybe"]) == 2
-
-
-@pytest.mark.parametrize("port", ["99999", "-1", "http"])
-def test_an_admin_port_out_of_range_is_refused(
-    capsys: pytest.CaptureFixture[str], port: str
-) -> None:
-    assert run(["serve", "--from-files", ".", "--admin-port", port]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--admin-port" in err
 
 
 async def test_port_0_is_logged_as_the_port_bound(tmp_path: Path) -> None:
