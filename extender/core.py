@@ -122,14 +122,22 @@ class Core:
         out: dict[str, allocation.Verdict] = {}
         nodes = self.index.nodes
         for name in names:
-            verdict = memo.get(name)
-            if verdict is None:
-                view = nodes.get(name)
-                if view is None or not view.known:
-                    continue
-                verdict = memo[name] = self.index.judge(view, pod)
-            out[name] = verdict
+            view = nodes.get(name)
+            if view is not None and view.known:
+                out[name] = self._verdict(memo, view, pod)
+            elif name in memo:
+                out[name] = memo[name]
         return out
+
+    def _verdict(
+        self, memo: dict[str, Any], view: NodeView, pod: allocation.Pod
+    ) -> allocation.Verdict:
+        """`view`'s verdict on `pod`'s claims, judged once per memo (node_memo: until the
+        node changes); filter's and prioritize's calls share it."""
+        verdict: allocation.Verdict | None = memo.get(view.name)
+        if verdict is None:
+            verdict = memo[view.name] = self.index.judge(view, pod)
+        return verdict
 
     def siblings(self, job: str | None) -> locality.Siblings:
         if job is None:
@@ -242,10 +250,7 @@ class Core:
             verdicts = index.node_memo(fits_key)  # shared with `verdicts`: judged once
 
             def fits(view: NodeView) -> bool | None:
-                verdict = verdicts.get(view.name)
-                if verdict is None:
-                    verdict = verdicts[view.name] = index.judge(view, pod_claims)
-                return verdict.fits
+                return self._verdict(verdicts, view, pod_claims).fits
 
         def score(sib: locality.Siblings) -> list[int]:
             return scoring.score_nodes(
