@@ -36,6 +36,10 @@ _EMPTY, _FULL = "#e5e7eb", "#1e3a8a"
 _PARTIAL = ("#fde68a", "#f59e0b", "#dc2626")
 _HEIGHT = 360
 _FEW = 20
+_ONE_ROW = 4
+"""Series whose legend fits in one row above the plot; more go in a column at its right (a
+legend wrapping above the plot grows up into the title)."""
+_SIDE_LEGEND = {"orientation": "v", "yanchor": "top", "y": 1, "xanchor": "left", "x": 1.02}
 _LAYOUT: dict[str, Any] = {
     "template": "plotly_white",
     "height": _HEIGHT,
@@ -138,9 +142,16 @@ def over_time(
                 name=s.name,
                 # Markers too on short series: a one-interval rate is a single point.
                 mode="lines" if len(s.x) > _FEW else "lines+markers",
-                line={"color": COLOURS[i % len(COLOURS)], "width": 2},
+                # Past the palette, colours come round again dashed, so no two look alike.
+                line={
+                    "color": COLOURS[i % len(COLOURS)],
+                    "width": 2,
+                    "dash": "solid" if i < len(COLOURS) else "dash",
+                },
             )
         )
+    if len(series) > _ONE_ROW:
+        fig.update_layout(legend=_SIDE_LEGEND)
     for lo, hi in bands:
         fig.add_vrect(x0=lo, x1=hi, fillcolor="#fecaca", opacity=0.5, line_width=0)
     if percent:

@@ -67,6 +67,19 @@ def test_rate_turns_a_cumulative_count_into_pods_per_second() -> None:
     assert (list(r.x), list(r.y)) == ([1.0, 2.0, 4.0], [10.0, 0.0, 10.0])
 
 
+def test_a_legend_too_long_for_one_row_goes_beside_the_plot_and_no_two_series_look_alike() -> None:
+    def chart(n: int) -> Any:
+        return charts.over_time(
+            *(Series(f"s{i}", [0, 1], [0, i]) for i in range(n)), title="t", y_title="y"
+        )
+
+    assert chart(2).layout.legend.orientation == "h"  # one row above the plot
+    wide = chart(len(charts.COLOURS) + 1)
+    assert wide.layout.legend.orientation == "v" and wide.layout.legend.x > 1
+    looks = {(t.line.color, t.line.dash) for t in wide.data}
+    assert len(looks) == len(wide.data)
+
+
 def test_occupancy_counts_full_partly_used_and_empty_nodes() -> None:
     occ = {"n0": (8, 8), "n1": (3, 8), "n2": (0, 8), "n3": (7, 8)}
     assert charts.occupancy_summary(occ) == {
