@@ -67,7 +67,7 @@ def test_rate_turns_a_cumulative_count_into_pods_per_second() -> None:
     assert (list(r.x), list(r.y)) == ([1.0, 2.0, 4.0], [10.0, 0.0, 10.0])
 
 
-def test_a_legend_too_long_for_one_row_goes_beside_the_plot_and_no_two_series_look_alike() -> None:
+def test_a_long_legend_goes_beside_the_plot_and_no_two_series_look_alike() -> None:
     def chart(n: int) -> Any:
         return charts.over_time(
             *(Series(f"s{i}", [0, 1], [0, i]) for i in range(n)), title="t", y_title="y"
