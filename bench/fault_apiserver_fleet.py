@@ -28,7 +28,7 @@ from typing import Any
 
 from common import add_cluster_flags, running_cluster  # bench/ is on sys.path
 
-from fleet import audit, render
+from fleet import audit, layout
 from fleet.spec import for_profile
 from testbed.cluster import local
 from testbed.kube import errors, resources
@@ -75,7 +75,7 @@ async def _apply(
 ) -> dict[str, Any]:
     """One `fleet apply`; with `at`, restart the API server once that share of nodes exist."""
     kubeconfig = str(cluster.config.kubeconfig)
-    selector = render.fleet_selector(name)
+    selector = layout.fleet_selector(name)
     args = ("apply", "--profile", "dgx-h100", "--nodes", str(nodes), "--name", name)
     started = time.monotonic()
     proc = await _fleet(kubeconfig, *args, "--timeout", "1800")
@@ -103,7 +103,7 @@ async def _apply(
         kube.list(resources.NODES, label_selector=selector),
         kube.list(resources.RESOURCE_SLICES, label_selector=selector),
     )
-    result = audit.audit(render.desired_nodes(fleet), listed_nodes.items, listed_slices.items)
+    result = audit.audit(layout.desired_nodes(fleet), listed_nodes.items, listed_slices.items)
     out["converged"] = result.converged
     out["audit"] = result.summary()
     return out

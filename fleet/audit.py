@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleet import render
+from fleet import layout
 
 Obj = dict[str, Any]
 
@@ -54,10 +54,10 @@ class Audit:
         return "; ".join(parts)
 
 
-def audit(desired: Iterable[render.DesiredNode], nodes: list[Obj], slices: list[Obj]) -> Audit:
+def audit(desired: Iterable[layout.DesiredNode], nodes: list[Obj], slices: list[Obj]) -> Audit:
     """Compare the fleet's desired nodes with the Nodes and ResourceSlices listed by its
     labels."""
-    wanted = {d.name: set(render.slice_names(d)) for d in desired}
+    wanted = {d.name: set(layout.slice_names(d)) for d in desired}
     uids = {n["metadata"]["name"]: n["metadata"].get("uid") for n in nodes}
     seen: set[str] = set()
     duplicates, orphans = [], []

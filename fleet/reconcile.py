@@ -13,18 +13,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
-from fleet import audit, diff, render
+from fleet import diff, drivers, layout, render
 from fleet.metrics import FleetMetrics
-from fleet.profiles import ProfileError
-from fleet.spec import Fleet, SpecError, from_data
+from fleet.progress import Counts, NoProgress, Progress
+from fleet.record import RECORD_KEY, RECORD_NAMESPACE, record_name, record_object, recorded_fleet
+from fleet.spec import Fleet
+from fleet.status import FleetStatus, fleet_status
 from testbed import vocab
 from testbed.kube import errors, resources
 from testbed.kube.client import Kube
@@ -42,64 +43,9 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
-RECORD_NAMESPACE = vocab.NAMESPACE
-RECORD_KEY = "fleet.yaml"
-
 
 class ReconcileError(Exception):
     """The fleet could not be brought to its spec; one line for the user."""
-
-
-class Progress(Protocol):
-    """What the CLI's progress bar (or the service's status writer) is told."""
-
-    def phase(self, description: str, total: int) -> None: ...
-
-    def advance(self, n: int = 1) -> None: ...
-
-    def set_done(self, done: int) -> None: ...
-
-
-class NoProgress:
-    def phase(self, description: str, total: int) -> None:
-        pass
-
-    def advance(self, n: int = 1) -> None:
-        pass
-
-    def set_done(self, done: int) -> None:
-        pass
-
-
-@dataclass(slots=True)
-class Counts:
-    created: int = 0
-    updated: int = 0
-    deleted: int = 0
-    unchanged: int = 0
-    failed: int = 0
-    first_error: str = ""
-    counted: set[str] = field(default_factory=set, repr=False)
-    """`kind/name` of objects counted so far, written or found matching: a pass resumed after
-    an outage finds them matching again (and a pass cut short may have counted some), and
-    must count each object once."""
-
-    @property
-    def writes(self) -> int:
-        return self.created + self.updated + self.deleted
-
-    def wrote(self, kind: str, action: str, name: str = "") -> None:
-        """One object `action` (created, updated or deleted); `name` for those that stay."""
-        setattr(self, action, getattr(self, action) + 1)
-        if name:
-            self.counted.add(f"{kind}/{name}")
-
-    def same(self, kind: str, name: str) -> None:
-        """`name` already matched (counted unless an earlier pass of this apply counted it)."""
-        key = f"{kind}/{name}"
-        if key not in self.counted:
-            self.counted.add(key)
-            self.unchanged += 1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,85 +66,6 @@ class ReconcileSettings:
     what is still missing, so a pass cut short loses nothing."""
 
 
-@dataclass(slots=True)
-class PoolStatus:
-    pool: str
-    profile: str
-    desired: int | None
-    nodes: int = 0
-    ready: int = 0
-    slices: int = 0
-    desired_slices: int | None = None
-
-
-@dataclass(slots=True)
-class FleetStatus:
-    name: str
-    recorded: bool
-    pools: list[PoolStatus] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    """Why the cluster does not hold exactly the recorded fleet (empty when it does)."""
-
-    @property
-    def complete(self) -> bool:
-        return not self.problems
-
-    @property
-    def desired(self) -> int | None:
-        values = [p.desired for p in self.pools]
-        return None if any(v is None for v in values) else sum(v or 0 for v in values)
-
-    @property
-    def nodes(self) -> int:
-        return sum(p.nodes for p in self.pools)
-
-    @property
-    def ready(self) -> int:
-        return sum(p.ready for p in self.pools)
-
-
-def record_name(fleet_name: str) -> str:
-    return f"dra-testbed-fleet-{fleet_name}"
-
-
-def record_object(desired: render.DesiredFleet, namespace: str) -> Obj:
-    """The ConfigMap that records an apply finished: written last, after every object."""
-    name = desired.fleet.name
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": record_name(name),
-            "namespace": namespace,
-            "labels": render.fleet_labels(name),
-        },
-        "data": {RECORD_KEY: desired.record},
-    }
-
-
-def status_problems(
-    record: Obj | None,
-    nodes: list[Obj],
-    slices: list[Obj],
-    expected: render.DesiredFleet | None,
-    expected_error: str = "",
-) -> list[str]:
-    """Why the listed objects are not exactly the recorded fleet, one phrase per reason."""
-    if record is None:
-        return ["no record of a finished apply (one was cut short)"] if nodes or slices else []
-    problems: list[str] = []
-    started = (record["metadata"].get("annotations") or {}).get(vocab.ANNOTATION_FLEET_APPLYING)
-    if started:
-        problems.append(f"an apply of a changed spec started {started} and did not finish")
-    if expected is None:
-        problems.append(f"the record cannot be checked ({expected_error})")
-        return problems
-    found = audit.audit(expected.nodes, nodes, slices)
-    if not found.converged:
-        problems.append(found.summary())
-    return problems
-
-
 class Reconciler:
     """Applies, inspects and deletes fleets through one shared `Kube` client."""
 
@@ -217,7 +84,7 @@ class Reconciler:
     # -- apply ---------------------------------------------------------------------------
 
     async def apply(
-        self, desired: render.DesiredFleet, *, progress: Progress | None = None
+        self, desired: layout.DesiredFleet, *, progress: Progress | None = None
     ) -> Counts:
         """Create, update and delete until the cluster holds exactly the desired objects.
 
@@ -278,13 +145,13 @@ class Reconciler:
         return False
 
     async def _apply_pass(
-        self, desired: render.DesiredFleet, counts: Counts, progress: Progress
+        self, desired: layout.DesiredFleet, counts: Counts, progress: Progress
     ) -> None:
         """One list-diff-write pass; raises the first API-server-level failure."""
         fleet, wanted_nodes = desired.fleet, desired.nodes
         await self._ensure_device_classes(counts)
         await self._mark_applying(desired)
-        selector = render.fleet_selector(fleet.name)
+        selector = layout.fleet_selector(fleet.name)
         nodes_l, slices_l = await asyncio.gather(
             self.kube.list(NODES, label_selector=selector),
             self.kube.list(RESOURCE_SLICES, label_selector=selector),
@@ -292,7 +159,7 @@ class Reconciler:
         nodes = {n["metadata"]["name"]: n for n in nodes_l.items}
         slices = {s["metadata"]["name"]: s for s in slices_l.items}
         wanted = {n.name for n in wanted_nodes}
-        wanted_slices = {name for n in wanted_nodes for name in render.slice_names(n)}
+        wanted_slices = {name for n in wanted_nodes for name in layout.slice_names(n)}
         extra_nodes = sorted(set(nodes) - wanted)
         extra_slices = sorted(set(slices) - wanted_slices)
         # Each node, then at once its slices (a slice's ownerReference needs its Node's uid;
@@ -347,7 +214,7 @@ class Reconciler:
     async def _sync_host(
         self,
         fleet: Fleet,
-        node: render.DesiredNode,
+        node: layout.DesiredNode,
         actual: Obj | None,
         slices: Mapping[str, Obj],
         pools: Mapping[tuple[str, str], list[Obj]],
@@ -358,7 +225,7 @@ class Reconciler:
         pool of slices."""
         uid = await self._sync_node(fleet, node, actual, counts)
         by_driver: dict[str, list[Obj]] = {}
-        for s in render.slice_objects(fleet, node, uid):
+        for s in drivers.slice_objects(fleet, node, uid):
             by_driver.setdefault(s["spec"]["driver"], []).append(s)
         await asyncio.gather(
             *(
@@ -401,7 +268,7 @@ class Reconciler:
         await self._put_slice(body, actual, lambda a: diff.with_version(body, a), counts)
 
     async def _sync_node(
-        self, fleet: Fleet, node: render.DesiredNode, actual: Obj | None, counts: Counts
+        self, fleet: Fleet, node: layout.DesiredNode, actual: Obj | None, counts: Counts
     ) -> str:
         """Create or update one Node; returns its uid."""
         desired = render.node_object(fleet, node)
@@ -413,7 +280,7 @@ class Reconciler:
                 fresh = True
             except errors.AlreadyExists:
                 actual = await self.kube.get(NODES, node.name)
-                _refuse_foreign("Node", actual, render.fleet_labels(fleet.name))
+                _refuse_foreign("Node", actual, layout.fleet_labels(fleet.name))
         if not fresh:
             if diff.node_matches(desired, actual):
                 counts.same("Node", node.name)
@@ -532,7 +399,7 @@ class Reconciler:
             await self.kube.replace(DEVICE_CLASSES, diff.with_version(desired, actual))
             self._wrote(counts, "DeviceClass", "updated")
 
-    async def _mark_applying(self, desired: render.DesiredFleet) -> None:
+    async def _mark_applying(self, desired: layout.DesiredFleet) -> None:
         """Before the first object write, mark an existing record whose spec differs: until
         `_record` rewrites it, `fleet status` reports the fleet as incomplete, even if this
         process is killed. (A fleet with no record yet needs no mark: objects without a
@@ -549,7 +416,7 @@ class Reconciler:
         patch = {"metadata": {"annotations": {vocab.ANNOTATION_FLEET_APPLYING: now}}}
         await self.kube.patch(CONFIG_MAPS, name, patch, namespace=ns)
 
-    async def _record(self, desired: render.DesiredFleet) -> None:
+    async def _record(self, desired: layout.DesiredFleet) -> None:
         """Record the applied spec, last, once every object is written: `fleet status` reads
         the desired counts from it, and its absence (or mark) flags an unfinished apply."""
         body = record_object(desired, self.settings.record_namespace)
@@ -583,7 +450,7 @@ class Reconciler:
 
     async def wait_ready(
         self,
-        desired: render.DesiredFleet,
+        desired: layout.DesiredFleet,
         *,
         within: float,
         progress: Progress | None = None,
@@ -599,7 +466,7 @@ class Reconciler:
 
         async def watch() -> None:
             async for ev in informer(
-                self.kube, NODES, label_selector=render.fleet_selector(fleet.name), stop=stop
+                self.kube, NODES, label_selector=layout.fleet_selector(fleet.name), stop=stop
             ):
                 if isinstance(ev, Snapshot):
                     ready.clear()
@@ -640,7 +507,7 @@ class Reconciler:
     async def read_record(self, name: str) -> Fleet | None:
         """The spec of the fleet's last finished apply, if any."""
         cm = await self._record_object(name)
-        return _record_fleet(name, cm) if cm else None
+        return recorded_fleet(name, cm) if cm else None
 
     async def _record_object(self, name: str) -> Obj | None:
         try:
@@ -653,42 +520,13 @@ class Reconciler:
     async def status(self, name: str) -> FleetStatus:
         """Desired, present and Ready nodes per pool, and whether the cluster holds exactly
         the recorded fleet."""
-        selector = render.fleet_selector(name)
+        selector = layout.fleet_selector(name)
         cm, nodes_l, slices_l = await asyncio.gather(
             self._record_object(name),
             self.kube.list(NODES, label_selector=selector),
             self.kube.list(RESOURCE_SLICES, label_selector=selector),
         )
-        expected: render.DesiredFleet | None = None
-        why = ""
-        if cm is not None:
-            try:
-                record = _record_fleet(name, cm)
-                expected = render.validate(record) if record else None
-            except (SpecError, ProfileError, ValueError) as e:
-                why = str(e).splitlines()[0][:200]
-        pools: dict[str, PoolStatus] = {}
-        if expected is not None:
-            for pool in expected.fleet.spec.pools:
-                pools[pool.name] = PoolStatus(pool.name, pool.profile, pool.count, desired_slices=0)
-            for node in expected.nodes:
-                ps = pools[node.pool]
-                ps.desired_slices = (ps.desired_slices or 0) + len(render.slice_names(node))
-        for n in nodes_l.items:
-            labels = n["metadata"].get("labels") or {}
-            pool_name = labels.get(vocab.LABEL_POOL, "?")
-            ps = pools.setdefault(
-                pool_name, PoolStatus(pool_name, labels.get(vocab.LABEL_PROFILE, "?"), None)
-            )
-            ps.nodes += 1
-            ps.ready += resources.node_ready(n)
-        for s in slices_l.items:
-            pool_name = (s["metadata"].get("labels") or {}).get(vocab.LABEL_POOL, "?")
-            pools.setdefault(pool_name, PoolStatus(pool_name, "?", None)).slices += 1
-        problems = status_problems(cm, nodes_l.items, slices_l.items, expected, why)
-        return FleetStatus(
-            name=name, recorded=cm is not None, pools=list(pools.values()), problems=problems
-        )
+        return fleet_status(name, cm, nodes_l.items, slices_l.items)
 
     async def list_fleets(self) -> list[str]:
         """Names of every fleet with objects or a record in the cluster."""
@@ -716,7 +554,7 @@ class Reconciler:
         with a single worker by default, which is several times slower at fleet scale.
         """
         progress = progress or NoProgress()
-        selector = render.fleet_selector(name)
+        selector = layout.fleet_selector(name)
         counts = Counts()
         deadline = time.monotonic() + within
         # Repeat until a list comes back empty: objects created meanwhile are caught too.
@@ -757,8 +595,3 @@ def _refuse_foreign(kind: str, actual: Obj, owner: Mapping[str, str]) -> None:
             f"{kind} {actual['metadata']['name']} exists and is not this fleet's ({found}); "
             "refusing to take it over: delete it or choose other names"
         )
-
-
-def _record_fleet(name: str, cm: Obj) -> Fleet | None:
-    text = (cm.get("data") or {}).get(RECORD_KEY)
-    return from_data(json.loads(text), source=f"ConfigMap {record_name(name)}") if text else None

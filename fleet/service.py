@@ -26,7 +26,8 @@ from prometheus_client import CollectorRegistry
 from fleet import crd, handoff, render
 from fleet.metrics import FleetMetrics
 from fleet.profiles import ProfileError
-from fleet.reconcile import Counts, ReconcileError, Reconciler, ReconcileSettings
+from fleet.progress import Counts
+from fleet.reconcile import ReconcileError, Reconciler, ReconcileSettings
 from fleet.spec import SpecError, from_data
 from testbed import runtime, vocab
 from testbed.kube import crds, errors

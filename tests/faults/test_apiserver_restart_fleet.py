@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet import audit, render
+from fleet import audit, layout
 from fleet.spec import for_profile
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
@@ -36,7 +36,7 @@ async def test_fleet_apply_rides_through_an_api_server_restart(
     kube: Kube, kubeconfig: str, restart_apiserver: RestartApiServer, tmp_path: Path
 ) -> None:
     name = f"fault-{secrets.token_hex(3)}"
-    selector = render.fleet_selector(name)
+    selector = layout.fleet_selector(name)
     env = {**os.environ, "KUBECONFIG": kubeconfig}
     log = tmp_path / "apply.log"
     with log.open("wb") as out:
@@ -72,7 +72,7 @@ async def test_fleet_apply_rides_through_an_api_server_restart(
             kube.list(r.NODES, label_selector=selector),
             kube.list(r.RESOURCE_SLICES, label_selector=selector),
         )
-        result = audit.audit(render.desired_nodes(fleet), nodes.items, slices.items)
+        result = audit.audit(layout.desired_nodes(fleet), nodes.items, slices.items)
         assert result.converged, result.summary()
         assert result.nodes == NODES and result.slices == 2 * NODES, result.summary()
         # And regardless of labels: every slice of this fleet's nodes is one of those.

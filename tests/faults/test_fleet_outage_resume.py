@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from fleet import audit, render
+from fleet import audit, layout, render
 from fleet.metrics import FleetMetrics
 from fleet.reconcile import Reconciler
 from fleet.spec import for_profile
@@ -37,7 +37,7 @@ async def test_apply_resumes_with_a_fresh_pass_after_an_outage(
     settings = ClientSettings(qps=500, burst=1000, max_retries=2, backoff_max=0.5)
     own = await Kube.connect(kubeconfig=via_proxy, settings=settings)
     fleet = for_profile("dgx-h100", NODES, name=f"resume-{secrets.token_hex(3)}")
-    selector = render.fleet_selector(fleet.name)
+    selector = layout.fleet_selector(fleet.name)
     rec = Reconciler(own, metrics=metrics)
     # The DeviceClasses every fleet shares count as created if no fleet made them before.
     present = {r.name_of(o) for o in (await kube.list(r.DEVICE_CLASSES)).items}
@@ -58,7 +58,7 @@ async def test_apply_resumes_with_a_fresh_pass_after_an_outage(
             kube.list(r.NODES, label_selector=selector),
             kube.list(r.RESOURCE_SLICES, label_selector=selector),
         )
-        result = audit.audit(render.desired_nodes(fleet), nodes.items, slices.items)
+        result = audit.audit(layout.desired_nodes(fleet), nodes.items, slices.items)
         assert result.converged, result.summary()
         assert (result.nodes, result.slices) == (NODES, 2 * NODES)
         # Every object written once, or found already there by the resumed pass.

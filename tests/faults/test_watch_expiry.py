@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from fleet import crd, render
+from fleet import crd, layout
 from fleet.reconcile import Reconciler
 from fleet.spec import from_data
 from testbed import vocab
@@ -112,7 +112,7 @@ async def test_extender_and_fleet_service_relist_after_410_and_carry_on(
                 crd.FLEETS, name, {"spec": fleet_objects.fleet_object(name, 3)["spec"]}
             )
             await wait_for(kube, crd.FLEETS, fleet_objects.ready_at(2, 3), name=name, timeout=120)
-            newest = render.desired_nodes(from_data(fleet_objects.fleet_object(name, 3)))[-1].name
+            newest = layout.desired_nodes(from_data(fleet_objects.fleet_object(name, 3)))[-1].name
             gpus = await _eventually(
                 lambda: _free_gpus(extender_port, newest), f"node {newest} in the extender"
             )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fleet import render, spec
+from fleet import layout, render, spec
 from fleet.profiles import ProfileError
 from loadgen import plan, scenarios
 from loadgen.scenarios import model
@@ -19,7 +19,7 @@ def parse_fleet_spec(path: Path) -> str | None:
     one-line message; any other exception propagates (the bug this hunts)."""
     try:
         fleet = spec.load(path)
-        known = render.resolve_profiles(fleet)
+        known = layout.resolve_profiles(fleet)
         if fleet.spec.total_nodes <= VALIDATE_UP_TO:
             render.validate(fleet, known)
     except (spec.SpecError, ProfileError) as e:

@@ -6,7 +6,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from fleet import render
+from fleet import layout
 from testbed.kube.client import Kube
 from testbed.kube.resources import NODES, RESOURCE_SLICES
 
@@ -33,7 +33,7 @@ async def run(*args: str, kubeconfig: str) -> tuple[int, str, str]:
 
 async def count_objects(kube: Kube, name: str) -> int:
     """Nodes plus ResourceSlices carrying fleet `name`'s labels."""
-    sel = render.fleet_selector(name)
+    sel = layout.fleet_selector(name)
     nodes = await kube.list(NODES, label_selector=sel)
     slices = await kube.list(RESOURCE_SLICES, label_selector=sel)
     return len(nodes.items) + len(slices.items)

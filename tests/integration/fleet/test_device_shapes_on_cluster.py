@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from fleet import profiles, render
+from fleet import layout, profiles, render
 from fleet.reconcile import Reconciler
 from fleet.spec import from_data
 from testbed import vocab
@@ -55,7 +55,7 @@ async def ns(kube: Kube) -> AsyncIterator[str]:
         yield name
 
 
-async def _apply(kube: Kube, spec: Obj) -> render.DesiredFleet:
+async def _apply(kube: Kube, spec: Obj) -> layout.DesiredFleet:
     """Apply, wait for Ready, and check a re-apply writes nothing (what the API server gives
     back, quantities and taint times included, matches the render)."""
     desired = render.validate(from_data(spec))
@@ -81,7 +81,7 @@ async def test_an_allocated_mig_partition_consumes_counters_so_the_full_gpu_is_r
     }
     try:
         await _apply(kube, spec)
-        listed = await kube.list(RESOURCE_SLICES, label_selector=render.fleet_selector(fleet))
+        listed = await kube.list(RESOURCE_SLICES, label_selector=layout.fleet_selector(fleet))
         shapes = {s["metadata"]["name"]: s["spec"] for s in listed.items}
         counters = next(v for k, v in shapes.items() if k.endswith("-counters-0"))
         assert counters["sharedCounters"][0]["name"] == "gpu-0-counter-set"  # gate on: kept
@@ -127,7 +127,7 @@ async def test_the_in_tree_numa_constraint_matches_the_fleets_standard_attribute
         )
         numa_of: dict[str, int] = {}
         for s in (
-            await kube.list(RESOURCE_SLICES, label_selector=render.fleet_selector(fleet))
+            await kube.list(RESOURCE_SLICES, label_selector=layout.fleet_selector(fleet))
         ).items:
             for d in s["spec"]["devices"]:
                 numa_of[d["name"]] = d["attributes"][vocab.ATTR_NUMA_NODE]["int"]
@@ -154,7 +154,7 @@ async def test_two_capacity_claims_share_one_gpu_and_a_third_over_capacity_stays
     try:
         await _apply(kube, spec)
         (gpu_slice,) = (
-            await kube.list(RESOURCE_SLICES, label_selector=render.fleet_selector(fleet))
+            await kube.list(RESOURCE_SLICES, label_selector=layout.fleet_selector(fleet))
         ).items
         (dev,) = gpu_slice["spec"]["devices"]
         assert dev["allowMultipleAllocations"] is True  # gate on: kept
@@ -234,7 +234,7 @@ async def test_a_noschedule_device_taint_keeps_new_pods_off_that_device(
         (gpu_slice,) = [
             s
             for s in (
-                await kube.list(RESOURCE_SLICES, label_selector=render.fleet_selector(fleet))
+                await kube.list(RESOURCE_SLICES, label_selector=layout.fleet_selector(fleet))
             ).items
             if s["spec"]["driver"] == GPU
         ]
@@ -325,7 +325,7 @@ async def test_a_noexecute_device_taint_evicts_running_pods_and_clear_lets_new_o
         (gpu_slice,) = [
             s
             for s in (
-                await kube.list(RESOURCE_SLICES, label_selector=render.fleet_selector(fleet))
+                await kube.list(RESOURCE_SLICES, label_selector=layout.fleet_selector(fleet))
             ).items
             if s["spec"]["driver"] == GPU
         ]

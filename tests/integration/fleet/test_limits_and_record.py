@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from fleet import render
+from fleet import layout
 from fleet.reconcile import Reconciler
 from testbed.kube.client import Kube
 from testbed.kube.resources import NODES
@@ -97,7 +97,7 @@ async def _kill_once_a_node_of(
 ) -> None:
     """SIGKILL `proc` as soon as a node of `pool` shows up (mid-apply)."""
     prefix = f"{name}-{pool}-"
-    async for ev in informer(kube, NODES, label_selector=render.fleet_selector(name)):
+    async for ev in informer(kube, NODES, label_selector=layout.fleet_selector(name)):
         items = (
             ev.items if isinstance(ev, Snapshot) else [ev.object] if isinstance(ev, Change) else []
         )

@@ -12,8 +12,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from fleet import render
-from fleet.reconcile import ReconcileError, Reconciler, record_name
+from fleet import layout, render
+from fleet.reconcile import ReconcileError, Reconciler
+from fleet.record import record_name
 from fleet.spec import for_profile, from_data
 from testbed import vocab
 from testbed.kube import errors, resources
@@ -63,7 +64,7 @@ async def fleet_name(kube: Kube) -> AsyncIterator[str]:
 
 
 async def _objects(kube: Kube, name: str) -> tuple[list[dict], list[dict]]:  # type: ignore[type-arg]
-    sel = render.fleet_selector(name)
+    sel = layout.fleet_selector(name)
     nodes = await kube.list(NODES, label_selector=sel)
     slices = await kube.list(RESOURCE_SLICES, label_selector=sel)
     return nodes.items, slices.items

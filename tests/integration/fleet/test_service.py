@@ -12,7 +12,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client import CollectorRegistry
 
-from fleet import crd, render, service
+from fleet import crd, layout, service
 from fleet.metrics import FleetMetrics
 from fleet.reconcile import Reconciler
 from testbed import vocab
@@ -65,7 +65,7 @@ async def test_a_fleet_object_grows_shrinks_and_is_cleaned_up(
     client: TestClient,  # type: ignore[type-arg]
 ) -> None:
     name = f"svc-{secrets.token_hex(3)}"
-    sel = render.fleet_selector(name)
+    sel = layout.fleet_selector(name)
     resp = await client.get("/healthz")
     assert resp.status == 200
     try:
@@ -154,7 +154,7 @@ async def test_the_service_survives_the_api_server_going_away(
         await proxy.start()  # same port
 
         await wait_for(kube, crd.FLEETS, fleet_objects.ready_at(2, 5), name=name, timeout=120)
-        nodes = await kube.list(NODES, label_selector=render.fleet_selector(name))
+        nodes = await kube.list(NODES, label_selector=layout.fleet_selector(name))
         assert len(nodes.items) == 5
         assert (
             sum(
@@ -185,7 +185,7 @@ async def test_apply_through_the_service_waits_for_it_and_delete_goes_through_it
     service reports it Ready; `fleet delete` then deletes the object, and the service its
     nodes; the service's metrics count the writes."""
     name = f"via-{secrets.token_hex(3)}"
-    sel = render.fleet_selector(name)
+    sel = layout.fleet_selector(name)
     args = ("--profile", "dgx-h100", "--name", name, "--through-service", "--timeout", "120s")
     try:
         code, _, err = await fleet_cli.run("apply", *args, "--nodes", "3", kubeconfig=kubeconfig)
@@ -221,7 +221,7 @@ async def test_apply_through_the_service_without_one_fails_in_its_timeout(
         )  # fmt: skip
         assert code == 1, err
         assert "not Ready after 3s" in err and "is `fleet serve` running?" in err, err
-        assert (await kube.list(NODES, label_selector=render.fleet_selector(name))).items == []
+        assert (await kube.list(NODES, label_selector=layout.fleet_selector(name))).items == []
     finally:
         await kube.delete(crd.FLEETS, name)
 
@@ -239,7 +239,7 @@ async def test_delete_with_no_service_left_deletes_directly_in_seconds(
     controller = service.FleetController(own, Reconciler(own, metrics=metrics), metrics)
     task = asyncio.create_task(controller.run())
     name = f"gone-{secrets.token_hex(3)}"
-    sel = render.fleet_selector(name)
+    sel = layout.fleet_selector(name)
     try:
         await kube.create(crd.FLEETS, fleet_objects.fleet_object(name, 3))
         await wait_for(kube, crd.FLEETS, fleet_objects.ready_at(1, 3), name=name, timeout=120)

@@ -29,9 +29,10 @@ from prometheus_client import CollectorRegistry
 
 from extender import runs
 from extender.cache.store import KINDS
-from fleet import crd, render, service
+from fleet import crd, layout, render, service
 from fleet.metrics import FleetMetrics
-from fleet.reconcile import Reconciler, ReconcileSettings, record_name
+from fleet.reconcile import Reconciler, ReconcileSettings
+from fleet.record import record_name
 from fleet.spec import for_profile
 from loadgen import access, scenarios, templates
 from testbed import vocab
@@ -342,7 +343,7 @@ async def test_the_fleet_service_runs_fleet_objects_under_its_own_account(
         liveness=Liveness(fleet_kube),
     )
     name = f"lp-svc-{secrets.token_hex(3)}"
-    sel = render.fleet_selector(name)
+    sel = layout.fleet_selector(name)
     running = asyncio.create_task(controller.run())
     try:
         await asyncio.wait_for(controller.synced.wait(), 60)

@@ -5,23 +5,23 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from fleet import audit, render
+from fleet import audit, drivers, layout, render
 from fleet.spec import for_profile
 from testbed import vocab
 
 Obj = dict[str, Any]
 
 
-def _cluster(nodes: int = 3) -> tuple[list[render.DesiredNode], list[Obj], list[Obj]]:
+def _cluster(nodes: int = 3) -> tuple[list[layout.DesiredNode], list[Obj], list[Obj]]:
     """The fleet's desired nodes and its objects as the API server would hold them (with uids)."""
     fleet = for_profile("dgx-h100", nodes, name="f")
-    wanted = render.desired_nodes(fleet)
+    wanted = layout.desired_nodes(fleet)
     node_objs, slice_objs = [], []
     for p in wanted:
         node = render.node_object(fleet, p)
         node["metadata"]["uid"] = f"uid-{p.name}"
         node_objs.append(node)
-        slice_objs += render.slice_objects(fleet, p, f"uid-{p.name}")
+        slice_objs += drivers.slice_objects(fleet, p, f"uid-{p.name}")
     return wanted, node_objs, slice_objs
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fleet.reconcile import Counts
+from fleet.progress import Counts
 
 
 def test_an_object_found_matching_by_two_passes_counts_once() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from fleet import limits, profiles, render
+from fleet import drivers, layout, limits, profiles, render
 from fleet.spec import SpecError, for_profile, from_data
 from testbed import vocab
 
@@ -96,9 +96,9 @@ def test_counters_refuse_over_commit_and_overlapping_placements() -> None:
 
 def test_slice_names_match_the_slices_for_partitionable_gpus() -> None:
     f = for_profile("dgx-h100-mig", 2)
-    for node in render.desired_nodes(f):
-        assert render.slice_names(node) == [
-            s["metadata"]["name"] for s in render.slice_objects(f, node)
+    for node in layout.desired_nodes(f):
+        assert layout.slice_names(node) == [
+            s["metadata"]["name"] for s in drivers.slice_objects(f, node)
         ]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from fleet import diff, render
+from fleet import diff, drivers, layout, render
 from fleet.diff import covers, node_matches, slice_matches
 from fleet.spec import for_profile, from_data
 from testbed import vocab
@@ -56,8 +56,8 @@ def test_a_changed_label_taint_or_capacity_does_not_match() -> None:
 
 def test_slice_match_ignores_generation_but_not_devices_or_owner() -> None:
     f = for_profile("dgx-h100", 1)
-    (p,) = render.desired_nodes(f)
-    desired = render.slice_objects(f, p, "uid-1")[0]
+    (p,) = layout.desired_nodes(f)
+    desired = drivers.slice_objects(f, p, "uid-1")[0]
     actual = copy.deepcopy(desired)
     actual["spec"]["pool"]["generation"] = 5
     actual["metadata"]["resourceVersion"] = "9"
@@ -103,14 +103,14 @@ def test_a_device_field_the_spec_dropped_is_a_difference_but_timeadded_is_not() 
             "deviceTaints": [{"share": 1.0}],
         }
     )
-    (node,) = render.desired_nodes(f)
-    tainted = render.slice_objects(f, node, "uid-1")[0]
+    (node,) = layout.desired_nodes(f)
+    tainted = drivers.slice_objects(f, node, "uid-1")[0]
     actual = copy.deepcopy(tainted)
     for d in actual["spec"]["devices"]:
         d["taints"][0]["timeAdded"] = "2026-01-01T00:00:00Z"  # the API server adds it
     assert slice_matches(tainted, actual)
     plain = for_profile("l4-4gpu", 1, name="t")
-    (untainted,) = render.desired_nodes(plain)
-    clean = render.slice_objects(plain, untainted, "uid-1")[0]
+    (untainted,) = layout.desired_nodes(plain)
+    clean = drivers.slice_objects(plain, untainted, "uid-1")[0]
     clean["metadata"]["labels"] = tainted["metadata"]["labels"]
     assert not slice_matches(clean, actual)  # the taint must be removed

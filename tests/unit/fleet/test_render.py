@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from fleet import crd, limits, profiles, render, yamlout
+from fleet import crd, drivers, layout, limits, profiles, render, yamlout
 from fleet.spec import SpecError, for_profile, from_data
 from testbed import vocab
 
@@ -138,7 +138,7 @@ def test_a4_nics_are_named_like_gke_and_carry_gce_placement() -> None:
     nics = out.slices[1]["spec"]["devices"]
     names = sorted(_attr(d, vocab.NIC_ATTR_IFNAME) for d in nics)
     assert names == ["eth0", "eth1"] + [f"gpu{i}rdma0" for i in range(8)]
-    assert all(render.GCE_ATTR_BLOCK in d["attributes"] for d in nics)
+    assert all(drivers.GCE_ATTR_BLOCK in d["attributes"] for d in nics)
     assert sum(d["attributes"][vocab.NIC_ATTR_RDMA]["bool"] for d in nics) == 8
 
 
@@ -270,8 +270,8 @@ def test_every_builtin_profile_renders_within_every_slice_limit() -> None:
 
 def test_slice_names_matches_slice_objects() -> None:
     f = for_profile("l4-4gpu", 2)
-    for p in render.desired_nodes(f):
-        assert render.slice_names(p) == [s["metadata"]["name"] for s in render.slice_objects(f, p)]
+    for p in layout.desired_nodes(f):
+        assert layout.slice_names(p) == [s["metadata"]["name"] for s in drivers.slice_objects(f, p)]
 
 
 # -- golden files ------------------------------------------------------------------------------
