@@ -25,12 +25,13 @@ The search has a step budget: past it the verdict is *not judged*.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from extender import expressions
+from extender import cel_functions, consumable, expressions
+from extender.claims import Alternative, Constraint, Pod, Request
 from extender.expressions import Outcome
 from extender.selectors import DeviceClassSelector
 from extender.topology import Device, DeviceKey
@@ -51,158 +52,6 @@ class Verdict:
 
 
 FITS = Verdict(True)
-
-
-@dataclass(frozen=True, slots=True)
-class Alternative:
-    name: str
-    cls: str
-    selectors: tuple[expressions.Selector, ...]
-    all_devices: bool
-    count: int
-    admin: bool
-    capacity: tuple[tuple[str, Fraction], ...] = ()
-    derived: tuple[tuple[str, expressions.Selector], ...] = ()
-    """Derived attributes: (name, compiled expression)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    claim: int
-    name: str
-    alternatives: tuple[Alternative, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Constraint:
-    claim: int
-    requests: frozenset[str] | None
-    """Request names it covers (None: all of the claim's); `req/sub` names a subrequest."""
-    attribute: str
-    distinct: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Pod:
-    """What a pod's unallocated claims ask for, parsed; or why it cannot be judged."""
-
-    requests: tuple[Request, ...] = ()
-    constraints: tuple[Constraint, ...] = ()
-    unjudged: str | None = None
-    reason: str = ""
-
-
-def parse_claims(
-    specs: Sequence[Mapping[str, Any]],
-    classes: Mapping[str, DeviceClassSelector],
-    evaluator: expressions.Evaluator,
-) -> Pod:
-    """The requests and constraints of claim specs (`spec` of ResourceClaims); `evaluator`
-    compiles the requests' own selectors."""
-    requests: list[Request] = []
-    constraints: list[Constraint] = []
-    for ci, spec in enumerate(specs):
-        devices = spec.get("devices") or {}
-        for raw in devices.get("requests") or []:
-            if not isinstance(raw, dict):
-                continue
-            name = str(raw.get("name", ""))
-            if isinstance(raw.get("exactly"), dict):
-                subs = [(name, raw["exactly"])]
-            elif isinstance(raw.get("firstAvailable"), list):
-                subs = [
-                    (f"{name}/{s.get('name', '')}", s)
-                    for s in raw["firstAvailable"]
-                    if isinstance(s, dict)
-                ]
-            else:
-                return Pod(unjudged="request_shape", reason=f"request {name}: unknown shape")
-            alts: list[Alternative] = []
-            for sub_name, sub in subs:
-                alt = _alternative(sub_name, sub, classes, evaluator)
-                if isinstance(alt, Pod):
-                    return alt
-                alts.append(alt)
-            requests.append(Request(ci, name, tuple(alts)))
-        for con in devices.get("constraints") or []:
-            if not isinstance(con, dict):
-                continue
-            names = con.get("requests")
-            covered = frozenset(str(n) for n in names) if names else None
-            if con.get("matchAttribute"):
-                constraints.append(Constraint(ci, covered, str(con["matchAttribute"]), False))
-            elif con.get("distinctAttribute"):
-                constraints.append(Constraint(ci, covered, str(con["distinctAttribute"]), True))
-    return Pod(tuple(requests), tuple(constraints))
-
-
-def _alternative(
-    name: str,
-    raw: Mapping[str, Any],
-    classes: Mapping[str, DeviceClassSelector],
-    evaluator: expressions.Evaluator,
-) -> Alternative | Pod:
-    cls = str(raw.get("deviceClassName", ""))
-    klass = classes.get(cls)
-    if klass is None:
-        return Pod(unjudged="unknown_class", reason=f"request {name}: DeviceClass {cls!r} unknown")
-    if klass.not_judged is not None:
-        return Pod(unjudged=klass.not_judged, reason=f"DeviceClass {cls}: {klass.not_judged}")
-    own, why = evaluator.selectors_of(raw.get("selectors"))
-    if why is not None:
-        return Pod(unjudged=why, reason=f"request {name}: selectors not judged ({why})")
-    if any(s.error is not None for s in own):
-        return Pod(unjudged="does_not_compile", reason=f"request {name}: CEL does not compile")
-    mode = raw.get("allocationMode") or "ExactCount"
-    count = raw.get("count", 1)
-    if mode not in ("ExactCount", "All"):
-        return Pod(unjudged="allocation_mode", reason=f"request {name}: allocationMode {mode}")
-    if mode == "ExactCount" and (
-        not isinstance(count, int) or isinstance(count, bool) or count < 1
-    ):
-        return Pod(unjudged="bad_count", reason=f"request {name}: count {count!r}")
-    capacity: list[tuple[str, Fraction]] = []
-    for cap_name, qty in ((raw.get("capacity") or {}).get("requests") or {}).items():
-        try:
-            capacity.append((str(cap_name), expressions.parse_quantity(str(qty))))
-        except expressions.CelError:
-            return Pod(unjudged="bad_capacity", reason=f"request {name}: capacity {qty!r}")
-    derived = _derived(name, raw.get("derivedAttributes"), evaluator)
-    if isinstance(derived, Pod):
-        return derived
-    return Alternative(
-        name=name,
-        cls=cls,
-        selectors=klass.selectors + own,
-        all_devices=mode == "All",
-        count=int(count) if mode == "ExactCount" else 0,
-        admin=raw.get("adminAccess") is True,
-        capacity=tuple(capacity),
-        derived=derived,
-    )
-
-
-def _derived(
-    name: str, items: Any, evaluator: expressions.Evaluator
-) -> tuple[tuple[str, expressions.Selector], ...] | Pod:
-    out = []
-    for item in items or ():
-        expr = item.get("expression") if isinstance(item, dict) else None
-        if not isinstance(expr, str) or not item.get("name"):
-            return Pod(unjudged="request_shape", reason=f"request {name}: bad derived attribute")
-        sel = evaluator.compile_derived(expr)
-        if sel.unsupported is not None:
-            return Pod(
-                unjudged="unsupported_function",
-                reason=f"request {name}: derived attribute not judged ({sel.unsupported})",
-            )
-        if sel.error is not None:
-            return Pod(
-                unjudged="does_not_compile",
-                reason=f"request {name}: derived attribute does not compile ({sel.error})",
-            )
-        out.append((str(item["name"]), sel))
-    return tuple(out)
 
 
 @dataclass(slots=True)
@@ -432,8 +281,8 @@ class _Search:
                 ck = ((key[0], key[1], counter_set), counter)
                 total = self.counters.get(ck[0], {}).get(counter)
                 try:
-                    amount = expressions.parse_quantity(qty)
-                except expressions.CelError:
+                    amount = cel_functions.parse_quantity(qty)
+                except cel_functions.CelError:
                     return None
                 if total is None:
                     return None
@@ -517,95 +366,15 @@ def _shares(
     out = []
     for name, text in dev.capacity.items():
         try:
-            total = expressions.parse_quantity(text)
-            policy = _policy(dev.policies.get(name))
-        except expressions.CelError:
+            total = cel_functions.parse_quantity(text)
+            policy = consumable.policy_of(dev.policies.get(name))
+        except cel_functions.CelError:
             return None
-        amount = consumed_capacity(wanted.get(name), total, policy, fractional)
-        if policy is not None and violates(amount, policy, fractional):
+        amount = consumable.consumed_capacity(wanted.get(name), total, policy, fractional)
+        if policy is not None and consumable.violates(amount, policy, fractional):
             return None
         held = in_use.get((key, name), Fraction(0)) + st.capacity.get((key, name), Fraction(0))
         if held + amount > total:
             return None
         out.append(((key, name), amount))
     return out
-
-
-@dataclass(frozen=True, slots=True)
-class Policy:
-    """A capacity's requestPolicy: a default, and valid values or a range (min, max, step)."""
-
-    default: Fraction | None = None
-    values: tuple[Fraction, ...] = ()
-    min: Fraction | None = None
-    max: Fraction | None = None
-    step: Fraction | None = None
-    ranged: bool = False
-
-
-def _policy(raw: Any) -> Policy | None:
-    if not isinstance(raw, dict):
-        return None
-
-    def q(v: Any) -> Fraction | None:
-        return None if v is None else expressions.parse_quantity(str(v))
-
-    rng = raw.get("validRange")
-    rng = rng if isinstance(rng, dict) else None
-    values = raw.get("validValues")
-    return Policy(
-        default=q(raw.get("default")),
-        values=tuple(expressions.parse_quantity(str(v)) for v in values)
-        if isinstance(values, list)
-        else (),
-        min=q(rng.get("min")) if rng else None,
-        max=q(rng.get("max")) if rng else None,
-        step=q(rng.get("step")) if rng else None,
-        ranged=rng is not None,
-    )
-
-
-def consumed_capacity(
-    requested: Fraction | None, total: Fraction, policy: Policy | None, fractional: bool = False
-) -> Fraction:
-    """How much of a capacity a request consumes (the allocator's calculateConsumedCapacity):
-    a range rounds up to min + n x step, in whole units (Quantity.Value(), which rounds each
-    of request, min and step up) or, with `fractional`, in milli-units."""
-    if requested is None:
-        return policy.default if policy is not None and policy.default is not None else total
-    if policy is None:
-        return requested
-    if policy.ranged and policy.min is not None:
-        if requested < policy.min:
-            return policy.min
-        if policy.step is None:
-            return requested
-        unit = Fraction(1, 1000) if fractional else Fraction(1)
-        req, low, step = (_ceil(q / unit) for q in (requested, policy.min, policy.step))
-        steps = -((low - req) // step)  # ceil((req - min) / step)
-        return (low + step * steps) * unit
-    if policy.values:
-        return next((v for v in policy.values if requested <= v), requested)
-    return requested
-
-
-def violates(amount: Fraction, policy: Policy, fractional: bool = False) -> bool:
-    """Whether a consumed amount breaks the policy (the allocator's violatesPolicy)."""
-    if policy.default is not None and amount == policy.default:
-        return False
-    if policy.ranged:
-        if policy.max is not None and amount > policy.max:
-            return True
-        if policy.step is not None and policy.min is not None:
-            unit = Fraction(1, 1000) if fractional else Fraction(1)
-            req, low, step = (_ceil(q / unit) for q in (amount, policy.min, policy.step))
-            return (req - low) % step != 0
-        return False
-    if policy.values:
-        return amount not in policy.values
-    return False
-
-
-def _ceil(x: Fraction) -> Fraction:
-    """A quantity's integer value, as Quantity.Value() rounds it (up)."""
-    return Fraction(-(-x.numerator // x.denominator))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from itertools import chain, islice
 from typing import Any
 
-from extender import allocation
+from extender import allocation, claims
 from extender import demand as demand_mod
 from extender.cache.index import Index
 from extender.config import Settings
@@ -53,7 +53,7 @@ class Core:
         self.clock = clock
         self.on_unjudged = on_unjudged
         """Called with a reason label for each request or pod the extender could not judge."""
-        self._parsed: dict[str, allocation.Pod] = {}
+        self._parsed: dict[str, claims.Pod] = {}
         self._parsed_classes: object = None
         self._spec_keys: dict[int, tuple[object, str]] = {}
         self.decisions: deque[dict[str, Any]] = deque(maxlen=settings.explain_pods)
@@ -71,7 +71,7 @@ class Core:
                 self.on_unjudged(reason)
         return d
 
-    def _claims(self, d: demand_mod.Demand) -> tuple[allocation.Pod, str] | None:
+    def _claims(self, d: demand_mod.Demand) -> tuple[claims.Pod, str] | None:
         """The pod's claims parsed for `allocation.judge`, and a key naming them; None when
         it has none or they cannot be judged (counted)."""
         if not d.specs:
@@ -85,7 +85,7 @@ class Core:
             if len(self._parsed) >= 256 or self._parsed_classes != version:
                 self._parsed.clear()
                 self._parsed_classes = version
-            pod = self._parsed[key] = allocation.parse_claims(
+            pod = self._parsed[key] = claims.parse_claims(
                 d.specs, self.index.classes, self.index.evaluator
             )
         if pod.unjudged is not None:
@@ -129,9 +129,7 @@ class Core:
                 out[name] = memo[name]
         return out
 
-    def _verdict(
-        self, memo: dict[str, Any], view: NodeView, pod: allocation.Pod
-    ) -> allocation.Verdict:
+    def _verdict(self, memo: dict[str, Any], view: NodeView, pod: claims.Pod) -> allocation.Verdict:
         """`view`'s verdict on `pod`'s claims, judged once per memo (node_memo: until the
         node changes); filter's and prioritize's calls share it."""
         verdict: allocation.Verdict | None = memo.get(view.name)

@@ -166,7 +166,7 @@ def _serve() -> None:
     """The worker: evaluate each request line, answer a line, until the input closes."""
     import cel
 
-    from extender.expressions import FUNCTIONS
+    from extender.cel_functions import FUNCTIONS
 
     programs: dict[str, Any] = {}
     out = sys.stdout.buffer

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any
 
-from extender import allocation, demand, expressions, selectors, topology
+from extender import allocation, cel_functions, claims, demand, expressions, selectors, topology
 from extender.config import Settings
 from extender.expressions import Outcome as Verdict
 from extender.topology import ClassSummary, DeviceKey, NodeView, Outcome, Summary
@@ -112,7 +112,7 @@ class Index:
             "Pod": len(self._pods),
         }
 
-    def judge(self, node: NodeView, pod: allocation.Pod) -> allocation.Verdict:
+    def judge(self, node: NodeView, pod: claims.Pod) -> allocation.Verdict:
         """Can `node`'s devices, as allocated now, satisfy the parsed claims of a pod?"""
         in_use: dict[tuple[allocation.CounterKey, str], Fraction] = {}
         allocated = self._allocated
@@ -121,8 +121,8 @@ class Index:
                 for counter_set, counter, qty in dev.consumes:
                     ck = ((key[0], key[1], counter_set), counter)
                     try:
-                        in_use[ck] = in_use.get(ck, Fraction(0)) + expressions.parse_quantity(qty)
-                    except expressions.CelError:
+                        in_use[ck] = in_use.get(ck, Fraction(0)) + cel_functions.parse_quantity(qty)
+                    except cel_functions.CelError:
                         continue
         return allocation.judge(
             pod,
@@ -240,8 +240,8 @@ class Index:
             totals: dict[str, Fraction] = {}
             for counter, amount in (counter_set.get("counters") or {}).items():
                 try:
-                    totals[str(counter)] = expressions.parse_quantity(str(amount.get("value")))
-                except (expressions.CelError, AttributeError):
+                    totals[str(counter)] = cel_functions.parse_quantity(str(amount.get("value")))
+                except (cel_functions.CelError, AttributeError):
                     continue
             self.counters[key] = totals
             keys.append(key)
@@ -506,8 +506,8 @@ def _consumed_capacity(results: Any) -> tuple[tuple[DeviceKey, str, Fraction], .
         dk = (driver, str(r.get("pool")), str(r.get("device")))
         for name, qty in consumed.items():
             try:
-                amount = expressions.parse_quantity(str(qty))
-            except expressions.CelError:
+                amount = cel_functions.parse_quantity(str(qty))
+            except cel_functions.CelError:
                 continue
             out.append((dk, name if "/" in name else f"{driver}/{name}", amount))
     return tuple(out)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from extender import allocation, expressions, selectors, topology
+from extender import allocation, claims, consumable, expressions, selectors, topology
 from extender.cache.index import Index
 from extender.config import Settings
 from extender.topology import DeviceKey
@@ -46,7 +46,7 @@ def judge(
     **kw: Any,
 ) -> allocation.Verdict:
     spec = {"devices": {"requests": requests, "constraints": constraints or []}}
-    pod = allocation.parse_claims([spec], CLASSES, EVALUATOR)
+    pod = claims.parse_claims([spec], CLASSES, EVALUATOR)
     return allocation.judge(pod, devices, in_use=lambda k: k[2] in used, classes=CLASSES, **kw)
 
 
@@ -204,33 +204,33 @@ def shared_gpu(policy: dict[str, Any] | None) -> dict[DeviceKey, topology.Device
 
 def test_request_policies_round_what_a_request_consumes() -> None:
     G = Fraction(2**30)
-    ranged = allocation.Policy(default=8 * G, min=4 * G, step=4 * G, ranged=True)
-    assert allocation.consumed_capacity(None, 80 * G, ranged) == 8 * G  # the default
-    assert allocation.consumed_capacity(None, 80 * G, None) == 80 * G  # no policy: all
-    assert allocation.consumed_capacity(1 * G, 80 * G, ranged) == 4 * G  # up to min
-    assert allocation.consumed_capacity(9 * G, 80 * G, ranged) == 12 * G  # up to a step
-    assert allocation.consumed_capacity(12 * G, 80 * G, ranged) == 12 * G
-    values = allocation.Policy(values=(10 * G, 20 * G, 40 * G))
-    assert allocation.consumed_capacity(11 * G, 80 * G, values) == 20 * G
-    assert allocation.consumed_capacity(50 * G, 80 * G, values) == 50 * G
-    assert allocation.violates(50 * G, values)
-    capped = allocation.Policy(min=4 * G, max=16 * G, ranged=True)
-    assert allocation.violates(20 * G, capped) and not allocation.violates(16 * G, capped)
+    ranged = consumable.Policy(default=8 * G, min=4 * G, step=4 * G, ranged=True)
+    assert consumable.consumed_capacity(None, 80 * G, ranged) == 8 * G  # the default
+    assert consumable.consumed_capacity(None, 80 * G, None) == 80 * G  # no policy: all
+    assert consumable.consumed_capacity(1 * G, 80 * G, ranged) == 4 * G  # up to min
+    assert consumable.consumed_capacity(9 * G, 80 * G, ranged) == 12 * G  # up to a step
+    assert consumable.consumed_capacity(12 * G, 80 * G, ranged) == 12 * G
+    values = consumable.Policy(values=(10 * G, 20 * G, 40 * G))
+    assert consumable.consumed_capacity(11 * G, 80 * G, values) == 20 * G
+    assert consumable.consumed_capacity(50 * G, 80 * G, values) == 50 * G
+    assert consumable.violates(50 * G, values)
+    capped = consumable.Policy(min=4 * G, max=16 * G, ranged=True)
+    assert consumable.violates(20 * G, capped) and not consumable.violates(16 * G, capped)
 
 
 def test_a_fractional_range_steps_in_milli_units_only_with_the_gate() -> None:
     m = Fraction(1, 1000)
-    tenths = allocation.Policy(
+    tenths = consumable.Policy(
         default=100 * m, min=100 * m, max=Fraction(1), step=100 * m, ranged=True
     )
     one = Fraction(1)
     # DRAFractionalCapacityRange on: 250m rounds up to 300m; 300m is a valid step.
-    assert allocation.consumed_capacity(250 * m, one, tenths, fractional=True) == 300 * m
-    assert not allocation.violates(300 * m, tenths, fractional=True)
-    assert allocation.violates(250 * m, tenths, fractional=True)
+    assert consumable.consumed_capacity(250 * m, one, tenths, fractional=True) == 300 * m
+    assert not consumable.violates(300 * m, tenths, fractional=True)
+    assert consumable.violates(250 * m, tenths, fractional=True)
     # Off: Quantity.Value() rounds request, min and step up to 1 each: a whole unit.
-    assert allocation.consumed_capacity(250 * m, one, tenths) == one
-    assert allocation.consumed_capacity(None, one, tenths) == 100 * m  # the default either way
+    assert consumable.consumed_capacity(250 * m, one, tenths) == one
+    assert consumable.consumed_capacity(None, one, tenths) == 100 * m  # the default either way
 
 
 def test_shared_capacity_counts_other_claims_consumption_and_the_policy() -> None:

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from extender import expressions, topology
+from extender import cel_functions, expressions, topology
 from extender.expressions import Outcome
 from tests.unit.extender.helpers import GPU
 
@@ -69,7 +69,7 @@ def test_dra_environment(expression: str, outcome: Outcome) -> None:
     [("80Gi", 80 * 2**30), ("500m", Fraction(1, 2)), ("1e3", 1000), ("1.5k", 1500), ("2", 2)],
 )
 def test_quantities_parse_as_kubernetes_does(text: str, value: Fraction) -> None:
-    assert expressions.parse_quantity(text) == value
+    assert cel_functions.parse_quantity(text) == value
 
 
 def test_results_are_cached_per_value_read_not_per_device() -> None:
