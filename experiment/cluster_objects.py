@@ -153,6 +153,8 @@ def variant_name(
         "args": setup.extender_args,
         "config": setup.config,
     }
+    if not setup.extender_filter:  # only then, so the other set-ups keep their names
+        what["filter"] = False
     if feature_gates:
         what["gates"] = dict(feature_gates)
     key = json.dumps(what, sort_keys=True)
@@ -170,7 +172,9 @@ def scheduler_config(m: Manifests, setup: SchedulerSetup, name: str) -> Obj:
         k: v for k, v in (doc.get("clientConnection") or {}).items() if k != "kubeconfig"
     }
     doc["profiles"] = [{**p, "schedulerName": name} for p in (doc.get("profiles") or [{}])[:1]]
-    if not setup.extender:
+    if setup.extender:
+        doc["extenders"] = setup.extender_entries(doc.get("extenders") or [])
+    else:
         doc.pop("extenders", None)
     return doc
 

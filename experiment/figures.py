@@ -195,6 +195,35 @@ def _algorithm_per_pod(doc: Doc) -> float | None:
     return sum(found) * 1000 / pods if found else None
 
 
+FILTER_SUM = "scheduler_framework_extension_point_duration_seconds_sum"
+
+
+def _filter_per_pod(doc: Doc) -> float | None:
+    """Wall time of kube-scheduler's Filter extension point (all plugins) summed over the
+    arm, in ms per pod scheduled; None where it was not scraped."""
+    scraped = (doc.get("metrics") or {}).get("scheduler") or {}
+    deltas = scraped.get("deltas") or {}
+    pods = int((doc.get("counts") or {}).get("pods_scheduled") or 0)
+    if len(deltas) >= SERIES_CAP or not pods:
+        return None
+    found = [
+        v for k, v in deltas.items() if k.startswith(FILTER_SUM) and 'extension_point="Filter"' in k
+    ]
+    return sum(found) * 1000 / pods if found else None
+
+
+def _phase_latency(doc: Doc, name: str, latency: str, stat: str) -> float | None:
+    """A latency of the phase `name` (e.g. ClusterLoader2 DRA's `churn`); None without it."""
+    for phase in doc.get("phases") or []:
+        if phase.get("name") == name:
+            return _latency(phase, latency, stat)
+    return None
+
+
+def _churn(latency: str, stat: str) -> Getter:
+    return lambda doc: _phase_latency(doc, "churn", latency, stat)
+
+
 def _fleet_figure(key: str) -> Callable[[Doc], float | None]:
     def get(doc: Doc) -> float | None:
         value = (doc.get("fleet") or {}).get(key)
@@ -230,6 +259,7 @@ THROUGHPUT_METRICS: list[Metric] = [
     ("extender CPU per pod", "ms", lambda d: _per_pod(d, "cpu_seconds", 1000, "extender")),
     ("scheduler + extender CPU per pod", "ms", _scheduling_cost_per_pod),
     ("scheduling algorithm per pod", "ms", _algorithm_per_pod),
+    ("Filter time per pod", "ms", _filter_per_pod),
     (
         "GPU-NIC pairs on one PCIe root",
         "share",
@@ -289,6 +319,15 @@ THROUGHPUT_METRICS: list[Metric] = [
         lambda d: _per_pod(d, "api_requests", component="apiserver"),
     ),
     ("pods placed (one per GPU)", "share", lambda d: _placed(d, "every-gpu")),
+    # ClusterLoader2's DRA scenario (`cl2-dra`): its churn phase, kubernetes#140877's path.
+    *(
+        (f"churn {label} {p}", "ms", _churn(key, stat))
+        for label, key in (
+            ("pod startup", "pod_startup"),
+            ("create to schedule", "create_to_schedule"),
+        )
+        for p, stat in (("p50", "Perc50"), ("p99", "Perc99"))
+    ),
 ]
 
 # Latency arms (Poisson arrivals below the sustained rate): pod startup as service time.

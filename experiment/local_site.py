@@ -127,7 +127,7 @@ class LocalSite:
                         prometheus.scraped(cfg.cluster_dir, prometheus.EXTENDER_JOB, port)
                     )
                     extender_metrics = f"http://127.0.0.1:{port}/metrics"
-                extenders = extender_entries(port)
+                extenders = setup.extender_entries(extender_entries(port))
             second = stack.enter_context(
                 second_scheduler.running(
                     self.kubeconfig,

@@ -33,7 +33,10 @@ class Stage:
 
 def setup(variant: Variant) -> SchedulerSetup:
     return SchedulerSetup(
-        extender=variant.extender, extender_args=variant.extender_args, config=variant.scheduler
+        extender=variant.extender,
+        extender_args=variant.extender_args,
+        config=variant.scheduler,
+        extender_filter=variant.extender_filter,
     )
 
 

@@ -367,6 +367,7 @@ def _one_arm(
     p.valid[arm.name] = validity.of_arm(
         doc,
         extender=extender,
+        filter=setups[arm.scheduler].extender_filter,
         scheduler_skipped=validity.skipped_between(skips_before, scheduler.skips_logged())
         if extender
         else 0,

@@ -10,7 +10,7 @@ processes; an existing cluster's site realizes them as objects in the cluster.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -29,11 +29,22 @@ class SchedulerSetup:
     config: Mapping[str, Any] = field(default_factory=dict)
     """KubeSchedulerConfiguration fields laid over the shipped configuration, e.g.
     {"percentageOfNodesToScore": 30}; {} is the shipped configuration."""
+    extender_filter: bool = True
+    """The scheduler calls the extender's filter verb; False: prioritize only (its entry
+    without `filterVerb`), so DRA alone decides where a pod fits."""
 
     @property
     def shipped(self) -> bool:
-        """The cluster's own scheduler as shipped: extender on, no overrides."""
-        return self.extender and not self.extender_args and not self.config
+        """The cluster's own scheduler as shipped: extender on (both verbs), no overrides."""
+        return self.extender and self.extender_filter and not self.extender_args and not self.config
+
+    def extender_entries(self, shipped: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The shipped configuration's extender entries as this set-up calls them: none
+        without the extender, each without its filter verb for prioritize only (pure)."""
+        if not self.extender:
+            return []
+        drop = () if self.extender_filter else ("filterVerb",)
+        return [{k: v for k, v in e.items() if k not in drop} for e in shipped]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -103,6 +103,9 @@ class Variant(_Model):
     """The scheduler calls the topology extender."""
     extender_flags: dict[str, Scalar] = Field(default_factory=dict, alias="extenderFlags")
     """`extender serve` flags without the dashes, e.g. {weight-packing: 0}."""
+    extender_filter: bool = Field(True, alias="extenderFilter")
+    """false: the scheduler calls only the extender's prioritize verb (its entry without
+    `filterVerb`: one call per pod instead of two, DRA alone decides where a pod fits)."""
     scheduler_overrides: SchedulerOverrides = Field(
         default_factory=lambda: SchedulerOverrides(), alias="scheduler"
     )
@@ -151,6 +154,8 @@ class Variant(_Model):
     def _consistent(self) -> Variant:
         if self.extender_flags and not self.extender:
             raise ValueError("extenderFlags: the variant runs without the extender")
+        if not self.extender_filter and not self.extender:
+            raise ValueError("extenderFilter: the variant runs without the extender")
         release = self.kubernetes or bins.DEFAULT_RELEASE
         try:
             fg.check(release, self.feature_gates, fg.known(bins.check_release(release)))
@@ -181,6 +186,7 @@ class Variant(_Model):
         """Everything but the name and the release: variants that differ only in release."""
         return (
             self.extender,
+            self.extender_filter,
             tuple(sorted(self.extender_flags.items())),
             repr(sorted(self.scheduler.items())),
             self.device_plugin,

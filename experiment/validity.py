@@ -21,6 +21,12 @@ Evidence, from both sides of the call:
   DeviceClass selector it does not evaluate) were left to DRA: for those pods "on" behaved as
   "off", so from UNJUDGED_LIMIT of filter calls the arm is invalid (below, its share is shown).
 
+A prioritize-only arm (`extenderFilter: false`: no filter verb in the scheduler's entry) is
+held to the same rules for its prioritize calls, save the two about filtering: it needs at
+least one prioritize call answered (kube-scheduler skips scoring where one node is
+feasible, so not one per pod) and no share of unjudged requests makes it invalid (DRA
+decides where every pod fits there; the extender only scores).
+
 Any arm whose scrape of a component hit loadgen's series cap (`figures.capped`) is flagged in
 its reason: that component's figures are left out of it, never read as 0.
 """
@@ -93,16 +99,19 @@ def skipped_between(before: int | None, after: int | None) -> int | None:
     return after - before
 
 
-def extender_arm(doc: dict[str, Any], *, scheduler_skipped: int | None) -> Validity:
+def extender_arm(
+    doc: dict[str, Any], *, scheduler_skipped: int | None, filter: bool = True
+) -> Validity:
     """Whether an extender-on arm really had the extender answer every pod.
     `scheduler_skipped`: the skips kube-scheduler logged during the arm; None when its log
-    could not be read (said in the reason, never taken as zero)."""
+    could not be read (said in the reason, never taken as zero). `filter`: the scheduler
+    calls the filter verb (False: prioritize only)."""
     calls = extender_calls(doc)
     if calls is None:
         return Validity(False, "the extender's /metrics was not scraped: nothing shows it ran")
     answered = int(calls.get(("filter", "ok"), 0.0))
     unjudged_calls = sum(unjudged(doc).values())
-    share = unjudged_calls / answered if answered else None
+    share = unjudged_calls / answered if answered and filter else None
     late = {k: v for k, v in calls.items() if k[1] == "late" and v}
     if late:
         detail = ", ".join(f"{int(v)} {verb}" for (verb, _), v in late.items())
@@ -127,6 +136,12 @@ def extender_arm(doc: dict[str, Any], *, scheduler_skipped: int | None) -> Valid
             False, f"kube-scheduler skipped the extender {scheduler_skipped} times (its log)", share
         )
     scheduled = int((doc.get("counts") or {}).get("pods_scheduled") or 0)
+    if not filter:
+        if scheduled and not calls.get(("prioritize", "ok")):
+            return Validity(
+                False, f"the extender answered no prioritize call for {scheduled} pods scheduled"
+            )
+        return VALID
     if answered < scheduled:
         return Validity(
             False,
@@ -145,10 +160,16 @@ def extender_arm(doc: dict[str, Any], *, scheduler_skipped: int | None) -> Valid
     return Validity(True, "ok", share)
 
 
-def of_arm(doc: dict[str, Any], *, extender: bool, scheduler_skipped: int | None) -> Validity:
+def of_arm(
+    doc: dict[str, Any],
+    *,
+    extender: bool,
+    scheduler_skipped: int | None,
+    filter: bool = True,
+) -> Validity:
     """An arm's validity (`extender_arm` on the extender's scheduler, else valid), flagged
     when a scrape hit loadgen's series cap."""
-    v = extender_arm(doc, scheduler_skipped=scheduler_skipped) if extender else VALID
+    v = extender_arm(doc, scheduler_skipped=scheduler_skipped, filter=filter) if extender else VALID
     if capped := figures.capped(doc):
         flag = (
             f"flagged: the scrape of {', '.join(capped)} hit loadgen's {figures.SERIES_CAP}-"

@@ -139,3 +139,16 @@ def test_two_runs_of_one_setup_get_names_of_their_own() -> None:
 def test_kwoks_cluster_wide_flow_schema_is_installed_only_when_asked() -> None:
     assert "FlowSchema" not in {o["kind"] for o in co.kwok(M)}
     assert "FlowSchema" in {o["kind"] for o in co.kwok(M, flow_control=True)}
+
+
+def test_a_prioritize_only_variant_calls_the_extender_without_its_filter_verb() -> None:
+    prio = SchedulerSetup(extender_filter=False)
+    assert not prio.shipped
+    assert co.variant_name(prio) not in {co.variant_name(s) for s in (SHIPPED, KNOB, WEIGHTS)}
+    cm, dep = render(prio)
+    (entry,) = yaml.safe_load(cm["data"][co.CONFIG_KEY])["extenders"]
+    (shipped,) = M.scheduler_config["extenders"]
+    assert "filterVerb" in shipped and "filterVerb" not in entry
+    assert entry == {k: v for k, v in shipped.items() if k != "filterVerb"}
+    assert "extender" in containers(dep)  # the sidecar still answers prioritize
+    assert SchedulerSetup(extender=False, extender_filter=False).extender_entries([shipped]) == []

@@ -84,6 +84,15 @@ def test_a_minimal_file_parses_with_the_documented_defaults() -> None:
             "runs without the extender",
         ),
         (
+            {
+                "variants": [
+                    {"name": "a", "extender": False, "extenderFilter": False},
+                    {"name": "b"},
+                ]
+            },
+            "extenderFilter: the variant runs without the extender",
+        ),
+        (
             {"variants": [{"name": "a", "extenderFlags": {"port": 1}}, {"name": "b"}]},
             "set by the runner",
         ),
@@ -237,6 +246,13 @@ def test_a_gang_larger_than_the_whole_fleet_is_refused_with_the_numbers() -> Non
         _checked(workloads=[gang])
     gang["params"]["size"] = 10  # exactly the fleet
     assert _checked(workloads=[gang])
+
+
+def test_a_prioritize_only_variant_runs_on_a_second_scheduler_of_its_own() -> None:
+    exp = _checked(variants=[{"name": "prio", "extenderFilter": False}, {"name": "on"}])
+    prio, on = (matrix.setup(v) for v in exp.variants)
+    assert (prio.extender, prio.extender_filter, prio.shipped) == (True, False, False)
+    assert (on.extender_filter, on.shipped) == (True, True)
 
 
 def test_extender_flags_become_serve_arguments_and_unknown_ones_are_found() -> None:

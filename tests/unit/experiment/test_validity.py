@@ -134,3 +134,23 @@ def test_a_log_that_is_not_served_or_starts_anew_is_not_taken_as_zero_skips() ->
     assert validity.skipped_between(None, 4) is None
     assert validity.skipped_between(5, 1) is None  # restarted scheduler: cannot compare
     assert validity.skipped_between(2, 2) == 0
+
+
+def test_a_prioritize_only_arm_needs_prioritize_calls_not_filter_calls() -> None:
+    prio = validity.extender_arm(doc(100, prioritize_ok=97), scheduler_skipped=0, filter=False)
+    assert prio == validity.VALID
+    # Held to filter's rules it would be invalid: no filter call at all.
+    assert not validity.extender_arm(doc(100, prioritize_ok=97), scheduler_skipped=0).valid
+    none = validity.extender_arm(doc(100), scheduler_skipped=0, filter=False)
+    assert not none.valid and "no prioritize call for 100 pods" in none.reason
+    failed = validity.extender_arm(
+        doc(100, prioritize_ok=90, prioritize_error=3), scheduler_skipped=0, filter=False
+    )
+    assert not failed.valid and "3 prioritize error" in failed.reason
+
+
+def test_a_prioritize_only_arm_is_not_flagged_for_requests_left_to_dra() -> None:
+    """DRA decides where every pod fits there: unjudged requests only leave a score neutral."""
+    d = doc(100, {"unknown_class": 100}, prioritize_ok=100)
+    assert validity.of_arm(d, extender=True, scheduler_skipped=0, filter=False) == validity.VALID
+    assert not validity.of_arm(d, extender=True, scheduler_skipped=0).valid
