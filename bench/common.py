@@ -47,7 +47,6 @@ __all__ = [
     "extender_counters",
     "extender_from_tree",
     "loadgen_pods",
-    "local_release",
     "pod",
     "run_arm",
     "running_cluster",
@@ -119,19 +118,6 @@ def running_cluster(
     if not cluster.status().ready:
         sys.exit(f"cluster {name!r} is not running (testbed --name {name} up)")
     return cluster, {**os.environ, "KUBECONFIG": str(cluster.config.kubeconfig)}
-
-
-@contextlib.contextmanager
-def local_release(release: str, name: str, *, keep: bool = False) -> Iterator[Path]:
-    """A local cluster `name` of `release` without the extender, up for the block; its
-    kubeconfig. Brought down afterwards unless it was running already or `keep`."""
-    cluster = local.LocalCluster(local.ClusterConfig(name=name, kubernetes=release, extender=False))
-    status, created = cluster.up()
-    try:
-        yield status.kubeconfig
-    finally:
-        if created and not keep:
-            cluster.down()
 
 
 def loadgen_pods(

@@ -41,6 +41,7 @@ from pathlib import Path
 
 import aiohttp
 
+from experiment import intervals
 from loadgen import templates
 from loadgen.scenarios.model import Claim, Phase
 from testbed import vocab
@@ -266,11 +267,14 @@ async def main() -> int:
             print(f"extender {verb} handler mean over 'with' rounds: {mean:.3f} ms")
     if cpu_s := handler_ms["cpu_s"]:
         print(f"extender process CPU per 'with' round: {statistics.mean(cpu_s):.2f} s")
-    with_ = statistics.median(results["with"])
-    without = statistics.median(results["without"])
+    # A round's two modes ran back to back: a round is a pair (the engine's paired method).
+    ratio = intervals.ratio_interval(results["with"], results["without"])
+    point = f"{ratio.point:.1%} " if ratio is not None else ""
     print(
-        f"median: with {with_:.1f} pods/s, without {without:.1f} pods/s, "
-        f"ratio {with_ / without:.1%} (target >= 90 %)"
+        f"median: with {intervals.median(results['with']):.1f} pods/s, without "
+        f"{intervals.median(results['without']):.1f} pods/s; with / without, paired by round: "
+        f"{point}{intervals.describe(ratio, '{:.1%}'.format)}; target >= 90 %: "
+        f"{intervals.verdict(ratio, 0.9, at_least=True)}"
     )
     if ns.json:
         out = json.dumps(
