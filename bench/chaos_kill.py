@@ -43,7 +43,6 @@ import os
 import random
 import secrets
 import signal
-import socket
 import sys
 import time
 from collections import Counter
@@ -52,14 +51,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common import add_cluster_flags, running_cluster  # bench/ is on sys.path
+from common import add_cluster_flags, running_cluster, tool  # bench/ is on sys.path
 
 from testbed import vocab
-from testbed.cluster import local, supervision
+from testbed.cluster import local, ports, supervision
 from testbed.kube import errors, resources
 from testbed.kube.client import ClientSettings, Kube
 
-BIN = Path(sys.executable).parent
 TARGETS = ("loadgen", "fleet", "extender")
 CONTROL_PLANE = ("kube-scheduler", "etcd", "kube-apiserver")
 """What the control-plane actor kills (with `--control-plane`)."""
@@ -111,10 +109,10 @@ def final_size(rep: int) -> int:
     return 5 if rep % 2 == 0 else 3
 
 
-async def spawn(s: Settings, log: Path, tool: str, *args: str) -> asyncio.subprocess.Process:
+async def spawn(s: Settings, log: Path, name: str, *args: str) -> asyncio.subprocess.Process:
     with log.open("ab") as out:
         proc = await asyncio.create_subprocess_exec(
-            str(BIN / tool), *args, env=s.env, stdout=out, stderr=out
+            tool(name), *args, env=s.env, stdout=out, stderr=out
         )
     s.children.append(proc)
     return proc
@@ -129,8 +127,8 @@ async def finish(proc: asyncio.subprocess.Process, within: float) -> int:
         return await proc.wait()
 
 
-async def run(s: Settings, log: Path, tool: str, *args: str, within: float = 300) -> int:
-    return await finish(await spawn(s, log, tool, *args), within)
+async def run(s: Settings, log: Path, name: str, *args: str, within: float = 300) -> int:
+    return await finish(await spawn(s, log, name, *args), within)
 
 
 async def kill(proc: asyncio.subprocess.Process) -> bool:
@@ -193,12 +191,6 @@ class Extender:
             await finish(self.proc, 15)
 
 
-def port_taken(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(1)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
 # --- what the cluster should hold ---------------------------------------------------------
 
 
@@ -214,7 +206,7 @@ async def rendered(s: Settings, fleet: str, nodes: int) -> tuple[set[str], Count
 
 async def _render(fleet: str, nodes: int) -> tuple[set[str], Counter[str]]:
     proc = await asyncio.create_subprocess_exec(
-        *(str(BIN / "fleet"), "render", "--profile", "dgx-h100", "--nodes", str(nodes)),
+        *(tool("fleet"), "render", "--profile", "dgx-h100", "--nodes", str(nodes)),
         *("--name", fleet, "--format", "json"),
         stdout=asyncio.subprocess.PIPE,
     )
@@ -285,7 +277,7 @@ async def leftovers(kube: Kube, s: Settings, sizes: dict[str, int]) -> list[str]
 
 async def fleet_status(s: Settings, fleet: str) -> dict[str, Any]:
     proc = await asyncio.create_subprocess_exec(
-        *(str(BIN / "fleet"), "status", "--name", fleet, "-o", "json"),
+        *(tool("fleet"), "status", "--name", fleet, "-o", "json"),
         env=s.env,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
@@ -692,7 +684,7 @@ def main() -> None:
     kubeconfig = a.kubeconfig
     if kubeconfig is None:
         kubeconfig = str(running_cluster(a.cluster)[0].config.kubeconfig)
-    if port_taken(a.extender_port):
+    if ports.in_use(a.extender_port):
         raise SystemExit(f"something already listens on 127.0.0.1:{a.extender_port}: stop it")
     out = a.out or Path("results") / f"chaos-kill-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
     out.mkdir(parents=True, exist_ok=True)

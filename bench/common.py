@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import os
 import random
 import subprocess
@@ -43,11 +44,13 @@ __all__ = [
     "add_cluster_flags",
     "apply_demo_fleet",
     "apply_fleet",
+    "bound_holding",
     "build_objects",
     "extender_counters",
     "extender_from_tree",
     "loadgen_pods",
     "pod",
+    "request_histogram",
     "run_arm",
     "running_cluster",
     "serving_files",
@@ -169,6 +172,36 @@ if out:
 sys.argv = ["extender", *sys.argv[1:]]
 main()
 """
+
+
+def request_histogram(text: str, verb: str) -> dict[str, float]:
+    """The extender's `verb` calls in its /metrics `text`: `sum` and `count` of
+    extender_request_duration_seconds, each cumulative bucket under its bound in seconds (as
+    a string, `+Inf` last) and `outcome <name>` per outcome of extender_requests_total."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if f'verb="{verb}"' not in line:
+            continue
+        name, value = line.rsplit(" ", 1)
+        if name.startswith("extender_requests_total{"):
+            out["outcome " + name.split('outcome="', 1)[1].split('"', 1)[0]] = float(value)
+        elif name.startswith("extender_request_duration_seconds_bucket"):
+            out[name.split('le="', 1)[1].split('"', 1)[0]] = float(value)
+        elif name.startswith("extender_request_duration_seconds_sum"):
+            out["sum"] = float(value)
+        elif name.startswith("extender_request_duration_seconds_count"):
+            out["count"] = float(value)
+    return out
+
+
+def bound_holding(before: dict[str, float], after: dict[str, float], share: float) -> float:
+    """The smallest bucket bound (seconds) holding `share` of the calls between two
+    `request_histogram`s: the server's own p(100 x share) is at most this (inf: none)."""
+    count = after.get("count", 0.0) - before.get("count", 0.0)
+    for le, key in sorted((float(k), k) for k in after if k == "+Inf" or k[0].isdigit()):
+        if count and after[key] - before.get(key, 0.0) >= share * count:
+            return le
+    return math.inf
 
 
 def extender_counters(port: int) -> dict[str, float]:

@@ -8,10 +8,10 @@ feeds the captured events, re-encoded as the compact JSON lines the API server s
 the extender's own event decoding and cache (`Store.feed`), and prints the CPU per event
 (`time.process_time`): once decoding only, once decoding and the cache.
 
-Set against the watching cost in a running extender, `bench/extender_cpu.py`'s `off` arm
-(its CPU per pod over its watch events per pod, the same workload), the difference is what
-reading the events costs in the running process: the socket, TLS, HTTP chunking and the event
-loop's wake-ups, on a machine the control plane keeps busy.
+Set against the watching cost in a running extender, the `off` arm of the experiment
+`examples/experiments/extender-cpu.yaml` (its extender CPU per pod, the same workload), the
+difference is what reading the events costs in the running process: the socket, TLS, HTTP
+chunking and the event loop's wake-ups, on a machine the control plane keeps busy.
 
     .venv/bin/python bench/extender_event_cpu.py --cluster C [--nodes 1000] [--pods 300]
 """

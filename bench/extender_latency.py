@@ -29,15 +29,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import random
-import re
 import sys
 import time
 from pathlib import Path
 
 import aiohttp
-from common import build_objects, pod, serving_files  # bench/ is on sys.path
+from common import (
+    bound_holding,
+    build_objects,
+    pod,
+    request_histogram,
+    serving_files,
+)  # bench/ is on sys.path
 
 from loadgen import stats
 from testbed.cluster import supervision
@@ -45,39 +49,10 @@ from testbed.cluster import supervision
 CASES = (("filter", False), ("filter", True), ("prioritize", False))
 
 
-async def handler_seconds(
-    session: aiohttp.ClientSession, base: str, verb: str
-) -> tuple[float, dict[float, float]]:
-    """Time the server spent inside its `verb` handler so far, and its calls by latency
-    bucket (cumulative, upper bound in seconds), from its own metrics."""
+async def histogram(session: aiohttp.ClientSession, base: str, verb: str) -> dict[str, float]:
+    """The server's own timing of its `verb` calls so far (`common.request_histogram`)."""
     async with session.get(f"{base}/metrics") as r:
-        text = await r.text()
-    total = 0.0
-    buckets: dict[float, float] = {}
-    for line in text.splitlines():
-        if not line.startswith("extender_request_duration_seconds") or f'verb="{verb}"' not in line:
-            continue
-        name, value = line.rsplit(" ", 1)
-        if name.startswith("extender_request_duration_seconds_sum"):
-            total = float(value)
-        elif (le := _LE.search(name)) is not None:
-            buckets[float(le.group(1))] = float(value)
-    return total, buckets
-
-
-_LE = re.compile(r'le="([^"]+)"')
-
-
-def bucket_p99(before: dict[float, float], after: dict[float, float]) -> float:
-    """The smallest histogram bound that holds 99 % of the calls between two scrapes: the
-    handler's p99 is at most this (the server's own timing, without the client's or the
-    HTTP stack's time)."""
-    counts = {le: after[le] - before.get(le, 0.0) for le in after}
-    total = counts.get(math.inf, 0.0)
-    for le in sorted(counts):
-        if total and counts[le] >= 0.99 * total:
-            return le
-    return math.inf
+        return request_histogram(await r.text(), verb)
 
 
 async def measure(
@@ -88,7 +63,7 @@ async def measure(
         async with session.post(url, data=body) as r:
             await r.read()
     times = []
-    inside, buckets = await handler_seconds(session, base, verb)
+    before = await histogram(session, base, verb)
     cpu = supervision.cpu_seconds(pid) or 0.0
     started = time.perf_counter()
     for _ in range(calls):
@@ -100,8 +75,8 @@ async def measure(
         times.append(time.perf_counter() - t0)
     wall = time.perf_counter() - started
     cpu = (supervision.cpu_seconds(pid) or 0.0) - cpu
-    inside_after, buckets_after = await handler_seconds(session, base, verb)
-    inside = inside_after - inside
+    after = await histogram(session, base, verb)
+    inside = after.get("sum", 0.0) - before.get("sum", 0.0)
     times.sort()
     return {
         "calls": calls,
@@ -111,7 +86,8 @@ async def measure(
         "max_ms": 1000 * times[-1],
         "calls_per_s": calls / wall,
         "handler_mean_ms": 1000 * inside / calls,
-        "handler_p99_at_most_ms": 1000 * bucket_p99(buckets, buckets_after),
+        # The server's own timing, without the client's or the HTTP stack's time.
+        "handler_p99_at_most_ms": 1000 * bound_holding(before, after, 0.99),
         "server_cpu_ms_per_call": 1000 * cpu / calls,
         "calls_per_cpu_s": calls / cpu if cpu else float("inf"),
     }

@@ -48,30 +48,11 @@ from loadgen import stats
 from testbed import runtime
 from testbed.cluster import supervision
 
-BOUNDS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
-
 
 async def histogram(session: aiohttp.ClientSession, base: str, verb: str) -> dict[str, float]:
-    """The server's request-duration histogram for `verb`: cumulative bucket counts, sum."""
+    """The server's own timing and outcomes of its `verb` calls so far."""
     async with session.get(f"{base}/metrics") as r:
-        text = await r.text()
-    out: dict[str, float] = {}
-    for line in text.splitlines():
-        if line.startswith("extender_requests_total{") and f'verb="{verb}"' in line:
-            name, value = line.rsplit(" ", 1)
-            out["outcome " + name.split('outcome="', 1)[1].split('"', 1)[0]] = float(value)
-            continue
-        if not line.startswith("extender_request_duration_seconds") or f'verb="{verb}"' not in line:
-            continue
-        name, value = line.rsplit(" ", 1)
-        if "_bucket" in name:
-            le = name.split('le="', 1)[1].split('"', 1)[0]
-            out[le] = float(value)
-        elif name.startswith("extender_request_duration_seconds_sum"):
-            out["sum"] = float(value)
-        elif name.startswith("extender_request_duration_seconds_count"):
-            out["count"] = float(value)
-    return out
+        return common.request_histogram(await r.text(), verb)
 
 
 def server_side(before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
@@ -80,10 +61,8 @@ def server_side(before: dict[str, float], after: dict[str, float]) -> dict[str, 
         return {"calls": 0}
 
     def bound(p: float) -> str:
-        for le in [*(str(b) for b in BOUNDS), "+Inf"]:
-            if after.get(le, 0) - before.get(le, 0) >= count * p / 100:
-                return "inf" if le == "+Inf" else f"{float(le) * 1000:g} ms"
-        return "inf"
+        le = common.bound_holding(before, after, p / 100)
+        return "inf" if le == float("inf") else f"{le * 1000:g} ms"
 
     mean = (after.get("sum", 0) - before.get("sum", 0)) / count
     outcomes = {

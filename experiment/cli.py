@@ -20,7 +20,8 @@ from testbed import cli, cliconv, runtime
 from testbed.cluster import local
 
 if TYPE_CHECKING:
-    from experiment import matrix, runner
+    from experiment import runner
+    from experiment import spec as specs
     from experiment.demo.command import DemoConfig
 
 
@@ -42,19 +43,24 @@ def _cluster_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _existing_opener(
-    args: argparse.Namespace, keys: list[matrix.ClusterKey], *, explicit_release: bool
+    args: argparse.Namespace, exp: specs.Experiment, *, explicit_release: bool
 ) -> runner.SiteOpener | None:
     """The existing cluster's site opener with --kubeconfig/--context, else None. Checked
     here, before the run makes anything: a bad kubeconfig or context is a usage error, a
     cluster that does not answer a runtime one."""
     if not (args.kubeconfig or args.context):
         return None
+    if any(v.extender_source for v in exp.variants):
+        raise cli.UsageError(
+            "extenderSource: a source tree's extender runs beside a local cluster only (an "
+            "existing cluster's schedulers call the image's)"
+        )
     from experiment import existing_site as es
 
     try:
         es.preflight(args.kubeconfig, args.context, request_timeout=args.request_timeout)
         return es.opener(
-            keys,
+            exp.clusters(),
             kubeconfig_path=args.kubeconfig,
             context=args.context,
             image=args.image or es.DEFAULT_IMAGE,
@@ -201,8 +207,7 @@ def run_demo(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
     from testbed.cluster import processes
 
     config = demo_config(args, cluster.config)
-    keys = demo.experiment(config).clusters()
-    open_site = _existing_opener(args, keys, explicit_release=False)
+    open_site = _existing_opener(args, demo.experiment(config), explicit_release=False)
     try:
         return demo.run(config, cliconv.stdout_console(), open_site)
     except (demo.DemoError, processes.ProcessError, existing_site.SiteError) as e:
@@ -347,9 +352,7 @@ def run_experiment(cluster: local.LocalCluster, args: argparse.Namespace) -> int
 
     out = args.output_dir or Path("results") / time.strftime(f"{exp.name}-%Y%m%d-%H%M%S")
     explicit_release = any(v.kubernetes for v in exp.variants)
-    open_site = _existing_opener(
-        args, exp.clusters(), explicit_release=explicit_release
-    ) or local_site.opener(
+    open_site = _existing_opener(args, exp, explicit_release=explicit_release) or local_site.opener(
         cluster.config,
         exp.clusters(),
         console,

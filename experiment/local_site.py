@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import hashlib
 import os
+import sys
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -32,11 +33,25 @@ DEFAULT_SCHEDULER = "default-scheduler"
 
 
 def extender(
-    env: dict[str, str], log: Path, port: int, args: tuple[str, ...] = ()
+    env: dict[str, str],
+    log: Path,
+    port: int,
+    args: tuple[str, ...] = (),
+    source: str | None = None,
 ) -> contextlib.AbstractContextManager[Any]:
-    """`extender serve` on a loopback port (the one a scheduler configuration calls)."""
-    argv = [tool("extender"), "serve", "--port", str(port), *args]
-    return processes.service("the extender", argv, port, log=log, env=env)
+    """`extender serve` on a loopback port (the one a scheduler configuration calls): the
+    installed one, or the one of the source tree `source`."""
+    if source is None:
+        argv = [tool("extender"), "serve", "--port", str(port), *args]
+        return processes.service("the extender", argv, port, log=log, env=env)
+    # -P: no current directory ahead of PYTHONPATH, which `-c` would otherwise put first (a
+    # run started from a checkout would run that checkout's extender in every variant).
+    argv = [sys.executable, "-P", "-c", _FROM_SOURCE, "serve", "--port", str(port), *args]
+    env = {**env, "PYTHONPATH": source}
+    return processes.service(f"the extender of {source}", argv, port, log=log, env=env)
+
+
+_FROM_SOURCE = "import sys; from extender.cli import main; sys.argv[0] = 'extender'; main()"
 
 
 @contextlib.contextmanager
@@ -117,11 +132,12 @@ class LocalSite:
             extender_metrics = self.extender_metrics_url
             if setup.extender:
                 port = cfg.extender_port
-                if setup.extender_args:
+                if setup.extender_args or setup.extender_source:
                     port = ports.free_port()
                     workdir.mkdir(parents=True, exist_ok=True)
+                    log = workdir / "extender.log"
                     stack.enter_context(
-                        extender(self.env, workdir / "extender.log", port, setup.extender_args)
+                        extender(self.env, log, port, setup.extender_args, setup.extender_source)
                     )
                     stack.enter_context(
                         prometheus.scraped(cfg.cluster_dir, prometheus.EXTENDER_JOB, port)

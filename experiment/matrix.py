@@ -37,6 +37,7 @@ def setup(variant: Variant) -> SchedulerSetup:
         extender_args=variant.extender_args,
         config=variant.scheduler,
         extender_filter=variant.extender_filter,
+        extender_source=variant.extender_source,
     )
 
 

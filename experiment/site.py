@@ -29,6 +29,8 @@ class SchedulerSetup:
     config: Mapping[str, Any] = field(default_factory=dict)
     """KubeSchedulerConfiguration fields laid over the shipped configuration, e.g.
     {"percentageOfNodesToScore": 30}; {} is the shipped configuration."""
+    extender_source: str | None = None
+    """A source tree whose extender the scheduler calls instead of the installed one."""
     extender_filter: bool = True
     """The scheduler calls the extender's filter verb; False: prioritize only (its entry
     without `filterVerb`), so DRA alone decides where a pod fits."""
@@ -36,7 +38,13 @@ class SchedulerSetup:
     @property
     def shipped(self) -> bool:
         """The cluster's own scheduler as shipped: extender on (both verbs), no overrides."""
-        return self.extender and self.extender_filter and not self.extender_args and not self.config
+        return (
+            self.extender
+            and self.extender_filter
+            and not self.extender_args
+            and self.extender_source is None
+            and not self.config
+        )
 
     def extender_entries(self, shipped: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """The shipped configuration's extender entries as this set-up calls them: none

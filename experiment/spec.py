@@ -103,6 +103,10 @@ class Variant(_Model):
     """The scheduler calls the topology extender."""
     extender_flags: dict[str, Scalar] = Field(default_factory=dict, alias="extenderFlags")
     """`extender serve` flags without the dashes, e.g. {weight-packing: 0}."""
+    extender_source: str | None = Field(None, alias="extenderSource")
+    """A dra-testbed source tree (a directory with extender/cli.py, relative to the file)
+    whose `extender serve` the variant's scheduler calls instead of the installed one: the
+    same workload against two versions of the extender. Local clusters only."""
     extender_filter: bool = Field(True, alias="extenderFilter")
     """false: the scheduler calls only the extender's prioritize verb (its entry without
     `filterVerb`: one call per pod instead of two, DRA alone decides where a pod fits)."""
@@ -156,6 +160,8 @@ class Variant(_Model):
             raise ValueError("extenderFlags: the variant runs without the extender")
         if not self.extender_filter and not self.extender:
             raise ValueError("extenderFilter: the variant runs without the extender")
+        if self.extender_source is not None and not self.extender:
+            raise ValueError("extenderSource: the variant runs without the extender")
         release = self.kubernetes or bins.DEFAULT_RELEASE
         try:
             fg.check(release, self.feature_gates, fg.known(bins.check_release(release)))
@@ -187,6 +193,7 @@ class Variant(_Model):
         return (
             self.extender,
             self.extender_filter,
+            self.extender_source,
             tuple(sorted(self.extender_flags.items())),
             repr(sorted(self.scheduler.items())),
             self.device_plugin,
@@ -356,13 +363,19 @@ def parse(data: object, *, source: str = "experiment", base: Path | None = None)
     except ValidationError as e:
         raise SpecError(f"{source}: {validation.one_line(e)}") from None
     if base is not None:
+        variants = [
+            v.model_copy(update={"extender_source": str((base / v.extender_source).resolve())})
+            if v.extender_source is not None
+            else v
+            for v in exp.variants
+        ]
         workloads = [
             w.model_copy(update={"scenario": str((base / w.scenario).resolve())})
             if w.scenario.endswith((".yaml", ".yml")) and not Path(w.scenario).is_absolute()
             else w
             for w in exp.workloads
         ]
-        exp = exp.model_copy(update={"workloads": workloads})
+        exp = exp.model_copy(update={"variants": variants, "workloads": workloads})
     return exp
 
 
@@ -456,6 +469,11 @@ def check(exp: Experiment) -> list[str]:
     gpus = sum(pool.count * known[pool.profile].gpu_count for pool in fleet.spec.pools)
     releases = []
     for i, v in enumerate(exp.variants):
+        source = v.extender_source
+        if source is not None and not (Path(source) / "extender" / "cli.py").is_file():
+            raise SpecError(
+                f"variants.{i}.extenderSource: {source} is not a source tree with extender/cli.py"
+            )
         try:
             releases.append(bins.check_release(v.kubernetes or bins.DEFAULT_RELEASE))
         except bins.UnknownRelease as e:

@@ -255,6 +255,27 @@ def test_a_prioritize_only_variant_runs_on_a_second_scheduler_of_its_own() -> No
     assert (on.extender_filter, on.shipped) == (True, True)
 
 
+def test_an_extender_source_is_a_tree_relative_to_the_file(tmp_path: Path) -> None:
+    tree = tmp_path / "trees" / "old"
+    (tree / "extender").mkdir(parents=True)
+    (tree / "extender" / "cli.py").write_text("")
+    path = tmp_path / "exp" / "cpu.yaml"
+    path.parent.mkdir()
+    variants = [{"name": "old", "extenderSource": "../trees/old"}, {"name": "on"}]
+    path.write_text(yaml.safe_dump(_doc(variants=variants)))
+    exp = specs.load(path)
+    specs.check(exp)
+    old = matrix.setup(exp.variants[0])
+    assert old.extender_source == str(tree.resolve()) and not old.shipped
+    (tree / "extender" / "cli.py").unlink()
+    with pytest.raises(specs.SpecError, match=r"variants\.0\.extenderSource: .* not a source tree"):
+        specs.check(specs.load(path))
+    with pytest.raises(specs.SpecError, match="extenderSource: the variant runs without"):
+        specs.parse(
+            _doc(variants=[{"name": "a", "extender": False, "extenderSource": "."}, {"name": "b"}])
+        )
+
+
 def test_extender_flags_become_serve_arguments_and_unknown_ones_are_found() -> None:
     exp = _checked(variants=[{"name": "a", "extenderFlags": {"weight-packing": 4}}, {"name": "b"}])
     assert exp.variants[0].extender_args == ("--weight-packing", "4")
@@ -506,3 +527,14 @@ def test_the_requeue_storm_file_pairs_the_gate_off_and_on_and_nothing_else() -> 
         ran = [a.variant for a in arms if a.repeat == rep]
         assert ran == (["hints-on", "hints-off"] if rep % 2 else ["hints-off", "hints-on"])
     assert len({s.cluster for s in stages}) == 2
+
+
+def test_an_extender_source_on_an_existing_cluster_is_one_line_exit_2(tmp_path: Path) -> None:
+    """Its schedulers' extender sidecars run the image's extender: no tree could be used."""
+    path = tmp_path / "cpu.yaml"
+    variants = [{"name": "old", "extenderSource": str(REPO)}, {"name": "on"}]
+    path.write_text(yaml.safe_dump(_doc(variants=variants)))
+    proc = _testbed("experiment", "run", str(path), "--context", "nowhere", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "local cluster only" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cpu.yaml"]
