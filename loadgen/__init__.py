@@ -2,7 +2,8 @@
 scheduler_perf do (`loadgen`, `loadgen run SCENARIO`, `loadgen compare`, `loadgen observe`).
 
 Modules, top to bottom (import-linter checks the layers):
-- `cli.py`: the command line; flags in, a validated scenario and settings out.
+- `cli.py`: the command line: flags in, handed to one of `commands/` (a run and observe,
+  compare, the runs in a cluster and their clean-up, CPU profiles), which validates them.
 - `runner.py` runs a scenario (the async API under the CLI, tests and benches);
   `observe.py` measures pods something else creates; `compare.py` sets two results side by
   side; `agreement.py` holds our startup figures against ClusterLoader2's.
