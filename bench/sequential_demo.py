@@ -2,10 +2,10 @@
 per-repeat noise of recorded runs (no cluster).
 
 From each recorded `demo.json` given, the extender comparison's headline figures per repeat
-(`experiment.demo.summary.HEADLINE`: on/off log-ratios, paired by repeat) and how long a repeat
-(all its arms and their clean-up) and the set-up took. Each simulated demo draws its pairs from
-those repeats (resampled whole, so a repeat's figures stay together; `--parametric`: normal
-log-ratios with their mean and spread instead), takes the sequential design's looks
+(`experiment.demo.project_targets.HEADLINE`: on/off log-ratios, paired by repeat) and how long a
+repeat (all its arms and their clean-up) and the set-up took. Each simulated demo draws its
+pairs from those repeats (resampled whole, so a repeat's figures stay together; `--parametric`:
+normal log-ratios with their mean and spread instead), takes the sequential design's looks
 (`experiment.design`, the built-in file's most pairs and budget) and stops once every headline
 target is decided, or when the budget cannot reach the next look. Prints how many of `--runs`
 simulated demos decided every headline target, and in how many minutes. A headline figure that
@@ -29,7 +29,7 @@ import numpy as np
 
 from experiment import design, figures, intervals
 from experiment.demo import command as demo
-from experiment.demo import summary
+from experiment.demo import project_targets
 
 
 def _arm_docs(run: Path) -> dict[tuple[str, int], dict[str, Any]]:
@@ -57,7 +57,7 @@ def _log_ratios(run: Path, metrics: list[str]) -> dict[int, list[float]]:
             get = figures.metric(metric)[2]
             a, b = get(on), get(off)
             if a and b and a > 0 and b > 0:
-                row.append(math.log(a / b / summary.OVERHEAD))
+                row.append(math.log(a / b / project_targets.OVERHEAD))
         if len(row) == len(metrics):
             out[repeat] = row
     return out
@@ -66,7 +66,11 @@ def _log_ratios(run: Path, metrics: list[str]) -> dict[int, list[float]]:
 def _present(run: Path) -> list[str]:
     """The headline metrics every extender arm of the run has."""
     docs = list(_arm_docs(run).values())
-    return [m for _, m in summary.HEADLINE if docs and all(figures.metric(m)[2](d) for d in docs)]
+    return [
+        m
+        for _, m in project_targets.HEADLINE
+        if docs and all(figures.metric(m)[2](d) for d in docs)
+    ]
 
 
 def _times(doc: dict[str, Any]) -> tuple[list[float], float]:
@@ -95,7 +99,7 @@ def main() -> int:
     repeats: list[list[float]] = []
     pair_seconds: list[float] = []
     setup: list[float] = []
-    metrics = [m for _, m in summary.HEADLINE]
+    metrics = [m for _, m in project_targets.HEADLINE]
     for run in args.runs_dirs:
         metrics = [m for m in metrics if m in _present(run)]
     if not metrics:
@@ -133,7 +137,8 @@ def main() -> int:
     print(
         f"{len(repeats)} recorded repeats from {len(args.runs_dirs)} run(s) of "
         f"{', '.join(metrics)} (the headline targets simulated; not in every run: "
-        f"{', '.join(m for _, m in summary.HEADLINE if m not in metrics) or 'none'}): log-ratios "
+        f"{', '.join(m for _, m in project_targets.HEADLINE if m not in metrics) or 'none'}): "
+        "log-ratios "
         f"past the threshold, mean {', '.join(f'{m:+.3f}' for m in data.mean(0))}, "
         f"sd {', '.join(f'{s:.3f}' for s in data.std(0, ddof=1))}; a repeat {pair:.0f} s, "
         f"set-up {fixed:.0f} s"

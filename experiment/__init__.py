@@ -9,7 +9,9 @@ each to its place):
     demo/                the demo wing, standing on the engine:
       plan.py              its fleet variants, comparisons and arms
       wing.py              its Planner; its reading of a file's `builtin:` section
-      summary.py           its rows (A vs B), the project's targets, the DRA guide's matrix
+      summary.py           its rows (A vs B over repeats)
+      project_targets.py   the project's targets judged on those rows
+      dra_guide.py         the DRA guide's matrix judged on them
       report.py            its console tables, demo.json and index.html; its Reporter
       command.py           `testbed demo`: the built-in file with the flags laid over it
       demo.yaml            the built-in file (`builtin:demo`)

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from loadgen import explaining, outcome, records, scrape, tracker
+from loadgen import explaining, fleet_views, outcome, records, scrape, tracker
 from loadgen.scenarios import Phase, Scenario
 from testbed.kube import resources
 from testbed.kube.client import Kube
@@ -108,9 +108,9 @@ async def observe(
         records=rec,
         started_wall=time.time(),
         started_mono=watcher.clock(),
-        fleet_nodes=len(records.fleet_nodes(rec)),
-        fleet_gpus=records.fleet_gpus(rec),
-        held_by_others_at_start=records.gpus_held_by_others(rec),
+        fleet_nodes=len(fleet_views.fleet_nodes(rec)),
+        fleet_gpus=fleet_views.fleet_gpus(rec),
+        held_by_others_at_start=fleet_views.gpus_held_by_others(rec),
     )
     scraped_before = await scrape.fetch(target.scrape, kube=kube)
     gathering = await explaining.start(kube, result.settings, watcher.clock, result.started_mono)

@@ -22,6 +22,8 @@ from loadgen import (
     access,
     driver,
     explaining,
+    fleet_views,
+    gang_views,
     gates,
     inventory,
     outcome,
@@ -194,9 +196,9 @@ def _size_and_check(
     """Fleet figures into `result`, fill/free phases sized from the free GPUs, and the
     pre-flight check (raises Unfit). Other runs' holdings are reported, never counted."""
     rec = result.records
-    result.fleet_nodes = len(records.fleet_nodes(rec))
-    result.fleet_gpus = records.fleet_gpus(rec)
-    result.held_by_others_at_start = records.gpus_held_by_others(rec)
+    result.fleet_nodes = len(fleet_views.fleet_nodes(rec))
+    result.fleet_gpus = fleet_views.fleet_gpus(rec)
+    result.held_by_others_at_start = fleet_views.gpus_held_by_others(rec)
     held = sum(result.held_by_others_at_start.values())
     if held:
         who = ", ".join(f"{ns} {n}" for ns, n in sorted(result.held_by_others_at_start.items()))
@@ -207,8 +209,8 @@ def _size_and_check(
     capacity = preflight.Capacity(
         gpus=result.fleet_gpus,
         held_by_others=held,
-        largest_node=max(records.gpus_by_node(rec).values(), default=0),
-        compute_max=records.compute_max(rec),
+        largest_node=max(fleet_views.gpus_by_node(rec).values(), default=0),
+        compute_max=fleet_views.compute_max(rec),
     )
     if scenario.needs_fleet_size:
         try:
@@ -408,7 +410,7 @@ def _condition(phase: Phase, rec: records.Records, made: Count) -> tuple[Count, 
             # All or nothing: a native gang half bound is not done. Looked for (a scan of the
             # run's pods, checked after every event) only once every pod has a verdict.
             if phase.native_gang and decided >= wanted():
-                decided -= records.refusals_on_the_way(rec, phase.name)
+                decided -= gang_views.refusals_on_the_way(rec, phase.name)
             return decided
 
         return settled, wanted, "settled"

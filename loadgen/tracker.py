@@ -3,7 +3,7 @@
 The I/O shell around the pure records: one informer per resource type, no polling (nodes
 are listed once, see `Tracker.start`). Every event is stamped with the client's receive
 time (`clock`, monotonic seconds) the moment it arrives, the way CL2's PodStartupLatency
-does, and handed to the matching `records.on_*` function; waiters (a phase waiting for its
+does, and handed to the matching `watch_events.on_*` function; waiters (a phase waiting for its
 pods to run) are checked after each event.
 """
 
@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from loadgen import records
+from loadgen import records, watch_events, watch_gaps
 from testbed import vocab
 from testbed.kube import errors, resources, watching
 from testbed.kube.client import Kube
@@ -63,15 +63,15 @@ class Tracker:
         A node added during the run is therefore not part of the fleet figures.
         """
         stages: list[list[tuple[resources.Resource, str | None, str | None, Handler]]] = [
-            [(resources.RESOURCE_SLICES, None, None, records.on_slice)],
-            [(resources.RESOURCE_CLAIMS, None, None, records.on_claim)],
+            [(resources.RESOURCE_SLICES, None, None, watch_events.on_slice)],
+            [(resources.RESOURCE_CLAIMS, None, None, watch_events.on_claim)],
         ]
         if pods:
             stages[1].append(self._pods_watch())
 
         async def first() -> None:
             nodes = await self.kube.list(resources.NODES)
-            self._replay(resources.NODES, nodes.items, self.clock(), records.on_node)
+            self._replay(resources.NODES, nodes.items, self.clock(), watch_events.on_node)
 
         await self._sync(stages, sync_timeout, first)
         self._tasks.append(asyncio.create_task(self._sample(), name="timeline"))
@@ -83,7 +83,7 @@ class Tracker:
 
     def _pods_watch(self) -> tuple[resources.Resource, str | None, str | None, Handler]:
         selector = resources.label_selector(self.pod_selector) if self.pod_selector else None
-        return (resources.PODS, self.records.scope.watch_namespace, selector, records.on_pod)
+        return (resources.PODS, self.records.scope.watch_namespace, selector, watch_events.on_pod)
 
     async def _sync(
         self,
@@ -113,7 +113,7 @@ class Tracker:
 
     async def stop(self) -> None:
         if not self._stop.is_set():  # the end state, however short the run
-            records.take_sample(self.records, self.clock(), tick=False)
+            watch_events.take_sample(self.records, self.clock(), tick=False)
         self._stop.set()
         for task in self._tasks:
             task.cancel()
@@ -122,7 +122,7 @@ class Tracker:
                 await task
         self._tasks.clear()
         for plural in list(self.records.broken):
-            records.watch_resumed(self.records, plural, None)  # a gap without an end
+            watch_gaps.watch_resumed(self.records, plural, None)  # a gap without an end
         for _, fut in self._waiters:
             if not fut.done():
                 fut.cancel()
@@ -138,7 +138,7 @@ class Tracker:
         rec = self.records
 
         def restarted(reason: watching.RestartReason) -> None:
-            records.watch_broke(rec, res.plural, reason, self.clock())
+            watch_gaps.watch_broke(rec, res.plural, reason, self.clock())
 
         async for item in watching.informer(
             self.kube,
@@ -150,7 +150,7 @@ class Tracker:
         ):
             now = self.clock()
             if res.plural in rec.broken:
-                records.watch_resumed(rec, res.plural, now)
+                watch_gaps.watch_resumed(rec, res.plural, now)
             if isinstance(item, watching.Snapshot):
                 self._replay(res, item.items, now, handler)
                 synced.set()
@@ -162,7 +162,7 @@ class Tracker:
         self, res: resources.Resource, items: list[dict[str, Any]], now: float, handler: Handler
     ) -> None:
         """A (re)list's snapshot as ADDED events, after the views it rebuilds are reset."""
-        records.relisting(self.records, res.plural)
+        watch_events.relisting(self.records, res.plural)
         for obj in items:
             handler(self.records, "ADDED", obj, now)
 
@@ -181,7 +181,7 @@ class Tracker:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), max(0.0, delay))
             if not self._stop.is_set():
-                records.take_sample(self.records, self.clock())
+                watch_events.take_sample(self.records, self.clock())
 
     # -- waiting ---------------------------------------------------------------------------
 

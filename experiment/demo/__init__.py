@@ -4,8 +4,8 @@ taints), a wing standing on the experiment engine and never under it.
 
 - `plan.py`: its fleet variants, comparisons and arms (light: `testbed` loads it at start).
 - `wing.py`: the `Planner` it hands the runner, and its reading of a file's `builtin:`.
-- `summary.py`: its rows (A vs B over repeats), the project's targets and the DRA guide's
-  matrix.
+- `summary.py`: its rows (A vs B over repeats); `project_targets.py` judges them against the
+  project's targets, `dra_guide.py` against the DRA guide's matrix.
 - `report.py`: its console tables, `demo.json` and `index.html`, and the `Reporter`.
 - `command.py`: `testbed demo` (the built-in `demo.yaml` with the flags laid over it).
 - `demo.yaml`: the built-in file (`testbed experiment run builtin:demo`).

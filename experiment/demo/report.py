@@ -14,8 +14,10 @@ from rich.table import Table
 
 from experiment import bandwidth_model, design, figures, intervals, rebuild, report_files
 from experiment.arms import LATENCY_RATE_DEFINITION, Arm
-from experiment.demo import summary, wing
-from experiment.demo.summary import GuideRow, Row, Target
+from experiment.demo import dra_guide, project_targets, summary, wing
+from experiment.demo.dra_guide import GuideRow
+from experiment.demo.project_targets import Target
+from experiment.demo.summary import Row
 from experiment.figures import SCHEMA_VERSION, Doc
 from experiment.spec import Experiment
 from experiment.wing import Finished
@@ -44,7 +46,8 @@ DEFINITIONS = {
     "verdicts": intervals.METHOD,
     "design": design.__doc__.split("\n\n")[0].replace("\n", " ") if design.__doc__ else "",
     "dropped repeats": "a verdict states the repeats it dropped (an arm invalid or without the "
-    f"figure) and is '{summary.NOT_JUDGED}' past 1 in {round(1 / summary.DROP_LIMIT)}",
+    f"figure) and is '{project_targets.NOT_JUDGED}' past 1 in "
+    f"{round(1 / project_targets.DROP_LIMIT)}",
     "probes": "placeability probes count placed, refused by the scheduler and no verdict "
     "within the time limit separately; a placeability verdict needs "
     f"{figures.SETTLED_FOR_VERDICT:.0%} of probe pods settled in every arm and repeat",
@@ -131,7 +134,7 @@ def ordered(targets: list[Target]) -> tuple[list[Target], list[Target]]:
     )
 
 
-_RUN_COMPARISON = f"{summary.NOT_MEASURED}: run --comparisons "
+_RUN_COMPARISON = f"{project_targets.NOT_MEASURED}: run --comparisons "
 
 
 def not_measured_line(unmeasured: list[Target]) -> str:
@@ -144,7 +147,7 @@ def not_measured_line(unmeasured: list[Target]) -> str:
     )
     ways = [f"add {','.join(comparisons)} to --comparisons"] if comparisons else []
     ways += [
-        f"{t.goal}: {t.verdict.removeprefix(summary.NOT_MEASURED).lstrip(': ')}"
+        f"{t.goal}: {t.verdict.removeprefix(project_targets.NOT_MEASURED).lstrip(': ')}"
         for t in unmeasured
         if not t.verdict.startswith(_RUN_COMPARISON)
     ]
@@ -353,8 +356,8 @@ class Reporter:
         # Invalid arms are shown (below and in demo.json), never averaged in.
         rows = summary.rows(run.results)
         judging = _judging(run.exp, run.arms)
-        goals = summary.targets(rows, judging)
-        guide = summary.guide_matrix(rows, judging)
+        goals = project_targets.targets(rows, judging)
+        guide = dra_guide.guide_matrix(rows, judging)
         console_table(rows, console)
         console_targets(goals, console)
         console_guide(guide, console)
@@ -366,9 +369,9 @@ class Reporter:
     def undecided(
         self, exp: Experiment, results: list[tuple[Arm, Doc]], arms: list[Arm]
     ) -> list[str]:
-        return summary.undecided(summary.rows(results), _judging(exp, arms))
+        return project_targets.undecided(summary.rows(results), _judging(exp, arms))
 
 
-def _judging(exp: Experiment, arms: list[Arm]) -> summary.Judging:
+def _judging(exp: Experiment, arms: list[Arm]) -> project_targets.Judging:
     """Verdicts at the run's design's level for the repeats each comparison ran."""
-    return summary.Judging(design.of(exp), summary.repeats_run(arms))
+    return project_targets.Judging(design.of(exp), project_targets.repeats_run(arms))

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from loadgen import outcome, placement, records, series, slo, stats
+from loadgen import gang_views, outcome, placement, records, series, slo, stats
 from loadgen.report import explanation as why
 from testbed import files, units
 
@@ -275,7 +275,7 @@ def _summary(values: list[float]) -> Summary:
 def _gangs(result: outcome.RunResult) -> dict[str, object]:
     """`gangs` (one per gang with a pod bound, as before) and `gang_summary` (every gang)."""
     sizes = {p.name: p.concurrent for p in result.scenario.phases if p.gang}
-    states = records.gang_states(result.records, sizes)
+    states = gang_views.gang_states(result.records, sizes)
     gangs = [
         Gang(
             name=name,

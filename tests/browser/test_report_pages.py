@@ -13,7 +13,8 @@ import pytest
 
 from experiment.arms import Arm
 from experiment.demo import report
-from experiment.demo.summary import Row, Target
+from experiment.demo.project_targets import Target
+from experiment.demo.summary import Row
 from experiment.figures import Figure
 from loadgen import compare, outcome, records
 from loadgen.report import document, html

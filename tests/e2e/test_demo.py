@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from experiment.demo import summary
+from experiment.demo import project_targets
 from testbed.cluster import local
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(1800)]
@@ -119,7 +119,7 @@ def test_tiny_demo_accounts_for_every_pod_and_writes_every_report(
     assert (out / "index.html").read_text().count("report.html") == len(ran)
     # One run gives observations, never verdicts: nothing is met.
     verdicts = {t["goal"]: t["verdict"] for t in doc["targets"]}
-    overhead = verdicts[summary.HEADLINE[0][0]]
+    overhead = verdicts[project_targets.HEADLINE[0][0]]
     assert overhead == "observation (1 repeat), no verdict"
     # The demo is sequential; one pair at most is one look, the budget untouched.
     assert doc["design"].startswith("sequential") and doc["repeats_completed"] == 1

@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry
 
 from extender import app as app_mod
 from extender.config import Settings
-from loadgen import records, runner, scenarios
+from loadgen import gang_views, runner, scenarios
 from testbed import vocab
 from testbed.cluster import local, ports
 from testbed.kube.client import Kube
@@ -99,7 +99,7 @@ async def test_each_pod_group_is_scored_pod_by_pod_and_lands_in_one_rack(
     sc = scenarios.load("gang", {"gangs": "2", "size": "4", "native": "true"})
     res = await runner.run(release_kube, sc, two_racks.settings(qps=50))
     assert res.error is None, res.error
-    states = records.gang_states(res.records, {"gang": 4})
+    states = gang_views.gang_states(res.records, {"gang": 4})
     version = await release_kube.request("GET", "/version")
     release = f"{version['major']}.{version['minor']}".rstrip("+")
     assert set(states) == set(GROUPS[release]), states

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from loadgen import records, runner, scenarios, templates
+from loadgen import gang_views, runner, scenarios, templates
 from loadgen.report import document
 from loadgen.scenarios import Phase, Scenario
 from testbed.kube import errors
@@ -45,7 +45,7 @@ async def test_native_gangs_bind_all_or_nothing_where_labelled_ones_split(
 ) -> None:
     params = gated_fleet.settings(qps=50, allow_unschedulable=True, stall_timeout=60)
     res = await runner.run(gated_kube, _gangs(True, 2, 3), params)
-    states = records.gang_states(res.records, {"gang": 3})
+    states = gang_views.gang_states(res.records, {"gang": 3})
     assert len(states) == 2 and sum(s.seen for s in states.values()) == 6
     # One gang fits (3 of the 4 nodes), the other cannot: none of its pods is bound.
     assert sorted(s.scheduled for s in states.values()) == [0, 3], states
@@ -61,7 +61,7 @@ async def test_native_gangs_bind_all_or_nothing_where_labelled_ones_split(
     # pods bound, so one gang is left split across the last free node.
     params = gated_fleet.settings(qps=50, allow_unschedulable=True, stall_timeout=60)
     res = await runner.run(gated_kube, _gangs(False, 2, 3), params)
-    states = records.gang_states(res.records, {"gang": 3})
+    states = gang_views.gang_states(res.records, {"gang": 3})
     assert sum(s.scheduled for s in states.values()) == 4
     assert sum(s.partial for s in states.values()) >= 1
 

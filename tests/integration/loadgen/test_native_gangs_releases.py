@@ -18,7 +18,7 @@ import pytest
 
 from extender import demand
 from extender.config import Settings
-from loadgen import records, runner, scenarios, templates, workload_api
+from loadgen import gang_views, runner, scenarios, templates, workload_api
 from loadgen.scenarios import Phase, Scenario
 from testbed import vocab
 from testbed.cluster import feature_gates, local
@@ -86,7 +86,7 @@ async def test_native_gangs_bind_all_or_nothing_and_the_extender_reads_their_gro
         # 1.35's gang plugin waits at Permit: the gang that cannot fit holds one pod there,
         # neither bound nor refused, for up to 5 minutes (DefaultSchedulingTimeoutDuration).
         assert res.error == "phase gang: 5 of 6 pods settled after 45s", res.error
-    states = records.gang_states(res.records, {"gang": 3})
+    states = gang_views.gang_states(res.records, {"gang": 3})
     assert len(states) == 2 and sum(s.seen for s in states.values()) == 6, states
     # One gang fits (3 of the 4 nodes), the other cannot: none of its pods is bound.
     assert sorted(s.scheduled for s in states.values()) == [0, 3], states

@@ -5,7 +5,7 @@ import pytest
 from experiment import intervals
 from experiment.accounting import accounted
 from experiment.arms import LATENCY_PODS, Arm
-from experiment.demo import plan, summary
+from experiment.demo import dra_guide, plan, project_targets, summary
 from experiment.figures import Figure
 from experiment.fleet_shape import FleetShape, shape_of
 from testbed import vocab
@@ -134,7 +134,7 @@ def test_an_arm_without_a_throughput_sample_has_no_throughput() -> None:
     assert thr.a.values == [] and thr.ratio is None
     # Throughput is a reported figure, not a target; a headline figure no arm has is "no
     # data", not "not measured" (its comparison ran).
-    got = {t.goal: t for t in summary.targets(rows)}[OVERHEAD]
+    got = {t.goal: t for t in project_targets.targets(rows)}[OVERHEAD]
     assert got.verdict == "no data: no arm has scheduler + extender CPU per pod"
 
 
@@ -220,7 +220,7 @@ def _pair(comparison: str, metric: str, a: str, av: float, b: str, bv: float) ->
     return summary.Row(comparison, metric, "x", a, Figure([av]), b, Figure([bv]))
 
 
-OVERHEAD = summary.HEADLINE[0][0]
+OVERHEAD = project_targets.HEADLINE[0][0]
 COST = "scheduler + extender CPU per pod"
 
 
@@ -234,7 +234,7 @@ def test_one_repeat_gives_observations_never_verdicts() -> None:
         _pair("placement", "blocks spanned per gang", "on", 1.1, "off", 3.7),
         _pair("fragmentation", "8-GPU pods placed after a mixed fill", "on", 0.8, "off", 0.8),
     ]
-    got = {t.goal: t for t in summary.targets(rows)}
+    got = {t.goal: t for t in project_targets.targets(rows)}
     assert got[OVERHEAD].verdict == intervals.OBSERVATION and not got[OVERHEAD].met
     assert "ratio 1.150" in got[OVERHEAD].measured
     assert got["gang locality gain (fewer blocks)"].verdict == intervals.OBSERVATION
@@ -251,15 +251,17 @@ def test_repeats_give_a_verdict_only_when_the_interval_clears_the_threshold() ->
     clear = [
         _repeats("extender", COST, [10.4, 10.3, 10.2, 10.3, 10.4], [10.0, 9.9, 10.1, 10, 10.1])
     ]
-    assert summary.targets(clear)[0].verdict == "met" and summary.targets(clear)[0].met
+    assert (
+        project_targets.targets(clear)[0].verdict == "met" and project_targets.targets(clear)[0].met
+    )
     # The overhead flipping between runs (13.8 % vs 5.1 %): neither met nor missed.
     flip = [_repeats("extender", COST, [11.38, 10.51, 11.0], [10.0, 10.0, 10.0])]
-    assert summary.targets(flip)[0].verdict.startswith("inconclusive")
+    assert project_targets.targets(flip)[0].verdict.startswith("inconclusive")
     # Equal placement in every repeat is no gain.
     equal = [
         _repeats("fragmentation", "8-GPU pods placed after a mixed fill", [0.8] * 5, [0.8] * 5)
     ]
-    got = {t.goal: t for t in summary.targets(equal)}
+    got = {t.goal: t for t in project_targets.targets(equal)}
     assert got["8-GPU placeability gain"].verdict == "missed"
 
 
@@ -276,13 +278,15 @@ def test_a_placeability_verdict_needs_the_probes_to_have_settled() -> None:
         results.append((Arm("alignment", "on", "file", repeat=r), _probe_doc(225, 225, 0)))
         results.append((Arm("alignment", "off", "file", repeat=r), _probe_doc(225, 13, 0)))
     goal = "aligned 8+8 pods placed after fragmenting PCIe roots: gain over the default"
-    got = {t.goal: t for t in summary.targets(summary.rows(results))}[goal]
+    got = {t.goal: t for t in project_targets.targets(summary.rows(results))}[goal]
     assert got.verdict == "inconclusive (off: only 6% of probe pods settled in a repeat)"
     assert "off: 65 placed, 0 refused, 1060 no verdict in time" in got.measured
     settled = [
         (arm, _probe_doc(225, 13, 212) if arm.variant == "off" else doc) for arm, doc in results
     ]
-    assert {t.goal: t for t in summary.targets(summary.rows(settled))}[goal].verdict == "met"
+    assert {t.goal: t for t in project_targets.targets(summary.rows(settled))}[
+        goal
+    ].verdict == "met"
 
 
 def test_constant_alignment_rows_are_dropped_and_varying_ones_kept() -> None:
@@ -318,23 +322,25 @@ def test_the_guide_matrix_holds_dra_against_the_device_plugin() -> None:
             [1, 1, 1, 1, 1],
         ),
     ]
-    got = {g.aspect: g for g in summary.guide_matrix(rows)}
+    got = {g.aspect: g for g in dra_guide.guide_matrix(rows)}
     assert got["scheduling latency overhead"].verdict == "met"  # +5 %, interval under 10 %
     assert got["scheduling latency overhead"].guide.startswith("+8 %")
     assert got["API request overhead"].verdict == "missed"  # +100 % per pod
     assert got["scheduler CPU overhead"].verdict.startswith("inconclusive")  # 0..20 %
     assert got["control-plane memory per 1,000 pods"].verdict == "met"
-    assert summary.guide_matrix([])[0].verdict == (
+    assert dra_guide.guide_matrix([])[0].verdict == (
         "not measured: run --comparisons dra --latency-arms"
     )
-    assert summary.guide_matrix([])[1].verdict == "not measured: run --comparisons dra"
+    assert dra_guide.guide_matrix([])[1].verdict == "not measured: run --comparisons dra"
 
 
 def test_memory_growth_that_went_negative_is_noise_not_a_figure() -> None:
     memory = "API server + scheduler memory growth per 1,000 pods"
     row = _repeats("dra", memory, [40, -122, 45], [10, 12, 11])
     assert row.noise and row.ratio is None
-    got = {g.aspect: g for g in summary.guide_matrix([row])}["control-plane memory per 1,000 pods"]
+    got = {g.aspect: g for g in dra_guide.guide_matrix([row])}[
+        "control-plane memory per 1,000 pods"
+    ]
     assert got.measured.startswith("noise") and got.verdict.startswith("not measured")
 
 

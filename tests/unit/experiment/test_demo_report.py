@@ -11,8 +11,9 @@ from pathlib import Path
 from rich.console import Console
 
 from experiment import intervals
-from experiment.demo import report, summary
-from experiment.demo.summary import Row, Target
+from experiment.demo import project_targets, report
+from experiment.demo.project_targets import Target
+from experiment.demo.summary import Row
 from experiment.figures import Figure
 
 _VERDICT_CELL = re.compile(r'<td class="(?:met|missed|open|plain) text">(.*?)</td>')
@@ -34,7 +35,7 @@ def _small_run() -> list[Target]:
         # taints: a verdict (met: fewer placed on the tainted pool), the last goal of all
         _pair("taints", "pods placed (one per GPU)", [0.9, 0.9, 0.9], [1.0, 1.0, 1.0]),
     ]
-    return summary.targets(rows)
+    return project_targets.targets(rows)
 
 
 def _page_verdicts(page: str) -> list[str]:
@@ -87,7 +88,7 @@ def test_the_console_leads_with_the_answer_and_folds_the_rest_into_one_line() ->
 
 
 def test_a_run_that_measured_nothing_shows_only_the_line(tmp_path: Path) -> None:
-    report.write(tmp_path, [], {"nodes": 20}, [], summary.targets([]), [])
+    report.write(tmp_path, [], {"nodes": 20}, [], project_targets.targets([]), [])
     section = (tmp_path / "index.html").read_text()
     section = section[section.index(">Targets<") : section.index(">Side by side<")]
     assert section.count("<table>") == 1 and "<details>" in section

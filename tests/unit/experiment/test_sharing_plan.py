@@ -8,7 +8,7 @@ import pytest
 
 from experiment import intervals
 from experiment.arms import Arm
-from experiment.demo import plan, summary
+from experiment.demo import plan, project_targets, summary
 from experiment.fleet_shape import FleetShape
 from fleet import spec as fleet_spec
 from loadgen import scenarios
@@ -137,7 +137,7 @@ def test_sharing_rows_hold_each_arm_against_the_device_plugin() -> None:
         ("capacity", "device-plugin"),
     ]
     assert [r.ratio for r in placed] == pytest.approx([1.0, 230 / 128, 2.0])
-    goals = {t.goal: t for t in summary.targets(rows)}
+    goals = {t.goal: t for t in project_targets.targets(rows)}
     mig = goals["mig vs device plugin: pods placed at saturation >= 1.3x"]
     assert mig.verdict == intervals.OBSERVATION and "mig 230 vs device-plugin 128" in mig.measured
     assert not goals["capacity vs device plugin: pods per busy GPU >= 1.3x"].met
@@ -147,12 +147,12 @@ def test_sharing_targets_need_the_interval_to_clear_and_say_not_measured_without
     close = _sharing_results(
         {"device-plugin": [128, 128, 128], "mig": [120, 200, 170], "capacity": [250, 256, 255]}
     )
-    goals = {t.goal: t for t in summary.targets(summary.rows(close))}
+    goals = {t.goal: t for t in project_targets.targets(summary.rows(close))}
     assert goals["mig vs device plugin: pods placed at saturation >= 1.3x"].verdict.startswith(
         "inconclusive"
     )
     assert goals["capacity vs device plugin: pods placed at saturation >= 1.3x"].verdict == "met"
-    none = {t.goal: t for t in summary.targets([])}
+    none = {t.goal: t for t in project_targets.targets([])}
     assert none["mig vs device plugin: pods per busy GPU >= 1.3x"].verdict == (
         "not measured: run --comparisons sharing"
     )
@@ -176,16 +176,18 @@ def test_taints_and_extended_resource_targets() -> None:
     taint = next(r for r in rows if r.comparison == plan.TAINTS)
     assert (taint.a_name, taint.b_name) == ("tainted", "clean")
     assert taint.ratio == pytest.approx((122 / 128) ** 0.6 * (123 / 128) ** 0.4)
-    goals = [t for t in summary.targets(rows) if "tainted" in t.goal or "unchanged" in t.goal]
+    goals = [
+        t for t in project_targets.targets(rows) if "tainted" in t.goal or "unchanged" in t.goal
+    ]
     assert [t.verdict for t in goals] == ["met", "met"]
     # One repeat: observations.
-    single = [t for t in summary.targets(summary.rows(arms(0))) if "tainted" in t.goal]
+    single = [t for t in project_targets.targets(summary.rows(arms(0))) if "tainted" in t.goal]
     assert single[0].verdict == intervals.OBSERVATION
     # Taints ignored (every pod placed, every repeat) is a miss.
     ignored = summary.rows(
         [(a, placed_doc(128)) if a.variant == "tainted" else (a, d) for a, d in results]
     )
-    got = next(t for t in summary.targets(ignored) if "tainted" in t.goal)
+    got = next(t for t in project_targets.targets(ignored) if "tainted" in t.goal)
     assert got.verdict == "missed"
 
 

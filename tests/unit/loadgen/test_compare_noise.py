@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from loadgen import cli, compare, stats
+from loadgen.commands import comparison
 from loadgen.report import document
 from tests.support import synthetic_run as synthetic
 
@@ -232,7 +233,7 @@ def test_runs_of_different_loads_are_refused_with_exit_3(
     for argv in (["compare", a, b], ["compare", a, b, "--fail-on-regression", "-o", "json"]):
         with pytest.raises(SystemExit) as done:
             cli.main(argv)
-        assert done.value.code == cli.EXIT_INCOMPARABLE == 3
+        assert done.value.code == comparison.EXIT_INCOMPARABLE == 3
         captured = capsys.readouterr()
         assert not captured.out
         assert captured.err.count("\n") == 1 and "not under the same load" in captured.err

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loadgen import records, templates
+from loadgen import fleet_views, gang_views, records, templates, watch_events
 from testbed import vocab
 from tests.support import extender_objects as objects
 
@@ -29,10 +29,10 @@ def _pod(name: str, *, node: str = "", phase: str = "Pending") -> dict[str, Any]
 
 def test_a_pod_records_first_seen_scheduled_and_running_once() -> None:
     t = _records()
-    records.on_pod(t, "ADDED", _pod("a"), 0.5)
-    records.on_pod(t, "MODIFIED", _pod("a", node="n1"), 0.7)
-    records.on_pod(t, "MODIFIED", _pod("a", node="n1", phase="Running"), 0.9)
-    records.on_pod(t, "MODIFIED", _pod("a", node="n1", phase="Running"), 1.5)
+    watch_events.on_pod(t, "ADDED", _pod("a"), 0.5)
+    watch_events.on_pod(t, "MODIFIED", _pod("a", node="n1"), 0.7)
+    watch_events.on_pod(t, "MODIFIED", _pod("a", node="n1", phase="Running"), 0.9)
+    watch_events.on_pod(t, "MODIFIED", _pod("a", node="n1", phase="Running"), 1.5)
     rec = t.pods["a"]
     assert (rec.created, rec.scheduled, rec.running, rec.node) == (0.5, 0.7, 0.9, "n1")
     counts = records.phase_counts(t, "p")
@@ -45,13 +45,13 @@ def test_a_pod_found_unschedulable_counts_until_it_is_scheduled() -> None:
     stuck["status"]["conditions"] = [
         {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
     ]
-    records.on_pod(t, "ADDED", _pod("a"), 0.1)
-    records.on_pod(t, "ADDED", _pod("b"), 0.1)
+    watch_events.on_pod(t, "ADDED", _pod("a"), 0.1)
+    watch_events.on_pod(t, "ADDED", _pod("b"), 0.1)
     assert records.phase_counts(t, "p").unschedulable == 0  # pending alone is not a verdict
-    records.on_pod(t, "MODIFIED", stuck, 0.2)
-    records.on_pod(t, "MODIFIED", stuck, 0.3)  # the scheduler's retry: still one pod
+    watch_events.on_pod(t, "MODIFIED", stuck, 0.2)
+    watch_events.on_pod(t, "MODIFIED", stuck, 0.3)  # the scheduler's retry: still one pod
     assert (records.phase_counts(t, "p").unschedulable, t.total.unschedulable) == (1, 1)
-    records.on_pod(t, "MODIFIED", _pod("a", node="n1"), 0.4)  # it fit after all
+    watch_events.on_pod(t, "MODIFIED", _pod("a", node="n1"), 0.4)  # it fit after all
     assert (records.phase_counts(t, "p").unschedulable, records.phase_counts(t, "p").scheduled) == (
         0,
         1,
@@ -68,12 +68,12 @@ def _verdict(name: str, message: str) -> dict[str, Any]:
 
 def test_only_a_changed_scheduler_verdict_counts_as_news() -> None:
     t = _records()
-    records.on_pod(t, "ADDED", _pod("a"), 0.1)
-    records.on_pod(t, "MODIFIED", _verdict("a", "0/8 nodes are available"), 0.2)
-    records.on_pod(t, "MODIFIED", _verdict("a", "0/8 nodes are available"), 0.3)
+    watch_events.on_pod(t, "ADDED", _pod("a"), 0.1)
+    watch_events.on_pod(t, "MODIFIED", _verdict("a", "0/8 nodes are available"), 0.2)
+    watch_events.on_pod(t, "MODIFIED", _verdict("a", "0/8 nodes are available"), 0.3)
     assert records.phase_counts(t, "p").verdicts == 1  # the same word again is no news
-    records.on_pod(t, "MODIFIED", _verdict("a", "0/9 nodes are available"), 0.4)
-    records.on_pod(t, "MODIFIED", _verdict("b", "0/9 nodes are available"), 0.5)
+    watch_events.on_pod(t, "MODIFIED", _verdict("a", "0/9 nodes are available"), 0.4)
+    watch_events.on_pod(t, "MODIFIED", _verdict("b", "0/9 nodes are available"), 0.5)
     assert (records.phase_counts(t, "p").verdicts, t.total.verdicts) == (3, 3)
 
 
@@ -81,18 +81,18 @@ def test_create_is_the_first_event_received_as_in_cl2() -> None:
     t = _records()
     # The server says it was created at epoch 1000 (monotonic 0); the watch saw it at 3.0:
     # CL2 takes the receive time, and so do we (the server time only feeds the check).
-    records.on_pod(t, "ADDED", _pod("late-watch"), 3.0)
+    watch_events.on_pod(t, "ADDED", _pod("late-watch"), 3.0)
     rec = t.pods["late-watch"]
     assert (rec.created, rec.created_server) == (3.0, 1000.0)
     # Even a first event that already says Running is the create: every phase is 0.
-    records.on_pod(t, "ADDED", _pod("at-once", node="n1", phase="Running"), 4.0)
+    watch_events.on_pod(t, "ADDED", _pod("at-once", node="n1", phase="Running"), 4.0)
     rec = t.pods["at-once"]
     assert rec.created == rec.scheduled == rec.running == 4.0
 
 
 def test_a_pod_first_seen_finished_counts_as_run_and_done_but_has_no_cl2_run() -> None:
     t = _records()
-    records.on_pod(t, "ADDED", _pod("a", node="n1", phase="Succeeded"), 2.0)
+    watch_events.on_pod(t, "ADDED", _pod("a", node="n1", phase="Succeeded"), 2.0)
     c = records.phase_counts(t, "p")
     assert (c.scheduled, c.running, c.succeeded) == (1, 1, 1)
     # CL2 sets "run" only from an event with phase Running: this pod has no startup latency.
@@ -130,34 +130,36 @@ def _claim(name: str, ns: str, results: list[tuple[str, str, str]]) -> dict[str,
 
 def test_claims_learn_device_topology_and_fleet_gpu_allocation() -> None:
     t = _records()
-    records.on_node(t, "ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
-    records.on_node(t, "ADDED", {"metadata": {"name": "other", "labels": {"pool": "b"}}}, 0)
-    records.on_slice(
+    watch_events.on_node(t, "ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
+    watch_events.on_node(t, "ADDED", {"metadata": {"name": "other", "labels": {"pool": "b"}}}, 0)
+    watch_events.on_slice(
         t, "ADDED", _slice("n1", vocab.GPU_DRIVER, [("g0", "r0", 0), ("g1", "r1", 1)]), 0
     )
-    records.on_slice(
+    watch_events.on_slice(
         t, "ADDED", _slice("n1", vocab.NIC_DRIVER, [("k0", "r0", 0), ("k1", "r9", 0)]), 0
     )
-    records.on_slice(t, "ADDED", _slice("other", vocab.GPU_DRIVER, [("g0", "x", 0)]), 0)
-    assert records.fleet_nodes(t) == ["n1"] and records.fleet_gpus(t) == 2
+    watch_events.on_slice(t, "ADDED", _slice("other", vocab.GPU_DRIVER, [("g0", "x", 0)]), 0)
+    assert fleet_views.fleet_nodes(t) == ["n1"] and fleet_views.fleet_gpus(t) == 2
 
-    records.on_claim(t, "ADDED", _claim("c1", "loadgen-r1", []), 1.0)
+    watch_events.on_claim(t, "ADDED", _claim("c1", "loadgen-r1", []), 1.0)
     both = [
         (vocab.GPU_DRIVER, "n1", "g0"),
         (vocab.NIC_DRIVER, "n1", "k0"),
         (vocab.GPU_DRIVER, "n1", "g1"),
         (vocab.NIC_DRIVER, "n1", "k1"),
     ]
-    records.on_claim(t, "MODIFIED", _claim("c1", "loadgen-r1", both), 1.25)
+    watch_events.on_claim(t, "MODIFIED", _claim("c1", "loadgen-r1", both), 1.25)
     rec = t.claims["c1"]
     assert (rec.pod, rec.seen, rec.allocated) == ("pod-c1", 1.0, 1.25)
     assert rec.gpu_pcie == ["r0", "r1"] and rec.nic_pcie == ["r0", "r9"]
     assert rec.gpu_numa == ["0", "1"] and rec.nic_numa == ["0", "0"]
     assert t.fleet.gpus_allocated == 2
     # Someone else's claim on a node outside the fleet does not count.
-    records.on_claim(t, "ADDED", _claim("x", "elsewhere", [(vocab.GPU_DRIVER, "other", "g0")]), 2.0)
+    watch_events.on_claim(
+        t, "ADDED", _claim("x", "elsewhere", [(vocab.GPU_DRIVER, "other", "g0")]), 2.0
+    )
     assert t.fleet.gpus_allocated == 2 and "x" not in t.claims
-    records.on_claim(t, "MODIFIED", _claim("c1", "loadgen-r1", []), 3.0)  # deallocated
+    watch_events.on_claim(t, "MODIFIED", _claim("c1", "loadgen-r1", []), 3.0)  # deallocated
     assert t.fleet.gpus_allocated == 0
 
 
@@ -166,42 +168,46 @@ def test_gang_spans_count_distinct_topology_levels() -> None:
     for i, (rack, block) in enumerate([("r1", "b1"), ("r2", "b1")]):
         node = f"n{i}"
         labels = {vocab.LABEL_RACK: rack, vocab.LABEL_BLOCK: block}
-        records.on_node(t, "ADDED", {"metadata": {"name": node, "labels": labels}}, 0)
-        records.on_pod(t, "ADDED", _pod(f"p{i}", node=node), 0)
-    assert records.gang_spans(t)["g"] == {"pods": 2, "nodes": 2, "racks": 2, "blocks": 1}
+        watch_events.on_node(t, "ADDED", {"metadata": {"name": node, "labels": labels}}, 0)
+        watch_events.on_pod(t, "ADDED", _pod(f"p{i}", node=node), 0)
+    assert gang_views.gang_spans(t)["g"] == {"pods": 2, "nodes": 2, "racks": 2, "blocks": 1}
 
 
 def test_stranded_gpus_are_the_free_ones_on_partly_used_nodes() -> None:
     t = _records()
     for node in ("n1", "n2", "n3"):
-        records.on_node(t, "ADDED", {"metadata": {"name": node, "labels": {"pool": "a"}}}, 0)
+        watch_events.on_node(t, "ADDED", {"metadata": {"name": node, "labels": {"pool": "a"}}}, 0)
         gpus = [(f"g{i}", f"r{i}", 0) for i in range(4)]
-        records.on_slice(t, "ADDED", _slice(node, vocab.GPU_DRIVER, gpus), 0)
-    assert records.gpus_stranded(t) == 0
+        watch_events.on_slice(t, "ADDED", _slice(node, vocab.GPU_DRIVER, gpus), 0)
+    assert fleet_views.gpus_stranded(t) == 0
     # n1: 1 of 4 used (3 stranded); n2: all 4 used (none); n3: untouched (whole, not stranded).
-    records.on_claim(t, "ADDED", _claim("a", "loadgen-r1", [(vocab.GPU_DRIVER, "n1", "g0")]), 1.0)
+    watch_events.on_claim(
+        t, "ADDED", _claim("a", "loadgen-r1", [(vocab.GPU_DRIVER, "n1", "g0")]), 1.0
+    )
     whole = [(vocab.GPU_DRIVER, "n2", f"g{i}") for i in range(4)]
-    records.on_claim(t, "ADDED", _claim("b", "loadgen-r1", whole), 1.0)
-    assert (t.fleet.gpus_allocated, records.gpus_stranded(t)) == (5, 3)
-    records.on_claim(t, "DELETED", _claim("a", "loadgen-r1", []), 2.0)
-    assert (t.fleet.gpus_allocated, records.gpus_stranded(t)) == (4, 0)
+    watch_events.on_claim(t, "ADDED", _claim("b", "loadgen-r1", whole), 1.0)
+    assert (t.fleet.gpus_allocated, fleet_views.gpus_stranded(t)) == (5, 3)
+    watch_events.on_claim(t, "DELETED", _claim("a", "loadgen-r1", []), 2.0)
+    assert (t.fleet.gpus_allocated, fleet_views.gpus_stranded(t)) == (4, 0)
     assert t.fleet.peak_gpus_allocated == 5  # exact, whether or not a sample caught it
 
 
 def test_other_namespaces_gpus_are_held_apart_from_the_runs_own() -> None:
     t = _records()
-    records.on_node(t, "ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
+    watch_events.on_node(t, "ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
     gpus = [(f"g{i}", f"r{i}", 0) for i in range(4)]
-    records.on_slice(t, "ADDED", _slice("n1", vocab.GPU_DRIVER, gpus), 0)
+    watch_events.on_slice(t, "ADDED", _slice("n1", vocab.GPU_DRIVER, gpus), 0)
     theirs = [(vocab.GPU_DRIVER, "n1", "g0"), (vocab.GPU_DRIVER, "n1", "g1")]
-    records.on_claim(t, "ADDED", _claim("x", "loadgen-other", theirs), 1.0)
-    records.on_claim(t, "ADDED", _claim("c", "loadgen-r1", [(vocab.GPU_DRIVER, "n1", "g2")]), 1.0)
+    watch_events.on_claim(t, "ADDED", _claim("x", "loadgen-other", theirs), 1.0)
+    watch_events.on_claim(
+        t, "ADDED", _claim("c", "loadgen-r1", [(vocab.GPU_DRIVER, "n1", "g2")]), 1.0
+    )
     assert (t.fleet.gpus_allocated, t.fleet.peak_gpus_allocated) == (1, 1)
     assert t.fleet.gpus_held_by_others == 2
-    assert records.gpus_held_by_others(t) == {"loadgen-other": 2}
-    assert records.gpus_stranded(t) == 1  # free is free, whoever holds the rest
-    records.on_claim(t, "DELETED", _claim("x", "loadgen-other", []), 2.0)
-    assert t.fleet.gpus_held_by_others == 0 and records.gpus_held_by_others(t) == {}
+    assert fleet_views.gpus_held_by_others(t) == {"loadgen-other": 2}
+    assert fleet_views.gpus_stranded(t) == 1  # free is free, whoever holds the rest
+    watch_events.on_claim(t, "DELETED", _claim("x", "loadgen-other", []), 2.0)
+    assert t.fleet.gpus_held_by_others == 0 and fleet_views.gpus_held_by_others(t) == {}
 
 
 def test_pods_never_scheduled_are_grouped_by_the_schedulers_reason() -> None:
@@ -218,41 +224,45 @@ def test_pods_never_scheduled_are_grouped_by_the_schedulers_reason() -> None:
                     "message": message + " preemption: 0/4 nodes are available: 4 No victims.",
                 }
             ]
-        records.on_pod(t, "ADDED", pod, 0.1)
-    records.on_pod(t, "ADDED", _pod("d", node="n1"), 0.1)
+        watch_events.on_pod(t, "ADDED", pod, 0.1)
+    watch_events.on_pod(t, "ADDED", _pod("d", node="n1"), 0.1)
     assert records.pending(t) == {full: 2, "no verdict from the scheduler yet": 1}
     assert t.pods["a"].unschedulable and t.total.unschedulable == 2
 
 
 def test_mig_partitions_are_not_counted_as_fleet_gpus() -> None:
     t = _records()
-    records.on_node(t, "ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
+    watch_events.on_node(t, "ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
     slc = _slice("n1", vocab.GPU_DRIVER, [("g0", "r0", 0), ("g0-mig-1g", "r0", 0)])
     slc["spec"]["devices"][0]["attributes"][vocab.GPU_ATTR_TYPE] = {"string": "gpu"}
     slc["spec"]["devices"][1]["attributes"][vocab.GPU_ATTR_TYPE] = {"string": "mig"}
-    records.on_slice(t, "ADDED", slc, 0)
-    assert records.fleet_gpus(t) == 1
+    watch_events.on_slice(t, "ADDED", slc, 0)
+    assert fleet_views.fleet_gpus(t) == 1
 
 
 def test_partitions_and_shares_of_one_gpu_keep_one_physical_gpu_busy() -> None:
     t = _records()
-    records.on_node(t, "ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
+    watch_events.on_node(t, "ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
     slc = _slice("n1", vocab.GPU_DRIVER, [("g0", "r0", 0), ("g0-mig-a", "r0", 0), ("g1", "r1", 0)])
     devs = slc["spec"]["devices"]
     devs[0]["attributes"][vocab.GPU_ATTR_UUID] = {"string": "GPU-0"}
     devs[1]["attributes"][vocab.GPU_ATTR_PARENT_UUID] = {"string": "GPU-0"}
     devs[2]["attributes"][vocab.GPU_ATTR_UUID] = {"string": "GPU-1"}
-    records.on_slice(t, "ADDED", slc, 0)
+    watch_events.on_slice(t, "ADDED", slc, 0)
     mig = [(vocab.GPU_DRIVER, "n1", "g0-mig-a")]
-    records.on_claim(t, "ADDED", _claim("a", "loadgen-r1", mig), 1.0)
-    records.on_claim(t, "ADDED", _claim("b", "loadgen-r1", mig), 1.0)  # a capacity share
-    assert records.take_sample(t, 1.0).gpus_busy == 1
-    records.on_claim(t, "ADDED", _claim("c", "loadgen-r1", [(vocab.GPU_DRIVER, "n1", "g1")]), 1.0)
-    records.on_claim(t, "ADDED", _claim("x", "elsewhere", [(vocab.GPU_DRIVER, "n1", "g0")]), 1.0)
-    assert records.take_sample(t, 2.0).gpus_busy == 2  # not someone else's
-    records.on_claim(t, "DELETED", _claim("a", "loadgen-r1", []), 3.0)
-    records.on_claim(t, "DELETED", _claim("b", "loadgen-r1", []), 3.0)
-    assert records.take_sample(t, 3.0).gpus_busy == 1
+    watch_events.on_claim(t, "ADDED", _claim("a", "loadgen-r1", mig), 1.0)
+    watch_events.on_claim(t, "ADDED", _claim("b", "loadgen-r1", mig), 1.0)  # a capacity share
+    assert watch_events.take_sample(t, 1.0).gpus_busy == 1
+    watch_events.on_claim(
+        t, "ADDED", _claim("c", "loadgen-r1", [(vocab.GPU_DRIVER, "n1", "g1")]), 1.0
+    )
+    watch_events.on_claim(
+        t, "ADDED", _claim("x", "elsewhere", [(vocab.GPU_DRIVER, "n1", "g0")]), 1.0
+    )
+    assert watch_events.take_sample(t, 2.0).gpus_busy == 2  # not someone else's
+    watch_events.on_claim(t, "DELETED", _claim("a", "loadgen-r1", []), 3.0)
+    watch_events.on_claim(t, "DELETED", _claim("b", "loadgen-r1", []), 3.0)
+    assert watch_events.take_sample(t, 3.0).gpus_busy == 1
 
 
 def _gpu_slice(node: str) -> dict[str, Any]:
@@ -282,8 +292,8 @@ def _needing(name: str, gib: int, *, node: str = "n1", plugin_gpus: int = 0) -> 
 
 def test_memory_requested_against_what_capacity_shares_mig_and_whole_gpus_take() -> None:
     t = _records()
-    records.on_node(t, "ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
-    records.on_slice(t, "ADDED", _gpu_slice("n1"), 0)
+    watch_events.on_node(t, "ADDED", {"metadata": {"name": "n1", "labels": {"pool": "a"}}}, 0)
+    watch_events.on_slice(t, "ADDED", _gpu_slice("n1"), 0)
     gib = 2**30
     # Two capacity shares of GPU-1 (each consumed 20Gi for a 15 GiB need), a MIG partition
     # of GPU-0 (10Gi taken for 5 GiB).
@@ -292,20 +302,24 @@ def test_memory_requested_against_what_capacity_shares_mig_and_whole_gpus_take()
         vocab.GPU_CAP_MEMORY: "20Gi"
     }
     share2 = {**share, "metadata": {**share["metadata"], "name": "s2"}}
-    records.on_claim(t, "ADDED", share, 1.0)
-    records.on_claim(t, "ADDED", share2, 1.0)
-    records.on_claim(t, "ADDED", _claim("m", "loadgen-r1", [(vocab.GPU_DRIVER, "n1", "g0-mig")]), 1)
+    watch_events.on_claim(t, "ADDED", share, 1.0)
+    watch_events.on_claim(t, "ADDED", share2, 1.0)
+    watch_events.on_claim(
+        t, "ADDED", _claim("m", "loadgen-r1", [(vocab.GPU_DRIVER, "n1", "g0-mig")]), 1
+    )
     for name, need in (("p1", 15), ("p2", 15), ("p3", 5)):
-        records.on_pod(t, "ADDED", _needing(name, need), 1.0)
-    s = records.take_sample(t, 1.0)
+        watch_events.on_pod(t, "ADDED", _needing(name, need), 1.0)
+    s = watch_events.take_sample(t, 1.0)
     assert (s.memory_requested, s.memory_taken, s.memory_busy) == (35 * gib, 50 * gib, 160 * gib)
     # A whole GPU takes all of it: the MIG claim replaced by the full GPU-0.
-    records.on_claim(t, "MODIFIED", _claim("m", "loadgen-r1", [(vocab.GPU_DRIVER, "n1", "g0")]), 2)
-    assert records.take_sample(t, 2.0).memory_taken == 120 * gib
+    watch_events.on_claim(
+        t, "MODIFIED", _claim("m", "loadgen-r1", [(vocab.GPU_DRIVER, "n1", "g0")]), 2
+    )
+    assert watch_events.take_sample(t, 2.0).memory_taken == 120 * gib
     # Finished pods and deleted claims give it back.
-    records.on_pod(t, "MODIFIED", {**_needing("p3", 5), "status": {"phase": "Succeeded"}}, 3.0)
-    records.on_claim(t, "DELETED", _claim("m", "loadgen-r1", []), 3.0)
-    s = records.take_sample(t, 3.0)
+    watch_events.on_pod(t, "MODIFIED", {**_needing("p3", 5), "status": {"phase": "Succeeded"}}, 3.0)
+    watch_events.on_claim(t, "DELETED", _claim("m", "loadgen-r1", []), 3.0)
+    s = watch_events.take_sample(t, 3.0)
     assert (s.memory_requested, s.memory_taken, s.memory_busy) == (30 * gib, 40 * gib, 80 * gib)
 
 
@@ -315,15 +329,15 @@ def test_device_plugin_gpus_are_whole_busy_gpus_of_the_nodes_memory() -> None:
         "metadata": {"name": "n1", "labels": {"pool": "a"}},
         "status": {"capacity": {vocab.EXTENDED_RESOURCE_GPU: "8"}},
     }
-    records.on_node(t, "ADDED", node, 0)
-    records.on_node(t, "ADDED", {"metadata": {"name": "n2", "labels": {"pool": "a"}}}, 0)
-    records.on_slice(t, "ADDED", _gpu_slice("n1"), 0)
-    records.on_slice(t, "ADDED", _gpu_slice("n2"), 0)
+    watch_events.on_node(t, "ADDED", node, 0)
+    watch_events.on_node(t, "ADDED", {"metadata": {"name": "n2", "labels": {"pool": "a"}}}, 0)
+    watch_events.on_slice(t, "ADDED", _gpu_slice("n1"), 0)
+    watch_events.on_slice(t, "ADDED", _gpu_slice("n2"), 0)
     # On n2 (no plugin GPUs) DRA serves the extended resource with a claim: not counted here.
-    records.on_pod(t, "ADDED", _needing("via-dra", 10, node="n2", plugin_gpus=1), 1.0)
-    records.on_pod(t, "ADDED", _needing("dp", 10, plugin_gpus=2), 1.0)
-    records.on_pod(t, "ADDED", _needing("waiting", 10, node="", plugin_gpus=1), 1.0)
-    s = records.take_sample(t, 1.0)
+    watch_events.on_pod(t, "ADDED", _needing("via-dra", 10, node="n2", plugin_gpus=1), 1.0)
+    watch_events.on_pod(t, "ADDED", _needing("dp", 10, plugin_gpus=2), 1.0)
+    watch_events.on_pod(t, "ADDED", _needing("waiting", 10, node="", plugin_gpus=1), 1.0)
+    s = watch_events.take_sample(t, 1.0)
     gib = 2**30
     assert (s.gpus_busy, s.memory_requested, s.memory_taken, s.memory_busy) == (
         2,
@@ -333,12 +347,12 @@ def test_device_plugin_gpus_are_whole_busy_gpus_of_the_nodes_memory() -> None:
     )
     # They are allocated as truly as a claim's: the allocation chart and the heatmap count
     # them (the demo's device-plugin arm drew empty ones).
-    assert s.gpus_allocated == 2 and records.occupancy(t)["n1"][0] == 2
-    records.relisting(t, "resourceclaims")  # claims relisted: the plugin's GPUs stay
-    s = records.take_sample(t, 1.5)
+    assert s.gpus_allocated == 2 and fleet_views.occupancy(t)["n1"][0] == 2
+    watch_events.relisting(t, "resourceclaims")  # claims relisted: the plugin's GPUs stay
+    s = watch_events.take_sample(t, 1.5)
     assert (s.gpus_busy, s.gpus_allocated) == (2, 2)
-    records.on_pod(t, "DELETED", _needing("dp", 10, plugin_gpus=2), 2.0)
-    s = records.take_sample(t, 2.0)
+    watch_events.on_pod(t, "DELETED", _needing("dp", 10, plugin_gpus=2), 2.0)
+    s = watch_events.take_sample(t, 2.0)
     assert (s.gpus_busy, s.memory_requested, s.memory_taken) == (0, 10 * gib, 0)
     assert s.gpus_allocated == 0 and t.fleet.peak_gpus_allocated == 2
 
@@ -353,22 +367,22 @@ def _member(name: str, group: str, *, node: str = "", phase: str = "Pending") ->
 def test_a_native_gang_is_its_pod_group_timed_from_first_created_to_last_running() -> None:
     t = _records()
     for i in range(3):
-        records.on_pod(t, "ADDED", _member(f"a{i}", "ga"), 1.0 + i)
+        watch_events.on_pod(t, "ADDED", _member(f"a{i}", "ga"), 1.0 + i)
     for i in range(3):
-        records.on_pod(
+        watch_events.on_pod(
             t, "MODIFIED", _member(f"a{i}", "ga", node=f"n{i}", phase="Running"), 10.0 + i
         )
     # Gang b: one of its two pods bound at the end (a partial gang); gang c: none bound.
-    records.on_pod(t, "ADDED", _member("b0", "gb", node="n0"), 2.0)
-    records.on_pod(t, "ADDED", _member("b1", "gb"), 2.0)
-    records.on_pod(t, "ADDED", _member("c0", "gc"), 2.0)
-    states = records.gang_states(t, {"p": 3})
+    watch_events.on_pod(t, "ADDED", _member("b0", "gb", node="n0"), 2.0)
+    watch_events.on_pod(t, "ADDED", _member("b1", "gb"), 2.0)
+    watch_events.on_pod(t, "ADDED", _member("c0", "gc"), 2.0)
+    states = gang_views.gang_states(t, {"p": 3})
     a, b, c = states["ga"], states["gb"], states["gc"]
     assert (a.size, a.scheduled, a.running, a.nodes) == (3, 3, 3, 3)
     assert a.time_to_running == 11.0 and not a.partial
     assert b.partial and b.time_to_running is None
     assert not c.partial and c.scheduled == 0
-    assert records.gang_spans(t) == {
+    assert gang_views.gang_spans(t) == {
         "ga": {"pods": 3, "nodes": 3, "racks": 3, "blocks": 3},
         "gb": {"pods": 1, "nodes": 1, "racks": 1, "blocks": 1},
     }
@@ -384,17 +398,17 @@ def _refused(pod: dict[str, Any]) -> dict[str, Any]:
 def test_a_refusal_in_a_gang_being_bound_is_on_the_way_and_not_the_last_word() -> None:
     t = _records()
     # Gang a: two pods bound, the third still carries an earlier attempt's refusal.
-    records.on_pod(t, "ADDED", _member("a0", "ga", node="n0"), 1.0)
-    records.on_pod(t, "ADDED", _member("a1", "ga", node="n1"), 1.0)
-    records.on_pod(t, "ADDED", _refused(_member("a2", "ga")), 1.0)
+    watch_events.on_pod(t, "ADDED", _member("a0", "ga", node="n0"), 1.0)
+    watch_events.on_pod(t, "ADDED", _member("a1", "ga", node="n1"), 1.0)
+    watch_events.on_pod(t, "ADDED", _refused(_member("a2", "ga")), 1.0)
     # Gang b: refused whole, the last word.
     for i in range(3):
-        records.on_pod(t, "ADDED", _refused(_member(f"b{i}", "gb")), 1.0)
+        watch_events.on_pod(t, "ADDED", _refused(_member(f"b{i}", "gb")), 1.0)
     counts = records.phase_counts(t, "p")
     assert (counts.scheduled, counts.unschedulable) == (2, 4)
-    assert records.refusals_on_the_way(t, "p") == 1
-    assert records.refusals_on_the_way(t, "other phase") == 0
+    assert gang_views.refusals_on_the_way(t, "p") == 1
+    assert gang_views.refusals_on_the_way(t, "other phase") == 0
     # Once bound, it is scheduled and no longer a refusal at all.
-    records.on_pod(t, "MODIFIED", _member("a2", "ga", node="n2"), 2.0)
-    assert records.refusals_on_the_way(t, "p") == 0
+    watch_events.on_pod(t, "MODIFIED", _member("a2", "ga", node="n2"), 2.0)
+    assert gang_views.refusals_on_the_way(t, "p") == 0
     assert (counts.scheduled, counts.unschedulable) == (3, 3)

@@ -260,7 +260,7 @@ def test_every_report_states_the_definitions_it_used(tmp_path: Path) -> None:
 
 
 def test_the_occupancy_at_the_allocation_peak_is_reported_per_node() -> None:
-    from loadgen import records
+    from loadgen import watch_events
 
     res = synthetic.run_result()
     fleet = res.records.fleet
@@ -268,10 +268,10 @@ def test_the_occupancy_at_the_allocation_peak_is_reported_per_node() -> None:
     fleet.gpu_slices = {f"s{i}": (f"p{i}", 1, f"n{i}", 8) for i in range(3)}
     fleet.gpus_by_claim = {"ns/a": ("n0", 8), "ns/b": ("n1", 3)}
     fleet.gpus_allocated = 11
-    records.take_sample(res.records, 102.0)
+    watch_events.take_sample(res.records, 102.0)
     fleet.gpus_by_claim = {"ns/a": ("n0", 8)}  # b released: below the peak, not recorded
     fleet.gpus_allocated = 8
-    records.take_sample(res.records, 103.0)
+    watch_events.take_sample(res.records, 103.0)
     doc = document.build(res)
     assert doc.fleet.occupancy_at_peak == {"n0": (8, 8), "n1": (3, 8), "n2": (0, 8)}
     assert "Fleet occupancy at the allocation peak" in html.render(doc)

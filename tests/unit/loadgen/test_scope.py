@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from loadgen import cli, observe, records
+from loadgen import cli, fleet_views, observe, records, watch_events
 
 
 def _pod(namespace: str, name: str, *, node: str = "") -> dict[str, Any]:
@@ -31,8 +31,8 @@ def _claim(namespace: str, name: str, pod: str) -> dict[str, Any]:
 
 def test_one_namespace_keys_pods_by_name_and_ignores_other_namespaces() -> None:
     rec = records.new("team-a")
-    records.on_pod(rec, "ADDED", _pod("team-a", "p1"), 1.0)
-    records.on_pod(rec, "ADDED", _pod("team-b", "p2"), 1.0)
+    watch_events.on_pod(rec, "ADDED", _pod("team-a", "p1"), 1.0)
+    watch_events.on_pod(rec, "ADDED", _pod("team-b", "p2"), 1.0)
     assert list(rec.pods) == ["p1"] and rec.total.seen == 1
     assert rec.namespace == "team-a" and rec.scope.watch_namespace == "team-a"
 
@@ -40,8 +40,8 @@ def test_one_namespace_keys_pods_by_name_and_ignores_other_namespaces() -> None:
 def test_a_prefix_takes_every_matching_namespace_and_keys_by_namespace() -> None:
     rec = records.new(records.Scope(prefix="cl2-x-"))
     for ns in ("cl2-x-1", "cl2-x-2", "cl2-y-1", "default"):
-        records.on_pod(rec, "ADDED", _pod(ns, "job-0-abcde"), 1.0)  # the same name in each
-        records.on_pod(rec, "MODIFIED", _pod(ns, "job-0-abcde", node="n1"), 1.5)
+        watch_events.on_pod(rec, "ADDED", _pod(ns, "job-0-abcde"), 1.0)  # the same name in each
+        watch_events.on_pod(rec, "MODIFIED", _pod(ns, "job-0-abcde", node="n1"), 1.5)
     assert sorted(rec.pods) == ["cl2-x-1/job-0-abcde", "cl2-x-2/job-0-abcde"]
     assert (rec.total.seen, rec.total.scheduled, rec.total.running) == (2, 2, 2)
     assert rec.namespace == "cl2-x-*" and rec.scope.watch_namespace is None
@@ -49,19 +49,19 @@ def test_a_prefix_takes_every_matching_namespace_and_keys_by_namespace() -> None
 
 def test_all_namespaces_take_every_pod_and_join_claims_to_their_pods() -> None:
     rec = records.new(records.Scope())
-    records.on_pod(rec, "ADDED", _pod("a", "p"), 1.0)
-    records.on_pod(rec, "ADDED", _pod("b", "p"), 1.0)
-    records.on_claim(rec, "ADDED", _claim("b", "p-gpu", "p"), 1.2)
+    watch_events.on_pod(rec, "ADDED", _pod("a", "p"), 1.0)
+    watch_events.on_pod(rec, "ADDED", _pod("b", "p"), 1.0)
+    watch_events.on_claim(rec, "ADDED", _claim("b", "p-gpu", "p"), 1.2)
     assert sorted(rec.pods) == ["a/p", "b/p"] and rec.namespace == "*"
     assert rec.claims["b/p-gpu"].pod == "b/p"  # the pod's own key: reports join on it
     assert rec.claims["b/p-gpu"].allocated == 1.2
-    assert records.gpus_held_by_others(rec) == {}  # nothing is another namespace's
+    assert fleet_views.gpus_held_by_others(rec) == {}  # nothing is another namespace's
 
 
 def test_claims_outside_the_scope_are_others() -> None:
     rec = records.new(records.Scope(prefix="cl2-"))
-    records.on_claim(rec, "ADDED", _claim("default", "c", "p"), 1.0)
-    records.on_claim(rec, "ADDED", _claim("cl2-1", "c", "p"), 1.0)
+    watch_events.on_claim(rec, "ADDED", _claim("default", "c", "p"), 1.0)
+    watch_events.on_claim(rec, "ADDED", _claim("cl2-1", "c", "p"), 1.0)
     assert list(rec.claims) == ["cl2-1/c"]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from loadgen import records
+from loadgen import records, watch_gaps
 from loadgen.records import WatchGap
 from loadgen.report import console, document, html
 from tests.support import synthetic_run as synthetic
@@ -12,25 +12,25 @@ from tests.support import synthetic_run as synthetic
 
 def test_a_gap_runs_from_the_break_to_the_first_delivery_after_it() -> None:
     t = records.new("loadgen-r1")
-    records.watch_broke(t, "pods", "error", 10.0)
-    records.watch_broke(t, "pods", "error", 12.0)  # still down: the same gap
-    records.watch_broke(t, "pods", "gone", 12.0)  # came back too late to resume: relisted
-    records.watch_resumed(t, "pods", 15.0)
+    watch_gaps.watch_broke(t, "pods", "error", 10.0)
+    watch_gaps.watch_broke(t, "pods", "error", 12.0)  # still down: the same gap
+    watch_gaps.watch_broke(t, "pods", "gone", 12.0)  # came back too late to resume: relisted
+    watch_gaps.watch_resumed(t, "pods", 15.0)
     assert t.watch_gaps == [WatchGap("pods", "gone", 10.0, 15.0)]
     assert "pods" not in t.broken and t.watch_restarts == 3
 
 
 def test_a_stream_the_server_ended_on_its_timeout_is_no_gap() -> None:
     t = records.new("loadgen-r1")
-    records.watch_broke(t, "resourceclaims", "closed", 10.0)
-    records.watch_resumed(t, "resourceclaims", 10.2)
+    watch_gaps.watch_broke(t, "resourceclaims", "closed", 10.0)
+    watch_gaps.watch_resumed(t, "resourceclaims", 10.2)
     assert t.watch_gaps == []
 
 
 def test_a_watch_still_broken_at_the_end_is_a_gap_without_an_end() -> None:
     t = records.new("loadgen-r1")
-    records.watch_broke(t, "pods", "error", 10.0)
-    records.watch_resumed(t, "pods", None)  # what the tracker does for it when it stops
+    watch_gaps.watch_broke(t, "pods", "error", 10.0)
+    watch_gaps.watch_resumed(t, "pods", None)  # what the tracker does for it when it stops
     assert t.watch_gaps == [WatchGap("pods", "error", 10.0, None)]
 
 

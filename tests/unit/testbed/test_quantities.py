@@ -12,7 +12,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from extender import cel_functions
-from loadgen import records, scenarios
+from loadgen import scenarios, watch_events
 from testbed import units
 
 N = Fraction(1, 10**9)
@@ -106,7 +106,7 @@ def test_a_quantity_is_its_number_times_its_suffix_rounded_up_to_nano(
 def test_every_reader_of_quantities_uses_it() -> None:
     for text in ("1Pi", "1e9", "500m"):
         assert cel_functions.parse_quantity(text) == units.parse_quantity(text)
-        assert records.bytes_of(text) == units.quantity_bytes(text) > 0
+        assert watch_events.bytes_of(text) == units.quantity_bytes(text) > 0
         scenario = scenarios.load("pods", {"pods": "1", "memory": text})
         assert scenario.phases[0].claim.memory == text
     assert units.quantity_bytes("500m") == 1  # half a byte is a byte
