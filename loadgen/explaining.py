@@ -17,8 +17,9 @@ the run goes on either way.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from loadgen import outcome, scheduler_view, scrape
 from testbed.kube import errors
@@ -34,8 +35,14 @@ MAX_POINTS = 300
 """Timeline samples kept: beyond, every other one is dropped (10 min at 2 s, then 4 s...),
 so a long run's result.json keeps ~200 KB of it at most."""
 SLICE_SECONDS = (5, 10, 15)
-"""Profile slices grow to 15 s, so a short run still completes one; a slice in flight when
-the run ends is lost (its seconds are not waited for), so at most 15 s go unprofiled."""
+"""Profile slices grow to 15 s. A slice in flight when the run ends is lost (Go's pprof cannot
+end a profile early, and waiting for it would lengthen every run: at most 15 s go
+unprofiled), except the first (below)."""
+FIRST_SLICE_GRACE = 10.0
+"""A run that ends during its first slice waits for it, at most this long beyond the slice's
+own seconds (a slow reply on a loaded machine): a run shorter than the first slice (a demo
+arm takes 3-6 s) is profiled whole, at a cost of a few seconds to such runs only. (Shorter
+first slices would profile only a short run's first seconds, a few dozen samples.)"""
 CONSECUTIVE = 60
 """Slices taken back to back (15 min); after them, the gaps between slices grow."""
 MAX_SLICES = 120
@@ -95,6 +102,7 @@ class Gathering:
         origin: float,
         *,
         profile: bool = True,
+        fetch: Callable[[str, int], Awaitable[bytes]] | None = None,
     ) -> None:
         self.kube = kube
         self.clock = clock
@@ -103,8 +111,13 @@ class Gathering:
         self.timeline = scheduler_view.Timeline()
         self.profiles: dict[str, outcome.Profiled] = {}
         self.tasks: list[asyncio.Task[None]] = []
+        self.profilers: dict[str, asyncio.Task[None]] = {}
         self.profile = profile
         self.scrape_urls = dict(scrape_urls)
+        self.fetch = fetch or functools.partial(fetch_profile, kube)
+        """A profile of `seconds` from a profile URL (a test gives its own)."""
+        self.ending = asyncio.Event()
+        """Set by `finish`: a profiler still waiting for its first slice stops after it."""
 
     async def begin(self) -> None:
         """The first sample (the baseline, before the run creates anything), then the
@@ -118,7 +131,8 @@ class Gathering:
                 continue
             self.profiles[name] = outcome.Profiled()
             task = self._profile_loop(name, url, self.profiles[name])
-            self.tasks.append(asyncio.create_task(task, name=f"profile-{name}"))
+            self.profilers[name] = asyncio.create_task(task, name=f"profile-{name}")
+            self.tasks.append(self.profilers[name])
 
     async def _sample(self) -> None:
         got = await scrape.fetch(self.sampled, kube=self.kube, prefixes=scheduler_view.PREFIXES)
@@ -144,11 +158,13 @@ class Gathering:
 
     async def _profile_loop(self, name: str, url: str, into: outcome.Profiled) -> None:
         for i in range(MAX_SLICES):
+            if i > 0 and self.ending.is_set():
+                return
             await asyncio.sleep(pause_before(i))
             seconds = slice_seconds(i)
             started = self.clock()
             try:
-                data = await fetch_profile(self.kube, url, seconds)
+                data = await self.fetch(url, seconds)
             except errors.ServerError as e:
                 if BUSY not in str(e):
                     into.not_profiled = why(e)
@@ -165,8 +181,13 @@ class Gathering:
             into.slices.append(outcome.ProfileSlice(started, float(seconds), data))
 
     async def finish(self, result: outcome.RunResult) -> None:
-        """Stop sampling and profiling (a slice in flight is dropped), take a last sample,
-        and put what was gathered into `result`."""
+        """Stop sampling and profiling (a slice in flight is dropped, unless it is the
+        first: that one is waited for, FIRST_SLICE_GRACE at most beyond its seconds), take a
+        last sample, and put what was gathered into `result`."""
+        self.ending.set()
+        first = [t for n, t in self.profilers.items() if not self.profiles[n].slices]
+        if first:
+            await asyncio.wait(first, timeout=slice_seconds(0) + FIRST_SLICE_GRACE)
         for task in self.tasks:
             task.cancel()
         for task in self.tasks:
@@ -183,7 +204,8 @@ class Gathering:
         for profiled in self.profiles.values():
             if not profiled.slices and profiled.not_profiled is None:
                 profiled.not_profiled = (
-                    f"the run ended before its first {slice_seconds(0)} s profile was complete"
+                    f"its first {slice_seconds(0)} s profile did not come back within"
+                    f" {FIRST_SLICE_GRACE:.0f} s of the run's end"
                 )
         result.profiles = self.profiles
 

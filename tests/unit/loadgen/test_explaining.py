@@ -1,0 +1,81 @@
+"""The profile slices of a run: a run that ends during its first slice still gets that slice
+(a demo arm of a few seconds carries a CPU breakdown), a later slice in flight is dropped,
+and a first slice that never comes back leaves the run saying why. Profiles come from a
+stand-in for the component's pprof handler: what is tested is the slicing, not the cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import cast
+
+import pytest
+
+from loadgen import explaining, outcome
+from testbed.kube.client import Kube
+from tests.support import synthetic_run as synthetic
+
+# The API server is profiled but not sampled: nothing here reaches the (absent) API client.
+URLS = {"apiserver": "https://127.0.0.1:6443/metrics"}
+NO_CLIENT = cast(Kube, None)
+
+
+class PprofHandler:
+    """Answers a profile of `seconds` after `seconds` hundredths of a second (the test stays
+    short), or never, for the slices listed in `hang`."""
+
+    def __init__(self, *, hang: frozenset[int] = frozenset()) -> None:
+        self.hang = hang
+        self.asked: list[int] = []
+
+    async def __call__(self, url: str, seconds: int) -> bytes:
+        assert url == "https://127.0.0.1:6443/debug/pprof/profile"
+        self.asked.append(seconds)
+        if len(self.asked) - 1 in self.hang:
+            await asyncio.Event().wait()
+        await asyncio.sleep(seconds / 100)
+        return f"profile of {seconds} s".encode()
+
+
+async def _run(handler: PprofHandler, slices_asked: int) -> outcome.Profiled:
+    """A run that ends once `slices_asked` slices were asked for (0: at once)."""
+    gathering = explaining.Gathering(NO_CLIENT, URLS, time.monotonic, 0.0, fetch=handler)
+    await gathering.begin()
+    for _ in range(1000):  # bounded: 10 s at most
+        if len(handler.asked) >= slices_asked:
+            break
+        await asyncio.sleep(0.01)
+    result = synthetic.run_result()
+    await asyncio.wait_for(gathering.finish(result), timeout=60)
+    return result.profiles["apiserver"]
+
+
+def _seconds(p: outcome.Profiled) -> list[float]:
+    return [s.seconds for s in p.slices]
+
+
+async def test_a_run_that_ends_during_its_first_slice_waits_for_it() -> None:
+    handler = PprofHandler()
+    p = await _run(handler, 0)
+    assert _seconds(p) == [explaining.slice_seconds(0)] and p.not_profiled is None
+    assert handler.asked == [explaining.slice_seconds(0)]  # and no second slice is begun
+
+
+async def test_slices_grow_and_the_one_in_flight_at_the_end_is_dropped() -> None:
+    # The run ends while the sixth slice is in flight (it never comes back): the five
+    # before it are kept, and the end does not wait for the sixth.
+    handler = PprofHandler(hang=frozenset({5}))
+    p = await _run(handler, 6)
+    assert _seconds(p) == [explaining.slice_seconds(i) for i in range(5)]
+    assert _seconds(p) == sorted(_seconds(p)) and explaining.slice_seconds(5) == 15
+
+
+async def test_a_first_slice_that_never_comes_back_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(explaining, "SLICE_SECONDS", (1,))  # the end waits 1 s for it
+    monkeypatch.setattr(explaining, "FIRST_SLICE_GRACE", 0.0)
+    handler = PprofHandler(hang=frozenset({0}))
+    p = await _run(handler, 1)
+    assert not p.slices
+    assert p.not_profiled is not None and "did not come back" in p.not_profiled
