@@ -31,6 +31,7 @@ INFORMERS = "informer event handling"
 CYCLE = "scheduling cycle, other plugins"
 SERVING = "metrics and profile serving"
 APISERVER = "API server request handling and storage"
+CONNECTIONS = "connections and TLS"
 RUNTIME = "GC and runtime"
 
 
@@ -46,7 +47,9 @@ class Rule:
 # Order matters: the first rule matching a sample's stack names it. Function names are Go's
 # (`k8s.io/kubernetes/pkg/scheduler/backend/queue.(*PriorityQueue).isPodWorthRequeuing`).
 # The binding cycle is binding, whatever it calls (DRA's PreBind writes claim status);
-# the HTTP client's own goroutines (the API server's connections) count as API calls.
+# the HTTP clients' own goroutines (the API server's connections) and the events a
+# component posts count as API calls. "Connections and TLS" is what no rule above claims of
+# a connection's work: handshakes (a scrape's or profile's, a client's), framing, reads.
 RULES: tuple[Rule, ...] = (
     Rule(
         QUEUE,
@@ -68,7 +71,9 @@ RULES: tuple[Rule, ...] = (
             r"scheduler/framework/api_calls",
             r"^k8s\.io/client-go/rest\.",
             r"^k8s\.io/client-go/kubernetes/typed/",
+            r"^k8s\.io/client-go/tools/(?:events|record)\.",
             r"^net/http\.\(\*(?:Transport|persistConn)\)",
+            r"^golang\.org/x/net/http2\.\(\*(?:Transport|ClientConn|clientStream|clientConnReadLoop)\)",
         ),
     ),
     Rule(
@@ -115,6 +120,15 @@ RULES: tuple[Rule, ...] = (
         ),
     ),
     Rule(APISERVER, (r"^k8s\.io/apiserver/", r"^go\.etcd\.io/", r"^google\.golang\.org/grpc")),
+    Rule(
+        CONNECTIONS,
+        (
+            r"^crypto/tls\.",
+            r"^net/http\.\(\*conn\)",
+            r"^golang\.org/x/net/http2\.",
+            r"^net\.\(\*(?:conn|netFD|TCPConn)\)",
+        ),
+    ),
     Rule(RUNTIME, (r"^runtime\.", r"^internal/runtime/", r"^syscall\.", r"^sync\."), True),
     Rule(RUNTIME, (r"^runtime\.(?:gcBgMarkWorker|bgsweep|bgscavenge|mcall|morestack)",)),
 )

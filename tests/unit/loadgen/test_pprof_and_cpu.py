@@ -70,6 +70,39 @@ def test_gc_and_unknown_code() -> None:
     assert cpu.categorize(tuple(UNKNOWN)) == cpu.OTHER
 
 
+# Stacks a short demo arm's kube-scheduler profile left in "other" before these rules
+# (2026-11-27, 1.37.2), and an API server's request: the request stays the API server's.
+EVENTS = ["k8s.io/client-go/tools/events.(*recorderImpl).eventf.func1"]
+HTTP2_CLIENT = [
+    "golang.org/x/net/http2.(*clientStream).cleanupWriteRequest",
+    "golang.org/x/net/http2.(*clientStream).doRequest",
+]
+SCRAPE_HANDSHAKE = [
+    "crypto/internal/fips140/bigmod.addMulVVW1024",
+    "crypto/rsa.SignPSS",
+    "crypto/tls.(*serverHandshakeStateTLS13).handshake",
+    "crypto/tls.(*Conn).serverHandshake",
+    "net/http.(*conn).serve",
+]
+API_REQUEST = [
+    "k8s.io/apiserver/pkg/endpoints/handlers.CreateResource.func1",
+    "golang.org/x/net/http2.(*serverConn).runHandler",
+]
+
+
+@pytest.mark.parametrize(
+    ("stack", "category"),
+    [
+        (EVENTS, cpu.API),
+        (HTTP2_CLIENT, cpu.API),
+        (SCRAPE_HANDSHAKE, cpu.CONNECTIONS),
+        (API_REQUEST, cpu.APISERVER),
+    ],
+)
+def test_a_connection_s_work_is_named(stack: list[str], category: str) -> None:
+    assert cpu.categorize(tuple(stack)) == category
+
+
 def test_the_breakdown_sums_slices_and_names_the_uncategorized() -> None:
     a = pprof.decode(encode([(REQUEUE, 60_000_000), (UNKNOWN, 20_000_000)]))
     b = pprof.decode(encode([(FILTER_CEL, 20_000_000)]))
