@@ -78,8 +78,9 @@ async def test_a_local_run_carries_the_scheduler_view(
     assert len(e.scheduler.seconds) >= 2  # the first scrape and the last, at least
     assert "pending:active" in e.scheduler.values
     assert e.scheduler.totals.scheduled >= 4
-    # Profiled however short the run (its first slice waited for), and named almost wholly.
+    # Profiled however short the run: its first slice is waited for. (Its coverage, over a
+    # dozen samples, is tested on recorded short profiles: tests/unit/loadgen.)
     p = e.cpu["scheduler"]
     assert p.profiled, p.reason
-    assert p.coverage >= 0.9, p.top_other
+    assert p.seconds_profiled >= explaining.slice_seconds(0) and p.categories
     assert "kube-scheduler v1." in out

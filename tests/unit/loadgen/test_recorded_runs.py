@@ -1,7 +1,7 @@
 """The detector and the CPU categories on recorded runs of the real local cluster (see
 recorded/README.md for how each was taken): the requeue storm is named on the storm and
 nothing on the normal run, and the named categories cover at least 90 % of each recorded
-kube-scheduler profile."""
+kube-scheduler profile, a short demo arm's included."""
 
 from __future__ import annotations
 
@@ -63,6 +63,16 @@ def test_the_named_categories_cover_nine_tenths_of_a_recorded_profile(name: str)
     assert cpu_doc.profiled and cpu_doc.cpu_seconds > 0
     assert cpu_doc.coverage >= 0.9, cpu_doc.top_other
     assert [c.category for c in cpu_doc.categories] == list(cpu.CATEGORIES)
+
+
+@pytest.mark.parametrize("arm", ["extender-on", "device-plugin"])
+def test_a_short_demo_arm_s_profile_is_named_nine_tenths(arm: str) -> None:
+    profile = f"demo-arm-{arm}-scheduler.pb.gz"
+    cpu_doc = explanation.cpu_profile(
+        outcome.Profiled(), [profile], [(RECORDED / profile).read_bytes()]
+    )
+    assert cpu_doc.profiled and cpu_doc.seconds_profiled >= 5.0
+    assert cpu_doc.coverage >= 0.9, cpu_doc.top_other
 
 
 def test_the_recorded_storm_shows_gated_pods_and_requeue_cpu() -> None:
