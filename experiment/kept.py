@@ -170,14 +170,18 @@ def _demo_rows(result: dict[str, Any]) -> list[tuple[str, str, str, Arm, Arm]]:
 
 
 def _experiment_rows(result: dict[str, Any]) -> list[tuple[str, str, str, Arm, Arm]]:
+    """Each variant against the baseline over the repeats both measured (an interrupted
+    run's last repeat may have one arm only)."""
     out = []
     for c in result.get("comparisons") or []:
         base = c["variants"][c["baseline"]]
-        b = Arm(label=c["baseline"], values=base["values"])
         for name, variant in c["variants"].items():
             if name != c["baseline"]:
-                a = Arm(label=name, values=variant["values"])
-                out.append((c["workload"], c["metric"], c["unit"], a, b))
+                a, b = intervals.paired(
+                    variant["values"], variant["repeats"], base["values"], base["repeats"]
+                )
+                arms = Arm(label=name, values=a), Arm(label=c["baseline"], values=b)
+                out.append((c["workload"], c["metric"], c["unit"], *arms))
     return out
 
 
@@ -220,10 +224,14 @@ def keep(
     missing = (headline | set(targets)) - known
     if missing:
         raise KeptError(f"no such row: {', '.join(sorted(missing))}")
+    repeats = int(result["repeat"])
+    if result.get("interrupted") and rows:
+        # Ctrl-C keeps the measured pairs: the repeats are those, not the ones begun.
+        repeats = len(rows[0].a.values)
     try:
         return Kept(
             schema_version=SCHEMA_VERSION,
-            repeats=int(result["repeat"]),
+            repeats=repeats,
             rows=rows,
             **meta,
         )

@@ -202,6 +202,25 @@ def test_keep_takes_each_repeat_s_values_and_the_named_rows() -> None:
     assert (row.a.values, row.b.values, doc.repeats) == ([9.0, 8.0], [10.0, 10.0], 2)
 
 
+def test_keep_takes_an_interrupted_experiment_s_measured_pairs() -> None:
+    # Interrupted in its third repeat, after that repeat's first arm (hints-off) ran.
+    comparison = {
+        "workload": "burst",
+        "metric": "scheduling throughput",
+        "unit": "pods/s",
+        "baseline": "hints-off",
+        "variants": {
+            "hints-off": {"values": [3.0, 4.0, 5.0], "repeats": [0, 1, 2]},
+            "hints-on": {"values": [3.5, 4.5], "repeats": [0, 1]},
+        },
+    }
+    result = {"spec": {}, "releases": [], "repeat": 3, "interrupted": True}
+    doc = kept.keep({**result, "comparisons": [comparison]}, headline=set(), targets={}, **META)
+    (row,) = doc.rows
+    assert (row.a.label, row.a.values, row.b.values) == ("hints-on", [3.5, 4.5], [3.0, 4.0])
+    assert doc.repeats == 2
+
+
 def test_keep_refuses_invalid_arms_and_rows_it_does_not_have() -> None:
     with pytest.raises(kept.KeptError, match="invalid arms: extender-on-1"):
         kept.keep(_demo(invalid_arms={"extender-on-1": "x"}), headline=set(), targets={}, **META)
