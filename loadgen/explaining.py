@@ -182,11 +182,11 @@ class Gathering:
 
     async def finish(self, result: outcome.RunResult) -> None:
         """Stop sampling and profiling (a slice in flight is dropped, unless it is the
-        first: that one is waited for, FIRST_SLICE_GRACE at most beyond its seconds), take a
-        last sample, and put what was gathered into `result`."""
+        first of a run not interrupted: that one is waited for, FIRST_SLICE_GRACE at most
+        beyond its seconds), take a last sample, and put what was gathered into `result`."""
         self.ending.set()
         first = [t for n, t in self.profilers.items() if not self.profiles[n].slices]
-        if first:
+        if first and not result.interrupted:
             await asyncio.wait(first, timeout=slice_seconds(0) + FIRST_SLICE_GRACE)
         for task in self.tasks:
             task.cancel()
@@ -204,7 +204,9 @@ class Gathering:
         for profiled in self.profiles.values():
             if not profiled.slices and profiled.not_profiled is None:
                 profiled.not_profiled = (
-                    f"its first {slice_seconds(0)} s profile did not come back within"
+                    f"the run was interrupted before its first {slice_seconds(0)} s profile"
+                    if result.interrupted
+                    else f"its first {slice_seconds(0)} s profile did not come back within"
                     f" {FIRST_SLICE_GRACE:.0f} s of the run's end"
                 )
         result.profiles = self.profiles

@@ -37,7 +37,9 @@ class PprofHandler:
         return f"profile of {seconds} s".encode()
 
 
-async def _run(handler: PprofHandler, slices_asked: int) -> outcome.Profiled:
+async def _run(
+    handler: PprofHandler, slices_asked: int, *, interrupted: bool = False
+) -> outcome.Profiled:
     """A run that ends once `slices_asked` slices were asked for (0: at once)."""
     gathering = explaining.Gathering(NO_CLIENT, URLS, time.monotonic, 0.0, fetch=handler)
     await gathering.begin()
@@ -46,6 +48,7 @@ async def _run(handler: PprofHandler, slices_asked: int) -> outcome.Profiled:
             break
         await asyncio.sleep(0.01)
     result = synthetic.run_result()
+    result.interrupted = interrupted
     await asyncio.wait_for(gathering.finish(result), timeout=60)
     return result.profiles["apiserver"]
 
@@ -79,3 +82,11 @@ async def test_a_first_slice_that_never_comes_back_says_why(
     p = await _run(handler, 1)
     assert not p.slices
     assert p.not_profiled is not None and "did not come back" in p.not_profiled
+
+
+async def test_an_interrupted_run_does_not_wait_for_its_first_slice() -> None:
+    # The first slice never comes back: an interrupted run ends at once and says so.
+    handler = PprofHandler(hang=frozenset({0}))
+    p = await _run(handler, 1, interrupted=True)
+    assert not p.slices
+    assert p.not_profiled is not None and "interrupted before" in p.not_profiled
