@@ -44,7 +44,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from common import apply_fleet, loadgen_pods, tool  # bench/ is on sys.path
+from common import apply_fleet, loadgen_pods, settle, tool  # bench/ is on sys.path
 
 from schedperf import build, costmodel, curves, runner
 from testbed.cluster import local, second_scheduler
@@ -58,14 +58,42 @@ def _children_cpu() -> float:
 
 
 def _sizes(text: str) -> list[int]:
-    """Node counts, ascending; ValueError (one line) when fewer than two or below 1."""
+    """Node counts, ascending; ValueError (one line) when none or one below 1 (one size is
+    a point of a curve that `--append` grows)."""
     try:
         sizes = sorted({int(s) for s in text.split(",") if s.strip()})
     except ValueError:
         raise ValueError(f"--sizes {text!r}: comma-separated node counts") from None
-    if len(sizes) < 2 or sizes[0] < 1:
-        raise ValueError(f"--sizes {text!r}: two node counts at least, each >= 1")
+    if not sizes or sizes[0] < 1:
+        raise ValueError(f"--sizes {text!r}: node counts, each >= 1")
     return sizes
+
+
+def _appended(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
+    """`doc` continuing the curve in `path` (its points, its model at its sizes): ValueError
+    (one line) when that curve was taken another way, on another release or workload, or
+    with another number of pods per run, whose points would not belong on this one."""
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"--append: {path}: not a curve to continue ({e})") from None
+    if not isinstance(old, dict):
+        raise ValueError(f"--append: {path}: not a curve to continue (not an object)")
+    for key in ("kind", "way", "release", "kubernetes", "workload", "pods", "devices_per_node"):
+        if old.get(key) != doc[key]:
+            raise ValueError(f"--append: {path} has {key} {old.get(key)!r}, this run {doc[key]!r}")
+    return {
+        **doc,
+        "started": old.get("started", doc["started"]),
+        "command": old.get("command", doc["command"]) + "; " + doc["command"],
+        "model": {**old.get("model", {}), **doc["model"]},
+        "points": list(old.get("points", [])),
+    }
+
+
+def _next_repeat(doc: dict[str, Any], nodes: int) -> int:
+    """The repeat number after the curve's last at `nodes` (1 for a new size)."""
+    return 1 + max((p["repeat"] for p in doc["points"] if p["nodes"] == nodes), default=0)
 
 
 def _write(out: Path, doc: dict[str, Any]) -> None:
@@ -109,14 +137,17 @@ def _schedperf_way(
             config_text, upstream_file_dir, nodes=nodes, pods=args.pods, workdir=str(run_dir)
         )
         before = _children_cpu()
-        outcome = runner.run(bench, selected, run_dir, timeout=args.timeout)
+        outcome = runner.run(
+            bench, selected, run_dir, timeout=args.timeout, gomaxprocs=os.cpu_count()
+        )
         cpu = _children_cpu() - before
         if outcome.figures is None:
             print(f"  no data: {outcome.problem}", flush=True)
             return None
         t = outcome.figures.throughput
         average = t["Average"] if t else None
-        return dict(outcome.figures.durations), average, cpu, outcome.seconds, None
+        filtered = curves.evaluated_nodes(outcome.log.read_text(errors="replace"))
+        return dict(outcome.figures.durations), average, cpu, outcome.seconds, filtered
 
     return bench.kubernetes_version, devices, measure
 
@@ -145,6 +176,10 @@ def _loadgen_points(
 
             def measure(nodes: int, run_dir: Path) -> Measured:
                 del nodes  # the fleet is already that size
+                # The previous run's namespace is still being deleted when loadgen returns:
+                # its pods' claims would hold part of the fleet and its deletions' events
+                # would land in this run's window.
+                settle(status.kubeconfig)
                 t0 = time.monotonic()
                 doc = loadgen_pods(plain, fleet, run_dir, f"pods={args.pods}", env=env)
                 summary = doc["metrics"]["scheduler"]["summary"]
@@ -156,8 +191,8 @@ def _loadgen_points(
             for n in sizes:
                 pools = [{"name": "whole", "profile": PROFILE, "count": n}]
                 apply_fleet({"name": fleet, "pools": pools}, args.out / "fleet", env)
-                for rep in range(1, args.repeat + 1):
-                    record(n, rep, (args.out / f"{n}-{rep}").resolve(), measure)
+                for _ in range(args.repeat):
+                    record(n, measure)
     finally:
         subprocess.run([tool("fleet"), "delete", "--name", fleet], check=False, env=env)
         if created:
@@ -187,6 +222,12 @@ def main() -> None:
         "--timeout", type=float, default=1800.0, help="seconds per run (default %(default)s)"
     )
     p.add_argument("--out", type=Path, required=True, help="results directory")
+    p.add_argument(
+        "--append",
+        action="store_true",
+        help="continue the curve already in --out (same way, release and --pods): its points "
+        "are kept and the repeats numbered after them",
+    )
     args = p.parse_args()
     try:
         sizes = _sizes(args.sizes)
@@ -230,11 +271,19 @@ def main() -> None:
         },
         "points": [],
     }
+    if args.append and (args.out / "curve.json").exists():
+        try:
+            doc = _appended(args.out / "curve.json", doc)
+        except ValueError as e:
+            p.error(str(e))
 
-    def record(n: int, rep: int, run_dir: Path, measure: Measure) -> None:
+    def record(n: int, measure: Measure) -> None:
+        rep = _next_repeat(doc, n)
+        while (args.out / f"{n}-{rep}").exists():  # a run without data keeps its directory
+            rep += 1
         load = os.getloadavg()[0]
-        print(f"curve: {n} nodes, repeat {rep}/{args.repeat} (load {load:.1f})", flush=True)
-        got = measure(n, run_dir)
+        print(f"curve: {n} nodes, repeat {rep} (load {load:.1f})", flush=True)
+        got = measure(n, (args.out / f"{n}-{rep}").resolve())
         if got is None:
             return
         durations, average, cpu, seconds, filtered = got
@@ -251,9 +300,9 @@ def main() -> None:
         _write(args.out, doc)
 
     if args.way == "schedperf":
-        for rep in range(1, args.repeat + 1):
-            for n in sizes if rep % 2 else list(reversed(sizes)):
-                record(n, rep, (args.out / f"{n}-{rep}").resolve(), measure_sp)
+        for i in range(args.repeat):
+            for n in list(reversed(sizes)) if i % 2 else sizes:
+                record(n, measure_sp)
     else:
         _loadgen_points(args, release, sizes, record)
     print(f"curve: {args.out / 'curve.json'}, {args.out / 'curve.html'}")

@@ -15,7 +15,9 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import PurePosixPath
@@ -139,8 +141,9 @@ class Point:
     load_1m: float
     seconds: float
     nodes_filtered_per_pod: float | None = None
-    """DRA Filter calls per pod (the end-to-end way: the scheduler's metrics): the cost
-    model's `nodes_filtered`, measured."""
+    """Nodes filtered per pod, the cost model's `nodes_filtered` measured: DRA Filter calls
+    per pod from the scheduler's metrics (end to end), its log's mean `evaluatedNodes`
+    (in-process)."""
 
 
 def point(
@@ -165,6 +168,17 @@ def point(
         seconds=round(seconds, 1),
         nodes_filtered_per_pod=nodes_filtered_per_pod,
     )
+
+
+_EVALUATED = re.compile(r'"Successfully bound pod to node".* evaluatedNodes=(\d+)')
+
+
+def evaluated_nodes(log_text: str) -> float | None:
+    """Nodes filtered per pod, measured: the mean of the scheduler's `evaluatedNodes` over
+    the pods its log says it bound (every pod of the sized workload is measured); None when
+    the log has none."""
+    counts = [int(m.group(1)) for m in _EVALUATED.finditer(log_text)]
+    return sum(counts) / len(counts) if counts else None
 
 
 @dataclass(frozen=True)
@@ -215,7 +229,7 @@ def model_x(release: str, nodes: int, pods: int, devices_per_node: int) -> dict[
     return {"filtered": filtered, "visits": filtered * scanned}
 
 
-FIGURES: Final = ("cpu_ms_per_pod", "filter_ms_per_pod", "throughput")
+FIGURES: Final = ("cpu_ms_per_pod", "filter_ms_per_pod", "dra_filter_ms_per_node", "throughput")
 
 
 def fits(
@@ -301,3 +315,123 @@ def page(doc: Mapping[str, Any]) -> str:
         "curve.json."
     )
     return charts.page(f"Cost curve, Kubernetes {doc['kubernetes']}", sections, intro=intro)
+
+
+HIGHER_IS_BETTER: Final = frozenset({"throughput"})
+
+
+@dataclass(frozen=True)
+class Crossover:
+    """Where release `a`, the cheaper on small fleets, stops being the cheaper of two, by one
+    figure: `ratios` is a's cost over b's at each size both have (the means of the repeats;
+    for throughput b's over a's), `bracket` the two measured sizes the ratio crosses 1
+    between (None when it does not cross within them), `at` where the least-squares line
+    through the ratios reaches 1 and `low`, `high` its 95 % interval (Fieller's: the sizes
+    where the line's confidence band holds 1; None where that band does not close)."""
+
+    figure: str
+    ratios: dict[int, float]
+    bracket: tuple[int, int] | None
+    line: Line | None
+    at: float | None
+    low: float | None
+    high: float | None
+
+    def within(self, low: float, high: float) -> bool | None:
+        """Whether the measured crossover fell in [low, high]: the line's `at` and the
+        measured bracket both there (None without a line)."""
+        if self.at is None:
+            return None
+        inside = low <= self.at <= high
+        if self.bracket is not None:
+            inside = inside and self.bracket[1] >= low and self.bracket[0] <= high
+        return inside
+
+
+def _means(points: Sequence[Point], figure: str) -> dict[int, float]:
+    by_size: dict[int, list[float]] = {}
+    for p in points:
+        y = getattr(p, figure)
+        if y is not None:
+            by_size.setdefault(p.nodes, []).append(float(y))
+    return {n: sum(ys) / len(ys) for n, ys in sorted(by_size.items())}
+
+
+def _fieller(
+    xs: Sequence[float], ys: Sequence[float], level: float, confidence: float
+) -> tuple[float | None, float | None]:
+    """The x interval where the fitted line's confidence band (for its mean) holds `level`:
+    the roots of (a + b x - level)^2 = t^2 s^2 (1/n + (x - mx)^2 / sxx); (None, None) when the
+    slope is not significant (the band never closes)."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    c = my - slope * mx - level
+    residual = sum((y - level - c - slope * x) ** 2 for x, y in zip(xs, ys, strict=True))
+    k = float(stats.t.ppf(0.5 + confidence / 2, n - 2)) ** 2 * residual / (n - 2)
+    qa = slope**2 - k / sxx
+    if qa <= 0:
+        return None, None
+    qb = 2 * slope * c + 2 * k * mx / sxx
+    qc = c**2 - k / n - k * mx**2 / sxx
+    root = math.sqrt(max(qb**2 - 4 * qa * qc, 0.0))
+    return (-qb - root) / (2 * qa), (-qb + root) / (2 * qa)
+
+
+def crossover(
+    a: Sequence[Point], b: Sequence[Point], figure: str, confidence: float = 0.95
+) -> Crossover:
+    """The crossover of releases `a` and `b` by `figure` (see `Crossover`). The cost model
+    makes the ratio a straight line in the fleet's nodes when `a` visits every slice per
+    filtered node and `b` a fixed number (1.35 against 1.36: (node + N visit) / node')."""
+    ma, mb = _means(a, figure), _means(b, figure)
+    sizes = sorted(set(ma) & set(mb))
+    if figure in HIGHER_IS_BETTER:
+        ratios = {n: mb[n] / ma[n] for n in sizes if ma[n] > 0}
+    else:
+        ratios = {n: ma[n] / mb[n] for n in sizes if mb[n] > 0}
+    sizes = sorted(ratios)
+    bracket = next(
+        ((lo, hi) for lo, hi in itertools.pairwise(sizes) if ratios[lo] < 1 <= ratios[hi]),
+        None,
+    )
+    xs, ys = [float(n) for n in sizes], [ratios[n] for n in sizes]
+    try:
+        line = fit_line(xs, ys, confidence)
+    except ValueError:
+        return Crossover(figure, ratios, bracket, None, None, None, None)
+    at = (1.0 - line.intercept) / line.slope if line.slope != 0 else None
+    low, high = _fieller(xs, ys, 1.0, confidence)
+    return Crossover(figure, ratios, bracket, line, at, low, high)
+
+
+_PLOTTED: Final = (
+    ("dra_filter_ms_per_node", "DynamicResources Filter per node (wall)", "ms per node"),
+    ("filter_ms_per_pod", "Filter per pod (all nodes filtered, wall)", "ms per pod"),
+    ("cpu_ms_per_pod", "CPU per pod, the benchmark's whole process tree", "ms per pod"),
+    ("throughput", "SchedulingThroughput Average", "pods/s"),
+    ("nodes_filtered_per_pod", "Nodes filtered per pod (measured)", "nodes"),
+)
+
+
+def releases_page(docs: Sequence[Mapping[str, Any]]) -> str:
+    """Several releases' curves (curve.json contents) overlaid: each figure's mean over the
+    repeats at each size, one line per release; a page on its own."""
+    sections = []
+    for figure, title, unit in _PLOTTED:
+        series = []
+        for doc in docs:
+            means = _means([Point(**p) for p in doc["points"]], figure)
+            if means:
+                series.append(charts.Series(doc["kubernetes"], list(means), list(means.values())))
+        if series:
+            fig = charts.over_time(*series, title=title, y_title=unit, x_title="nodes")
+            fig.update_traces(mode="lines+markers")
+            sections.append(charts.Section(title, [fig]))
+    names = ", ".join(str(d["kubernetes"]) for d in docs)
+    intro = charts.note(
+        f"scheduler_perf {TEST_CASE} sized to each fleet, {docs[0]['pods']} pods per run; "
+        "each point the mean of its size's repeats (every run and its load in curve.json)."
+    )
+    return charts.page(f"Cost curves, Kubernetes {names}", sections, intro=intro)

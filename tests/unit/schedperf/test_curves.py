@@ -178,3 +178,100 @@ def test_page_plots_every_figure_with_its_lines() -> None:
         assert title in html
     assert html.count("least squares per node") == 3
     assert "cost model" in html
+
+
+def _at(nodes: int, rep: int, dra: float, throughput: float = 10.0) -> curves.Point:
+    return curves.Point(
+        nodes=nodes,
+        repeat=rep,
+        throughput=throughput,
+        cpu_ms_per_pod=1.0,
+        filter_ms_per_pod=None,
+        dra_filter_ms_per_node=dra,
+        load_1m=1.0,
+        seconds=1.0,
+    )
+
+
+SIZES = (100, 250, 500, 1000, 2000, 5000)
+
+
+def test_crossover_of_a_release_that_scans_every_slice_and_one_that_does_not() -> None:
+    # 1.35-like: 0.10 ms per node + 0.0001 ms per slice in the cluster; 1.36-like: 0.15 ms
+    # flat. Crossover where 0.10 + 0.0001 N = 0.15: N = 500. The repeats' noise averages
+    # out; the sizes' (+-1 %, alternating) does not.
+    repeat = {1: 1.02, 2: 0.98, 3: 1.0}
+    size = {n: 1.01 if i % 2 == 0 else 0.99 for i, n in enumerate(SIZES)}
+    a = [_at(n, r, (0.10 + 1e-4 * n) * size[n] * repeat[r]) for n in SIZES for r in (1, 2, 3)]
+    b = [_at(n, r, 0.15 * repeat[4 - r]) for n in SIZES for r in (1, 2, 3)]
+    c = curves.crossover(a, b, "dra_filter_ms_per_node")
+    assert c.ratios[100] == pytest.approx(0.11 * 1.01 / 0.15)
+    assert c.ratios[5000] == pytest.approx(0.60 * 0.99 / 0.15)
+    assert c.bracket == (250, 500)  # 0.35 x 0.99 / 0.15 < 1 at 250, 1.01 at 500
+    assert c.at == pytest.approx(500, rel=0.05)
+    assert c.low is not None and c.high is not None
+    assert c.low < c.at < c.high  # type: ignore[operator]
+    assert c.low > 400 and c.high < 600
+    assert c.within(391, 1561) is True
+    assert c.within(600, 2000) is False
+
+
+def test_crossover_interval_widens_with_noise_and_opens_without_a_slope() -> None:
+    a = [_at(n, 1, 0.10 + 1e-4 * n + (0.02 if i % 2 else -0.02)) for i, n in enumerate(SIZES)]
+    b = [_at(n, 1, 0.15) for n in SIZES]
+    noisy = curves.crossover(a, b, "dra_filter_ms_per_node")
+    assert noisy.low is not None and noisy.high is not None
+    assert noisy.low < noisy.at < noisy.high  # type: ignore[operator]
+    assert noisy.high - noisy.low > 100
+    flat = [_at(n, 1, 0.15 + (0.01 if i % 2 else -0.01)) for i, n in enumerate(SIZES)]
+    never = curves.crossover(flat, b, "dra_filter_ms_per_node")
+    # Its ratio wobbles across 1 (a bracket at the first crossing), but no line says where.
+    assert (never.low, never.high, never.bracket) == (None, None, (100, 250))
+    assert never.line is not None and never.line.slope_low < 0 < never.line.slope_high
+
+
+def test_crossover_by_throughput_reads_the_higher_as_the_cheaper() -> None:
+    a = [_at(n, 1, 1.0, throughput=20.0 - n / 200) for n in (100, 1000, 2000)]
+    b = [_at(n, 1, 1.0, throughput=15.0) for n in (100, 1000, 2000)]
+    c = curves.crossover(a, b, "throughput")
+    assert c.ratios[100] == pytest.approx(15 / 19.5)
+    assert c.bracket == (100, 1000)  # a: 15 pods/s at 1,000, as fast as b
+    assert c.at is not None and 100 < c.at < 1000
+
+
+def test_crossover_without_sizes_enough_for_a_line() -> None:
+    a = [_at(n, 1, 0.1) for n in (100, 200)]
+    b = [_at(n, 1, 0.2) for n in (100, 200, 300)]
+    c = curves.crossover(a, b, "dra_filter_ms_per_node")
+    assert set(c.ratios) == {100, 200} and c.line is None and c.at is None
+    assert c.within(0, 1e9) is None
+
+
+LOG = """\
+I1127 11:30:40.85 2868 etcd.go:115] "starting etcd" evaluatedNodes=999
+I1127 11:30:48.91 2868 schedule_one.go:483] "Successfully bound pod to node" pod="test/a" \
+node="n-3" evaluatedNodes=100 feasibleNodes=100
+I1127 11:30:48.91 2868 schedule_one.go:483] "Successfully bound pod to node" pod="test/b" \
+node="n-8" evaluatedNodes=131 feasibleNodes=120
+"""
+
+
+def test_evaluated_nodes_is_the_mean_over_bound_pods() -> None:
+    assert curves.evaluated_nodes(LOG) == pytest.approx(115.5)
+    assert curves.evaluated_nodes("no pods bound\n") is None
+
+
+def test_releases_page_overlays_each_release_by_its_means() -> None:
+    docs = [
+        {
+            "kubernetes": v,
+            "pods": 300,
+            "points": [vars(_at(n, r, k * n * r)) for n in (100, 500) for r in (1, 2)],
+        }
+        for v, k in (("v1.35.8", 1e-3), ("v1.36.4", 2e-3))
+    ]
+    html = curves.releases_page(docs)
+    assert "Cost curves, Kubernetes v1.35.8, v1.36.4" in html
+    assert "DynamicResources Filter per node" in html and "SchedulingThroughput" in html
+    assert "Nodes filtered per pod" not in html  # no run measured it
+    assert html.count('"name":"v1.36.4"') == 3  # Filter per node, CPU per pod, throughput
