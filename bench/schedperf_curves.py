@@ -22,7 +22,10 @@ average at its start. Written after every run, so an interrupted bench keeps wha
 `--way loadgen` takes the same figures end to end instead: one local cluster of the release
 (`--cluster`), our `dgx-h100` fleet grown to each size in turn (ascending) with `fleet apply`,
 `--pods` one-GPU pods per run by `loadgen run pods` through a plain second kube-scheduler
-(no extender); CPU per pod is that scheduler's own, the Filter figures are not taken.
+(no extender); CPU per pod is that scheduler's own, the Filter figures are not taken. Each
+run starts once the previous run's namespace is gone, after `--idle-seconds` of that
+scheduler's CPU at rest (kept per pod for the run's length: what the fleet costs it whatever
+the pods do).
 
     .venv/bin/python bench/schedperf_curves.py --kubernetes 1.37 --sizes 100,250,500,1000 \
         --pods 300 --repeat 3 --out results/curve-1.37
@@ -31,6 +34,7 @@ average at its start. Written after every run, so an interrupted bench keeps wha
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import resource
@@ -46,6 +50,7 @@ from typing import Any
 
 from common import apply_fleet, loadgen_pods, settle, tool  # bench/ is on sys.path
 
+from loadgen import scrape
 from schedperf import build, costmodel, curves, runner
 from testbed.cluster import local, second_scheduler
 
@@ -104,8 +109,9 @@ def _write(out: Path, doc: dict[str, Any]) -> None:
 
 
 # What one run returns: (durations, throughput Average or None, CPU seconds, wall seconds,
-# nodes filtered per pod or None), or None for a run without data.
-Measured = tuple[dict[str, float], float | None, float, float, float | None] | None
+# nodes filtered per pod or None, idle CPU seconds for as long as the run or None), or None for
+# a run without data.
+Measured = tuple[dict[str, float], float | None, float, float, float | None, float | None] | None
 Measure = Callable[[int, Path], Measured]
 
 
@@ -147,9 +153,25 @@ def _schedperf_way(
         t = outcome.figures.throughput
         average = t["Average"] if t else None
         filtered = curves.evaluated_nodes(outcome.log.read_text(errors="replace"))
-        return dict(outcome.figures.durations), average, cpu, outcome.seconds, filtered
+        return dict(outcome.figures.durations), average, cpu, outcome.seconds, filtered, None
 
     return bench.kubernetes_version, devices, measure
+
+
+CPU_SERIES = "process_cpu_seconds_total"
+
+
+def _cpu_rate_at_rest(metrics_url: str, seconds: float) -> float | None:
+    """The scheduler's CPU seconds per second over `seconds` with no pod to place: what the
+    fleet costs it whatever the pods do (the nodes' status and lease updates through its
+    informers), paid per second of a run; None when it did not answer both scrapes."""
+    before = asyncio.run(scrape.fetch({"s": metrics_url}, prefixes=(CPU_SERIES,)))
+    t0 = time.monotonic()
+    time.sleep(seconds)
+    after = asyncio.run(scrape.fetch({"s": metrics_url}, prefixes=(CPU_SERIES,)))
+    if CPU_SERIES not in before.get("s", {}) or CPU_SERIES not in after.get("s", {}):
+        return None
+    return (after["s"][CPU_SERIES] - before["s"][CPU_SERIES]) / (time.monotonic() - t0)
 
 
 PROFILE = "dgx-h100"
@@ -180,13 +202,20 @@ def _loadgen_points(
                 # its pods' claims would hold part of the fleet and its deletions' events
                 # would land in this run's window.
                 settle(status.kubeconfig)
+                rest = (
+                    _cpu_rate_at_rest(plain.metrics_url, args.idle_seconds)
+                    if args.idle_seconds > 0
+                    else None
+                )
                 t0 = time.monotonic()
                 doc = loadgen_pods(plain, fleet, run_dir, f"pods={args.pods}", env=env)
                 summary = doc["metrics"]["scheduler"]["summary"]
                 calls = summary.get("dra_filter_calls")
                 filtered = float(calls) / args.pods if calls is not None else None
                 average = (doc.get("throughput") or {}).get("Average")
-                return {}, average, float(summary["cpu_seconds"]), time.monotonic() - t0, filtered
+                seconds = time.monotonic() - t0
+                idle = rest * seconds if rest is not None else None
+                return {}, average, float(summary["cpu_seconds"]), seconds, filtered, idle
 
             for n in sizes:
                 pools = [{"name": "whole", "profile": PROFILE, "count": n}]
@@ -219,6 +248,14 @@ def main() -> None:
         help="--way loadgen: the local cluster's name (default %(default)s)",
     )
     p.add_argument(
+        "--idle-seconds",
+        type=float,
+        default=30.0,
+        help="--way loadgen: before each run, the scheduler's CPU at rest over this long "
+        "(its rate times the run's length is kept as idle_cpu_ms_per_pod; 0: not taken; "
+        "default %(default)s)",
+    )
+    p.add_argument(
         "--timeout", type=float, default=1800.0, help="seconds per run (default %(default)s)"
     )
     p.add_argument("--out", type=Path, required=True, help="results directory")
@@ -233,8 +270,8 @@ def main() -> None:
         sizes = _sizes(args.sizes)
     except ValueError as e:
         p.error(str(e))  # exit 2: bad input
-    if args.pods < 1 or args.repeat < 1 or args.timeout <= 0:
-        p.error("--pods, --repeat and --timeout must be positive")
+    if args.pods < 1 or args.repeat < 1 or args.timeout <= 0 or args.idle_seconds < 0:
+        p.error("--pods, --repeat and --timeout must be positive, --idle-seconds not negative")
     release = args.kubernetes.removeprefix("v")
     if args.way == "schedperf":
         version, devices, measure_sp = _schedperf_way(p, args, release, sizes)
@@ -286,9 +323,9 @@ def main() -> None:
         got = measure(n, (args.out / f"{n}-{rep}").resolve())
         if got is None:
             return
-        durations, average, cpu, seconds, filtered = got
+        durations, average, cpu, seconds, filtered, idle = got
         pt = curves.point(
-            n, rep, durations, average, cpu, args.pods, round(load, 1), seconds, filtered
+            n, rep, durations, average, cpu, args.pods, round(load, 1), seconds, filtered, idle
         )
         doc["points"].append(asdict(pt))
         print(

@@ -144,6 +144,9 @@ class Point:
     """Nodes filtered per pod, the cost model's `nodes_filtered` measured: DRA Filter calls
     per pod from the scheduler's metrics (end to end), its log's mean `evaluatedNodes`
     (in-process)."""
+    idle_cpu_ms_per_pod: float | None = None
+    """The end-to-end way: the scheduler's CPU at rest before the run, for as long as the run,
+    per pod: the part of `cpu_ms_per_pod` the fleet costs whatever the pods do."""
 
 
 def point(
@@ -156,6 +159,7 @@ def point(
     load_1m: float,
     seconds: float,
     nodes_filtered_per_pod: float | None = None,
+    idle_cpu_seconds: float | None = None,
 ) -> Point:
     return Point(
         nodes=nodes,
@@ -167,6 +171,9 @@ def point(
         load_1m=load_1m,
         seconds=round(seconds, 1),
         nodes_filtered_per_pod=nodes_filtered_per_pod,
+        idle_cpu_ms_per_pod=(
+            round(idle_cpu_seconds / pods * 1e3, 3) if idle_cpu_seconds is not None else None
+        ),
     )
 
 

@@ -127,6 +127,9 @@ def test_point_per_pod_cpu() -> None:
     assert p.cpu_ms_per_pod == 100.0
     assert p.filter_ms_per_pod == 12.5 and p.dra_filter_ms_per_node is None
     assert p.seconds == 61.0 and p.nodes_filtered_per_pod == 231.5
+    assert p.idle_cpu_ms_per_pod is None
+    idle = curves.point(500, 1, {}, None, 30.0, 300, 1.0, 60.0, None, 1.5)
+    assert idle.idle_cpu_ms_per_pod == 5.0  # 1.5 s at rest over 300 pods
 
 
 CONFIG_136 = """
