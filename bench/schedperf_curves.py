@@ -75,25 +75,19 @@ def _sizes(text: str) -> list[int]:
 
 
 def _appended(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
-    """`doc` continuing the curve in `path` (its points, its model at its sizes): ValueError
-    (one line) when that curve was taken another way, on another release or workload, or
-    with another number of pods per run, whose points would not belong on this one."""
+    """`doc` continuing the curve in `path` (its points, its model at its sizes, its start):
+    ValueError (one line) when that is not the same curve (`curves.SAME_CURVE`: another way,
+    release, workload or number of pods per run), whose points would not belong on this one."""
     try:
         old = json.loads(path.read_text())
     except (OSError, ValueError) as e:
         raise ValueError(f"--append: {path}: not a curve to continue ({e})") from None
     if not isinstance(old, dict):
         raise ValueError(f"--append: {path}: not a curve to continue (not an object)")
-    for key in ("kind", "way", "release", "kubernetes", "workload", "pods", "devices_per_node"):
-        if old.get(key) != doc[key]:
-            raise ValueError(f"--append: {path} has {key} {old.get(key)!r}, this run {doc[key]!r}")
-    return {
-        **doc,
-        "started": old.get("started", doc["started"]),
-        "command": old.get("command", doc["command"]) + "; " + doc["command"],
-        "model": {**old.get("model", {}), **doc["model"]},
-        "points": list(old.get("points", [])),
-    }
+    try:
+        return {**curves.merge(old, doc), "started": old.get("started", doc["started"])}
+    except ValueError as e:
+        raise ValueError(f"--append: {path}: {e}") from None
 
 
 def _next_repeat(doc: dict[str, Any], nodes: int) -> int:

@@ -324,6 +324,38 @@ def page(doc: Mapping[str, Any]) -> str:
     return charts.page(f"Cost curve, Kubernetes {doc['kubernetes']}", sections, intro=intro)
 
 
+SAME_CURVE: Final = ("kind", "way", "release", "kubernetes", "workload", "pods", "devices_per_node")
+"""What two curve.json documents must share for their points to belong on one curve."""
+
+
+def merge(first: Mapping[str, Any], *more: Mapping[str, Any]) -> dict[str, Any]:
+    """One curve from several curve.json documents of the same curve (`SAME_CURVE`): the
+    points in the order given, renumbered after the earlier ones' repeats at each size; the
+    model at every size; the commands joined; the fits recomputed. ValueError (one line)
+    naming the first field that differs."""
+    doc = dict(first)
+    points = [dict(p) for p in first.get("points", [])]
+    for other in more:
+        for key in SAME_CURVE:
+            if other.get(key) != doc.get(key):
+                raise ValueError(
+                    f"one curve has {key} {doc.get(key)!r}, another {other.get(key)!r}"
+                )
+        for p in other.get("points", []):
+            last = max((q["repeat"] for q in points if q["nodes"] == p["nodes"]), default=0)
+            points.append({**p, "repeat": last + 1})
+        doc["command"] = f"{doc.get('command', '')}; {other.get('command', '')}"
+        doc["model"] = {**doc.get("model", {}), **other.get("model", {})}
+    doc["points"] = points
+    doc["fits"] = fits(
+        str(doc["release"]),
+        [Point(**p) for p in points],
+        int(doc["pods"]),
+        int(doc["devices_per_node"]),
+    )
+    return doc
+
+
 HIGHER_IS_BETTER: Final = frozenset({"throughput"})
 
 

@@ -48,6 +48,19 @@ def _doc(**changes: Any) -> dict[str, Any]:
     return {**doc, **changes}
 
 
+def _point(nodes: int, repeat: int) -> dict[str, Any]:
+    return {
+        "nodes": nodes,
+        "repeat": repeat,
+        "throughput": 10.0,
+        "cpu_ms_per_pod": 50.0,
+        "filter_ms_per_pod": 20.0,
+        "dra_filter_ms_per_node": 0.2,
+        "load_1m": 3.0,
+        "seconds": 60.0,
+    }
+
+
 def test_sizes_ascending_one_or_more(bench: ModuleType) -> None:
     assert bench._sizes("500, 100,500") == [100, 500]
     assert bench._sizes("5000") == [5000]
@@ -59,7 +72,7 @@ def test_sizes_ascending_one_or_more(bench: ModuleType) -> None:
 def test_append_keeps_the_points_and_numbers_repeats_after_them(
     bench: ModuleType, tmp_path: Path
 ) -> None:
-    old = _doc(points=[{"nodes": 100, "repeat": 1}, {"nodes": 100, "repeat": 2}])
+    old = _doc(points=[_point(100, 1), _point(100, 2)])
     path = tmp_path / "curve.json"
     path.write_text(json.dumps(old))
     new = _doc(

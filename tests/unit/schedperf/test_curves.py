@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import yaml
 
@@ -278,3 +280,44 @@ def test_releases_page_overlays_each_release_by_its_means() -> None:
     assert "DynamicResources Filter per node" in html and "SchedulingThroughput" in html
     assert "Nodes filtered per pod" not in html  # no run measured it
     assert html.count('"name":"v1.36.4"') == 3  # Filter per node, CPU per pod, throughput
+
+
+def _curve(release: str = "1.35", **changes: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "kind": "SchedulerCostCurve",
+        "way": "schedperf",
+        "release": release,
+        "kubernetes": "v1.35.8",
+        "workload": "sized",
+        "pods": 300,
+        "devices_per_node": 8,
+        "command": "a",
+        "model": {"100": {"filtered": 100.0}},
+        "points": [vars(_at(100, 1, 0.1)), vars(_at(500, 1, 0.2)), vars(_at(1000, 1, 0.3))],
+    }
+    return {**doc, **changes}
+
+
+def test_merge_renumbers_the_later_curves_repeats_and_refits() -> None:
+    later = _curve(
+        command="b",
+        model={"2000": {"filtered": 680.0}},
+        points=[vars(_at(1000, 1, 0.35)), vars(_at(2000, 1, 0.5))],
+    )
+    doc = curves.merge(_curve(), later)
+    assert [(p["nodes"], p["repeat"]) for p in doc["points"]] == [
+        (100, 1),
+        (500, 1),
+        (1000, 1),
+        (1000, 2),
+        (2000, 1),
+    ]
+    assert doc["command"] == "a; b" and set(doc["model"]) == {"100", "2000"}
+    assert doc["fits"]["dra_filter_ms_per_node"]["per_node"]["n"] == 5
+
+
+def test_merge_refuses_another_curve() -> None:
+    with pytest.raises(ValueError, match=r"^one curve has release '1\.35', another '1\.36'$"):
+        curves.merge(_curve(), _curve("1.36"))
+    with pytest.raises(ValueError, match="pods"):
+        curves.merge(_curve(), _curve(pods=200))
