@@ -378,8 +378,9 @@ class Crossover:
 
     def within(self, low: float, high: float) -> bool | None:
         """Whether the measured crossover fell in [low, high]: the line's `at` and the
-        measured bracket both there (None without a line)."""
-        if self.at is None:
+        measured bracket both there; None when the line does not place it (no line, or an
+        interval that does not close)."""
+        if self.at is None or self.low is None or self.high is None:
             return None
         inside = low <= self.at <= high
         if self.bracket is not None:

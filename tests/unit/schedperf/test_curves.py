@@ -232,6 +232,7 @@ def test_crossover_interval_widens_with_noise_and_opens_without_a_slope() -> Non
     never = curves.crossover(flat, b, "dra_filter_ms_per_node")
     # Its ratio wobbles across 1 (a bracket at the first crossing), but no line says where.
     assert (never.low, never.high, never.bracket) == (None, None, (100, 250))
+    assert never.at is not None and never.within(0, 1e9) is None
     assert never.line is not None and never.line.slope_low < 0 < never.line.slope_high
 
 
