@@ -141,7 +141,9 @@ def _schedperf_way(
             bench, selected, run_dir, timeout=args.timeout, gomaxprocs=os.cpu_count()
         )
         cpu = _children_cpu() - before
-        if outcome.figures is None:
+        if outcome.figures is None or outcome.problem is not None:
+            # A failed workload (e.g. upstream's 10-minute wait for its pods ran out) writes
+            # a DataItems file without items: not a point of the curve.
             print(f"  no data: {outcome.problem}", flush=True)
             return None
         t = outcome.figures.throughput
