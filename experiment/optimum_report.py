@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from experiment import intervals
+from experiment import intervals, optimum_losses
 from experiment.arms import Arm
 from experiment.figures import Doc
 from experiment.oracle import arms as oracle_arms
@@ -32,7 +32,10 @@ NOTE = (
     "scheduler can reach); batch: all pods known at once. Share: the arm's figure over the "
     "optimum (optimum over the arm's for figures kept low); 1.0 is the best possible. GPUs "
     "stranded and pairs aligned are optimised for the pods the arm placed. A figure the "
-    "solver did not prove optimal within its time limit shows its limit and gap."
+    "solver did not prove optimal within its time limit shows its limit and gap. Interval: "
+    "each repeat's share is its arm's figure over that same arm's optimum (a pair), and the "
+    f"{intervals.CONFIDENCE:.0%} interval is Student's t over the log shares (the engine's "
+    "paired ratio interval, around their geometric mean; shown from 2 repeats)."
 )
 
 
@@ -74,17 +77,48 @@ def _median(values: Sequence[float | None]) -> float | None:
     return intervals.median(got) if got else None
 
 
+def _pair(f: Mapping[str, Any], which: str) -> tuple[float, float]:
+    """(numerator, denominator) of one repeat's share: the arm over the optimum, or the
+    optimum over the arm for a figure to keep low; (1, 1) where both are 0 (share 1)."""
+    bound = f[which]
+    if f["measured"] is None or bound is None or bound.get("value") is None:
+        return math.nan, math.nan
+    arm, best = float(f["measured"]), float(bound["value"])
+    if arm == best == 0:
+        return 1.0, 1.0
+    return (arm, best) if f["sense"] == "max" else (best, arm)
+
+
+def share_interval(figs: Sequence[Mapping[str, Any]], which: str) -> intervals.Interval | None:
+    """The interval of the arm's share of its `which` ("online" or "batch") optimum over its
+    repeats (in repeat order), each repeat's arm paired with its own optimum."""
+    pairs = [_pair(f, which) for f in figs]
+    return intervals.ratio_interval([a for a, _ in pairs], [b for _, b in pairs])
+
+
+def _interval_json(interval: intervals.Interval | None) -> dict[str, Any] | None:
+    if interval is None or interval.single_run or not interval.defined:
+        return None
+    return {"low": interval.low, "high": interval.high, "point": interval.point}
+
+
 def section(results: Sequence[tuple[Arm, Doc]]) -> dict[str, Any]:
     """The run's `optimum` section: per comparison, arm and metric, medians over repeats of
-    the arm's figure, both optima and its shares; arms past a limit; arms not computed."""
+    the arm's figure, both optima and its shares (per repeat, and their intervals); arms
+    past a limit; arms not computed; per arm short of its online optimum, the decisions
+    that lost the difference (`optimum_losses`)."""
     groups: dict[tuple[str, str, str], list[tuple[Arm, dict[str, Any]]]] = {}
     errors: dict[str, str] = {}
-    for arm, doc in results:
+    losses: dict[str, list[dict[str, Any]]] = {}
+    for arm, doc in sorted(results, key=lambda r: r[0].repeat):
         optimum = doc.get("optimum") or {}
         if optimum.get("error"):
             errors[arm.name] = optimum["error"]
         for f in optimum.get("figures") or []:
             groups.setdefault((arm.comparison, arm.variant, f["metric"]), []).append((arm, f))
+        lost = optimum_losses.of_arm(doc, optimum.get("figures") or [])
+        if lost:
+            losses[arm.name] = lost
     rows = []
     for (comparison, variant, metric), got in groups.items():
         figs = [f for _, f in got]
@@ -107,15 +141,27 @@ def section(results: Sequence[tuple[Arm, Doc]]) -> dict[str, Any]:
                     max((f["online"] or {}).get("gap", 0.0), f["batch"]["gap"]) for f in figs
                 ),
                 "beats": {a.name: f["beats"] for a, f in got if f["beats"]},
+                "shares_of_online": [f["share_of_online"] for f in figs],
+                "shares_of_batch": [f["share_of_batch"] for f in figs],
+                "interval_online": _interval_json(share_interval(figs, "online")),
+                "interval_batch": _interval_json(share_interval(figs, "batch")),
             }
         )
-    return {"note": NOTE, "rows": rows, "not_computed": errors}
+    return {"note": NOTE, "rows": rows, "not_computed": errors, "losses": losses}
 
 
 def _cell(value: float | None, unit: str) -> str:
     if value is None:
         return "-"
     return f"{value:.1%}" if unit == "share" else f"{value:.4g}"
+
+
+def _share_cell(row: Mapping[str, Any], which: str) -> str:
+    text = _cell(row[f"share_of_{which}"], "share")
+    interval = row.get(f"interval_{which}")
+    if interval:
+        text += f" [{interval['low']:.1%}, {interval['high']:.1%}]"
+    return text
 
 
 def _cells(row: Mapping[str, Any]) -> tuple[str, ...]:
@@ -127,10 +173,33 @@ def _cells(row: Mapping[str, Any]) -> tuple[str, ...]:
         row["metric"],
         _cell(row["measured"], unit),
         _cell(row["online"], unit) + limit,
-        _cell(row["share_of_online"], "share"),
+        _share_cell(row, "online"),
         _cell(row["batch"], unit) + limit,
-        _cell(row["share_of_batch"], "share"),
+        _share_cell(row, "batch"),
     )
+
+
+def loss_lines(optimum: Mapping[str, Any], decisions: int = 3) -> list[str]:
+    """Per arm and figure short of its online optimum, one line: what it lost and its
+    costliest decisions (`decisions` of them, the rest counted)."""
+    out = []
+    for arm, figures in (optimum.get("losses") or {}).items():
+        for f in figures:
+            unit = f["unit"]
+            shown = f["decisions"][:decisions]
+            hidden = len(f["decisions"]) - len(shown) + f["more"]["count"]
+            what = "; ".join(f"{d['decision']} ({_cost(d['cost'], unit)})" for d in shown)
+            more = f"; {hidden} more" if hidden else ""
+            out.append(
+                f"arm {arm}: {f['metric']} at {f['share_of_online']:.1%} of the online optimum "
+                f"({_cell(f['measured'], unit)} vs {_cell(f['online'], unit)}): "
+                f"{what or 'no decision recorded'}{more}"
+            )
+    return out
+
+
+def _cost(cost: float, unit: str) -> str:
+    return f"{cost:+.1%}" if unit == "share" else f"{cost:+.3g} {unit}"
 
 
 COLUMNS = (
@@ -139,9 +208,9 @@ COLUMNS = (
     "metric",
     "arm (median)",
     "online optimum",
-    "share of online",
+    "share of online [95 % interval]",
     "batch optimum",
-    "share of batch",
+    "share of batch [95 % interval]",
 )
 
 
@@ -160,6 +229,8 @@ def console_table(optimum: Mapping[str, Any], console: Console) -> None:
             console.print(f"[red]arm {arm}: {row['metric']} {why}")
     for arm, why in (optimum.get("not_computed") or {}).items():
         console.print(f"[yellow]arm {arm}: optimum not computed: {why}")
+    for line in loss_lines(optimum):
+        console.print(line, highlight=False)
 
 
 def html_sections(doc: Mapping[str, Any]) -> list[charts.Section]:
@@ -174,4 +245,5 @@ def html_sections(doc: Mapping[str, Any]) -> list[charts.Section]:
     ]
     flagged = [f"arm {arm}: {r['metric']} {why}" for r in rows for arm, why in r["beats"].items()]
     parts += [charts.note(line) for line in flagged]
+    parts += [charts.note(line) for line in loss_lines(optimum)]
     return [charts.Section("Placement against the optimum", parts)]

@@ -8,9 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.console import Console
 
-from experiment import optimum_report, report_files
+from experiment import intervals, optimum_report, report_files
 from experiment.arms import Arm
 from experiment.oracle import arms as oracle_arms
 from experiment.oracle import inputs
@@ -82,3 +83,61 @@ def test_an_arm_without_a_placement_question_gets_no_optimum(tmp_path: Path) -> 
 
     optimum_report.attach(doc, fleet, tmp_path, Console(file=io.StringIO()))
     assert "optimum" not in doc and not (tmp_path / optimum_report.FILE).exists()
+
+
+def _gang_doc(blocks: list[int], best: float) -> dict[str, Any]:
+    measured = sum(blocks) / len(blocks)
+    bound = Bound("x", "min", best, best, True, 0.1)
+    figure = oracle_arms.Figure("blocks spanned per gang", "blocks", "min", measured, bound, bound)
+    gangs = [{"name": f"g{i}", "pods": 4, "blocks": b, "racks": b} for i, b in enumerate(blocks)]
+    return {"gangs": gangs, "optimum": {"error": None, "figures": [figure.to_json()]}}
+
+
+def test_the_share_interval_pairs_each_repeat_with_its_own_optimum() -> None:
+    # repeats given out of order: the section puts them in repeat order
+    results = [
+        (Arm("gang-4", "extender", "gang", repeat=2), _gang_doc([2, 2], 1.0)),
+        (Arm("gang-4", "extender", "gang", repeat=0), _gang_doc([2, 1], 1.0)),
+        (Arm("gang-4", "extender", "gang", repeat=1), _gang_doc([3, 3], 1.5)),
+    ]
+    section = optimum_report.section(results)
+    [row] = section["rows"]
+    # a figure to keep low: each share is the optimum over the arm's
+    assert row["shares_of_online"] == [1.0 / 1.5, 1.5 / 3.0, 1.0 / 2.0]
+    want = intervals.ratio_interval([1.0, 1.5, 1.0], [1.5, 3.0, 2.0])
+    assert want is not None
+    assert row["interval_online"] == {"low": want.low, "high": want.high, "point": want.point}
+    geometric_mean = (1 / 1.5 * 0.5 * 0.5) ** (1 / 3)
+    assert row["interval_online"]["point"] == pytest.approx(geometric_mean)
+    assert row["interval_online"]["low"] < geometric_mean < row["interval_online"]["high"]
+    # every repeat short of 95 %: its gangs over the optimum's blocks are named
+    lost = section["losses"]["gang-4-extender-1"][0]
+    assert [d["decision"] for d in lost["decisions"]] == [
+        "gang g0 (4 pods) over 3 blocks",
+        "gang g1 (4 pods) over 3 blocks",
+    ]
+    out = io.StringIO()
+    optimum_report.console_table(section, Console(file=out, width=250))
+    text = out.getvalue()
+    assert "[" in text and "arm gang-4-extender-1: blocks spanned per gang at 50.0%" in text
+    json.dumps(section, allow_nan=False)
+
+
+def test_one_repeat_or_a_repeat_at_zero_gets_no_interval() -> None:
+    one = optimum_report.section([(Arm("g", "a", "gang", repeat=0), _gang_doc([2], 1.0))])
+    assert one["rows"][0]["interval_online"] is None
+    stranded = oracle_arms.Figure(
+        oracle_arms.STRANDED,
+        "GPUs",
+        "min",
+        0.0,
+        Bound("x", "min", 0.0, 0.0, True, 0.1),
+        Bound("x", "min", 0.0, 0.0, True, 0.1),
+    ).to_json()
+    docs = [
+        (Arm("f", "on", "x", repeat=r), {"optimum": {"error": None, "figures": [stranded]}})
+        for r in range(2)
+    ]
+    # none stranded, none possible: a share of 1 in every repeat, an interval of [1, 1]
+    row = optimum_report.section(docs)["rows"][0]
+    assert row["interval_online"] == {"low": 1.0, "high": 1.0, "point": 1.0}
