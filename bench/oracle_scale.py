@@ -4,10 +4,14 @@ loadgen's own scenario rules).
 
     python bench/oracle_scale.py [--nodes 1000] [--time-limit 60] [--output FILE]
     python bench/oracle_scale.py --kept bench/results/<demo run> --nodes N
+    python bench/oracle_scale.py --run results/<experiment run> [--output FILE]
 
 The second form holds a kept demo run's placement arms (`<comparison>-<arm>-<repeat>.json`)
 against their optima on the demo fleet of N nodes (the run's own size) and prints the
-table every report now shows.
+table every report now shows. The third reads an experiment run's arms with the optima the
+run computed beside them (`<arm>/result.json`, `<arm>/optimum.json`) and prints today's
+table (shares with their intervals, the decisions lost where an arm is short); `--output`
+writes its `optimum` section as JSON (`testbed results keep --optimum` keeps it).
 
 Workloads: the demo's `placement` (gangs of 4), `fragmentation` and `alignment` on its mixed
 fleet, and the example files' `gang.yaml` (gangs of 4, 16, 64) and `alignment-in-tree.yaml`
@@ -28,7 +32,7 @@ from typing import Any
 
 from rich.console import Console
 
-from experiment import fleet_shape, mixed_fleet, optimum_report
+from experiment import fleet_shape, kept, mixed_fleet, optimum_report
 from experiment.arms import Arm
 from experiment.demo import plan
 from experiment.oracle import arms, inputs, solve
@@ -72,10 +76,9 @@ def _as_placed_by_the_online_optimum(
             )
 
 
-def kept(run: Path, nodes: int, limit: float) -> int:
+def kept_run(run: Path, nodes: int, limit: float, output: Path | None) -> int:
     """A kept demo run's placement arms against their optima: the engine's own table."""
     fleet, _, _ = _fleet(mixed_fleet.spec(nodes))
-    console = Console()
     results = []
     for path in sorted(run.glob("*-*-*.json")):
         comparison, variant, repeat = path.stem.rsplit("-", 2)
@@ -86,9 +89,49 @@ def kept(run: Path, nodes: int, limit: float) -> int:
         if got is not None:
             doc["optimum"] = got
             results.append((Arm(comparison, variant, "file", repeat=int(repeat)), doc))
+    invalid = json.loads((run / "demo.json").read_text()).get("invalid_arms") or []
+    return _table(run, results, invalid, output)
+
+
+def _table(
+    run: Path, results: list[tuple[Arm, dict[str, Any]]], invalid: Any, output: Path | None
+) -> int:
+    """Print the run's table; `output`: write its section as a document
+    `testbed results keep` takes."""
     section = optimum_report.section(results)
-    optimum_report.console_table(section, console)
+    optimum_report.console_table(section, Console(width=200))
+    if output:
+        doc = {
+            "kind": kept.OPTIMUM_KIND,
+            "source": str(run),
+            "repeat": 1 + max(arm.repeat for arm, _ in results),
+            "invalid_arms": invalid,
+            "optimum": section,
+        }
+        output.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
     return 1 if any(r["beats"] for r in section["rows"]) else 0
+
+
+def _variant(stem: str, variants: list[str]) -> tuple[str, str]:
+    """(workload, variant) of an arm's name without its repeat (variants may hold dashes)."""
+    for v in sorted(variants, key=len, reverse=True):
+        if stem.endswith(f"-{v}"):
+            return stem[: -len(v) - 1], v
+    raise ValueError(f"{stem}: no variant of the run ends it")
+
+
+def run_table(run: Path, output: Path | None) -> int:
+    """An experiment run's arms against the optima it computed: the engine's table."""
+    summary = json.loads((run / "experiment.json").read_text())
+    variants = [v["name"] for v in summary["spec"]["variants"]]
+    results = []
+    for path in sorted(run.glob(f"*/{optimum_report.FILE}")):
+        stem, _, repeat = path.parent.name.rpartition("-")
+        comparison, variant = _variant(stem, variants)
+        doc = json.loads((path.parent / "result.json").read_text())
+        doc["optimum"] = json.loads(path.read_text())
+        results.append((Arm(comparison, variant, "file", repeat=int(repeat)), doc))
+    return _table(run, results, summary.get("invalid_arms") or {}, output)
 
 
 def main() -> int:
@@ -97,9 +140,12 @@ def main() -> int:
     parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per MILP")
     parser.add_argument("--output", type=Path, help="write the figures as JSON here")
     parser.add_argument("--kept", type=Path, help="a kept demo run's directory (see above)")
+    parser.add_argument("--run", type=Path, help="an experiment run's directory (see above)")
     args = parser.parse_args()
+    if args.run:
+        return run_table(args.run, args.output)
     if args.kept:
-        return kept(args.kept, args.nodes, args.time_limit)
+        return kept_run(args.kept, args.nodes, args.time_limit, args.output)
     demo_fleet, demo_shape, demo_gpus = _fleet(mixed_fleet.spec(args.nodes))
     dgx_doc = {
         "name": "dgx",

@@ -185,6 +185,27 @@ def _experiment_rows(result: dict[str, Any]) -> list[tuple[str, str, str, Arm, A
     return out
 
 
+OPTIMUM_KIND = "OptimumSection"
+"""A run's `optimum` section as `bench/oracle_scale.py --run --output` writes it."""
+OPTIMUM_LABEL = "online optimum"
+
+
+def _optimum_rows(result: dict[str, Any]) -> list[tuple[str, str, str, Arm, Arm]]:
+    """Per arm and metric, its share of the online optimum in every repeat against the
+    optimum's own 1: the A/B ratio is the share, paired by repeat. A row with a repeat
+    whose share was not computed (a gang not whole) would not pair, so it is left out."""
+    out = []
+    for r in (result.get("optimum") or {}).get("rows") or []:
+        shares = r.get("shares_of_online") or []
+        if not shares or any(v is None for v in shares):
+            continue
+        a = Arm(label=r["arm"], values=shares)
+        b = Arm(label=OPTIMUM_LABEL, values=[1.0] * len(shares))
+        metric = f"{r['metric']}, share of the online optimum"
+        out.append((r["comparison"], metric, "share", a, b))
+    return out
+
+
 def keep(
     result: dict[str, Any],
     *,
@@ -193,14 +214,17 @@ def keep(
     **meta: Any,
 ) -> Kept:
     """The kept document of a demo's (`demo.json`) or an experiment's (`experiment.json`)
-    result; `headline` and `targets` name rows as "comparison: metric", or "comparison:
-    metric [A]" for the row whose A arm is labelled A. Refuses a result with
-    invalid arms (its repeats would no longer pair by position) or names it does not have."""
+    result, or of a run's placement against its optimum (`OPTIMUM_KIND`); `headline` and
+    `targets` name rows as "comparison: metric", or "comparison: metric [A]" for the row
+    whose A arm is labelled A. Refuses a result with invalid arms (its repeats would no
+    longer pair by position) or names it does not have."""
     if result.get("invalid_arms"):
         raise KeptError(f"the result has invalid arms: {', '.join(result['invalid_arms'])}")
     kind = result.get("kind")
     if kind == "DemoResult":
         found = _demo_rows(result)
+    elif kind == OPTIMUM_KIND:
+        found = _optimum_rows(result)
     elif isinstance(result.get("spec"), dict) and "releases" in result:
         found = _experiment_rows(result)
     else:

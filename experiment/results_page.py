@@ -188,7 +188,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Co
     )
     verbs = p.add_subparsers(dest="verb", metavar="VERB")
     k = verbs.add_parser("keep", help="make a kept document from a result file")
-    k.add_argument("result", type=Path, help="a demo.json or experiment.json")
+    k.add_argument(
+        "result",
+        type=Path,
+        help="a demo.json or experiment.json, or a run's shares of the optimum "
+        "(bench/oracle_scale.py --run DIR --output FILE)",
+    )
     for flag, what in (
         ("--id", "the document's name (docs/results/ID.json)"),
         ("--title", "its heading on the page"),

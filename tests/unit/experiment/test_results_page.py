@@ -257,3 +257,26 @@ def test_the_command_writes_the_page_checks_it_and_says_in_one_line_what_is_wron
     broken = children.testbed("results", *flags, home=tmp_path)
     assert broken.returncode == 2 and "bad.json: repeats:" in broken.stderr
     assert len(broken.stderr.strip().splitlines()) == 1 and "Traceback" not in broken.stderr
+
+
+def test_keep_takes_each_arms_shares_of_the_optimum_against_the_optimums_one() -> None:
+    rows = [
+        {
+            "comparison": "gang-4",
+            "arm": "extender",
+            "metric": "blocks spanned per gang",
+            "shares_of_online": [0.5, 0.625, 0.5],
+        },
+        # a repeat without a share (a gang not whole) would not pair: left out
+        {"comparison": "gang-4", "arm": "native", "metric": "m", "shares_of_online": [0.5, None]},
+    ]
+    result = {"kind": kept.OPTIMUM_KIND, "repeat": 3, "optimum": {"rows": rows}}
+    name = "gang-4: blocks spanned per gang, share of the online optimum [extender]"
+    target = kept.Target(goal="g", threshold=0.95, at_least=True)
+    doc = kept.keep(result, headline={name}, targets={name: target}, **META)
+    (row,) = doc.rows
+    assert (row.a.label, row.a.values) == ("extender", [0.5, 0.625, 0.5])
+    assert (row.b.label, row.b.values) == (kept.OPTIMUM_LABEL, [1.0, 1.0, 1.0])
+    figure = kept.derive(row)
+    assert figure.ratio is not None and figure.ratio.high < 0.95
+    assert figure.verdict == "missed"
