@@ -192,12 +192,13 @@ OPTIMUM_LABEL = "online optimum"
 
 def _optimum_rows(result: dict[str, Any]) -> list[tuple[str, str, str, Arm, Arm]]:
     """Per arm and metric, its share of the online optimum in every repeat against the
-    optimum's own 1: the A/B ratio is the share, paired by repeat. A row with a repeat
-    whose share was not computed (a gang not whole) would not pair, so it is left out."""
+    optimum's own 1: the A/B ratio is the share, paired by repeat. A row missing a repeat,
+    or with a repeat whose share was not computed (a gang not whole), would not pair by
+    position, so it is left out."""
     out = []
     for r in (result.get("optimum") or {}).get("rows") or []:
         shares = r.get("shares_of_online") or []
-        if not shares or any(v is None for v in shares):
+        if len(shares) != result.get("repeat") or any(v is None for v in shares):
             continue
         a = Arm(label=r["arm"], values=shares)
         b = Arm(label=OPTIMUM_LABEL, values=[1.0] * len(shares))

@@ -268,7 +268,14 @@ def test_keep_takes_each_arms_shares_of_the_optimum_against_the_optimums_one() -
             "shares_of_online": [0.5, 0.625, 0.5],
         },
         # a repeat without a share (a gang not whole) would not pair: left out
-        {"comparison": "gang-4", "arm": "native", "metric": "m", "shares_of_online": [0.5, None]},
+        {
+            "comparison": "gang-4",
+            "arm": "native",
+            "metric": "m",
+            "shares_of_online": [0.5, None, 1],
+        },
+        # ... and so would one missing a repeat (a run interrupted within a repeat)
+        {"comparison": "gang-64", "arm": "native", "metric": "m", "shares_of_online": [0.5, 1]},
     ]
     result = {"kind": kept.OPTIMUM_KIND, "repeat": 3, "optimum": {"rows": rows}}
     name = "gang-4: blocks spanned per gang, share of the online optimum [extender]"
