@@ -352,7 +352,7 @@ class Reporter:
         meta = {**run.meta, "pods": workload.pods, "scale_nodes": workload.scale_nodes}
         # Invalid arms are shown (below and in demo.json), never averaged in.
         rows = summary.rows(run.results)
-        judging = _judging(run.exp, run.arms)
+        judging = _judging(run.exp, run.arms, run.meta.get("closed_at"))
         goals = summary.targets(rows, judging)
         guide = summary.guide_matrix(rows, judging)
         console_table(rows, console)
@@ -369,6 +369,7 @@ class Reporter:
         return summary.undecided(summary.rows(results), _judging(exp, arms))
 
 
-def _judging(exp: Experiment, arms: list[Arm]) -> summary.Judging:
-    """Verdicts at the run's design's level for the repeats each comparison ran."""
-    return summary.Judging(design.of(exp), summary.repeats_run(arms))
+def _judging(exp: Experiment, arms: list[Arm], closed_at: int | None = None) -> summary.Judging:
+    """Verdicts at the run's design's level (closed after `closed_at` pairs where the budget
+    forced a closing look) for the repeats each comparison ran."""
+    return summary.Judging(design.of(exp, closed_at), summary.repeats_run(arms))
