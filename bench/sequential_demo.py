@@ -7,12 +7,16 @@ repeat (all its arms and their clean-up) and the set-up took. Each simulated dem
 pairs from those repeats (resampled whole, so a repeat's figures stay together; `--parametric`:
 normal log-ratios with their mean and spread instead), takes the sequential design's looks
 (`experiment.design`, the built-in file's most pairs and budget) and stops once every headline
-target is decided, or when the budget cannot reach the next look. Prints how many of `--runs`
-simulated demos decided every headline target, and in how many minutes. A headline figure that
-some run lacks (results from before it was scraped) is left out, and the output says so.
+target is decided at a look, or takes its closing look where the budget reaches neither the next
+look nor one more pair (`design.Design.within`, the runner's rule at a steady pair time).
+Prints how many of `--runs` simulated demos decided every headline target, and in how many
+minutes. A headline figure that some run lacks (results from before it was scraped) is left
+out, and the output says so. `--repeats` and `--without-closing` show other designs (the most
+pairs; the budget ending the run before a look it cannot reach, with no closing look).
 
     .venv/bin/python bench/sequential_demo.py RUN [RUN2 ...] \\
-        [--runs 10] [--seed 0] [--parametric] [--pair-seconds S] [--setup-seconds S]
+        [--runs 10] [--seed 0] [--parametric] [--pair-seconds S] [--setup-seconds S] \\
+        [--repeats N] [--without-closing]
 """
 
 from __future__ import annotations
@@ -94,6 +98,12 @@ def main() -> int:
         help="a repeat's time in place of the recorded runs' (what a quieter machine takes)",
     )
     p.add_argument("--setup-seconds", type=float, help="the set-up's, likewise")
+    p.add_argument("--repeats", type=int, help="the most pairs (default: the built-in file's)")
+    p.add_argument(
+        "--without-closing",
+        action="store_true",
+        help="no closing look: stop undecided where the budget cannot reach the next look",
+    )
     args = p.parse_args()
 
     repeats: list[list[float]] = []
@@ -111,10 +121,14 @@ def main() -> int:
         pair_seconds += seconds
         setup.append(rest)
     exp = demo.builtin("demo")
-    plan = design.of(exp)
     budget = (exp.budget_minutes or 15) * 60
     pair = args.pair_seconds or statistics.fmean(pair_seconds)
     fixed = args.setup_seconds if args.setup_seconds is not None else statistics.fmean(setup)
+    planned = design.Design(args.repeats or exp.repeats, exp.design == "sequential")
+    plan = planned.within(budget, fixed, pair)
+    reach = plan.looks
+    if args.without_closing:
+        plan, reach = planned, [n for n in planned.looks if fixed + n * pair <= budget]
     data = np.array(repeats)
     rng = np.random.default_rng(args.seed)
     if args.parametric:
@@ -125,9 +139,7 @@ def main() -> int:
         draws = data[rng.integers(0, len(data), (args.runs, plan.max_pairs))]
     decided = np.zeros(args.runs, dtype=bool)
     minutes = np.full(args.runs, math.nan)
-    for n in plan.looks:
-        if fixed + n * pair > budget:
-            break  # the runner does not start pairs that cannot reach this look
+    for n in reach:
         ways = np.stack(
             [intervals.decisions(draws[:, :n, k], plan.level(n)) for k in range(data.shape[1])]
         )

@@ -111,7 +111,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Co
         type=cliconv.positive_duration,
         metavar="DURATION",
         help="time budget of the sequential design, e.g. 15m (default: demo.yaml's 15m): "
-        "no pair starts that cannot reach the next look within it",
+        "where it cannot reach the next look, pairs run while one more fits and a closing "
+        "look after the last spends the error budget left",
     )
     demo.add_argument(
         "--comparisons",

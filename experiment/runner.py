@@ -228,6 +228,8 @@ class _Progress:
     should_stop: Callable[[int], str] = lambda completed: ""
     """Before a repeat starts, given the repeats completed: why to stop there ("" to go on)."""
     stopped: str = ""
+    closed_at: int | None = None
+    """The pairs after which a sequential run took its closing look (`design.Design.closes`)."""
     repeat_seconds: list[float] = field(default_factory=list)
     """How long each completed repeat (all its arms, clean-up included) took."""
 
@@ -474,7 +476,8 @@ def _stop_reason(
     console: Console,
 ) -> str:
     """Why a sequential run stops after `completed` pairs: at a look, every headline target
-    decided; or its budget cannot reach the next look (pairs past the last look reached add
+    decided; or its budget can reach neither the next look nor one more pair, so it takes
+    its closing look there (recorded in `p.closed_at`; pairs that no look would use add
     nothing to a verdict). "" to run the next pair."""
     if not completed:
         return ""
@@ -483,13 +486,15 @@ def _stop_reason(
         if not left:
             return f"every headline target decided at the look after {completed} pairs"
         console.print(f"look after {completed} pairs: {len(left)} headline target(s) undecided")
-    upcoming = plan.next_look(completed)
-    if upcoming is not None and exp.budget_minutes is not None and p.repeat_seconds:
+    if exp.budget_minutes is not None and p.repeat_seconds:
         pair = sum(p.repeat_seconds) / len(p.repeat_seconds)
-        if elapsed + (upcoming - completed) * pair > exp.budget_minutes * 60:
+        if plan.closes(completed, elapsed, pair, exp.budget_minutes * 60):
+            p.closed_at = completed
             return (
-                f"its {exp.budget_minutes:g} min budget cannot reach the next look, after "
-                f"{upcoming} pairs (a pair takes {pair:.0f} s; {elapsed / 60:.1f} min spent)"
+                f"its {exp.budget_minutes:g} min budget reaches neither the look after "
+                f"{plan.next_look(completed)} pairs nor one more pair (a pair takes {pair:.0f} "
+                f"s; {elapsed / 60:.1f} min spent): closing look after {completed} pairs at "
+                f"the error budget left ({plan.closed(completed).level(completed):.2g})"
             )
     return ""
 
@@ -517,9 +522,13 @@ def _report(
         "sites": p.sites,
         "nodes": exp.fleet.nodes,
         "repeat": exp.repeats,
-        "design": design.of(exp).describe(),
+        "design": design.of(exp, p.closed_at).describe(),
         **(
-            {"repeats_completed": len(p.repeat_seconds), "stopped": p.stopped}
+            {
+                "repeats_completed": len(p.repeat_seconds),
+                "stopped": p.stopped,
+                **({"closed_at": p.closed_at} if p.closed_at is not None else {}),
+            }
             if design.of(exp).sequential
             else {}
         ),

@@ -96,8 +96,10 @@ DEFAULT_PODS = 200
 scheduler batches), is scheduled across several 1 s throughput samples (100 pods at 100/s
 gave the device-plugin arm none)."""
 DEFAULT_QPS = 50.0
-DEFAULT_REPEATS = 16
-"""The most pairs: the sequential design's last look (its looks: `design.Design.looks`)."""
+DEFAULT_REPEATS = 24
+"""The most pairs: the sequential design's last look (its looks: `design.Design.looks`), what
+15 minutes afford on a quiet 2-core machine (a pair of the default's four arms took 34 s
+there, 2026-11-27, 1.37.2); a slower machine closes the design earlier (`design.Design.closes`)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -355,7 +355,7 @@ class Reporter:
         meta = {**run.meta, "pods": workload.pods, "scale_nodes": workload.scale_nodes}
         # Invalid arms are shown (below and in demo.json), never averaged in.
         rows = summary.rows(run.results)
-        judging = _judging(run.exp, run.arms)
+        judging = _judging(run.exp, run.arms, run.meta.get("closed_at"))
         goals = project_targets.targets(rows, judging)
         guide = dra_guide.guide_matrix(rows, judging)
         console_table(rows, console)
@@ -372,6 +372,9 @@ class Reporter:
         return project_targets.undecided(summary.rows(results), _judging(exp, arms))
 
 
-def _judging(exp: Experiment, arms: list[Arm]) -> project_targets.Judging:
-    """Verdicts at the run's design's level for the repeats each comparison ran."""
-    return project_targets.Judging(design.of(exp), project_targets.repeats_run(arms))
+def _judging(
+    exp: Experiment, arms: list[Arm], closed_at: int | None = None
+) -> project_targets.Judging:
+    """Verdicts at the run's design's level (closed after `closed_at` pairs where the budget
+    forced a closing look) for the repeats each comparison ran."""
+    return project_targets.Judging(design.of(exp, closed_at), project_targets.repeats_run(arms))

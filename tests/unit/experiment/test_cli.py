@@ -41,7 +41,7 @@ def _args(**overrides: object) -> argparse.Namespace:
 
 def test_the_default_flags_make_the_default_workload() -> None:
     w = experiment_cli.workload(_args())
-    assert (w.pods, w.repeat, w.scale_nodes) == (200, 16, 250)
+    assert (w.pods, w.repeat, w.scale_nodes) == (200, 24, 250)
     assert w.comparisons == ("extender", "dra") and not w.latency_arms
     assert w == plan.Workload(scale_nodes=5 * plan.DEFAULT_NODES)
 

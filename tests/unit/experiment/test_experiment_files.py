@@ -478,7 +478,7 @@ def test_a_sequential_budget_shorter_than_one_pair_is_refused_in_one_line_exit_2
     ok.write_text(yaml.safe_dump(_sequential_demo(budgetMinutes=1)))
     proc = _testbed("experiment", "validate", str(ok), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "at most 16 pairs within 1 min (sequential)" in proc.stdout
+    assert f"at most {plan.DEFAULT_REPEATS} pairs within 1 min (sequential)" in proc.stdout
 
 
 @pytest.mark.parametrize(

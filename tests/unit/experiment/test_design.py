@@ -1,0 +1,48 @@
+"""The sequential design's closing look: where the time budget can reach neither the next
+planned look nor one more pair, the run closes there and spends what the looks before left."""
+
+from __future__ import annotations
+
+import pytest
+
+from experiment import design, intervals
+
+DEMO = design.Design(24, sequential=True)
+BUDGET = 900.0
+
+
+def test_the_demos_looks_grow_from_the_first_to_the_most_pairs() -> None:
+    assert DEMO.looks == (4, 6, 10, 16, 24)
+
+
+def test_a_pair_that_still_fits_runs_before_the_closing_look() -> None:
+    # 50 s a pair, 9 s of set-up: 16 pairs end at 809 s, the look at 24 is out of reach, but
+    # a 17th pair ends at 859 s; after it an 18th would end past 900 s.
+    assert not DEMO.closes(16, 809.0, 50.0, BUDGET)
+    assert DEMO.closes(17, 859.0, 50.0, BUDGET)
+    assert DEMO.within(BUDGET, 9.0, 50.0) == DEMO.closed(17)
+
+
+def test_a_machine_that_reaches_the_last_look_never_closes() -> None:
+    assert DEMO.within(BUDGET, 9.0, 34.0) == DEMO
+    assert not design.Design(5).closes(2, 899.0, 100.0, BUDGET)
+
+
+def test_the_closing_look_spends_what_the_looks_before_it_left() -> None:
+    closed = DEMO.closed(17)
+    assert closed.looks == (4, 6, 10, 16, 17)
+    assert closed.level(17) == pytest.approx(intervals.ALPHA - DEMO.spent(16))
+    assert closed.level(10) == DEMO.level(10)
+    assert "closing look" in closed.describe() and "closing look" not in DEMO.describe()
+
+
+def test_a_closing_look_on_a_planned_one_takes_its_place() -> None:
+    closed = DEMO.closed(16)
+    assert closed.looks == (4, 6, 10, 16)
+    assert closed.level(16) == pytest.approx(intervals.ALPHA - DEMO.spent(10))
+
+
+def test_a_budget_short_of_the_first_look_closes_with_all_of_alpha() -> None:
+    # The loaded machine's 239 s a pair: 3 pairs in 15 minutes, tested at 0.05 together.
+    closed = DEMO.within(BUDGET, 60.0, 239.0)
+    assert closed.looks == (3,) and closed.level(3) == pytest.approx(intervals.ALPHA)
