@@ -297,7 +297,9 @@ def _run_stage(
                         progress.repeat_seconds.append(time.monotonic() - repeat_started)
                     progress.stopped = progress.should_stop(arm.repeat)
                     if progress.stopped:
-                        console.print(f"[bold]stopped after {arm.repeat} pairs: {progress.stopped}")
+                        console.print(
+                            f"[bold]stopped after {pairs(arm.repeat)}: {progress.stopped}"
+                        )
                         break
                     repeat, repeat_started = arm.repeat, time.monotonic()
                 progress.done += 1
@@ -465,6 +467,11 @@ def _valid_results(p: _Progress, planner: Planner) -> list[tuple[Arm, dict[str, 
     ]
 
 
+def pairs(n: int) -> str:
+    """`n` pairs in words ("1 pair", "11 pairs")."""
+    return f"{n} pair" if n == 1 else f"{n} pairs"
+
+
 def _stop_reason(
     exp: specs.Experiment,
     plan: design.Design,
@@ -484,16 +491,17 @@ def _stop_reason(
     if completed in plan.looks:
         left = reporter.undecided(exp, _valid_results(p, planner), [a for a, _ in p.results])
         if not left:
-            return f"every headline target decided at the look after {completed} pairs"
-        console.print(f"look after {completed} pairs: {len(left)} headline target(s) undecided")
+            return f"every headline target decided at the look after {pairs(completed)}"
+        console.print(f"look after {pairs(completed)}: {len(left)} headline target(s) undecided")
     if exp.budget_minutes is not None and p.repeat_seconds:
         pair = sum(p.repeat_seconds) / len(p.repeat_seconds)
         if plan.closes(completed, elapsed, pair, exp.budget_minutes * 60):
             p.closed_at = completed
+            upcoming = plan.next_look(completed) or plan.max_pairs  # closes: there is one
             return (
                 f"its {exp.budget_minutes:g} min budget reaches neither the look after "
-                f"{plan.next_look(completed)} pairs nor one more pair (a pair takes {pair:.0f} "
-                f"s; {elapsed / 60:.1f} min spent): closing look after {completed} pairs at "
+                f"{pairs(upcoming)} nor one more pair (a pair takes {pair:.0f} "
+                f"s; {elapsed / 60:.1f} min spent): closing look after {pairs(completed)} at "
                 f"the error budget left ({plan.closed(completed).level(completed):.2g})"
             )
     return ""

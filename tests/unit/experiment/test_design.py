@@ -46,3 +46,9 @@ def test_a_budget_short_of_the_first_look_closes_with_all_of_alpha() -> None:
     # The loaded machine's 239 s a pair: 3 pairs in 15 minutes, tested at 0.05 together.
     closed = DEMO.within(BUDGET, 60.0, 239.0)
     assert closed.looks == (3,) and closed.level(3) == pytest.approx(intervals.ALPHA)
+
+
+def test_the_stop_lines_count_pairs_in_words() -> None:
+    from experiment.runner import pairs
+
+    assert (pairs(1), pairs(11)) == ("1 pair", "11 pairs")
