@@ -42,21 +42,23 @@ async def reap(proc: asyncio.subprocess.Process) -> None:
         await proc.wait()
 
 
+async def extender_process(*args: str) -> asyncio.subprocess.Process:
+    """`extender ARGS` from this interpreter (no console script needed), its stderr a pipe."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        "from extender.cli import main; main()",
+        *args,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
 @contextlib.asynccontextmanager
 async def extender_serving(*args: str) -> AsyncIterator[tuple[asyncio.subprocess.Process, int]]:
     """`extender serve ARGS --port P` (P a free loopback port), once it logged that it serves;
     its stderr stays readable through the process."""
     port = ports.free_port()
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        "from extender.cli import main; main()",
-        "serve",
-        *args,
-        "--port",
-        str(port),
-        stderr=asyncio.subprocess.PIPE,
-    )
+    proc = await extender_process("serve", *args, "--port", str(port))
     try:
         assert proc.stderr is not None
         async with asyncio.timeout(30):

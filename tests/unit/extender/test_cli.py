@@ -7,7 +7,6 @@ import json
 import re
 import signal
 import socket
-import sys
 from pathlib import Path
 
 import aiohttp
@@ -122,16 +121,8 @@ async def test_busy_port_is_a_runtime_error(tmp_path: Path) -> None:
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-c",
-            "from extender.cli import main; main()",
-            "serve",
-            "--from-files",
-            str(tmp_path),
-            "--port",
-            str(port),
-            stderr=asyncio.subprocess.PIPE,
+        proc = await children.extender_process(
+            "serve", "--from-files", str(tmp_path), "--port", str(port)
         )
         _, err = await proc.communicate()
     assert proc.returncode == 1
@@ -164,18 +155,9 @@ def test_fractional_capacity_is_read_from_the_cluster_unless_the_flag_the_env_or
 
 
 async def test_port_0_is_logged_as_the_port_bound(tmp_path: Path) -> None:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        "from extender.cli import main; main()",
-        "serve",
-        "--from-files",
-        str(objects.two_node_file(tmp_path / "fleet.yaml")),
-        "--port",
-        "0",
-        "--admin-port",
-        "0",
-        stderr=asyncio.subprocess.PIPE,
+    fleet = str(objects.two_node_file(tmp_path / "fleet.yaml"))
+    proc = await children.extender_process(
+        "serve", "--from-files", fleet, "--port", "0", "--admin-port", "0"
     )
     try:
         assert proc.stderr is not None
