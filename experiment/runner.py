@@ -41,7 +41,7 @@ from experiment.arms import Arm
 from experiment.oracle import inputs as oracle_inputs
 from experiment.site import Scheduler, SchedulerSetup, Site
 from experiment.wing import Finished, Planner, Reporter
-from testbed import charts, cliconv, vocab
+from testbed import charts, cliconv, units, vocab
 from testbed.kube import errors, resources
 from testbed.kube.client import Kube
 
@@ -297,9 +297,8 @@ def _run_stage(
                         progress.repeat_seconds.append(time.monotonic() - repeat_started)
                     progress.stopped = progress.should_stop(arm.repeat)
                     if progress.stopped:
-                        console.print(
-                            f"[bold]stopped after {pairs(arm.repeat)}: {progress.stopped}"
-                        )
+                        done = units.counted(arm.repeat, "pair")
+                        console.print(f"[bold]stopped after {done}: {progress.stopped}")
                         break
                     repeat, repeat_started = arm.repeat, time.monotonic()
                 progress.done += 1
@@ -467,11 +466,6 @@ def _valid_results(p: _Progress, planner: Planner) -> list[tuple[Arm, dict[str, 
     ]
 
 
-def pairs(n: int) -> str:
-    """`n` pairs in words ("1 pair", "11 pairs")."""
-    return f"{n} pair" if n == 1 else f"{n} pairs"
-
-
 def _stop_reason(
     exp: specs.Experiment,
     plan: design.Design,
@@ -488,11 +482,12 @@ def _stop_reason(
     nothing to a verdict). "" to run the next pair."""
     if not completed:
         return ""
+    done = units.counted(completed, "pair")
     if completed in plan.looks:
         left = reporter.undecided(exp, _valid_results(p, planner), [a for a, _ in p.results])
         if not left:
-            return f"every headline target decided at the look after {pairs(completed)}"
-        console.print(f"look after {pairs(completed)}: {len(left)} headline target(s) undecided")
+            return f"every headline target decided at the look after {done}"
+        console.print(f"look after {done}: {len(left)} headline target(s) undecided")
     if exp.budget_minutes is not None and p.repeat_seconds:
         pair = sum(p.repeat_seconds) / len(p.repeat_seconds)
         if plan.closes(completed, elapsed, pair, exp.budget_minutes * 60):
@@ -500,8 +495,8 @@ def _stop_reason(
             upcoming = plan.next_look(completed) or plan.max_pairs  # closes: there is one
             return (
                 f"its {exp.budget_minutes:g} min budget reaches neither the look after "
-                f"{pairs(upcoming)} nor one more pair (a pair takes {pair:.0f} "
-                f"s; {elapsed / 60:.1f} min spent): closing look after {pairs(completed)} at "
+                f"{units.counted(upcoming, 'pair')} nor one more pair (a pair takes {pair:.0f} "
+                f"s; {elapsed / 60:.1f} min spent): closing look after {done} at "
                 f"the error budget left ({plan.closed(completed).level(completed):.2g})"
             )
     return ""

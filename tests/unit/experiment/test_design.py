@@ -47,8 +47,3 @@ def test_a_budget_short_of_the_first_look_closes_with_all_of_alpha() -> None:
     closed = DEMO.within(BUDGET, 60.0, 239.0)
     assert closed.looks == (3,) and closed.level(3) == pytest.approx(intervals.ALPHA)
 
-
-def test_the_stop_lines_count_pairs_in_words() -> None:
-    from experiment.runner import pairs
-
-    assert (pairs(1), pairs(11)) == ("1 pair", "11 pairs")

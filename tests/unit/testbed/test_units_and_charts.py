@@ -36,6 +36,10 @@ def test_durations_pick_their_unit(seconds: float, text: str) -> None:
     assert units.duration(seconds) == text
 
 
+def test_a_count_names_one_in_the_singular() -> None:
+    assert (units.counted(1, "pair"), units.counted(11, "pair")) == ("1 pair", "11 pairs")
+
+
 def test_figures_are_formatted_by_their_name() -> None:
     assert units.by_name("rss_bytes", 8.05183e8) == "767.9 MiB"
     assert units.label("rss_growth_bytes") == "rss growth"
