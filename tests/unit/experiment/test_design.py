@@ -46,4 +46,3 @@ def test_a_budget_short_of_the_first_look_closes_with_all_of_alpha() -> None:
     # The loaded machine's 239 s a pair: 3 pairs in 15 minutes, tested at 0.05 together.
     closed = DEMO.within(BUDGET, 60.0, 239.0)
     assert closed.looks == (3,) and closed.level(3) == pytest.approx(intervals.ALPHA)
-
