@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 keep() { .venv/bin/testbed results keep "$@" >/dev/null; }
+# Superseded on the results page by a later run of the same comparison; kept apart, not shown.
+keep_history() { .venv/bin/testbed results --kept docs/results/history keep "$@" >/dev/null; }
 M="2 cores, 24 GiB, Linux amd64"
 R=bench/results
 
@@ -26,7 +28,7 @@ keep $R/demo-1000x3-20261122T2048/demo.json --id extender-dra-1000x3-20261122 \
   --target "extender: scheduling throughput>=0.9" --target "dra: pod startup p99, unsaturated<=1.1" \
   --target "dra: API server requests<=1.05" --target "dra: scheduler CPU<=1.15"
 
-keep $R/demo-1000x3-ext-20261123T0026/demo.json --id extender-1000x3-20261123 \
+keep_history $R/demo-1000x3-ext-20261123T0026/demo.json --id extender-1000x3-20261123 \
   --question cost --title "The extender alone at 1,000 nodes, 1,000 pods, 3 repeats" \
   --run-command "testbed demo --nodes 1000 --pods 1000 --repeat 3 --comparisons extender" \
   --release 1.36.3 --commit c27b293 --date 2026-11-23 --machine "$M" --load "quiet (load 3-4 from the cluster)" \
