@@ -103,7 +103,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Co
         type=runtime.positive_int,
         default=plan.DEFAULT_REPEATS,
         help="the most runs of each comparison's pair, order alternating: the sequential "
-        "design stops earlier once the headline targets are decided or --budget ends; one "
+        "design stops earlier once the headline target is decided or --budget ends; one "
         "repeat gives observations, not verdicts (default %(default)s)",
     )
     demo.add_argument(

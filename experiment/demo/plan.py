@@ -87,7 +87,7 @@ def fleet_spec(nodes: int, seed: int = 0, variant: str = "") -> dict[str, Any]:
 
 
 # The default demo (`testbed demo` without flags; `demo.yaml` says the same): a sequential
-# design (`experiment.design`) runs pairs of every comparison until its headline targets are
+# design (`experiment.design`) runs pairs of every comparison until its headline target is
 # decided, DEFAULT_REPEATS pairs ran or its 15-minute budget on a 2-core machine ends.
 # `--nodes 1000 --repeat N` is the way to publish figures.
 DEFAULT_NODES = 50

@@ -194,20 +194,27 @@ HEADLINE = (
         "<= 10 % (on/off <= 1.10)",
         "scheduler + extender CPU per pod",
     ),
+)
+"""The headline target (goal, metric of the extender comparison, on/off <= OVERHEAD): a
+sequential run stops once it is decided. CPU per pod is the measure with the noise to decide
+in a few pairs (on/off log-ratio sd ~0.03 a repeat here)."""
+JUDGED_AT_STOP = (
     (
         "extender overhead on kube-scheduler's scheduling algorithm per pod <= 10 % "
         "(on/off <= 1.10)",
         "scheduling algorithm per pod",
     ),
 )
-"""The headline targets (goal, metric of the extender comparison, on/off <= OVERHEAD): a
-sequential run stops once each is decided. Throughput stays a reported figure: its on/off
-ratio varies 30-50 % between repeats here, too much to decide in any budget."""
+"""Judged at whichever look the run stops at, never waited for: kube-scheduler's algorithm
+time per pod is a wall-clock histogram with ~4x CPU per pod's spread (sd ~0.125), and at 1,000
+nodes and in the default demo its ratio sat within a few per cent of 1.10, which no budget
+decides. Throughput stays a reported figure: its on/off ratio varies 30-50 % between repeats
+here."""
 OVERHEAD = 1.10
 
 
 def headline(rows: list[Row], judging: Judging = FIXED) -> list[Target]:
-    """The headline targets, judged as `targets` judges them."""
+    """The headline target, judged as `targets` judges it."""
     return [
         _ratio_target(rows, goal, "extender", metric, OVERHEAD, at_least=False, judging=judging)
         for goal, metric in HEADLINE
@@ -225,6 +232,10 @@ def targets(rows: list[Row], judging: Judging = FIXED) -> list[Target]:
     to clear the threshold at the level `judging` gives."""
     return [
         *headline(rows, judging),
+        *(
+            _ratio_target(rows, goal, "extender", metric, OVERHEAD, at_least=False, judging=judging)
+            for goal, metric in JUDGED_AT_STOP
+        ),
         _ratio_target(
             rows,
             "aligned 8+8 pods placed after fragmenting PCIe roots: gain over the default",
