@@ -1,13 +1,12 @@
 """What the bench scripts share, so that no bench imports another: this environment's
-console scripts, the demo fleet applied once and one arm of the demo's extender workload
-run by loadgen; the extender of another tree as a child process, its counters, and waiting
-until loadgen's namespaces are gone; a rendered fleet served offline by
-`extender serve --from-files`, with the scheduler's pod and the figures over its calls.
+console scripts, a fleet applied with `fleet apply`, a loadgen run through a second scheduler
+and waiting until loadgen's namespaces are gone; the local cluster or exit; a rendered fleet
+served offline by `extender serve --from-files`, with the scheduler's pod and the figures
+over its calls.
 
 Imported by the bench scripts beside it (`python bench/NAME.py` puts this folder on
 sys.path). Benches use the services' public APIs and `experiment`, never `tests`
-(import-linter checks it).
-"""
+(import-linter checks it)."""
 
 from __future__ import annotations
 
@@ -22,15 +21,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from experiment.children import tool
-from experiment.demo import plan
 from fleet.render import render_profile
 from testbed import vocab
 from testbed.cluster import local, ports, processes, second_scheduler
@@ -38,27 +35,20 @@ from testbed.kube import resources
 from testbed.kube.client import Kube
 
 __all__ = [
-    "CEL_CLASSES",
-    "HERE",
-    "NS",
     "add_cluster_flags",
-    "apply_demo_fleet",
     "apply_fleet",
     "bound_holding",
     "build_objects",
-    "extender_counters",
-    "extender_from_tree",
     "loadgen_pods",
     "pod",
     "request_histogram",
-    "run_arm",
     "running_cluster",
     "serving_files",
     "settle",
     "tool",
 ]
 
-# -- the demo's extender workload --------------------------------------------------------------
+# -- a fleet and loadgen runs on the local cluster ---------------------------------------------
 
 
 def apply_fleet(spec: dict[str, Any], work: Path, env: dict[str, str]) -> None:
@@ -69,34 +59,6 @@ def apply_fleet(spec: dict[str, Any], work: Path, env: dict[str, str]) -> None:
     subprocess.run(
         [tool("fleet"), "apply", "-f", str(path)], env=env, check=True, stdout=subprocess.DEVNULL
     )
-
-
-def apply_demo_fleet(nodes: int, work: Path, env: dict[str, str]) -> None:
-    """The demo's mixed fleet of `nodes` nodes, applied idempotently with `fleet apply`."""
-    apply_fleet(plan.fleet_spec(nodes), work, env)
-
-
-def run_arm(
-    arm: str,
-    pods: int,
-    out: Path,
-    env: dict[str, str],
-    scheduler: str | None,
-    *extra: str,
-) -> dict[str, Any]:
-    """The demo's extender workload (`pods` pods of one GPU on the demo fleet) through
-    `scheduler` (None: the cluster's own), with loadgen's `extra` flags; its result.json.
-    Exits the bench with a message if loadgen fails."""
-    cmd = [tool("loadgen"), "--pods", str(pods), "--gpus", "1", "-q", "--output-dir", str(out)]
-    cmd += ["--node-selector", f"{vocab.LABEL_FLEET}={plan.FLEET_NAME}", *extra]
-    if scheduler:
-        cmd += ["--scheduler-name", scheduler]
-    code = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL).returncode
-    result = out / "result.json"
-    if code != 0 or not result.is_file():
-        sys.exit(f"loadgen failed in arm {arm} (exit {code}); see {out}")
-    doc: dict[str, Any] = json.loads(result.read_text())
-    return doc
 
 
 def add_cluster_flags(ap: argparse.ArgumentParser, *, extender_port: bool = True) -> None:
@@ -150,30 +112,6 @@ def loadgen_pods(
     return doc
 
 
-# -- an extender of another tree, beside the cluster -------------------------------------------
-
-HERE = Path(__file__).resolve().parent.parent
-
-
-# Runs the extender's CLI from whichever tree is first on sys.path; with a profile path it
-# records CPU time between SIGUSR1 (start) and SIGUSR2 (stop and write).
-_LAUNCH = """
-import os, signal, sys, time
-from extender.cli import main
-out = os.environ.get("EXTENDER_CPU_PROFILE")
-if out:
-    import cProfile
-    prof = cProfile.Profile(time.process_time)
-    signal.signal(signal.SIGUSR1, lambda *_: prof.enable())
-    def stop(*_):
-        prof.disable()
-        prof.dump_stats(out)
-    signal.signal(signal.SIGUSR2, stop)
-sys.argv = ["extender", *sys.argv[1:]]
-main()
-"""
-
-
 def request_histogram(text: str, verb: str) -> dict[str, float]:
     """The extender's `verb` calls in its /metrics `text`: `sum` and `count` of
     extender_request_duration_seconds, each cumulative bucket under its bound in seconds (as
@@ -202,38 +140,6 @@ def bound_holding(before: dict[str, float], after: dict[str, float], share: floa
         if count and after[key] - before.get(key, 0.0) >= share * count:
             return le
     return math.inf
-
-
-def extender_counters(port: int) -> dict[str, float]:
-    """The extender's CPU seconds, answered scheduler calls and applied watch events."""
-    url = f"http://127.0.0.1:{port}/metrics"
-    with urllib.request.urlopen(url, timeout=10) as r:
-        text = r.read().decode()
-    out = {"cpu": 0.0, "calls": 0.0, "events": 0.0}
-    for line in text.splitlines():
-        if line.startswith("extender_cache_event_lag_seconds_count{"):
-            out["events"] += float(line.rsplit(" ", 1)[1])
-        elif line.startswith("process_cpu_seconds_total "):
-            out["cpu"] = float(line.split()[1])
-        elif line.startswith("extender_requests_total{"):
-            out["calls"] += float(line.rsplit(" ", 1)[1])
-    return out
-
-
-@contextlib.contextmanager
-def extender_from_tree(
-    tree: Path, port: int, env: dict[str, str], log: Path, profile: Path | None
-) -> Iterator[subprocess.Popen[bytes]]:
-    child_env = {**env, "PYTHONPATH": str(tree)}
-    if profile is not None:
-        child_env["EXTENDER_CPU_PROFILE"] = str(profile)
-    # -P: no current directory ahead of PYTHONPATH, which `-c` would otherwise put first (a
-    # bench started from a checkout would run that checkout's extender in every arm).
-    argv = [sys.executable, "-P", "-c", _LAUNCH, "serve", "--port", str(port)]
-    with processes.service(
-        f"the extender from {tree}", argv, port, log=log, timeout=300, env=child_env
-    ) as proc:
-        yield proc
 
 
 async def _runs_left(kubeconfig: Path) -> int:

@@ -128,7 +128,7 @@ def main() -> int:
     plan = planned.within(budget, fixed, pair)
     reach = plan.looks
     if args.without_closing:
-        plan, reach = planned, [n for n in planned.looks if fixed + n * pair <= budget]
+        plan, reach = planned, tuple(n for n in planned.looks if fixed + n * pair <= budget)
     data = np.array(repeats)
     rng = np.random.default_rng(args.seed)
     if args.parametric:

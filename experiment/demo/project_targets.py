@@ -279,7 +279,7 @@ def targets(rows: list[Row], judging: Judging = FIXED) -> list[Target]:
         Target(
             "pod startup p99 <= 5 s, CL2 DRA scenario at 1,000 nodes",
             "-",
-            "not measured: the demo's arms queue by design; bench/loadgen_cl2_dra.py runs it",
+            "not measured: the demo's arms queue by design; `loadgen run cl2-dra` runs it",
         ),
         *_sharing_targets(rows, judging),
         _all_placed_target(

@@ -74,7 +74,7 @@ def test_the_page_lists_no_not_measured_target_before_a_measured_one(tmp_path: P
     assert "add alignment,fragmentation,sharing,extended-resource to --comparisons" in (
         summary_line
     )
-    assert "bench/loadgen_cl2_dra.py" in summary_line
+    assert "`loadgen run cl2-dra` runs it" in summary_line
 
 
 def test_the_console_leads_with_the_answer_and_folds_the_rest_into_one_line() -> None:
