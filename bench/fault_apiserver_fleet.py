@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import add_cluster_flags, running_cluster  # bench/ is on sys.path
+from common import add_cluster_flags, running_cluster, tool  # bench/ is on sys.path
 
 from fleet import audit, layout
 from fleet.spec import for_profile
@@ -34,13 +34,11 @@ from testbed.cluster import local
 from testbed.kube import errors, resources
 from testbed.kube.client import ClientSettings, Kube
 
-BIN = Path(sys.executable).parent
-
 
 async def _fleet(kubeconfig: str, *args: str) -> asyncio.subprocess.Process:
     env = {**os.environ, "KUBECONFIG": kubeconfig}
     return await asyncio.create_subprocess_exec(
-        str(BIN / "fleet"),
+        tool("fleet"),
         *args,
         env=env,
         stdout=asyncio.subprocess.DEVNULL,
