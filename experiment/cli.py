@@ -55,6 +55,11 @@ def _existing_opener(
             "extenderSource: a source tree's extender runs beside a local cluster only (an "
             "existing cluster's schedulers call the image's)"
         )
+    if any(v.harness != "loadgen" for v in exp.variants):
+        raise cli.UsageError(
+            "harness: scheduler_perf runs beside a local cluster only (on its release; an "
+            "existing cluster's processes are not this machine's to measure)"
+        )
     from experiment import existing_site as es
 
     try:
@@ -352,7 +357,8 @@ def run_experiment(cluster: local.LocalCluster, args: argparse.Namespace) -> int
     from testbed.cluster import processes
 
     out = args.output_dir or Path("results") / time.strftime(f"{exp.name}-%Y%m%d-%H%M%S")
-    explicit_release = any(v.kubernetes for v in exp.variants)
+    # An in-process variant runs the release its stage names: the cluster must run it too.
+    explicit_release = any(v.kubernetes or v.harness != "loadgen" for v in exp.variants)
     open_site = _existing_opener(args, exp, explicit_release=explicit_release) or local_site.opener(
         cluster.config,
         exp.clusters(),

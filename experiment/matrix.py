@@ -43,7 +43,7 @@ def setup(variant: Variant) -> SchedulerSetup:
 
 def setups(exp: Experiment) -> dict[str, SchedulerSetup]:
     """Scheduler key (`Arm.scheduler`, the variant's name) -> what it asks of the site."""
-    return {v.name: setup(v) for v in exp.variants}
+    return {v.name: setup(v) for v in exp.variants if v.harness == "loadgen"}
 
 
 def _arm(workload: Workload, variant: Variant, rep: int) -> Arm:
@@ -53,8 +53,9 @@ def _arm(workload: Workload, variant: Variant, rep: int) -> Arm:
         variant=variant.name,
         scenario=workload.scenario,
         params={} if is_file else workload.loadgen_params(variant),
-        scheduler=variant.name,
+        scheduler=variant.name if variant.harness == "loadgen" else "",
         repeat=rep,
+        harness=variant.harness,
     )
 
 
