@@ -153,6 +153,20 @@ def lines(b: Breakdown) -> list[str]:
     ]
 
 
+def from_json(items: Sequence[Mapping[str, Any]]) -> list[Breakdown]:
+    """`to_json`'s breakdowns back (an experiment.json's, for its rebuilt page)."""
+    return [
+        Breakdown(
+            b["workload"],
+            b["variant"],
+            b["covers"],
+            {n: list(v["values"]) for n, v in b["ms_per_pod"].items()},
+            list(b["busy_cores"]),
+        )
+        for b in items
+    ]
+
+
 def to_json(items: Sequence[Breakdown]) -> list[dict[str, Any]]:
     return [
         {

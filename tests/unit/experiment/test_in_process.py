@@ -22,6 +22,7 @@ from experiment import (
     intervals,
     matrix,
     process_cpu,
+    rebuild,
     targets,
     variants_report,
 )
@@ -397,3 +398,17 @@ def test_a_loadgen_arm_adds_its_second_scheduler_and_extender_as_scraped() -> No
     del own[process_cpu.KEY]
     process_cpu.attach_loadgen(own, span, {"kube-apiserver": 1.5}, "default-scheduler")
     assert "scheduler (measured)" not in own[process_cpu.KEY]["cpu_seconds"]
+
+
+def test_a_rebuilt_page_still_says_not_defined_and_shows_the_cpu_split(tmp_path: Path) -> None:
+    results = _pairs([0.9, 0.8])
+    exp = specs.parse(_doc(repeats=2))
+    metrics = ["scheduling throughput", "scheduler CPU per pod"]
+    rows = comparison.rows(results, ["perf", "loadgen"], metrics)
+    more = variants_report.extras(exp, rows, results)
+    assert process_cpu.from_json(process_cpu.to_json(more.breakdowns)) == more.breakdowns
+    doc = variants_report.to_json(exp, {"arms": {}}, rows, [], more)
+    page = rebuild.experiment_page(tmp_path, doc).read_text()
+    assert variants_report.NOT_DEFINED in page
+    assert "gpus: loadgen / perf scheduling throughput &gt;= 0.8" in page
+    assert "where the CPU goes" in page
