@@ -174,7 +174,8 @@ def to_json(items: Sequence[Breakdown]) -> list[dict[str, Any]]:
             "variant": b.variant,
             "covers": b.covers,
             "ms_per_pod": {
-                n: {"values": v, "median": b.medians[n]} for n, v in b.ms_per_pod.items()
+                n: {"values": [round(x, 3) for x in v], "median": round(b.medians[n], 3)}
+                for n, v in b.ms_per_pod.items()
             },
             "busy_cores": b.busy_cores,
         }
