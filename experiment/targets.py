@@ -94,6 +94,8 @@ def judge(targets: Sequence[Target], rows: Sequence[comparison.VariantRow]) -> l
             a, b = row.figures.get(t.variant), row.figures.get(t.baseline)
             interval = comparison.paired_ratio(a, b) if a and b and a.values and b.values else None
             verdict = intervals.verdict(interval, t.threshold, at_least=t.at_least is not None)
+            if undefined := [v for v in (t.variant, t.baseline) if v in row.undefined]:
+                verdict = f"not defined for {', '.join(undefined)}"
             out.append(Judged(t, row.workload, interval, verdict))
     return out
 

@@ -343,6 +343,24 @@ def test_a_target_is_the_paired_ratio_judged_against_its_threshold(
     assert targets.line(judged).startswith("gpus: loadgen / perf scheduling throughput >= 0.8")
 
 
+def test_a_target_on_a_metric_one_side_does_not_define_says_so() -> None:
+    exp = specs.parse(
+        _doc(
+            targets=[
+                {
+                    "metric": "scheduler CPU per pod",
+                    "variant": "loadgen",
+                    "baseline": "perf",
+                    "atMost": 1.5,
+                }
+            ]
+        )
+    )
+    rows = comparison.rows(_pairs([0.9, 0.8]), ["perf", "loadgen"], ["scheduler CPU per pod"])
+    (judged,) = targets.judge(exp.targets, rows)
+    assert (judged.verdict, judged.ratio) == ("not defined for perf", None)
+
+
 def test_cpu_by_process_is_kept_per_arm_and_shown_per_variant() -> None:
     results = _pairs([0.9, 0.8, 1.0])
     (perf, loadgen) = process_cpu.breakdowns(results)
