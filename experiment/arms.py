@@ -24,7 +24,8 @@ class Arm:
     """A loadgen scenario name, or a scenario file written into the run directory."""
     params: dict[str, str] = field(default_factory=dict)
     scheduler: str = DEFAULT_SCHEDULER
-    """The key of the scheduler it runs on (`wing.Planner.setups`)."""
+    """The key of the scheduler it runs on (`wing.Planner.setups`); "" for an arm that runs
+    on none of the site's (`harness`)."""
     scenario_doc: dict[str, Any] | None = None
     repeat: int = 0
     fleet_nodes: int = 0
@@ -36,6 +37,9 @@ class Arm:
     """Set on a latency arm: the throughput arm just before it, whose sustained rate sets this
     arm's Poisson arrival rate (`latency_rate`), so pod startup is service time, not
     queueing."""
+    harness: str = "loadgen"
+    """What runs the arm: loadgen on the site's cluster, or `in_process.HARNESS` (scheduler_perf
+    in-process: no scheduler of the site's, no fleet)."""
     fleet: str = ""
     """A fleet variant this arm needs: the runner applies the planner's fleet for it first
     ("" is the experiment's fleet as is; fleet touches only the difference, so consecutive
@@ -64,6 +68,7 @@ class Arm:
             self.fleet_nodes,
             self.measure,
             self.fleet,
+            self.harness,
         )
 
 

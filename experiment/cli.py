@@ -55,6 +55,13 @@ def _existing_opener(
             "extenderSource: a source tree's extender runs beside a local cluster only (an "
             "existing cluster's schedulers call the image's)"
         )
+    from experiment import in_process
+
+    if any(v.harness != in_process.LOADGEN for v in exp.variants):
+        raise cli.UsageError(
+            "harness: scheduler_perf runs beside a local cluster only (on its release; an "
+            "existing cluster's processes are not this machine's to measure)"
+        )
     from experiment import existing_site as es
 
     try:
@@ -347,12 +354,13 @@ def run_experiment(cluster: local.LocalCluster, args: argparse.Namespace) -> int
             f"({exp.order}), Kubernetes {', '.join(releases)}, {len(stages)} cluster stage(s)"
         )
         return cli.EXIT_OK
-    from experiment import existing_site, local_site, runner
+    from experiment import existing_site, in_process, local_site, runner
     from experiment.demo import command as demo
     from testbed.cluster import processes
 
     out = args.output_dir or Path("results") / time.strftime(f"{exp.name}-%Y%m%d-%H%M%S")
-    explicit_release = any(v.kubernetes for v in exp.variants)
+    # An in-process variant runs the release its stage names: the cluster must run it too.
+    explicit_release = any(v.kubernetes or v.harness != in_process.LOADGEN for v in exp.variants)
     open_site = _existing_opener(args, exp, explicit_release=explicit_release) or local_site.opener(
         cluster.config,
         exp.clusters(),

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from experiment import intervals
 from experiment.arms import Arm
-from experiment.figures import METRICS, NOISY_IF_NEGATIVE, UNSATURATED, Doc, Figure
+from experiment.figures import METRICS, NOISY_IF_NEGATIVE, UNSATURATED, Doc, Figure, defined
 
 DEFAULT_METRICS = (
     "scheduling throughput",
@@ -41,6 +41,9 @@ class VariantRow:
     figures: dict[str, Figure]
     """Per variant (in the file's order), its values over repeats."""
     baseline: str
+    undefined: tuple[str, ...] = ()
+    """Variants whose arms do not define the metric (`figures.defined`): no value there is
+    "not defined", not "not measured"."""
 
     @property
     def noise(self) -> bool:
@@ -145,8 +148,11 @@ def rows(
             if kind != measure:
                 continue
             figures = {v: _figure(docs[v], get) for v in present}
+            undefined = tuple(v for v in present if not any(defined(metric, d) for _, d in docs[v]))
+            for v in undefined:
+                figures[v] = Figure([])  # an in-process result's zeros are no figures
             if any(f.values for f in figures.values()):
-                out.append(VariantRow(workload, metric, unit, figures, present[0]))
+                out.append(VariantRow(workload, metric, unit, figures, present[0], undefined))
     return out
 
 

@@ -159,6 +159,9 @@ class ExistingSite:
     def description(self) -> str:
         return self._description
 
+    def processes_cpu(self) -> dict[str, float]:
+        return {}  # the cluster's processes are not this machine's
+
     @contextlib.contextmanager
     def scheduler(self, setup: SchedulerSetup, workdir: Path) -> Iterator[Scheduler]:
         """The variant's own second scheduler, until the block ends (a setup asked for again

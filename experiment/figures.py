@@ -140,6 +140,11 @@ def _component(doc: Doc, key: str, component: str = "scheduler") -> float | None
     return float(value) if value is not None else None
 
 
+def scraped_cpu_seconds(doc: Doc, component: str) -> float | None:
+    """A scraped component's CPU seconds over the arm; None when not scraped or capped."""
+    return _component(doc, "cpu_seconds", component)
+
+
 def _memory_per_1000_pods(doc: Doc) -> float | None:
     """MiB the API server and the scheduler grew by over the arm, per 1,000 pods. Resident
     memory moves with GC timing and can shrink over an arm: a report marks a row with a
@@ -177,6 +182,17 @@ def _scheduling_cost_per_pod(doc: Doc) -> float | None:
     scheduler = _per_pod(doc, "cpu_seconds", 1000)
     extender = _per_pod(doc, "cpu_seconds", 1000, "extender")
     return scheduler + extender if scheduler is not None and extender is not None else None
+
+
+PATH_CPU = "whole-path CPU per pod"
+
+
+def _path_cpu_per_pod(doc: Doc) -> float | None:
+    """The CPU of every process on the arm's path (`process_cpu`), in ms per pod; None where
+    it was not measured."""
+    kept = doc.get("process_cpu") or {}
+    pods = kept.get("pods")
+    return sum(kept["cpu_seconds"].values()) / pods * 1000 if pods else None
 
 
 ALGORITHM_SUM = "scheduler_scheduling_algorithm_duration_seconds_sum"
@@ -255,6 +271,7 @@ THROUGHPUT_METRICS: list[Metric] = [
     ("pod startup p90", "ms", lambda d: _latency(d, "pod_startup", "Perc90")),
     ("pod startup p99", "ms", lambda d: _latency(d, "pod_startup", "Perc99")),
     ("scheduler CPU per pod", "ms", _scheduler_cpu_per_pod),
+    (PATH_CPU, "ms", _path_cpu_per_pod),
     ("nodes DRA-filtered per pod", "nodes", lambda d: _per_pod(d, "dra_filter_calls")),
     ("extender CPU per pod", "ms", lambda d: _per_pod(d, "cpu_seconds", 1000, "extender")),
     ("scheduler + extender CPU per pod", "ms", _scheduling_cost_per_pod),
@@ -359,6 +376,25 @@ METRICS: dict[str, tuple[str, Getter, str]] = {
     **{name: (unit, get, "latency") for name, unit, get in LATENCY_METRICS},
 }
 """Every metric by name: (unit, getter, measure)."""
+
+
+IN_PROCESS_SOURCE = "scheduler_perf"
+"""`scenario.source` of a result scheduler_perf wrote in loadgen's schema (`schedperf.result`)."""
+IN_PROCESS_METRICS = frozenset({"scheduling throughput", PATH_CPU})
+"""What such a result defines as loadgen's arms do: SchedulingThroughput is scheduler_perf's own
+definition, and the CPU of the whole path (there, the benchmark's process tree). The rest
+(latencies from a watch, a scheduler's own CPU apart from its API server's, claims, fleet
+figures) it does not measure: its result holds zeros there, which are not figures."""
+
+
+def in_process(doc: Doc) -> bool:
+    return (doc.get("scenario") or {}).get("source") == IN_PROCESS_SOURCE
+
+
+def defined(metric: str, doc: Doc) -> bool:
+    """Whether `metric` is defined for the arm whose result is `doc` (not: whether it has a
+    value)."""
+    return not in_process(doc) or metric in IN_PROCESS_METRICS
 
 
 def metric(name: str) -> Metric:

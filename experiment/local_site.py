@@ -27,7 +27,16 @@ from rich.console import Console
 from experiment.children import tool
 from experiment.site import Scheduler, SchedulerSetup
 from testbed import cliconv
-from testbed.cluster import holds, local, paths, ports, processes, prometheus, second_scheduler
+from testbed.cluster import (
+    holds,
+    local,
+    paths,
+    ports,
+    processes,
+    prometheus,
+    second_scheduler,
+    supervision,
+)
 
 DEFAULT_SCHEDULER = "default-scheduler"
 
@@ -110,6 +119,15 @@ class LocalSite:
     @property
     def extender_metrics_url(self) -> str:
         return f"http://127.0.0.1:{self.cluster.config.extender_port}/metrics"
+
+    def processes_cpu(self) -> dict[str, float]:
+        """The cluster's components (from their pid files)."""
+        out = {}
+        for c in self.cluster.status().components:
+            used = supervision.cpu_seconds(c.pid) if c.pid is not None else None
+            if used is not None:
+                out[c.name] = used
+        return out
 
     @contextlib.contextmanager
     def scheduler(self, setup: SchedulerSetup, workdir: Path) -> Iterator[Scheduler]:

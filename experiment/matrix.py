@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from experiment import arms as arm_types
+from experiment import in_process
 from experiment.arms import Arm
 from experiment.fleet_shape import FleetShape
 from experiment.site import SchedulerSetup
@@ -43,7 +44,7 @@ def setup(variant: Variant) -> SchedulerSetup:
 
 def setups(exp: Experiment) -> dict[str, SchedulerSetup]:
     """Scheduler key (`Arm.scheduler`, the variant's name) -> what it asks of the site."""
-    return {v.name: setup(v) for v in exp.variants}
+    return {v.name: setup(v) for v in exp.variants if v.harness == in_process.LOADGEN}
 
 
 def _arm(workload: Workload, variant: Variant, rep: int) -> Arm:
@@ -53,8 +54,9 @@ def _arm(workload: Workload, variant: Variant, rep: int) -> Arm:
         variant=variant.name,
         scenario=workload.scenario,
         params={} if is_file else workload.loadgen_params(variant),
-        scheduler=variant.name,
+        scheduler=variant.name if variant.harness == in_process.LOADGEN else "",
         repeat=rep,
+        harness=variant.harness,
     )
 
 

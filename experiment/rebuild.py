@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from experiment import variants_report
+from experiment import process_cpu, targets, variants_report
 from experiment.arms import Arm
 from experiment.comparison import ReleaseRow, VariantRow
 from experiment.figures import Figure
@@ -106,6 +106,7 @@ def experiment_page(directory: Path, doc: Mapping[str, Any]) -> Path:
             unit=c["unit"],
             figures={v: figure(f["values"], f.get("repeats")) for v, f in c["variants"].items()},
             baseline=c["baseline"],
+            undefined=tuple(v for v, f in c["variants"].items() if f.get("defined") is False),
         )
         for c in doc.get("comparisons") or []
     ]
@@ -123,7 +124,12 @@ def experiment_page(directory: Path, doc: Mapping[str, Any]) -> Path:
     ]
     pairs = {(row.workload, v) for row in rows for v in row.figures}
     arms = arms_from_names(doc.get("arms") or {}, pairs)
-    return variants_report.write(directory, exp, dict(doc), rows, releases, arms, keep_json=True)
+    more = variants_report.Extras(
+        targets.judge(exp.targets, rows), process_cpu.from_json(doc.get("process_cpu") or [])
+    )
+    return variants_report.write(
+        directory, exp, dict(doc), rows, releases, arms, keep_json=True, more=more
+    )
 
 
 def rebuild(directory: Path, demo_page: PageWriter) -> Outcome:

@@ -31,8 +31,10 @@ from experiment import (
     children,
     design,
     fleet_shape,
+    in_process,
     matrix,
     optimum_report,
+    process_cpu,
     validity,
     variants_report,
 )
@@ -273,7 +275,7 @@ def _run_stage(
             raise RunError(str(e)) from e
         total += len(planned) - len(stage.arms)
         setups = planner.setups(exp)
-        keys = list(dict.fromkeys(arm.scheduler for arm in planned if not arm.same_as))
+        keys = list(dict.fromkeys(a.scheduler for a in planned if a.scheduler and not a.same_as))
         with contextlib.ExitStack() as stack:
             # Every scheduler of the stage runs for all of it, so each carries the same idle
             # watch load in every arm and the ratios are fair.
@@ -314,6 +316,9 @@ def _run_stage(
                     _apply_fleet(
                         *_fleet_for(exp, planner, fleet_doc, *wanted, out), env, apply_flags
                     )
+                if arm.harness == in_process.HARNESS:
+                    console.print(_in_process_arm(exp, arm, stage.cluster[0], out, progress))
+                    continue
                 _one_arm(exp, arm, out, site, schedulers, setups, env, progress, console, flags)
                 if arm.name in progress.by_name and not (arm.same_as or arm.latency_of):
                     _optimum(progress.by_name[arm.name], fleet_model, out / arm.name, console)
@@ -363,7 +368,9 @@ def _one_arm(
     scheduler = schedulers[arm.scheduler]
     started = time.monotonic()
     skips_before = scheduler.skips_logged() if setups[arm.scheduler].extender else None
+    span = process_cpu.Span.start(site.processes_cpu())
     doc = _run_arm(arm, out, env, qps, scheduler, exp.fleet_name, arrival, flags)
+    process_cpu.attach_loadgen(doc, span, site.processes_cpu(), scheduler.name)
     p.by_name[arm.name] = doc
     p.results.append((arm, doc))
     extender = setups[arm.scheduler].extender
@@ -382,6 +389,18 @@ def _one_arm(
     settled = time.monotonic() - started - ran
     p.timings[arm.name] = {"seconds": round(ran, 1), "cleanup_seconds": round(settled, 1)}
     console.print(f"arm {arm.name}: {ran:.0f} s, then {settled:.0f} s to clean up")
+
+
+def _in_process_arm(exp: specs.Experiment, arm: Arm, release: str, out: Path, p: _Progress) -> str:
+    """Run the arm through scheduler_perf on the stage's release and the file's profile
+    fleet (`in_process`); the line to print."""
+    started = time.monotonic()
+    doc, p.valid[arm.name] = in_process.run_arm(arm, out, release, exp.fleet)
+    if doc is not None:
+        p.by_name[arm.name] = doc
+        p.results.append((arm, doc))
+    p.timings[arm.name] = {"seconds": round(time.monotonic() - started, 1)}
+    return f"arm {arm.name}: {p.timings[arm.name]['seconds']:.0f} s, {p.valid[arm.name].reason}"
 
 
 def _optimum(

@@ -107,6 +107,11 @@ class Site(Protocol):
         for a Prometheus to scrape (the dashboard's fleet row then shows the fleet's work)."""
         ...
 
+    def processes_cpu(self) -> dict[str, float]:
+        """CPU seconds so far of each of the site's processes this machine can read, by
+        name; {} where it can read none (an existing cluster's)."""
+        ...
+
     def scheduler(
         self, setup: SchedulerSetup, workdir: Path
     ) -> contextlib.AbstractContextManager[Scheduler]:

@@ -22,7 +22,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from experiment import comparison, mixed_fleet
+from experiment import comparison, in_process, mixed_fleet
+from experiment.targets import Target, unknown_variant
 from fleet import profiles as fleet_profiles
 from fleet import spec as fleet_spec
 from loadgen import preflight, scenarios
@@ -123,6 +124,9 @@ class Variant(_Model):
     """Scenario parameters laid over every workload's in this variant's arms, e.g.
     {native: true} (gangs as Workload API PodGroups) or {numa: true} (the in-tree NUMA
     constraint): what the variant changes is then the pods' own request."""
+    harness: Literal["loadgen", "scheduler_perf"] = "loadgen"
+    """loadgen: the workloads' pods through the cluster. scheduler_perf: the same objects
+    through upstream's scheduler_perf in-process, on its release (`experiment.in_process`)."""
 
     _name = field_validator("name")(_check_name)
 
@@ -154,8 +158,15 @@ class Variant(_Model):
             raise ValueError(str(e)) from None
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _in_process_defaults(cls, data: object) -> object:
+        return in_process.variant_defaults(data)
+
     @model_validator(mode="after")
     def _consistent(self) -> Variant:
+        if self.harness == in_process.HARNESS:
+            in_process.check_variant(self.model_dump(by_alias=True, exclude_defaults=True))
         if self.extender_flags and not self.extender:
             raise ValueError("extenderFlags: the variant runs without the extender")
         if not self.extender_filter and not self.extender:
@@ -199,6 +210,7 @@ class Variant(_Model):
             self.device_plugin,
             tuple(sorted(self.feature_gates.items())),
             tuple(sorted(self.workload_params.items())),
+            self.harness,
         )
 
 
@@ -265,6 +277,8 @@ class Experiment(_Model):
     Only the demo's built-in comparisons have headline targets."""
     metrics: list[str] = Field(default_factory=list)
     """What to compare (`comparison.METRICS`); empty: every metric with a value."""
+    targets: list[Target] = Field(default_factory=list)
+    """Ratios of one variant to another judged against a threshold (`experiment.targets`)."""
 
     _name = field_validator("name")(_check_name)
 
@@ -301,6 +315,9 @@ class Experiment(_Model):
                 raise ValueError(f"{field_name}: name {dup[0]!r} is used twice")
         if len(self.variants) < 2:
             raise ValueError("variants: an experiment compares at least two")
+        names = [v.name for v in self.variants]
+        if why := unknown_variant(self.targets, names) or in_process.pairing_problem(self.variants):
+            raise ValueError(why)
         return self
 
     def _check_sequential(self) -> None:
@@ -467,6 +484,10 @@ def check(exp: Experiment) -> list[str]:
     if any(v.device_plugin for v in exp.variants) and not fleet.spec.extended_resources:
         raise SpecError("fleet.spec: a devicePlugin variant needs extendedResources: true")
     gpus = sum(pool.count * known[pool.profile].gpu_count for pool in fleet.spec.pools)
+    in_proc = any(v.harness == in_process.HARNESS for v in exp.variants)
+    gpu_profiles = sorted(n for n, p in fleet_profiles.builtin().items() if p.gpu_count)
+    if in_proc and (why := in_process.fleet_problem(exp.fleet.profile, gpu_profiles)):
+        raise SpecError(why)
     releases = []
     for i, v in enumerate(exp.variants):
         source = v.extender_source
@@ -499,6 +520,16 @@ def check(exp: Experiment) -> list[str]:
                     f"{vocab.DERIVED_RELEASE} or later with featureGates: "
                     f"{{{vocab.DERIVED_GATE}: true}}"
                 )
+            if v.harness == in_process.HARNESS and (
+                why := in_process.workload_problem(
+                    w.scenario,
+                    w.params,
+                    w.latency,
+                    built.phases,
+                    scenarios.load(in_process.SCENARIO, {}).phases,
+                )
+            ):
+                raise SpecError(f"workloads.{i} (variant {v.name}): {why}")
             # A gang larger than the whole fleet: loadgen would refuse it only after the
             # clusters and fleets of the arms before it were made.
             for phase in built.phases:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from experiment import comparison, intervals, report_files
+from experiment import comparison, intervals, process_cpu, report_files, targets
 from experiment.arms import Arm
 from experiment.comparison import ReleaseRow, VariantRow
 from experiment.figures import SCHEMA_VERSION, Doc, Figure
@@ -54,11 +55,15 @@ def _interval(interval: intervals.Interval | None) -> str:
 
 
 NOISE = "noise (negative in a repeat)"
+NOT_DEFINED = "not defined"
+"""A variant whose arms do not define the metric (`figures.defined`), e.g. in-process."""
 
 
 def _variant_cell(row: VariantRow, variant: str) -> str:
     if row.noise:
         return NOISE
+    if variant in row.undefined:
+        return NOT_DEFINED
     text = _figure(row.figures[variant], row.unit)
     ratio = row.ratio(variant)
     if variant != row.baseline and ratio is not None:
@@ -142,11 +147,35 @@ def figure_json(f: Figure) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class Extras:
+    """What a file's run reports beside its rows: its targets judged, and each variant's CPU
+    by process where its arms measured it."""
+
+    judged: list[targets.Judged]
+    breakdowns: list[process_cpu.Breakdown]
+
+    def lines(self) -> list[str]:
+        out = []
+        if self.judged:
+            out += ["targets (ratio, its paired 95 % interval and verdict):"]
+            out += [f"  {targets.line(j)}" for j in self.judged]
+        if self.breakdowns:
+            out += ["where the CPU goes, ms per pod by process:"]
+            out += [f"  {line}" for b in self.breakdowns for line in process_cpu.lines(b)]
+        return out
+
+
+def extras(exp: Experiment, rows: Sequence[VariantRow], results: Sequence[Any]) -> Extras:
+    return Extras(targets.judge(exp.targets, rows), process_cpu.breakdowns(results))
+
+
 def to_json(
     exp: Experiment,
     meta: dict[str, Any],
     rows: Sequence[VariantRow],
     releases: Sequence[ReleaseRow],
+    more: Extras | None = None,
 ) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
@@ -162,6 +191,7 @@ def to_json(
                 "variants": {
                     v: {
                         **figure_json(f),
+                        **({"defined": False} if v in r.undefined else {}),
                         "ratio_to_baseline": r.ratio(v),
                         "ratio_interval": None
                         if v == r.baseline
@@ -184,6 +214,14 @@ def to_json(
             }
             for r in releases
         ],
+        **(
+            {
+                "targets": targets.to_json(more.judged),
+                "process_cpu": process_cpu.to_json(more.breakdowns),
+            }
+            if more is not None
+            else {}
+        ),
     }
 
 
@@ -196,6 +234,7 @@ def write(
     arms: Sequence[Arm],
     *,
     keep_json: bool = False,
+    more: Extras | None = None,
 ) -> Path:
     variants = _variants(rows)
     lead = [
@@ -220,6 +259,8 @@ def write(
     if releases:
         table = charts.table(RELEASE_COLUMNS, [_release_cells(r) for r in releases], text_columns=2)
         lead.append(charts.Section("Release to release", [table]))
+    if more is not None and (text := more.lines()):
+        lead.append(charts.Section("Targets and CPU by process", [charts.note(t) for t in text]))
     facts = [
         ("experiment", exp.name),
         *(("description", exp.description) for _ in [0] if exp.description),
@@ -232,7 +273,7 @@ def write(
     return report_files.write(
         out_dir,
         "experiment.json",
-        to_json(exp, meta, rows, releases),
+        to_json(exp, meta, rows, releases, more),
         title=f"dra-testbed experiment {exp.name}",
         intro=charts.facts(facts),
         arms=arms,
@@ -251,7 +292,10 @@ class Reporter:
         rows = comparison.rows(results, [v.name for v in exp.variants], exp.metrics)
         releases = comparison.release_rows(results, exp.release_pairs(), exp.metrics)
         console_tables(rows, releases, console)
-        return write(run.out_dir, exp, run.meta, rows, releases, run.arms)
+        more = extras(exp, rows, results)
+        for line in more.lines():
+            console.print(escape(line))
+        return write(run.out_dir, exp, run.meta, rows, releases, run.arms, more=more)
 
     def undecided(
         self, exp: Experiment, results: list[tuple[Arm, Doc]], arms: list[Arm]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import signal
 import subprocess
 import time
@@ -66,6 +67,14 @@ def cpu_seconds(pid: int) -> float | None:
     except psutil.Error:
         return None
     return float(times.user + times.system)
+
+
+def children_cpu_seconds() -> float:
+    """CPU time, user and system, of this process's children that have ended and been waited
+    for (and of theirs that they waited for): a difference of two readings around a child's
+    run is its whole process tree's CPU."""
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
 
 
 def peak_rss_bytes(pid: int) -> int | None:

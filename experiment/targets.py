@@ -1,0 +1,128 @@
+"""An experiment file's targets: a metric's ratio of one variant to another, judged against a
+threshold with the engine's paired intervals (pure).
+
+    targets:
+      - {metric: scheduling throughput, variant: loadgen, baseline: perf, atLeast: 0.8}
+
+Per workload, the ratio variant / baseline over the repeats both ran, paired by repeat
+(`comparison.paired_ratio`), and `intervals.verdict` against the threshold: met, missed,
+inconclusive, or an observation from one repeat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from experiment import comparison, intervals
+from testbed import validation
+
+
+class Target(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    metric: str
+    variant: str
+    """The ratio's numerator..."""
+    baseline: str
+    """... and its denominator."""
+    at_least: float | None = Field(None, gt=0, alias="atLeast")
+    at_most: float | None = Field(None, gt=0, alias="atMost")
+
+    @field_validator("metric")
+    @classmethod
+    def _metric(cls, value: str) -> str:
+        known = comparison.metric_names()
+        if value not in known:
+            raise ValueError(
+                f"{validation.shown(value)}: unknown metric (known: {', '.join(known)})"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _one_threshold(self) -> Target:
+        if (self.at_least is None) == (self.at_most is None):
+            raise ValueError("give atLeast or atMost (the ratio's threshold)")
+        if self.variant == self.baseline:
+            raise ValueError("baseline: a ratio of a variant to itself")
+        return self
+
+    @property
+    def threshold(self) -> float:
+        value = self.at_least if self.at_least is not None else self.at_most
+        assert value is not None  # _one_threshold
+        return value
+
+    @property
+    def describe(self) -> str:
+        sign = ">=" if self.at_least is not None else "<="
+        return f"{self.variant} / {self.baseline} {self.metric} {sign} {self.threshold:g}"
+
+
+def unknown_variant(targets: Sequence[Target], variants: Sequence[str]) -> str | None:
+    """The first target naming a variant the file does not have, as an error line."""
+    for i, t in enumerate(targets):
+        for field, name in (("variant", t.variant), ("baseline", t.baseline)):
+            if name not in variants:
+                return f"targets.{i}.{field}: no variant {name!r} (variants: {', '.join(variants)})"
+    return None
+
+
+@dataclass(frozen=True)
+class Judged:
+    target: Target
+    workload: str
+    interval: intervals.Interval | None
+    verdict: str
+
+    @property
+    def ratio(self) -> float | None:
+        i = self.interval
+        return i.point if i is not None and i.pairs else None
+
+
+def judge(targets: Sequence[Target], rows: Sequence[comparison.VariantRow]) -> list[Judged]:
+    """Every target on every workload whose row has both its variants (pure)."""
+    out = []
+    for t in targets:
+        for row in rows:
+            if row.metric != t.metric or row.noise:
+                continue
+            a, b = row.figures.get(t.variant), row.figures.get(t.baseline)
+            interval = comparison.paired_ratio(a, b) if a and b and a.values and b.values else None
+            verdict = intervals.verdict(interval, t.threshold, at_least=t.at_least is not None)
+            if undefined := [v for v in (t.variant, t.baseline) if v in row.undefined]:
+                verdict = f"not defined for {', '.join(undefined)}"
+            out.append(Judged(t, row.workload, interval, verdict))
+    return out
+
+
+def line(j: Judged) -> str:
+    ratio = f"{j.ratio:.2f}" if j.ratio is not None else "-"
+    return (
+        f"{j.workload}: {j.target.describe}: ratio {ratio}, 95 % interval "
+        f"{intervals.describe(j.interval, '{:.2f}'.format)}: {j.verdict}"
+    )
+
+
+def to_json(judged: Sequence[Judged]) -> list[dict[str, Any]]:
+    return [
+        {
+            "workload": j.workload,
+            "target": j.target.describe,
+            "metric": j.target.metric,
+            "variant": j.target.variant,
+            "baseline": j.target.baseline,
+            "threshold": j.target.threshold,
+            "at_least": j.target.at_least is not None,
+            "ratio": j.ratio,
+            "interval": None
+            if j.interval is None or not j.interval.defined or j.interval.single_run
+            else {"low": j.interval.low, "high": j.interval.high, "repeats": j.interval.runs},
+            "verdict": j.verdict,
+        }
+        for j in judged
+    ]
