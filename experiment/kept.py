@@ -171,12 +171,13 @@ def _demo_rows(result: dict[str, Any]) -> list[tuple[str, str, str, Arm, Arm]]:
 
 def _experiment_rows(result: dict[str, Any]) -> list[tuple[str, str, str, Arm, Arm]]:
     """Each variant against the baseline over the repeats both measured (an interrupted
-    run's last repeat may have one arm only)."""
+    run's last repeat may have one arm only). A metric one side does not define (an
+    in-process harness has no scheduler of its own) pairs nothing and is no row."""
     out = []
     for c in result.get("comparisons") or []:
         base = c["variants"][c["baseline"]]
         for name, variant in c["variants"].items():
-            if name != c["baseline"]:
+            if name != c["baseline"] and variant["values"] and base["values"]:
                 a, b = intervals.paired(
                     variant["values"], variant["repeats"], base["values"], base["repeats"]
                 )

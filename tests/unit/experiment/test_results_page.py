@@ -221,6 +221,29 @@ def test_keep_takes_an_interrupted_experiment_s_measured_pairs() -> None:
     assert doc.repeats == 2
 
 
+def test_keep_leaves_out_a_metric_one_side_does_not_define() -> None:
+    # An in-process scheduler_perf arm has no scheduler CPU of its own: nothing to pair.
+    def comparison(metric: str, perf: list[float]) -> dict[str, object]:
+        return {
+            "workload": "gpus",
+            "metric": metric,
+            "unit": "ms",
+            "baseline": "perf",
+            "variants": {
+                "perf": {"values": perf, "repeats": list(range(len(perf)))},
+                "loadgen": {"values": [38.0, 39.0], "repeats": [0, 1]},
+            },
+        }
+
+    result = {"spec": {}, "releases": [], "repeat": 2}
+    both = [
+        comparison("whole-path CPU per pod", [80.0, 81.0]),
+        comparison("scheduler CPU per pod", []),
+    ]
+    doc = kept.keep({**result, "comparisons": both}, headline=set(), targets={}, **META)
+    assert [r.metric for r in doc.rows] == ["whole-path CPU per pod"]
+
+
 def test_keep_refuses_invalid_arms_and_rows_it_does_not_have() -> None:
     with pytest.raises(kept.KeptError, match="invalid arms: extender-on-1"):
         kept.keep(_demo(invalid_arms={"extender-on-1": "x"}), headline=set(), targets={}, **META)
