@@ -1,9 +1,8 @@
 """An arm: one loadgen run of one variant on one workload, and the rule for its unsaturated
 latency follow-up (pure).
 
-Every planner (a file's variants x workloads in `matrix`, the demo's comparisons in
-`experiment.demo.plan`) hands the runner `Arm`s; the reports group them by comparison and
-variant.
+Every planner (a file's variants x workloads in `matrix`, a wing's built-in comparisons)
+hands the runner `Arm`s; the reports group them by comparison and variant.
 """
 
 from __future__ import annotations
@@ -13,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_SCHEDULER = "extender"
-"""The scheduler key of an arm that names none: the demo's scheduler with the extender."""
+"""The scheduler key of an arm that names none: the cluster's own scheduler, which calls the
+extender."""
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,11 @@
 """Generic comparisons of an experiment file's variants, metric by metric (pure).
 
-The demo's built-in comparisons have their own rows (`experiment.demo.summary`); an
-experiment file's variants x workloads are compared here: per workload and metric (from the
+A wing's built-in comparisons have their own rows (the wing's reporter); an experiment
+file's variants x workloads are compared here: per workload and metric (from the
 catalogue, `figures.METRICS`), each variant's median over repeats (min-max beside it) and its
 ratio to the first variant, and, for variants that differ only in the Kubernetes release, the
 release-to-release table (previous, current, % change). Each ratio carries its 95 % interval
-from the repeats the two variants share, paired by repeat as the demo's are
+from the repeats the two variants share, paired by repeat as a wing's are
 (`experiment.intervals`): an interval that excludes 1 is a difference, one that spans it is
 not shown to be one, and one repeat gives no interval.
 """

@@ -262,9 +262,9 @@ def _bandwidth(doc: Doc) -> float | None:
 
 UNSATURATED = ", unsaturated"
 
-# Every figure of a saturating (throughput) arm, by name. Some read the demo's probe phases
-# (`whole`, `aligned8`, `aligned4`, `every-gpu`): a file whose scenario names its phases so
-# has them too.
+# Every figure of a saturating (throughput) arm, by name. The placeability ones read a probe
+# phase by its name (PROBE_PHASES: `whole`, `aligned8`, `aligned4`, `every-gpu`): any
+# scenario that names its probe phases so has them.
 THROUGHPUT_METRICS: list[Metric] = [
     ("scheduling throughput", "pods/s", _throughput),
     ("pod startup p50", "ms", lambda d: _latency(d, "pod_startup", "Perc50")),

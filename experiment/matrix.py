@@ -29,7 +29,7 @@ class Stage:
     """(release, feature gates) of the cluster the arms run in."""
     arms: tuple[Arm, ...]
     """The arms in run order; () where a planner plans them once the fleet's shape is known
-    (the demo's)."""
+    (a wing's may)."""
 
 
 def setup(variant: Variant) -> SchedulerSetup:

@@ -1,13 +1,14 @@
-"""The mixed fleet an experiment file names with `fleet.profile: demo` (pure): five of the
-fleet's hardware profiles in blocks and racks, GPUs also as extended resources. The demo runs
-on it; any file may."""
+"""The mixed fleet an experiment file names with `fleet.profile: PROFILE` (pure): five of the
+fleet's hardware profiles in blocks and racks, GPUs also as extended resources. The built-in
+comparisons run on it; any file may."""
 
 from __future__ import annotations
 
 from typing import Any
 
 PROFILE = "demo"
-"""The `fleet.profile` that names this mix rather than a single hardware profile."""
+"""The `fleet.profile` that names this mix rather than a single hardware profile: a name in
+the experiment files' format (data), kept as files already spell it."""
 
 # Share of the fleet per hardware profile (names of the fleet's built-in profiles).
 POOLS: tuple[tuple[str, str, float], ...] = (

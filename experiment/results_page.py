@@ -1,6 +1,6 @@
 """`testbed results`: BENCHMARKS.md's front page, written from the kept result documents
 (`experiment.kept`, docs/results/ in the checkout), and `testbed results keep`, which makes a
-document from a demo's or an experiment's result file.
+document from a run's result file.
 
 The page is the block between two markers at the top of BENCHMARKS.md; the narrative below it
 is left alone. It answers the README's three questions with each headline figure's medians,
@@ -176,8 +176,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Co
         help="write BENCHMARKS.md's results page from the kept result documents",
         description="Write the results page at the top of BENCHMARKS.md (between its markers; "
         "the rest of the file is left alone) from the kept result documents, or with "
-        "`keep RESULT` make a kept document from a demo's demo.json or an experiment's "
-        "experiment.json. No cluster is needed.",
+        "`keep RESULT` make a kept document from a run's result file (an experiment's "
+        "experiment.json, or the built-in comparisons' own). No cluster is needed.",
     )
     p.add_argument("--kept", type=Path, help="kept documents directory (default docs/results)")
     p.add_argument(
@@ -191,8 +191,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Co
     k.add_argument(
         "result",
         type=Path,
-        help="a demo.json or experiment.json, or a run's shares of the optimum "
-        "(bench/oracle_scale.py --run DIR --output FILE)",
+        help="a run's experiment.json or its built-in comparisons' result file, or a run's "
+        "shares of the optimum (bench/oracle_scale.py --run DIR --output FILE)",
     )
     for flag, what in (
         ("--id", "the document's name (docs/results/ID.json)"),

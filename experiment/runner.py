@@ -1,12 +1,13 @@
-"""`testbed experiment run` (and `testbed demo`, its built-in file): an experiment end to end.
+"""`testbed experiment run` (and the commands over built-in files): an experiment end to end.
 
 For each stage (the planner's: `wing.Planner`): open the site its cluster needs -> the fleet
 -> the stage's schedulers -> its arms, one loadgen run each -> delete the fleet and close the
 site. Then the reporter's summary, top-level JSON and `index.html` (`wing.Reporter`). The
 runner knows no experiment's comparisons: a file's variants x workloads come with the
-engine's own planner and reporter, the demo's with its own. The services run as their own processes
-through their CLIs; the runner knows the cluster only as a `Site`. Ctrl-C stops the running
-arm through loadgen's own interrupt handling (what it measured is written) and cleans up.
+engine's own planner and reporter, a wing's built-in comparisons with the wing's. The
+services run as their own processes through their CLIs; the runner knows the cluster only as
+a `Site`. Ctrl-C stops the running arm through loadgen's own interrupt handling (what it
+measured is written) and cleans up.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Where an experiment's arms run: the seam between the runner and the cluster under it.
 
-The runner (the demo, `testbed experiment run`) never asks which cluster it is on. It opens a
-`Site` (the embedded local cluster, or a cluster the user already has, reached by kubeconfig
-and context), asks it for the scheduler each variant needs, and hands the site's kubeconfig
-to the child processes (fleet, loadgen). The local site runs schedulers and the extender as
-processes; an existing cluster's site realizes them as objects in the cluster.
+The runner (`testbed experiment run`, and the commands over built-in files) never asks which cluster
+it is on. It opens a `Site` (the embedded local cluster, or a cluster the user already has, reached
+by kubeconfig and context), asks it for the scheduler each variant needs, and hands the site's
+kubeconfig to the child processes (fleet, loadgen). The local site runs schedulers and the extender
+as processes; an existing cluster's site realizes them as objects in the cluster.
 """
 
 from __future__ import annotations

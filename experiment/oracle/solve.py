@@ -302,7 +302,7 @@ def gang_spans(
     """The fewest distinct values of node label `level` (block, rack) per gang, on average,
     with every gang placed whole. Groups (label values) holding the same pods are
     interchangeable: the model names gangs and groups, but HiGHS prunes the symmetry well
-    enough at the demo's sizes; a time limit hit reports its gap."""
+    enough at the built-in comparisons' sizes; a time limit hit reports its gap."""
     demands = {p.demand for p in workload.phases}
     if len(demands) != 1:
         raise ValueError("gangs of different claims are not modelled")
