@@ -4,8 +4,8 @@ One document per published run: what ran (command), on what (release, commit, da
 load), how often (repeats) and, per figure, each arm's value in every repeat, nothing more
 (no pod lists: a document is a few kilobytes). Every published number is derived from those
 values here, with the engine's paired method (`intervals`), so a page and a test derive the
-same figures from the same data; `keep` makes a document from a demo's or an experiment's
-result file.
+same figures from the same data; `keep` makes a document from a run's result file (an
+experiment's, or a wing's rows of A and B arms).
 """
 
 from __future__ import annotations
@@ -160,7 +160,8 @@ def dump(doc: Kept) -> str:
 # -- making a document from a result file --------------------------------------------------------
 
 
-def _demo_rows(result: dict[str, Any]) -> list[tuple[str, str, str, Arm, Arm]]:
+def _paired_rows(result: dict[str, Any]) -> list[tuple[str, str, str, Arm, Arm]]:
+    """A wing's rows: each an A and a B arm, their values paired by repeat."""
     out = []
     for c in result.get("comparisons") or []:
         a = Arm(label=c["a"]["variant"], values=c["a"]["values"])
@@ -215,22 +216,23 @@ def keep(
     targets: dict[str, Target],
     **meta: Any,
 ) -> Kept:
-    """The kept document of a demo's (`demo.json`) or an experiment's (`experiment.json`)
-    result, or of a run's placement against its optimum (`OPTIMUM_KIND`); `headline` and
-    `targets` name rows as "comparison: metric", or "comparison: metric [A]" for the row
-    whose A arm is labelled A. Refuses a result with invalid arms (its repeats would no
+    """The kept document of a wing's result (rows of A and B arms) or an experiment's
+    (`experiment.json`) result, or of a run's placement against its optimum (`OPTIMUM_KIND`);
+    `headline` and `targets` name rows as "comparison: metric", or "comparison: metric [A]" for
+    the row whose A arm is labelled A. Refuses a result with invalid arms (its repeats would no
     longer pair by position) or names it does not have."""
     if result.get("invalid_arms"):
         raise KeptError(f"the result has invalid arms: {', '.join(result['invalid_arms'])}")
     kind = result.get("kind")
-    if kind == "DemoResult":
-        found = _demo_rows(result)
-    elif kind == OPTIMUM_KIND:
+    comparisons = result.get("comparisons")
+    if kind == OPTIMUM_KIND:
         found = _optimum_rows(result)
     elif isinstance(result.get("spec"), dict) and "releases" in result:
         found = _experiment_rows(result)
+    elif isinstance(comparisons, list) and all("a" in c and "b" in c for c in comparisons):
+        found = _paired_rows(result)
     else:
-        raise KeptError(f"not a demo or experiment result (kind {kind!r})")
+        raise KeptError(f"not an experiment result (kind {kind!r})")
     rows = []
     for comparison, metric, unit, a, b in found:
         names = (f"{comparison}: {metric}", f"{comparison}: {metric} [{a.label}]")
