@@ -4,21 +4,25 @@ the services' CLIs and public APIs, and the comparison report. `testbed demo` is
 Two floors, and the commands over both (the `experiment.*` contracts in pyproject.toml hold
 each to its place):
 
-    cli.py               `testbed demo`, `testbed experiment run|validate`: picks the wing
+    cli.py               `testbed demo`, `testbed experiment run|validate`, `testbed report`:
+                         registers the wings with the engine's registry
     ───────────────────────────────────────────────────────────────────────────────────────
     demo/                the demo wing, standing on the engine:
       plan.py              its fleet variants, comparisons and arms
-      wing.py              its Planner; its reading of a file's `builtin:` section
+      defaults.py          its defaults, read from demo.yaml (the one place they are written)
+      wing.py              its Planner; its `builtin:` section's schema, workload and checks
       summary.py           its rows (A vs B over repeats)
       project_targets.py   the project's targets judged on those rows
       dra_guide.py         the DRA guide's matrix judged on them
       report.py            its console tables, demo.json and index.html; its Reporter
-      command.py           `testbed demo`: the built-in file with the flags laid over it
+      command.py           `testbed demo`'s file (the built-in one, flags laid over it); WING,
+                           what the demo registers
       demo.yaml            the built-in file (`builtin:demo`)
     ───────────────────────────────────────────────────────────────────────────────────────
-    the engine, which never imports the demo:
+    the engine, which never imports nor names the demo:
       spec.py              experiment files: parsing and checks (one line naming the field)
-      wing.py              the Planner and Reporter protocols a wing hands the runner
+      wing.py              the registry of wings, and the Planner and Reporter a wing hands
+                           the runner
       runner.py            a run end to end: sites, fleet, schedulers, arms, then the report
       matrix.py            a file's variants x workloads in stages; the engine's Planner
       comparison.py        a file's variants compared metric by metric; release to release

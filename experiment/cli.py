@@ -1,10 +1,11 @@
-"""`testbed demo` and `testbed experiment`: registered with `testbed` through the
-`testbed.commands` entry point. The roof over both floors: it alone picks the demo wing's
-planner and reporter for a file of built-in comparisons, the engine's for any other.
+"""`testbed demo`, `testbed experiment` and `testbed report`: registered with `testbed`
+through the `testbed.commands` entry point. The roof over both floors: it registers the wings
+with the engine (`experiment.wing`, as kwok's command imports its runtimes), whose registry
+then picks a wing's planner and reporter for a file of built-in comparisons, the engine's for
+any other.
 
-Only the parsers and the checks of their flags live here; the orchestration
-(`experiment.demo.command`, `experiment.runner`) is imported when a command runs, so
-`testbed up` loads none of it.
+Only the parsers and the checks of their flags live here; the wings and the orchestration
+(`experiment.runner`) are imported when a command runs, so `testbed up` loads none of it.
 """
 
 from __future__ import annotations
@@ -15,14 +16,21 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from experiment.demo import plan
+from experiment.demo import defaults, plan
 from testbed import cli, cliconv, runtime
 from testbed.cluster import local
 
 if TYPE_CHECKING:
     from experiment import runner
     from experiment import spec as specs
-    from experiment.demo.command import DemoConfig
+
+
+def _register_wings() -> None:
+    """Register every wing with the engine's registry (idempotent)."""
+    from experiment import wing
+    from experiment.demo import command as demo
+
+    wing.WINGS.register(demo.WING)
 
 
 def _cluster_flags(p: argparse.ArgumentParser) -> None:
@@ -81,6 +89,7 @@ def _existing_opener(
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Command:
+    default = defaults.defaults()  # the built-in file's (demo.yaml)
     demo = sub.add_parser(
         "demo",
         help="the main job: cluster, extender, fleet, workloads, side-by-side report",
@@ -96,19 +105,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Co
     demo.add_argument(
         "--nodes",
         type=runtime.positive_int,
-        default=plan.DEFAULT_NODES,
+        default=default.nodes,
         help="fleet size (default %(default)s; --nodes 1000 --repeat N publishes figures)",
     )
     demo.add_argument(
         "--pods",
         type=runtime.positive_int,
-        default=plan.DEFAULT_PODS,
+        default=default.pods,
         help="pods per arm of the throughput comparisons (default %(default)s)",
     )
     demo.add_argument(
         "--repeat",
         type=runtime.positive_int,
-        default=plan.DEFAULT_REPEATS,
+        default=default.repeats,
         help="the most runs of each comparison's pair, order alternating: the sequential "
         "design stops earlier once the headline target is decided or --budget ends; one "
         "repeat gives observations, not verdicts (default %(default)s)",
@@ -117,13 +126,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Co
         "--budget",
         type=cliconv.positive_duration,
         metavar="DURATION",
-        help="time budget of the sequential design, e.g. 15m (default: demo.yaml's 15m): "
+        help=f"time budget of the sequential design, e.g. 15m (default: demo.yaml's "
+        f"{default.budget_minutes:g}m): "
         "where it cannot reach the next look, pairs run while one more fits and a closing "
         "look after the last spends the error budget left",
     )
     demo.add_argument(
         "--comparisons",
-        default=",".join(plan.DEFAULT_COMPARISONS),
+        default=",".join(default.comparisons),
         help="comma-separated, from %(default)s and the opt-in ones: 'placement' (gang "
         "locality), 'fragmentation' (8-GPU placeability after a mixed fill), 'scale' (the same "
         "--pods on --nodes and on --scale-nodes nodes; e.g. --pods 10000 --comparisons "
@@ -146,7 +156,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Co
     demo.add_argument(
         "--qps",
         type=runtime.positive_float,
-        default=plan.DEFAULT_QPS,
+        default=default.qps,
         help="pod creation rate (default %(default)s)",
     )
     demo.add_argument(
@@ -164,62 +174,44 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Co
     return run_demo
 
 
-def workload(args: argparse.Namespace) -> plan.Workload:
-    """The demo's workload from its flags; `cli.UsageError` names the flag that is wrong."""
-    if args.nodes < 10:
-        raise cli.UsageError(f"--nodes {args.nodes}: the demo needs at least 10 nodes")
+def demo_experiment(args: argparse.Namespace) -> specs.Experiment:
+    """The built-in demo file with the flags laid over it, checked as the file would be (e.g.
+    a --budget shorter than one pair); `cli.UsageError` names what is wrong."""
+    if args.nodes < plan.MIN_NODES:
+        raise cli.UsageError(
+            f"--nodes {args.nodes}: the demo needs at least {plan.MIN_NODES} nodes"
+        )
     if args.pods < 1 or args.repeat < 1 or args.qps <= 0:
         raise cli.UsageError("--pods, --repeat and --qps must be positive")
     comparisons = tuple(c.strip() for c in args.comparisons.split(",") if c.strip())
     if not comparisons or not set(comparisons) <= set(plan.ALL_COMPARISONS):
         raise cli.UsageError(f"--comparisons takes a subset of {', '.join(plan.ALL_COMPARISONS)}")
-    scale_nodes = args.scale_nodes if args.scale_nodes is not None else 5 * args.nodes
+    scale_nodes = plan.scale_nodes(args.nodes, args.scale_nodes)
     if scale_nodes <= args.nodes:
         raise cli.UsageError(
             f"--scale-nodes {scale_nodes} must be larger than --nodes {args.nodes}"
         )
-    return plan.Workload(
-        pods=args.pods,
-        repeat=args.repeat,
-        comparisons=comparisons,
-        scale_nodes=scale_nodes,
-        latency_arms=args.latency_arms,
-    )
-
-
-def demo_config(args: argparse.Namespace, cluster: local.ClusterConfig) -> DemoConfig:
-    """The demo's configuration from its flags, checked as its experiment file would be
-    (e.g. a --budget shorter than one pair); `cli.UsageError` names what is wrong."""
     from experiment.demo import command as demo
 
-    config = demo.DemoConfig(
-        nodes=args.nodes,
-        workload=workload(args),
-        output_dir=args.output_dir or Path("results") / time.strftime("demo-%Y%m%d-%H%M%S"),
-        keep=args.keep,
-        qps=args.qps,
-        budget_minutes=args.budget / 60 if args.budget is not None else None,
-        cluster=cluster,
-        request_timeout=args.request_timeout,
-    )
     try:
-        demo.experiment(config)
+        return demo.experiment(
+            nodes=args.nodes,
+            pods=args.pods,
+            repeats=args.repeat,
+            comparisons=comparisons,
+            scale_nodes=args.scale_nodes,
+            latency_arms=args.latency_arms,
+            qps=args.qps,
+            budget_minutes=args.budget / 60 if args.budget is not None else None,
+        )
     except ValueError as e:  # spec.SpecError: the flags make a file that cannot run
         raise cli.UsageError(str(e)) from e
-    return config
 
 
 def run_demo(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
-    from experiment import existing_site
-    from experiment.demo import command as demo
-    from testbed.cluster import processes
-
-    config = demo_config(args, cluster.config)
-    open_site = _existing_opener(args, demo.experiment(config), explicit_release=False)
-    try:
-        return demo.run(config, cliconv.stdout_console(), open_site)
-    except (demo.DemoError, processes.ProcessError, existing_site.SiteError) as e:
-        raise cli.CommandError(str(e)) from e
+    exp = demo_experiment(args)
+    out = args.output_dir or Path("results") / time.strftime("demo-%Y%m%d-%H%M%S")
+    return _run(exp, cluster, args, out)
 
 
 def register_experiment(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Command:
@@ -291,19 +283,13 @@ def load_checked(
     it, checked; `cli.UsageError` names what is wrong."""
     import subprocess
 
-    from experiment import children
+    from experiment import children, wing
     from experiment import spec as specs
-    from experiment.demo import command as demo
-    from experiment.demo import wing
 
+    _register_wings()
     try:
         if source.startswith("builtin:"):
-            name = source.removeprefix("builtin:")
-            try:
-                exp = demo.builtin(name)
-            except FileNotFoundError:
-                known = ", ".join(demo.BUILTIN)
-                raise specs.SpecError(f"no built-in experiment {name!r} (known: {known})") from None
+            exp = wing.WINGS.builtin(source.removeprefix("builtin:"))
         else:
             exp = specs.load(Path(source))
         exp = specs.overridden(exp, nodes=nodes, repeats=repeats)
@@ -311,8 +297,8 @@ def load_checked(
         raise cli.UsageError(str(e)) from e
     try:
         releases = specs.check(exp)
-        if exp.builtin is not None:
-            wing.check(exp)
+        if (owner := wing.WINGS.of(exp)) is not None:
+            owner.check(exp)
     except specs.SpecError as e:
         raise cli.UsageError(f"{source}: {e}") from e
     if any(v.extender_flags for v in exp.variants):
@@ -330,18 +316,16 @@ def load_checked(
 
 
 def run_experiment(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
-    from experiment import matrix
-    from experiment.demo import wing
+    from experiment import matrix, wing
 
     exp, releases = load_checked(args.file, nodes=args.nodes, repeats=args.repeats)
-    console = cliconv.stdout_console()
-    planner = wing.Planner() if exp.builtin is not None else matrix.Planner()
-    stages = planner.stages(exp)
+    owner = wing.WINGS.of(exp)
     if args.verb == "validate":
+        stages = (owner.planner() if owner else matrix.Planner()).stages(exp)
         arms = sum(len(s.arms) for s in stages)
         what = (
-            f"built-in comparisons {', '.join(wing.workload_of(exp).comparisons)}"
-            if exp.builtin is not None
+            owner.describe(exp)
+            if owner
             else f"{len(exp.variants)} variants x {len(exp.workloads)} workloads, {arms} arms"
         )
         repeats = (
@@ -354,11 +338,20 @@ def run_experiment(cluster: local.LocalCluster, args: argparse.Namespace) -> int
             f"({exp.order}), Kubernetes {', '.join(releases)}, {len(stages)} cluster stage(s)"
         )
         return cli.EXIT_OK
-    from experiment import existing_site, in_process, local_site, runner
-    from experiment.demo import command as demo
+    out = args.output_dir or Path("results") / time.strftime(f"{exp.name}-%Y%m%d-%H%M%S")
+    return _run(exp, cluster, args, out)
+
+
+def _run(
+    exp: specs.Experiment, cluster: local.LocalCluster, args: argparse.Namespace, out: Path
+) -> int:
+    """Run `exp` (on --kubeconfig/--context's cluster, else the local one) with the planner
+    and reporter of the wing registered for it, or the engine's."""
+    from experiment import existing_site, in_process, local_site, runner, wing
     from testbed.cluster import processes
 
-    out = args.output_dir or Path("results") / time.strftime(f"{exp.name}-%Y%m%d-%H%M%S")
+    _register_wings()
+    console = cliconv.stdout_console()
     # An in-process variant runs the release its stage names: the cluster must run it too.
     explicit_release = any(v.kubernetes or v.harness != in_process.LOADGEN for v in exp.variants)
     open_site = _existing_opener(args, exp, explicit_release=explicit_release) or local_site.opener(
@@ -369,9 +362,12 @@ def run_experiment(cluster: local.LocalCluster, args: argparse.Namespace) -> int
         keep=args.keep,
     )
     config = runner.RunConfig(output_dir=out, keep=args.keep, request_timeout=args.request_timeout)
+    owner = wing.WINGS.of(exp)
     try:
-        if exp.builtin is not None:
-            return demo.run_experiment(exp, config, open_site, console)
+        if owner is not None:
+            return runner.run(
+                exp, config, open_site, console, planner=owner.planner(), reporter=owner.reporter()
+            )
         return runner.run(exp, config, open_site, console)
     except (runner.RunError, processes.ProcessError, existing_site.SiteError) as e:
         raise cli.CommandError(str(e)) from e
@@ -392,14 +388,14 @@ def register_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_report(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
-    from experiment import rebuild
-    from experiment.demo import report
+    from experiment import rebuild, wing
 
     directory: Path = args.directory
     if not directory.is_dir():
         raise cli.UsageError(f"{directory} is not a directory")
+    _register_wings()
     try:
-        out = rebuild.rebuild(directory, report.rebuild_page)
+        out = rebuild.rebuild(directory, [w.result for w in wing.WINGS.wings()])
     except rebuild.NoResults as e:
         raise cli.UsageError(str(e)) from e
     for page in out.pages:

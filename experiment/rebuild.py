@@ -2,16 +2,16 @@
 with the page writers the runs use (an old run gets today's pages; its JSON is left as is).
 
 What a directory may hold: loadgen results (`result.json`, in it or one level down, or flat
-`<name>.json` files as bench/results keeps them), and an experiment's `experiment.json` or
-the demo's `demo.json` over its arms' results. The demo's own page is the demo wing's: it is
-handed in (`Rebuilder`), as the runner is handed its reporter.
+`<name>.json` files as bench/results keeps them), and an experiment's `experiment.json` or a
+wing's own result document over its arms' results. A wing's page is the wing's: its result
+kinds are handed in (`experiment.wing.ResultKind`), as the runner is handed its reporter.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,15 +21,13 @@ from experiment.arms import Arm
 from experiment.comparison import ReleaseRow, VariantRow
 from experiment.figures import Figure
 from experiment.spec import Experiment
+from experiment.wing import PageWriter, ResultKind
 from loadgen.report import document, html
 from testbed import charts
 
 LOADGEN_KIND = "LoadgenResult"
 EXPERIMENT_KIND = "ExperimentResult"
 LATENCY_SUFFIX = "-latency"
-
-PageWriter = Callable[[Path, dict[str, Any]], Path]
-"""Rebuilds a top-level page from its directory and its JSON document; returns the page."""
 
 
 class NoResults(ValueError):
@@ -132,20 +130,20 @@ def experiment_page(directory: Path, doc: Mapping[str, Any]) -> Path:
     )
 
 
-def rebuild(directory: Path, demo_page: PageWriter) -> Outcome:
+def rebuild(directory: Path, kinds: Sequence[ResultKind] = ()) -> Outcome:
     """Every page of `directory`: its loadgen results' first (the index links them), then
-    its experiment's or demo's index. Raises NoResults if it holds none."""
+    its experiment's index or that of a wing's result (`kinds`: the wings' registered
+    ones). Raises NoResults if it holds none."""
     results = loadgen_results(directory)
-    tops: dict[str, tuple[Path, PageWriter]] = {
-        "DemoResult": (directory / "demo.json", demo_page),
-        EXPERIMENT_KIND: (directory / "experiment.json", experiment_page),
-    }
-    present = [(p, w) for kind, (p, w) in tops.items() if p.is_file() and _kind(p) == kind]
+    tops = [*kinds, ResultKind(EXPERIMENT_KIND, "experiment.json", experiment_page)]
+    present: list[tuple[Path, PageWriter]] = [
+        (directory / k.file, k.page)
+        for k in tops
+        if (directory / k.file).is_file() and _kind(directory / k.file) == k.kind
+    ]
     if not results and not present:
-        raise NoResults(
-            f"{directory} holds no results (no result.json, demo.json, experiment.json or "
-            "loadgen result files)"
-        )
+        files = ", ".join(["result.json", *(k.file for k in tops)])
+        raise NoResults(f"{directory} holds no results (no {files} or loadgen result files)")
     out = Outcome()
     charts.shared_plotly(directory, directory)  # one copy, before the pages that share it
     for source, page in results:

@@ -1,10 +1,10 @@
 """Experiment files: a fleet, variants, workloads, repeats, order and the metrics to compare.
 
 An experiment is data: `testbed experiment validate FILE` parses and checks it and creates
-nothing; `testbed experiment run FILE` runs it. A file either names the demo's built-in
-comparisons (`builtin:`, their own variants: extender on/off, DRA vs device plugin, ...;
-`experiment.demo` checks and runs them) or brings its own variants, each run on every
-workload (a variants x workloads matrix). Variants may differ in the scheduler (extender
+nothing; `testbed experiment run FILE` runs it. A file either names a wing's built-in
+comparisons (`builtin:`, with their own variants; the wing registered for them checks and
+runs them: `experiment.wing`) or brings its own variants, each run on every workload (a
+variants x workloads matrix). Variants may differ in the scheduler (extender
 on/off and its flags, configuration overrides) and in the cluster (Kubernetes release,
 feature gates): the runner brings up one cluster per release in turn.
 
@@ -32,14 +32,12 @@ from testbed.cluster import binaries as bins
 from testbed.cluster import feature_gates as fg
 
 KIND = "Experiment"
-DEMO_PROFILE = mixed_fleet.PROFILE
-"""`fleet.profile: demo`: the mixed fleet (`mixed_fleet`), not a single profile."""
 MAX_REPEATS = 50
 ARM_FLOOR_SECONDS = 4.0
 """The least an arm is taken to need beyond creating its pods at `qps` (loadgen's start, its
 scrapes before and after, the clean-up): a floor well below every arm seen (2026-11-27,
 1.37.2, 200 pods at 50/s on a loaded 2-core machine: 16-64 s an arm, 10-31 s clean-up), so a
-budget below it is impossible, not merely tight."""
+budget below it is impossible, not merely tight (`check_budget`)."""
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,28}[a-z0-9])?\Z")
 Scalar = str | int | float | bool
 
@@ -62,7 +60,8 @@ class FleetRef(_Model):
     """The fleet every arm runs on: a profile and a node count, or a fleet spec inline."""
 
     profile: str | None = None
-    """`demo` (the demo's mix of five profiles) or one of the fleet's hardware profiles."""
+    """`mixed_fleet.PROFILE` (a mix of five profiles) or one of the fleet's hardware
+    profiles."""
     nodes: int | None = Field(None, ge=1, le=100_000)
     spec: dict[str, Any] | None = None
     """A fleet spec as `fleet apply -f` reads it (its name is replaced by the experiment's)."""
@@ -238,18 +237,6 @@ class Workload(_Model):
         return params
 
 
-class Builtin(_Model):
-    """The demo's own comparisons (`experiment.demo.plan`), each with its own pair of
-    variants; the demo checks their names (`experiment.demo.wing.check`)."""
-
-    comparisons: list[str] | None = None
-    """None: the demo's default ones."""
-    pods: int = Field(1000, ge=1)
-    scale_nodes: int | None = Field(None, ge=1, alias="scaleNodes")
-    latency_arms: bool = Field(False, alias="latencyArms")
-    """An unsaturated latency arm after each throughput arm (`experiment.demo.plan`)."""
-
-
 class Experiment(_Model):
     api_version: Literal["testbed.dra.io/v1alpha1"] = Field(
         "testbed.dra.io/v1alpha1", alias="apiVersion"
@@ -258,7 +245,9 @@ class Experiment(_Model):
     name: str
     description: str = ""
     fleet: FleetRef
-    builtin: Builtin | None = None
+    builtin: dict[str, Any] | None = None
+    """A wing's built-in comparisons, which bring their own variants and workloads: its
+    section, checked by the wing registered for it (`experiment.wing`)."""
     variants: list[Variant] = Field(default_factory=list)
     workloads: list[Workload] = Field(default_factory=list)
     repeats: int = Field(1, ge=1, le=MAX_REPEATS)
@@ -274,7 +263,7 @@ class Experiment(_Model):
     """fixed: every repeat runs and the verdicts are taken at the end. sequential
     (`experiment.design`): pairs run until every headline target is decided, `repeats` pairs
     are run or `budgetMinutes` ends, with the false-verdict rate held to 5 % over every look.
-    Only the demo's built-in comparisons have headline targets."""
+    Only a wing's built-in comparisons have headline targets."""
     metrics: list[str] = Field(default_factory=list)
     """What to compare (`comparison.METRICS`); empty: every metric with a value."""
     targets: list[Target] = Field(default_factory=list)
@@ -300,10 +289,6 @@ class Experiment(_Model):
         if self.builtin is not None:
             if self.variants or self.workloads:
                 raise ValueError("builtin: its comparisons bring their own variants and workloads")
-            if self.fleet.profile != DEMO_PROFILE or (self.fleet.nodes or 0) < 10:
-                raise ValueError(
-                    "fleet: the built-in comparisons run on profile: demo with at least 10 nodes"
-                )
             return self
         if not self.variants or not self.workloads:
             raise ValueError("variants: give variants and workloads (or builtin comparisons)")
@@ -328,13 +313,15 @@ class Experiment(_Model):
             )
         if self.budget_minutes is None:
             raise ValueError("design: sequential needs budgetMinutes (when to stop undecided)")
-        # A lower bound of one pair of every comparison: two arms each (and their latency
-        # arms), each creating its pods at qps plus ARM_FLOOR_SECONDS.
-        comparisons = len(self.builtin.comparisons or ("extender", "dra"))
-        arms = 2 * comparisons * (2 if self.builtin.latency_arms else 1)
-        pair = arms * (self.builtin.pods / self.qps + ARM_FLOOR_SECONDS)
+
+    def check_budget(self, arms: int, pods: int) -> None:
+        """A sequential budget must fit one pair: `arms` arms of `pods` pods each (the
+        wing's count), each creating its pods at qps plus ARM_FLOOR_SECONDS; SpecError."""
+        if self.design != "sequential" or self.budget_minutes is None:
+            return
+        pair = arms * (pods / self.qps + ARM_FLOOR_SECONDS)
         if self.budget_minutes * 60 < pair:
-            raise ValueError(
+            raise SpecError(
                 f"budgetMinutes: {self.budget_minutes:.3g} min is less than one pair of this "
                 f"file's arms takes ({arms} arms, at least {pair / 60:.1f} min)"
             )
@@ -426,7 +413,7 @@ def overridden(exp: Experiment, *, nodes: int | None, repeats: int | None) -> Ex
 def fleet_document(exp: Experiment) -> dict[str, Any]:
     """The fleet spec `fleet apply -f` gets, named after the experiment (pure)."""
     ref = exp.fleet
-    if ref.profile == DEMO_PROFILE:
+    if ref.profile == mixed_fleet.PROFILE:
         doc = mixed_fleet.spec(ref.nodes or 0)
     elif ref.profile is not None:
         doc = {

@@ -3,10 +3,12 @@ alignment, DRA vs device plugin, and the opt-in scale, sharing, extended-resourc
 taints), a wing standing on the experiment engine and never under it.
 
 - `plan.py`: its fleet variants, comparisons and arms (light: `testbed` loads it at start).
-- `wing.py`: the `Planner` it hands the runner, and its reading of a file's `builtin:`.
+- `defaults.py`: its defaults, read from `demo.yaml`, the one place they are written.
+- `wing.py`: the `Planner` it hands the runner, and its `builtin:` section (schema, checks).
 - `summary.py`: its rows (A vs B over repeats); `project_targets.py` judges them against the
   project's targets, `dra_guide.py` against the DRA guide's matrix.
 - `report.py`: its console tables, `demo.json` and `index.html`, and the `Reporter`.
-- `command.py`: `testbed demo` (the built-in `demo.yaml` with the flags laid over it).
+- `command.py`: `testbed demo` (the built-in `demo.yaml` with the flags laid over it), and
+  `WING`, what the demo registers with the engine's registry (`experiment.wing`).
 - `demo.yaml`: the built-in file (`testbed experiment run builtin:demo`).
 """

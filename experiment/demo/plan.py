@@ -19,6 +19,8 @@ from experiment.fleet_shape import FleetShape
 from testbed import vocab
 
 FLEET_NAME = "demo"
+MIN_NODES = 10
+"""The smallest fleet the demo's comparisons are planned for."""
 PLAIN = "plain"
 """The second scheduler's key: kube-scheduler without the extender."""
 EXTENDER = arm_types.DEFAULT_SCHEDULER
@@ -86,38 +88,28 @@ def fleet_spec(nodes: int, seed: int = 0, variant: str = "") -> dict[str, Any]:
     return spec
 
 
-# The default demo (`testbed demo` without flags; `demo.yaml` says the same): a sequential
-# design (`experiment.design`) runs pairs of every comparison until its headline target is
-# decided, DEFAULT_REPEATS pairs ran or its 15-minute budget on a 2-core machine ends.
-# `--nodes 1000 --repeat N` is the way to publish figures.
-DEFAULT_NODES = 50
-DEFAULT_PODS = 200
-"""Created at DEFAULT_QPS over 4 s: every arm, even the device plugin's (whose pods the
-scheduler batches), is scheduled across several 1 s throughput samples (100 pods at 100/s
-gave the device-plugin arm none)."""
-DEFAULT_QPS = 50.0
-DEFAULT_REPEATS = 24
-"""The most pairs: the sequential design's last look (its looks: `design.Design.looks`), what
-15 minutes afford on a quiet 2-core machine (a pair of the default's four arms took 34 s
-there, 2026-11-27, 1.37.2); a slower machine closes the design earlier (`design.Design.closes`)."""
-
-
 @dataclass(frozen=True, kw_only=True)
 class Workload:
-    pods: int = DEFAULT_PODS
+    """What the demo's arms are planned from: an experiment file's `builtin:` section over
+    the built-in file's (`wing.workload_of`; the defaults are `demo.yaml`'s)."""
+
+    pods: int
     """Pods per arm of the throughput and DRA-vs-device-plugin comparisons."""
-    repeat: int = DEFAULT_REPEATS
+    repeat: int
     """How many times each comparison's pair of arms runs at most (order alternates)."""
-    comparisons: tuple[str, ...] = ("extender", "dra")
-    latency_arms: bool = False
+    comparisons: tuple[str, ...]
+    latency_arms: bool
     """Follow each throughput arm with an unsaturated latency arm (Poisson arrivals below its
-    sustained rate; `arms.latency_rate`). Off by default: at <= 2 pods/s a latency arm of 300
-    pods takes 150 s, more than five repeats of the default demo can afford in its budget."""
-    scale_nodes: int = 0
-    """Fleet size of the `scale` comparison's large arm (the CLI's default: 5x --nodes)."""
+    sustained rate; `arms.latency_rate`)."""
+    scale_nodes: int
+    """Fleet size of the `scale` comparison's large arm (`scale_nodes`)."""
 
 
-DEFAULT_COMPARISONS = Workload().comparisons
+def scale_nodes(nodes: int, given: int | None) -> int:
+    """The `scale` comparison's large fleet: `given`, else five times the fleet."""
+    return given if given is not None else 5 * nodes
+
+
 # Opt-in besides ALL_COMPARISONS' heavier ones: `placement`, `fragmentation` and `alignment`
 # (each two more arms per repeat; placement outcomes repeat tightly, and at the default 50
 # nodes the alignment probes find room in both arms).

@@ -23,6 +23,10 @@ from experiment.spec import Experiment
 from experiment.wing import Finished
 from testbed import charts, units
 
+KIND = "DemoResult"
+"""The `kind` of the demo's top-level result document, FILE."""
+FILE = "demo.json"
+
 _ALIGNED, _UNALIGNED = bandwidth_model.PUBLISHED_BUS_BANDWIDTH["all_gather"]
 MODEL_NOTE = (
     "Bus bandwidth is a model, not a measurement: kwok nodes move no bytes. Each placed GPU is "
@@ -221,7 +225,7 @@ def to_json(
 ) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
-        "kind": "DemoResult",
+        "kind": KIND,
         **meta,
         "model_note": MODEL_NOTE,
         "definitions": DEFINITIONS,
@@ -300,7 +304,7 @@ def write(
         after.append(charts.Section("The DRA guide's matrix vs measured", [table]))
     return report_files.write(
         out_dir,
-        "demo.json",
+        FILE,
         to_json(rows, meta, targets, guide),
         title="dra-testbed demo",
         intro=_facts(meta),

@@ -9,9 +9,8 @@ import sys
 import pytest
 
 from experiment import cli as experiment_cli
-from experiment.demo import plan
+from experiment.demo import command, wing
 from testbed import cli
-from testbed.cluster import local
 
 
 def test_testbed_finds_demo_yet_loads_no_orchestration_for_other_commands() -> None:
@@ -39,11 +38,10 @@ def _args(**overrides: object) -> argparse.Namespace:
     return args
 
 
-def test_the_default_flags_make_the_default_workload() -> None:
-    w = experiment_cli.workload(_args())
-    assert (w.pods, w.repeat, w.scale_nodes) == (200, 24, 250)
-    assert w.comparisons == ("extender", "dra") and not w.latency_arms
-    assert w == plan.Workload(scale_nodes=5 * plan.DEFAULT_NODES)
+def test_the_flags_defaults_are_the_builtin_files() -> None:
+    exp = experiment_cli.demo_experiment(_args())
+    assert exp == command.builtin("demo")
+    assert wing.workload_of(exp).scale_nodes == 5 * (exp.fleet.nodes or 0)
 
 
 @pytest.mark.parametrize(
@@ -59,14 +57,10 @@ def test_bad_flags_are_usage_errors_naming_the_flag(
     overrides: dict[str, object], says: str
 ) -> None:
     with pytest.raises(cli.UsageError, match=says):
-        experiment_cli.workload(_args(**overrides))
+        experiment_cli.demo_experiment(_args(**overrides))
 
 
 def test_a_budget_shorter_than_one_pair_is_a_usage_error() -> None:
-    args = _args(budget=10.0, request_timeout=10.0)
     with pytest.raises(cli.UsageError, match=r"^demo flags: budgetMinutes: 0.167 min is less"):
-        experiment_cli.demo_config(args, local.ClusterConfig())
-    config = experiment_cli.demo_config(
-        _args(budget=600.0, request_timeout=10.0), local.ClusterConfig()
-    )
-    assert config.budget_minutes == 10
+        experiment_cli.demo_experiment(_args(budget=10.0))
+    assert experiment_cli.demo_experiment(_args(budget=600.0)).budget_minutes == 10

@@ -3,6 +3,7 @@ the local site's cluster per release, and the CLI's one-line errors (exit 2, not
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -114,10 +115,6 @@ def test_a_minimal_file_parses_with_the_documented_defaults() -> None:
         ({"metrics": ["speed"]}, "'speed': unknown metric"),
         ({"order": "random"}, "order: Input should be 'alternating' or 'fixed'"),
         ({"builtin": {"comparisons": ["extender"]}}, "bring their own variants"),
-        (
-            {"builtin": {"comparisons": ["extender"]}, "variants": [], "workloads": []},
-            "fleet: the built-in comparisons run on profile: demo",
-        ),
     ],
 )
 def test_bad_files_are_one_line_naming_the_field(overrides: dict[str, Any], says: str) -> None:
@@ -331,28 +328,60 @@ def test_releases_run_one_cluster_at_a_time_in_alternating_order() -> None:
     ]
 
 
-def test_the_builtin_demo_file_is_the_demos_default_workload() -> None:
+def test_the_builtin_demo_file_runs_the_demos_schedulers_on_the_mixed_fleet() -> None:
     exp = demo.builtin("demo")
     specs.check(exp)
-    assert exp.fleet.nodes == plan.DEFAULT_NODES and exp.budget_minutes == 15
-    assert wing.workload_of(exp) == plan.Workload(scale_nodes=5 * plan.DEFAULT_NODES)
+    wing.check(exp)
     assert set(wing.setups()) == {plan.EXTENDER, plan.PLAIN}
     assert wing.setups()[plan.EXTENDER].shipped
-    assert specs.fleet_document(exp) == plan.fleet_spec(plan.DEFAULT_NODES)
+    assert specs.fleet_document(exp) == plan.fleet_spec(exp.fleet.nodes or 0)
 
 
-def test_the_demo_flags_are_laid_over_the_builtin_file(tmp_path: Path) -> None:
-    config = demo.DemoConfig(
-        nodes=50,
-        workload=plan.Workload(
-            pods=200, repeat=2, comparisons=("extender", "dra"), scale_nodes=250
-        ),
-        output_dir=tmp_path,
+def test_the_demo_flags_are_laid_over_the_builtin_file() -> None:
+    exp = demo.experiment(
+        nodes=60,
+        pods=100,
+        repeats=2,
+        comparisons=("extender", "placement"),
+        scale_nodes=None,
+        latency_arms=True,
         qps=20,
+        budget_minutes=None,
     )
-    exp = demo.experiment(config)
-    assert (exp.fleet.nodes, exp.repeats, exp.qps) == (50, 2, 20)
-    assert wing.workload_of(exp) == config.workload
+    assert (exp.fleet.nodes, exp.repeats, exp.qps) == (60, 2, 20)
+    assert exp.budget_minutes == demo.builtin("demo").budget_minutes
+    assert wing.workload_of(exp) == plan.Workload(
+        pods=100,
+        repeat=2,
+        comparisons=("extender", "placement"),
+        scale_nodes=300,
+        latency_arms=True,
+    )
+
+
+def test_a_builtin_section_takes_what_it_leaves_out_from_the_builtin_file() -> None:
+    file = demo.builtin("demo")
+    exp = specs.parse(_builtin_file(builtin={"pods": 7}), source="f.yaml")
+    assert wing.workload_of(exp) == dataclasses.replace(wing.workload_of(file), pods=7)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "says"),
+    [
+        ({"fleet": {"profile": "dgx-h100", "nodes": 50}}, "fleet: the built-in comparisons run on"),
+        ({"fleet": {"profile": "demo", "nodes": 9}}, "with at least 10 nodes"),
+        ({"builtin": {"comparisons": ["speed"]}}, "builtin.comparisons.speed: not a built-in"),
+        ({"builtin": {"pods": 0}}, "builtin.pods: Input should be greater than or equal to 1"),
+        ({"builtin": {"gpus": 1}}, "builtin.gpus: Extra inputs are not permitted"),
+    ],
+)
+def test_the_demo_checks_its_builtin_files_in_one_line_naming_the_field(
+    overrides: dict[str, Any], says: str
+) -> None:
+    exp = specs.parse(_builtin_file(**overrides), source="f.yaml")
+    with pytest.raises(specs.SpecError, match=says) as e:
+        wing.check(exp)
+    assert "\n" not in str(e.value)
 
 
 def test_one_cluster_is_the_users_own_and_several_get_their_own_names_and_ports() -> None:
@@ -462,6 +491,11 @@ def _sequential_demo(**over: Any) -> dict[str, Any]:
     return {**doc, **over}
 
 
+def _builtin_file(**over: Any) -> dict[str, Any]:
+    """The built-in demo file, non-sequential, with `over` laid over it."""
+    return _sequential_demo(design="fixed", **over)
+
+
 def test_a_sequential_budget_shorter_than_one_pair_is_refused_in_one_line_exit_2(
     tmp_path: Path,
 ) -> None:
@@ -478,7 +512,7 @@ def test_a_sequential_budget_shorter_than_one_pair_is_refused_in_one_line_exit_2
     ok.write_text(yaml.safe_dump(_sequential_demo(budgetMinutes=1)))
     proc = _testbed("experiment", "validate", str(ok), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert f"at most {plan.DEFAULT_REPEATS} pairs within 1 min (sequential)" in proc.stdout
+    assert f"at most {_sequential_demo()['repeats']} pairs within 1 min (sequential)" in proc.stdout
 
 
 @pytest.mark.parametrize(
@@ -492,7 +526,7 @@ def test_a_sequential_design_without_a_possible_budget_is_refused(
     overrides: dict[str, Any], says: str
 ) -> None:
     with pytest.raises(specs.SpecError, match=says):
-        specs.parse(_sequential_demo(**overrides), source="f.yaml")
+        wing.check(specs.parse(_sequential_demo(**overrides), source="f.yaml"))
 
 
 def test_a_sequential_design_needs_headline_targets() -> None:
@@ -501,9 +535,10 @@ def test_a_sequential_design_needs_headline_targets() -> None:
 
 
 def test_the_demos_design_is_sequential_with_looks_before_its_most_pairs() -> None:
-    plan_ = design.of(demo.builtin("demo"))
-    assert plan_.sequential and plan_.max_pairs == plan.DEFAULT_REPEATS
-    assert plan_.looks[0] == design.FIRST_LOOK and plan_.looks[-1] == plan.DEFAULT_REPEATS
+    exp = demo.builtin("demo")
+    plan_ = design.of(exp)
+    assert plan_.sequential and plan_.max_pairs == exp.repeats
+    assert plan_.looks[0] == design.FIRST_LOOK and plan_.looks[-1] == exp.repeats
 
 
 def test_the_requeue_storm_file_pairs_the_gate_off_and_on_and_nothing_else() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from experiment import rebuild
-from experiment.demo import report
+from experiment.demo import command
 
 KEPT = Path(__file__).resolve().parents[3] / "bench" / "results"
 
@@ -46,12 +46,13 @@ def test_a_kept_directory_gets_its_pages_back_and_keeps_its_json(kept: str, tmp_
     directory = tmp_path / kept
     shutil.copytree(KEPT / kept, directory)
     before = digests(directory)
-    out = rebuild.rebuild(directory, report.rebuild_page)
+    out = rebuild.rebuild(directory, [command.WING.result])
     assert not out.failed, out.failed
     assert digests(directory) == before
     index = directory / "index.html"
     assert index in out.pages
-    arms = [p for p in directory.glob("*.json") if p.name not in ("demo.json", "experiment.json")]
+    tops = (command.WING.result.file, "experiment.json")
+    arms = [p for p in directory.glob("*.json") if p.name not in tops]
     assert {p.with_suffix(".html") for p in arms} <= set(out.pages)
     links = re.findall(r"<li><a href='([^']+)'>", index.read_text())
     assert links and all((directory / link).is_file() for link in links), links
@@ -60,7 +61,7 @@ def test_a_kept_directory_gets_its_pages_back_and_keeps_its_json(kept: str, tmp_
 def test_a_directory_without_results_is_one_line_and_exit_2(tmp_path: Path) -> None:
     (tmp_path / "notes.json").write_text('{"kind": "Something"}')
     with pytest.raises(rebuild.NoResults):
-        rebuild.rebuild(tmp_path, report.rebuild_page)
+        rebuild.rebuild(tmp_path, [command.WING.result])
     run = subprocess.run(
         [sys.executable, "-m", "testbed", "report", str(tmp_path)], capture_output=True, text=True
     )
