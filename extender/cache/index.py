@@ -64,7 +64,7 @@ class Index:
         """What allocated claims consume of shared devices' capacities (consumedCapacity)."""
         self._pods: dict[str, tuple[str, str]] = {}
         self.jobs: dict[str, Counter[str]] = {}
-        """job -> running pods per node."""
+        """job -> running pods per node (a pod being bound counts at its nominated node)."""
         self._interned: dict[tuple[object, ...], Summary] = {}
         self._node_memos: dict[str, dict[str, Any]] = {}
         self._upserts: dict[str, _Apply] = {
@@ -359,7 +359,10 @@ class Index:
 
     def _upsert_pod(self, obj: dict[str, Any]) -> None:
         key = resources.key_of(obj)
-        node = (obj.get("spec") or {}).get("nodeName")
+        # Bound, or chosen and being bound (see cache.store.NOMINATED_FIELD_SELECTOR).
+        node = (obj.get("spec") or {}).get("nodeName") or (obj.get("status") or {}).get(
+            "nominatedNodeName"
+        )
         job = demand.job_of(obj, self.settings)
         running = (
             job is not None

@@ -30,6 +30,16 @@ KINDS: Final[dict[str, resources.Resource]] = {
 # Only scheduled, unfinished pods matter (job siblings); the API server filters the rest.
 # A pod that finishes leaves the selection, which the watch reports as DELETED.
 POD_FIELD_SELECTOR = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+NOMINATED_FIELD_SELECTOR = "spec.nodeName=,status.nominatedNodeName!="
+"""Pods the scheduler has chosen a node for but not bound yet: from 1.35
+(NominatedNodeNameForExpectation, on by default) its binding cycle first writes the chosen
+node to `status.nominatedNodeName` when PreBind has work to do, as DRA's claim writes do.
+That is the earliest the choice shows outside the scheduler, before the claims and the
+binding are written (seconds on a busy API server), so a gang's next pods follow it rather
+than being scored as if they had no sibling. Disjoint from POD_FIELD_SELECTOR: a pod leaves
+this selection when it is bound and enters that one."""
+NOMINATED = "/nominated"
+"""Suffix of the name of each pod selection's nominated-pods twin."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,16 +54,30 @@ class Watch:
     def resource(self) -> resources.Resource:
         return KINDS[self.kind]
 
+    @property
+    def nominated(self) -> bool:
+        """This watch reads pods nominated to a node but not bound to it."""
+        return self.field_selector == NOMINATED_FIELD_SELECTOR
+
+
+def _pods(name: str, labels: str) -> dict[str, Watch]:
+    """The bound and the nominated pods of one label selection."""
+    return {
+        name: Watch("Pod", POD_FIELD_SELECTOR, labels),
+        name + NOMINATED: Watch("Pod", NOMINATED_FIELD_SELECTOR, labels),
+    }
+
 
 def watches(settings: Settings) -> dict[str, Watch]:
     """Every watch by name. Pods are read only for job siblings, so only pods of a gang or a
-    Job are watched (two disjoint label selections: a selector cannot say "or"); a pod
-    without either label would cost a decode per status change and change nothing."""
+    Job are watched (two disjoint label selections: a selector cannot say "or"), each bound
+    and nominated (`NOMINATED_FIELD_SELECTOR`); a pod without either label would cost a
+    decode per status change and change nothing."""
     out = {kind: Watch(kind) for kind in KINDS if kind != "Pod"}
     gang = settings.gang_label
-    out["Pod/gang"] = Watch("Pod", POD_FIELD_SELECTOR, gang)
+    out.update(_pods("Pod/gang", gang))
     if gang != vocab.LABEL_JOB_NAME:
-        out["Pod/job"] = Watch("Pod", POD_FIELD_SELECTOR, f"{vocab.LABEL_JOB_NAME},!{gang}")
+        out.update(_pods("Pod/job", f"{vocab.LABEL_JOB_NAME},!{gang}"))
     return out
 
 
@@ -146,8 +170,15 @@ class Store:
 
     def _upsert(self, watch: str, kind: str, obj: dict[str, Any]) -> None:
         if kind == "Pod":
-            self._owner[resources.key_of(obj)] = watch
+            key = resources.key_of(obj)
+            if self._nominated(watch) and not self._nominated(self._owner.get(key, watch)):
+                return  # bound already: a late report of it still nominated says nothing new
+            self._owner[key] = watch
         self.index.upsert(kind, obj)
+
+    def _nominated(self, watch: str) -> bool:
+        w = self.watches.get(watch)
+        return w is not None and w.nominated
 
 
 def _stub(key: str) -> dict[str, Any]:

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from extender.cache.index import Index, Outcome
-from extender.cache.store import GROUP_WATCH, Store, watches
+from extender.cache.store import (
+    GROUP_WATCH,
+    NOMINATED,
+    NOMINATED_FIELD_SELECTOR,
+    POD_FIELD_SELECTOR,
+    Store,
+    watches,
+)
 from extender.config import Settings
 from testbed import vocab
 from testbed.kube.watching import Change
@@ -93,6 +100,48 @@ def test_job_siblings_follow_pod_lifecycle() -> None:
     assert store.index.jobs == {}
 
 
+def test_each_pod_selection_has_a_twin_for_pods_nominated_and_not_bound() -> None:
+    w = watches(Settings())
+    for name in ("Pod/gang", "Pod/job"):
+        bound, nominated = w[name], w[name + NOMINATED]
+        assert bound.field_selector == POD_FIELD_SELECTOR and not bound.nominated
+        assert nominated.field_selector == NOMINATED_FIELD_SELECTOR and nominated.nominated
+        assert nominated.label_selector == bound.label_selector
+
+
+def _gang_pod(node: str | None, nominated: str | None) -> dict[str, object]:
+    p = objects.pod("ns", "p", labels={vocab.LABEL_GANG: "g"}, node_name=node)
+    if nominated is not None:
+        p["status"]["nominatedNodeName"] = nominated
+    return p
+
+
+def test_a_pod_being_bound_counts_at_its_nominated_node_then_where_it_is_bound() -> None:
+    store = store_of([*objects.dgx("n1"), *objects.dgx("n2")])
+    nominated, bound = "Pod/gang" + NOMINATED, "Pod/gang"
+    store.apply(nominated, Change("ADDED", _gang_pod(None, "n1")))
+    assert store.index.jobs == {"ns/g": {"n1": 1}}
+    # Bound: it leaves the nominated selection (a DELETED there) and enters the bound one;
+    # the two streams are not ordered with each other.
+    store.apply(bound, Change("ADDED", _gang_pod("n1", "n1")))
+    store.apply(nominated, Change("DELETED", _gang_pod(None, "n1")))
+    assert store.index.jobs == {"ns/g": {"n1": 1}}
+    store.apply(bound, Change("DELETED", _gang_pod("n1", "n1")))
+    assert store.index.jobs == {}
+
+
+def test_a_late_nominated_report_of_a_bound_pod_changes_nothing() -> None:
+    store = store_of([*objects.dgx("n1"), *objects.dgx("n2")])
+    nominated, bound = "Pod/gang" + NOMINATED, "Pod/gang"
+    store.apply(bound, Change("ADDED", _gang_pod("n2", "n1")))
+    store.apply(nominated, Change("ADDED", _gang_pod(None, "n1")))
+    store.apply(nominated, Change("DELETED", _gang_pod(None, "n1")))
+    assert store.index.jobs == {"ns/g": {"n2": 1}}
+    # A relist of the nominated selection drops only what it alone reported.
+    store.replace(nominated, [])
+    assert store.index.jobs == {"ns/g": {"n2": 1}}
+
+
 def test_device_class_change_rescores_nodes() -> None:
     store = store_of(objects.dgx("n1"))
     idx = store.index
@@ -103,8 +152,13 @@ def test_device_class_change_rescores_nodes() -> None:
 
 def test_pods_naming_their_group_only_are_watched_where_the_workload_api_is_served() -> None:
     store = Store(Index(Settings()))
-    # By default only labelled pods are read: the two label selections.
-    assert [n for n in store.watches if n.startswith("Pod")] == ["Pod/gang", "Pod/job"]
+    # By default only labelled pods are read: the two label selections, bound and nominated.
+    assert [n for n in store.watches if n.startswith("Pod")] == [
+        "Pod/gang",
+        "Pod/gang" + NOMINATED,
+        "Pod/job",
+        "Pod/job" + NOMINATED,
+    ]
     store.watch_groups()
     group = store.watches[GROUP_WATCH]
     assert group.label_selector == f"!{vocab.LABEL_JOB_NAME},!{vocab.LABEL_GANG}"

@@ -89,6 +89,27 @@ def test_job_siblings_pull_to_their_rack_then_block() -> None:
     assert rack > block > far
 
 
+def test_a_sibling_being_bound_pulls_to_its_nominated_node() -> None:
+    """kube-scheduler (1.35 on) writes its choice to `status.nominatedNodeName` before it
+    writes a DRA pod's claims and binding; the gang's next pod, scored meanwhile, follows it
+    there instead of taking any node (2026-11-27: seconds between the two on a busy API
+    server, long enough for a whole gang of 4 to be scored with no sibling seen)."""
+    labels = {vocab.LABEL_GANG: "g"}
+    pod, tmpl = gpu_pod(1, labels=labels)
+    nodes = [
+        *objects.dgx("chosen", rack="r1", block="b1"),
+        *objects.dgx("same-rack", rack="r1", block="b1"),
+        *objects.dgx("same-block", rack="r2", block="b1"),
+        *objects.dgx("far", rack="r9", block="b9"),
+    ]
+    being_bound = objects.pod(NS, "g-0", labels=labels)
+    being_bound["status"]["nominatedNodeName"] = "chosen"
+    core = core_of([*nodes, tmpl, being_bound])
+    rack, block, far = core.prioritize(pod, ["same-rack", "same-block", "far"])
+    assert rack > block > far
+    assert core.siblings("ns/g").pods == 1
+
+
 def test_siblings_of_another_job_do_not_count() -> None:
     pod, tmpl = gpu_pod(1, labels={vocab.LABEL_JOB_NAME: "mine"})
     other = objects.pod(
