@@ -87,6 +87,8 @@ class Baseline(_Model):
     rule: str
     """How each threshold comes from its runs (`RULE`)."""
     workloads: list[Workload]
+    not_measured: dict[str, str] = {}
+    """Workloads run or tried without a throughput sample: name -> what happened."""
 
     @pydantic.model_validator(mode="after")
     def _rule_is_ours(self) -> Baseline:
@@ -102,7 +104,20 @@ def _topic(result: dict[str, Any]) -> str:
     raise kept.KeptError(f"{result.get('run_id')}: its command names no -topic")
 
 
-def keep(results: list[dict[str, Any]], **meta: str) -> Baseline:
+_FILL: Final = ("empty", "half", "full")
+
+
+def _order(name: str) -> tuple[str, int, int, str]:
+    """Upstream's order: by test case, then size, then how full (`Case/half_500nodes`)."""
+    case, _, workload = name.partition("/")
+    fill, _, size = workload.partition("_")
+    nodes = int(size.removesuffix("nodes")) if size.removesuffix("nodes").isdigit() else 0
+    return case, nodes, _FILL.index(fill) if fill in _FILL else len(_FILL), workload
+
+
+def keep(
+    results: list[dict[str, Any]], *, not_measured: dict[str, str] | None = None, **meta: str
+) -> Baseline:
     """The kept baseline of `testbed perf run` result.json files (one per run, any number of
     workloads, one release and GOMAXPROCS); `meta`: id, command, commit, date, machine,
     source. KeptError (one line) otherwise."""
@@ -140,6 +155,7 @@ def keep(results: list[dict[str, Any]], **meta: str) -> Baseline:
             release=releases.pop(),
             gomaxprocs=procs.pop(),
             rule=RULE,
+            not_measured=not_measured or {},
             workloads=[
                 Workload(
                     name=name,
@@ -148,7 +164,7 @@ def keep(results: list[dict[str, Any]], **meta: str) -> Baseline:
                     runs=runs,
                     threshold=threshold(x.average for x in runs),
                 )
-                for name, (topic, runs) in sorted(found.items())
+                for name, (topic, runs) in sorted(found.items(), key=lambda kv: _order(kv[0]))
             ],
             **meta,
         )

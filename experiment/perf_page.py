@@ -82,6 +82,7 @@ def _curve(c: kept_curves.Curve) -> list[str]:
             f"Data: `docs/results/curves/{c.id}.json` "
             f"(every run's figures: `{c.source}`).",
             WIDTH,
+            break_on_hyphens=False,
         ),
         "",
         "| nodes | runs | load (1 min) | CPU per pod (ms) | throughput (pods/s) |",
@@ -115,12 +116,13 @@ def chart(curves: Sequence[kept_curves.Curve]) -> str:
 
 def _baseline(b: kept_baselines.Baseline) -> list[str]:
     lines = [
-        f"### Kubernetes {b.release}",
+        f"### Thresholds for Kubernetes {b.release}",
         "",
         *textwrap.wrap(
             f"{b.date}, {b.commit}; {b.machine}, GOMAXPROCS {b.gomaxprocs}. Data: "
             f"`docs/results/baselines/{b.id}.json` (full result files: `{b.source}`).",
             WIDTH,
+            break_on_hyphens=False,
         ),
         "",
         f"    {b.command}",
@@ -136,6 +138,13 @@ def _baseline(b: kept_baselines.Baseline) -> list[str]:
             f"{w.threshold:g} |"
         )
     lines.append("")
+    if b.not_measured:
+        lines += ["No threshold (no SchedulingThroughput sample here):", ""]
+        for name, why in b.not_measured.items():
+            lines += textwrap.wrap(
+                f"{name}: {why}", WIDTH, initial_indent="- ", subsequent_indent="  "
+            )
+        lines.append("")
     for f in dict.fromkeys(w.file for w in b.workloads):
         lines += [f"In `{f}`:", "", "```yaml"]
         for w in (w for w in b.workloads if w.file == f):
@@ -162,7 +171,7 @@ def page(curves: Sequence[kept_curves.Curve], baselines: Sequence[kept_baselines
             runs=_runs_per_point(curves),
             more=MORE_RUNS,
         )
-        lines += [*textwrap.wrap(intro, WIDTH), ""]
+        lines += [*textwrap.wrap(intro, WIDTH, break_on_hyphens=False), ""]
         lines += [f"![CPU per pod and throughput against the fleet's nodes]({CHART})", ""]
         for c in curves:
             lines += _curve(c)
@@ -179,7 +188,7 @@ def page(curves: Sequence[kept_curves.Curve], baselines: Sequence[kept_baselines
         "They hold for this machine: a CI machine with more cores gives higher Averages, so "
         "upstream would scale them by its own runs of SchedulingWithResourceClaimTemplate."
     )
-    lines += [*textwrap.wrap(rule, WIDTH), ""]
+    lines += [*textwrap.wrap(rule, WIDTH, break_on_hyphens=False), ""]
     for b in baselines:
         lines += _baseline(b)
     if not baselines:

@@ -226,6 +226,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Co
     )
     b.add_argument("result", type=Path, nargs="+", help="result.json files, one per run")
     b.add_argument("--run-command", required=True, help="the command that produced them")
+    b.add_argument(
+        "--not-measured",
+        action="append",
+        default=[],
+        metavar="'WORKLOAD: WHY'",
+        help="a workload without a throughput sample, and what happened (repeatable)",
+    )
     for verb in (c, b):
         for flag, what in (
             ("--id", "the document's name"),
@@ -317,6 +324,12 @@ def _keep_curve(args: argparse.Namespace, directory: Path) -> int:
 def _keep_baseline(args: argparse.Namespace, directory: Path) -> int:
     meta = {k: getattr(args, k) for k in ("id", "commit", "date", "machine")}
     meta |= {"command": args.run_command, "source": args.source or str(args.result[0].parent)}
+    not_measured = {}
+    for spec in args.not_measured:
+        name, sep, why = spec.partition(":")
+        if not sep or not why.strip():
+            raise cli.UsageError(f"--not-measured {spec!r}: expected 'WORKLOAD: WHY'")
+        not_measured[name.strip()] = why.strip()
     results = []
     for path in args.result:
         try:
@@ -324,10 +337,24 @@ def _keep_baseline(args: argparse.Namespace, directory: Path) -> int:
         except (OSError, ValueError) as e:
             raise cli.UsageError(f"{path}: {e}") from None
     try:
-        doc = kept_baselines.keep(results, **meta)
+        doc = kept_baselines.keep(results, not_measured=not_measured, **meta)
     except kept.KeptError as e:
         raise cli.UsageError(str(e)) from None
     return _write(directory / "baselines" / f"{args.id}.json", kept_baselines.dump(doc))
+
+
+def written(directory: Path) -> tuple[str, dict[Path, str]]:
+    """What `testbed results` writes from the kept documents in `directory`: the front page
+    (markers included) and, when curves or baselines are kept, the topic page and its chart
+    (path -> text). KeptError for a document it cannot use."""
+    curves = kept_curves.load_all(directory / "curves")
+    baselines = kept_baselines.load_all(directory / "baselines")
+    if not (curves or baselines):
+        return page(kept.load_all(directory)), {}
+    return page(kept.load_all(directory), topic_page=True), {
+        directory / perf_page.PAGE: perf_page.page(curves, baselines),
+        directory / perf_page.CHART: perf_page.chart(curves),
+    }
 
 
 def _stale(path: Path, text: str) -> bool:
@@ -348,10 +375,7 @@ def run(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
     if not directory.is_dir():
         raise cli.UsageError(f"{directory} is not a directory of kept documents")
     try:
-        curves = kept_curves.load_all(directory / "curves")
-        baselines = kept_baselines.load_all(directory / "baselines")
-        topic = bool(curves or baselines)
-        block = page(kept.load_all(directory), topic_page=topic)
+        block, pages = written(directory)
         text = target.read_text()
     except kept.KeptError as e:
         raise cli.UsageError(str(e)) from None
@@ -361,10 +385,6 @@ def run(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
         raise cli.CommandError(
             f"the results page has {block.count(chr(10))} lines, over {MAX_LINES}"
         )
-    pages = {}
-    if topic:
-        pages[directory / perf_page.PAGE] = perf_page.page(curves, baselines)
-        pages[directory / perf_page.CHART] = perf_page.chart(curves)
     if args.check:
         stale = [str(target)] if current(text) != block else []
         stale += [str(p) for p, t in pages.items() if _stale(p, t)]
