@@ -185,8 +185,11 @@ def page(curves: Sequence[kept_curves.Curve], baselines: Sequence[kept_baselines
         f"threshold is {kept_baselines.RULE}: upstream sets thresholds pessimistically, "
         "from the minimum Average of its last 250 CI runs (its README, "
         "kubernetes/kubernetes#136276), its DRA file's at about 0.8 of the typical Average. "
-        "They hold for this machine: a CI machine with more cores gives higher Averages, so "
-        "upstream would scale them by its own runs of SchedulingWithResourceClaimTemplate."
+        "These are this machine's, at the load given per run: a CI machine with more cores and "
+        "nothing else running gives higher Averages, so they are a floor to scale by upstream's "
+        "own runs, not upstream's values. Each run keeps 10 pods waiting for 10 s, each "
+        "scheduled pod deleted and replaced (upstream's steady state), so an Average is ten "
+        "or so per-second samples."
     )
     lines += [*textwrap.wrap(rule, WIDTH, break_on_hyphens=False), ""]
     for b in baselines:
