@@ -18,10 +18,7 @@ CHART: Final = "curves.svg"
 """Both beside the kept documents' directories (docs/results/)."""
 WIDTH: Final = 100
 MORE_RUNS: Final = "docs/results/more-curve-runs.sh RELEASE SIZES RUNS"
-FRONT_LINK: Final = (
-    "Cost curves against the fleet's size per release, and baselines for upstream's DRA "
-    f"workloads without a threshold: [docs/results/{PAGE}](docs/results/{PAGE})."
-)
+FRONT_LINK: Final = f"Cost curves and DRA baselines: [docs/results/{PAGE}](docs/results/{PAGE})."
 _CURVES_INTRO: Final = (
     "scheduler_perf's {workload} (one ResourceSlice per node, one-device claims from a "
     "template, no claims allocated first), {pods} measured pods per run at each fleet size, "
