@@ -117,7 +117,7 @@ def _baseline(b: kept_baselines.Baseline) -> list[str]:
         "",
         *textwrap.wrap(
             f"{b.date}, {b.commit}; {b.machine}, GOMAXPROCS {b.gomaxprocs}. Data: "
-            f"`docs/results/baselines/{b.id}.json` (full result files: `{b.source}`).",
+            f"`docs/results/baselines/{b.id}.json` (full result files: {b.source}).",
             WIDTH,
             break_on_hyphens=False,
         ),
@@ -136,7 +136,7 @@ def _baseline(b: kept_baselines.Baseline) -> list[str]:
         )
     lines.append("")
     if b.not_measured:
-        lines += ["No threshold (no SchedulingThroughput sample here):", ""]
+        lines += ["No threshold:", ""]
         for name, why in b.not_measured.items():
             lines += textwrap.wrap(
                 f"{name}: {why}", WIDTH, initial_indent="- ", subsequent_indent="  "
