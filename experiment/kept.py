@@ -127,7 +127,18 @@ def derive(row: Row) -> Figure:
     )
 
 
-def _one_line(e: pydantic.ValidationError) -> str:
+def number(v: float) -> str:
+    """A figure as the page prints it: three significant digits, thousands separated."""
+    if v != v:
+        return "-"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    return f"{v:.3g}"
+
+
+def one_line(e: pydantic.ValidationError) -> str:
     err = e.errors()[0]
     where = ".".join(str(p) for p in err["loc"]) or "document"
     return f"{where}: {err['msg']}"
@@ -144,7 +155,7 @@ def load(path: Path) -> Kept:
     try:
         return Kept.model_validate_json(text)
     except pydantic.ValidationError as e:
-        raise KeptError(f"{path}: {_one_line(e)}") from None
+        raise KeptError(f"{path}: {one_line(e)}") from None
 
 
 def load_all(directory: Path) -> list[Kept]:
@@ -264,4 +275,4 @@ def keep(
             **meta,
         )
     except pydantic.ValidationError as e:
-        raise KeptError(_one_line(e)) from None
+        raise KeptError(one_line(e)) from None

@@ -16,7 +16,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from experiment import intervals, kept
+from experiment import intervals, kept, kept_baselines, kept_curves, perf_page
 from testbed import cli
 from testbed.cluster import local, paths
 
@@ -38,34 +38,23 @@ INTRO = (
 )
 
 
-def number(v: float) -> str:
-    """A figure as the page prints it: three significant digits, thousands separated."""
-    if v != v:
-        return "-"
-    if abs(v) >= 1000:
-        return f"{v:,.0f}"
-    if abs(v) >= 100:
-        return f"{v:.0f}"
-    return f"{v:.3g}"
-
-
 def _arm(label: str, median: float, span: tuple[float, float], repeats: int) -> str:
     if repeats == 1:
-        return f"{label} {number(median)}"
-    return f"{label} {number(median)} ({number(span[0])}-{number(span[1])})"
+        return f"{label} {kept.number(median)}"
+    return f"{label} {kept.number(median)} ({kept.number(span[0])}-{kept.number(span[1])})"
 
 
 def _ratio(f: kept.Figure) -> str:
     if f.ratio is None or f.ratio.single_run or not f.ratio.defined:
-        return intervals.describe(f.ratio, number)
-    return f"{number(f.ratio.point)} {intervals.describe(f.ratio, number)}"
+        return intervals.describe(f.ratio, kept.number)
+    return f"{kept.number(f.ratio.point)} {intervals.describe(f.ratio, kept.number)}"
 
 
 def _row(f: kept.Figure, repeats: int) -> str:
     r = f.row
     target = "-"
     if r.target is not None:
-        target = f"{'>=' if r.target.at_least else '<='} {number(r.target.threshold)}"
+        target = f"{'>=' if r.target.at_least else '<='} {kept.number(r.target.threshold)}"
     cells = [
         f"{r.name} ({r.unit})",
         _arm(r.a.label, f.a_median, f.a_range, repeats),
@@ -123,8 +112,9 @@ def _in_brief(docs: list[kept.Kept], per_run: int = 2) -> list[str]:
     return out
 
 
-def page(docs: list[kept.Kept]) -> str:
-    """The front page (markers included) for `docs`."""
+def page(docs: list[kept.Kept], *, topic_page: bool = False) -> str:
+    """The front page (markers included) for `docs`; `topic_page`: with its one line linking
+    to docs/results/scheduler-perf.md (`perf_page`)."""
     lines = [
         BEGIN,
         "## Results: the three questions",
@@ -132,6 +122,8 @@ def page(docs: list[kept.Kept]) -> str:
         *textwrap.wrap(INTRO, WIDTH),
         "",
     ]
+    if topic_page:
+        lines += [*textwrap.wrap(perf_page.FRONT_LINK, WIDTH), ""]
     lines += [*_in_brief(docs), ""]
     for key, question in kept.QUESTIONS.items():
         mine = [d for d in docs if d.question == key]
@@ -223,6 +215,33 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> cli.Co
         metavar="'COMPARISON: METRIC>=X'",
         help="a target for a row's A/B ratio (>= or <=; repeatable)",
     )
+    c = verbs.add_parser(
+        "curve",
+        help="keep a cost curve (bench/schedperf_curves.py's curve.json) in docs/results/curves/",
+    )
+    c.add_argument("result", type=Path, help="a curve.json")
+    b = verbs.add_parser(
+        "baseline",
+        help="keep `testbed perf run` results as thresholds in docs/results/baselines/",
+    )
+    b.add_argument("result", type=Path, nargs="+", help="result.json files, one per run")
+    b.add_argument("--run-command", required=True, help="the command that produced them")
+    b.add_argument(
+        "--not-measured",
+        action="append",
+        default=[],
+        metavar="'WORKLOAD: WHY'",
+        help="a workload without a throughput sample, and what happened (repeatable)",
+    )
+    for verb in (c, b):
+        for flag, what in (
+            ("--id", "the document's name"),
+            ("--commit", "the commit it ran (short hash; a kept curve's earlier ones are kept)"),
+            ("--date", "the day it ran, YYYY-MM-DD (likewise)"),
+            ("--machine", "the machine, e.g. '2 cores (AMD EPYC, 23 GiB)'"),
+        ):
+            verb.add_argument(flag, required=True, help=what)
+        verb.add_argument("--source", help="where the full result files are kept")
     return run
 
 
@@ -269,17 +288,94 @@ def _keep(args: argparse.Namespace, directory: Path) -> int:
     return cli.EXIT_OK
 
 
+def _joined(earlier: str, now: str) -> str:
+    """A kept curve's commits or dates: its earlier runs' and now's, each once."""
+    said = earlier.split(", ")
+    return earlier if now in said else ", ".join([*said, now])
+
+
+def _write(path: Path, text: str) -> int:
+    if len(text.encode()) > kept.MAX_DOCUMENT_BYTES:
+        raise cli.CommandError(f"{path.stem}: {len(text.encode())} bytes, over the size budget")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    print(path)
+    return cli.EXIT_OK
+
+
+def _keep_curve(args: argparse.Namespace, directory: Path) -> int:
+    out = directory / "curves" / f"{args.id}.json"
+    meta = {k: getattr(args, k) for k in ("id", "commit", "date", "machine")}
+    meta["source"] = args.source or str(args.result)
+    try:
+        curve = json.loads(args.result.read_text())
+        if out.exists():  # more runs on a kept curve: its earlier commits and dates stay
+            old = kept_curves.load(out)
+            meta |= {
+                "commit": _joined(old.commit, args.commit),
+                "date": _joined(old.date, args.date),
+            }
+        doc = kept_curves.keep(curve, **meta)
+    except (OSError, ValueError) as e:  # KeptError and JSON's errors are ValueErrors
+        raise cli.UsageError(f"{args.result}: {e}") from None
+    return _write(out, kept_curves.dump(doc))
+
+
+def _keep_baseline(args: argparse.Namespace, directory: Path) -> int:
+    meta = {k: getattr(args, k) for k in ("id", "commit", "date", "machine")}
+    meta |= {"command": args.run_command, "source": args.source or str(args.result[0].parent)}
+    not_measured = {}
+    for spec in args.not_measured:
+        name, sep, why = spec.partition(":")
+        if not sep or not why.strip():
+            raise cli.UsageError(f"--not-measured {spec!r}: expected 'WORKLOAD: WHY'")
+        not_measured[name.strip()] = why.strip()
+    results = []
+    for path in args.result:
+        try:
+            results.append(json.loads(path.read_text()))
+        except (OSError, ValueError) as e:
+            raise cli.UsageError(f"{path}: {e}") from None
+    try:
+        doc = kept_baselines.keep(results, not_measured=not_measured, **meta)
+    except kept.KeptError as e:
+        raise cli.UsageError(str(e)) from None
+    return _write(directory / "baselines" / f"{args.id}.json", kept_baselines.dump(doc))
+
+
+def written(directory: Path) -> tuple[str, dict[Path, str]]:
+    """What `testbed results` writes from the kept documents in `directory`: the front page
+    (markers included) and, when curves or baselines are kept, the topic page and its chart
+    (path -> text). KeptError for a document it cannot use."""
+    curves = kept_curves.load_all(directory / "curves")
+    baselines = kept_baselines.load_all(directory / "baselines")
+    if not (curves or baselines):
+        return page(kept.load_all(directory)), {}
+    return page(kept.load_all(directory), topic_page=True), {
+        directory / perf_page.PAGE: perf_page.page(curves, baselines),
+        directory / perf_page.CHART: perf_page.chart(curves),
+    }
+
+
+def _stale(path: Path, text: str) -> bool:
+    try:
+        return path.read_text() != text
+    except OSError:
+        return True
+
+
 def run(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
     directory = args.kept or _checkout_file("docs/results")
     target = args.page or _checkout_file("BENCHMARKS.md")
     if directory is None or target is None:
         raise cli.UsageError("outside a source checkout: pass --kept DIR and --page FILE")
-    if args.verb == "keep":
-        return _keep(args, directory)
+    if args.verb in ("keep", "curve", "baseline"):
+        verb = {"keep": _keep, "curve": _keep_curve, "baseline": _keep_baseline}[args.verb]
+        return verb(args, directory)
     if not directory.is_dir():
         raise cli.UsageError(f"{directory} is not a directory of kept documents")
     try:
-        block = page(kept.load_all(directory))
+        block, pages = written(directory)
         text = target.read_text()
     except kept.KeptError as e:
         raise cli.UsageError(str(e)) from None
@@ -290,10 +386,14 @@ def run(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
             f"the results page has {block.count(chr(10))} lines, over {MAX_LINES}"
         )
     if args.check:
-        if current(text) != block:
-            print(f"{target}: the results page is stale; run `testbed results`", file=sys.stderr)
+        stale = [str(target)] if current(text) != block else []
+        stale += [str(p) for p, t in pages.items() if _stale(p, t)]
+        if stale:
+            print(f"{', '.join(stale)}: stale; run `testbed results`", file=sys.stderr)
             return cli.EXIT_RUNTIME
         return cli.EXIT_OK
     target.write_text(splice(text, block))
-    print(target)
+    for p, t in pages.items():
+        p.write_text(t)
+    print(", ".join(str(p) for p in [target, *pages]))
     return cli.EXIT_OK

@@ -35,7 +35,8 @@ class UpstreamFile:
     allocator: str
 
 
-# As each file's BenchmarkPerfScheduling in upstream's *_test.go beside it (1.35 to 1.37).
+# As each file's BenchmarkPerfScheduling in upstream's *_test.go beside it (1.35 to 1.37; a
+# release without a file has none of its workloads).
 UPSTREAM_FILES: Final = (
     UpstreamFile("dra/performance-config.yaml", "dra", "incubating"),
     UpstreamFile(
@@ -45,6 +46,11 @@ UPSTREAM_FILES: Final = (
     ),
     UpstreamFile(
         "dra/consumablecapacity/performance-config.yaml", "dra_consumablecapacity", "experimental"
+    ),
+    UpstreamFile(  # 1.37 on
+        "dra/compatibilitygroups/performance-config.yaml",
+        "dra_compatibilitygroups",
+        "experimental",
     ),
 )
 

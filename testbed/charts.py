@@ -405,3 +405,103 @@ def page(
         f"<style>{_CSS}</style>{script}</head><body><h1>{escape(title)}</h1>{intro}"
         f"{''.join(parts)}</body></html>\n"
     )
+
+
+# -- static SVG: a chart a Markdown page can show (no script), byte for byte the same each time --
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One plot of a static chart: `lines` drawn with markers (e.g. each size's median),
+    `dots` as open circles (e.g. every run), the same colour for the same index."""
+
+    title: str
+    y_title: str
+    lines: Sequence[Series]
+    dots: Sequence[Series] = ()
+
+
+def _ticks(top: float) -> list[float]:
+    """0 and about four round steps up to `top` or just past it."""
+    if top <= 0:
+        return [0.0, 1.0]
+    raw = top / 4
+    step = 10 ** math.floor(math.log10(raw))
+    step *= next(m for m in (1, 2, 2.5, 5, 10) if raw <= m * step)
+    return [i * step for i in range(math.ceil(top / step - 1e-9) + 1)]
+
+
+def _label(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 100 or v == int(v) else f"{v:.3g}"
+
+
+def svg_panels(panels: Sequence[Panel], *, x_title: str, log_x: bool = True) -> str:
+    """Panels side by side over a shared x (log scale by default: sizes from 100 to 5,000
+    spread evenly), y from 0, a legend of the first panel's line names above them; every
+    number written with fixed decimals, so a test can regenerate the file and compare."""
+    width, height, left, right, top, bottom = 460, 330, 62, 28, 58, 46
+    xs = sorted({x for p in panels for s in (*p.lines, *p.dots) for x in s.x})
+    if not xs:
+        return ""
+    f = math.log10 if log_x else float
+    x0, x1 = f(xs[0]), f(xs[-1])
+    span = (x1 - x0) or 1.0
+    inner_w, inner_h = width - left - right, height - top - bottom
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width * len(panels)}" '
+        f'height="{height}" font-family="sans-serif" font-size="12">',
+        f'<rect width="{width * len(panels)}" height="{height}" fill="white"/>',
+    ]
+    names = [s.name for s in panels[0].lines]
+    for i, name in enumerate(names):
+        out.append(
+            f'<rect x="{left + 120 * i}" y="30" width="12" height="12" '
+            f'fill="{COLOURS[i % len(COLOURS)]}"/><text x="{left + 120 * i + 16}" y="40">'
+            f"{escape(name)}</text>"
+        )
+    for k, p in enumerate(panels):
+        ox = width * k + left
+        ys = [y for s in (*p.lines, *p.dots) for y in s.y]
+        ticks = _ticks(max(ys, default=1.0))
+        scale_y = inner_h / ticks[-1]
+
+        def px(x: float, ox: float = ox) -> float:
+            return ox + (f(x) - x0) / span * inner_w
+
+        def py(y: float, scale_y: float = scale_y) -> float:
+            return top + inner_h - y * scale_y
+
+        out.append(f'<text x="{ox}" y="18" font-weight="bold">{escape(p.title)}</text>')
+        for t in ticks:
+            out.append(
+                f'<line x1="{ox}" x2="{ox + inner_w}" y1="{py(t):.1f}" y2="{py(t):.1f}" '
+                f'stroke="#e5e7eb"/><text x="{ox - 6}" y="{py(t) + 4:.1f}" '
+                f'text-anchor="end">{_label(t)}</text>'
+            )
+        for x in xs:
+            out.append(
+                f'<text x="{px(x):.1f}" y="{top + inner_h + 16}" text-anchor="middle">'
+                f"{_label(x)}</text>"
+            )
+        out.append(
+            f'<text x="{ox + inner_w / 2:.1f}" y="{height - 8}" text-anchor="middle">'
+            f"{escape(x_title)}</text>"
+            f'<text transform="translate({ox - 48} {top + inner_h / 2:.1f}) rotate(-90)" '
+            f'text-anchor="middle">{escape(p.y_title)}</text>'
+        )
+        for i, s in enumerate(p.dots):
+            colour = COLOURS[i % len(COLOURS)]
+            out += [
+                f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="none" stroke="{colour}"/>'
+                for x, y in zip(s.x, s.y, strict=True)
+            ]
+        for i, s in enumerate(p.lines):
+            colour = COLOURS[i % len(COLOURS)]
+            pts = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(s.x, s.y, strict=True))
+            out.append(f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2"/>')
+            out += [
+                f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3.5" fill="{colour}"/>'
+                for x, y in zip(s.x, s.y, strict=True)
+            ]
+    out.append("</svg>")
+    return "\n".join(out) + "\n"

@@ -148,3 +148,18 @@ def test_a_results_directory_shares_one_plotly_js(tmp_path: Path) -> None:
     assert len(text) < 100_000  # plotly.js itself is ~4.6 MB
     lone = tmp_path / "other" / "run"
     assert charts.shared_plotly(lone) == charts.PLOTLY_JS  # no shared copy above: its own
+
+
+def test_a_static_svg_chart_draws_each_line_and_run_and_is_the_same_each_time() -> None:
+    lines = [charts.Series("a", [100, 1000], [1.0, 4.0]), charts.Series("b", [100], [2.0])]
+    dots = [charts.Series("a", [100, 1000, 1000], [1.0, 3.0, 5.0])]
+    panels = [charts.Panel("cost", "ms", lines, dots), charts.Panel("rate", "pods/s", lines)]
+    svg = charts.svg_panels(panels, x_title="nodes")
+    assert svg == charts.svg_panels(panels, x_title="nodes")
+    assert svg.count("<polyline") == 4 and svg.count('fill="none" stroke="#0072B2"/>') == 3
+    first = re.search(r'<polyline points="([\d.]+),([\d.]+) ([\d.]+),([\d.]+)"', svg)
+    assert first is not None
+    x0, y0, x1, y1 = (float(v) for v in first.groups())
+    assert x1 > x0 and y1 < y0  # right for more nodes, up for more cost
+    assert ">6<" in svg and ">1,000<" in svg  # y in steps of 2 past the highest run (5); x ticks
+    assert charts.svg_panels([charts.Panel("none", "ms", [])], x_title="x") == ""
