@@ -66,15 +66,17 @@ def _row(f: kept.Figure, repeats: int) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def _run(doc: kept.Kept) -> list[str]:
+def section(doc: kept.Kept, where: str = "docs/results") -> list[str]:
+    """A kept run's section: `where` is the directory its document is kept in."""
     lines = [
         f"#### {doc.title}",
         "",
         *textwrap.wrap(
             f"{doc.date}, {doc.commit}, Kubernetes {doc.release}; {doc.repeats} repeat(s); "
-            f"{doc.machine}; {doc.load}. Data: `docs/results/{doc.id}.json` (full result "
+            f"{doc.machine}; {doc.load}. Data: `{where}/{doc.id}.json` (full result "
             f"files: `{doc.source}`).",
             WIDTH,
+            break_on_hyphens=False,
         ),
         "",
         f"    {doc.command}",
@@ -131,7 +133,7 @@ def page(docs: list[kept.Kept], *, topic_page: bool = False) -> str:
         if not mine:
             lines += ["No kept run answers it yet.", ""]
         for doc in mine:
-            lines += _run(doc)
+            lines += section(doc)
     lines.append(END)
     return "\n".join(lines) + "\n"
 
@@ -345,14 +347,17 @@ def _keep_baseline(args: argparse.Namespace, directory: Path) -> int:
 
 def written(directory: Path) -> tuple[str, dict[Path, str]]:
     """What `testbed results` writes from the kept documents in `directory`: the front page
-    (markers included) and, when curves or baselines are kept, the topic page and its chart
+    (markers included) and, when curves, baselines or runs against scheduler_perf are kept,
+    the topic page and its chart
     (path -> text). KeptError for a document it cannot use."""
     curves = kept_curves.load_all(directory / "curves")
     baselines = kept_baselines.load_all(directory / "baselines")
-    if not (curves or baselines):
+    against = kept.load_all(directory / perf_page.AGAINST)
+    if not (curves or baselines or against):
         return page(kept.load_all(directory)), {}
+    runs = [ln for d in against for ln in section(d, f"docs/results/{perf_page.AGAINST}")]
     return page(kept.load_all(directory), topic_page=True), {
-        directory / perf_page.PAGE: perf_page.page(curves, baselines),
+        directory / perf_page.PAGE: perf_page.page(curves, baselines, runs),
         directory / perf_page.CHART: perf_page.chart(curves),
     }
 

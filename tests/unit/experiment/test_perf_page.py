@@ -48,8 +48,11 @@ def _section(text: str, heading: str) -> list[str]:
 def test_the_page_and_chart_are_the_ones_the_kept_documents_give() -> None:
     assert _curves() and _baselines()
     front, pages = results_page.written(RESULTS)
+    against = kept.load_all(RESULTS / perf_page.AGAINST)
+    where = f"docs/results/{perf_page.AGAINST}"
+    runs = [ln for d in against for ln in results_page.section(d, where)]
     assert pages == {
-        RESULTS / perf_page.PAGE: perf_page.page(_curves(), _baselines()),
+        RESULTS / perf_page.PAGE: perf_page.page(_curves(), _baselines(), runs),
         RESULTS / perf_page.CHART: perf_page.chart(_curves()),
     }
     for path, text in pages.items():

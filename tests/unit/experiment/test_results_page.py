@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from scipy import stats
 
-from experiment import kept, results_page
+from experiment import kept, perf_page, results_page
 from tests.support import children
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -65,6 +65,20 @@ def test_the_page_is_at_most_200_lines_and_starts_the_file() -> None:
 def test_every_figure_on_the_page_is_derived_again_from_the_values() -> None:
     block = results_page.current((ROOT / "BENCHMARKS.md").read_text())
     assert block is not None
+    _derive_again(block, _docs())
+
+
+def test_the_runs_against_scheduler_perf_on_the_topic_page_are_derived_again() -> None:
+    docs = kept.load_all(KEPT / perf_page.AGAINST)
+    assert docs, "no kept run of loadgen against scheduler_perf"
+    page = (KEPT / perf_page.PAGE).read_text()
+    section = page.split("## loadgen end to end against scheduler_perf", 1)[1].split("\n## ", 1)[0]
+    _derive_again(section, docs)
+
+
+def _derive_again(block: str, docs: list[kept.Kept]) -> None:
+    """Every headline row of `docs` is on `block` once, with the medians, ranges, paired
+    interval and verdict computed here from the values; and nothing else is."""
     sections = {
         part.split("\n", 1)[0]: [
             ln for ln in part.splitlines() if ln.startswith("| ") and not ln.startswith("| figure")
@@ -73,7 +87,7 @@ def test_every_figure_on_the_page_is_derived_again_from_the_values() -> None:
     }
     rows = [ln for lines in sections.values() for ln in lines]
     checked = 0
-    for doc in _docs():
+    for doc in docs:
         for row in (r for r in doc.rows if r.headline):
             mine = sections[doc.title]
             cells = [c for c in mine if c.startswith(f"| {row.name} ({row.unit}) | {row.a.label} ")]
