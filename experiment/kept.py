@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import pydantic
 
@@ -138,14 +138,18 @@ def number(v: float) -> str:
     return f"{v:.3g}"
 
 
+_Document = TypeVar("_Document", bound=pydantic.BaseModel)
+
+
 def one_line(e: pydantic.ValidationError) -> str:
     err = e.errors()[0]
     where = ".".join(str(p) for p in err["loc"]) or "document"
     return f"{where}: {err['msg']}"
 
 
-def load(path: Path) -> Kept:
-    """A kept document; KeptError (one line) if it is unreadable, malformed or too large."""
+def load_as(path: Path, model: type[_Document]) -> _Document:
+    """A kept document of any kind (`model` validates it); KeptError (one line) if it is
+    unreadable, malformed or too large."""
     try:
         text = path.read_text()
     except OSError as e:
@@ -153,9 +157,14 @@ def load(path: Path) -> Kept:
     if len(text.encode()) > MAX_DOCUMENT_BYTES:
         raise KeptError(f"{path}: {len(text.encode())} bytes, over the {MAX_DOCUMENT_BYTES} budget")
     try:
-        return Kept.model_validate_json(text)
+        return model.model_validate_json(text)
     except pydantic.ValidationError as e:
         raise KeptError(f"{path}: {one_line(e)}") from None
+
+
+def load(path: Path) -> Kept:
+    """A kept result document (`load_as`)."""
+    return load_as(path, Kept)
 
 
 def load_all(directory: Path) -> list[Kept]:

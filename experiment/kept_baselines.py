@@ -174,16 +174,7 @@ def keep(
 
 def load(path: Path) -> Baseline:
     """A kept baseline; KeptError (one line) if unreadable, malformed, too large or stale."""
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise kept.KeptError(f"{path}: {e.strerror}") from None
-    if len(text.encode()) > kept.MAX_DOCUMENT_BYTES:
-        raise kept.KeptError(f"{path}: over the {kept.MAX_DOCUMENT_BYTES}-byte budget")
-    try:
-        return Baseline.model_validate_json(text)
-    except pydantic.ValidationError as e:
-        raise kept.KeptError(f"{path}: {kept.one_line(e)}") from None
+    return kept.load_as(path, Baseline)
 
 
 def load_all(directory: Path) -> list[Baseline]:

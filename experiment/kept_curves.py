@@ -151,16 +151,7 @@ def keep(curve: dict[str, Any], **meta: str) -> Curve:
 
 def load(path: Path) -> Curve:
     """A kept curve; KeptError (one line) if unreadable, malformed, too large or stale."""
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise kept.KeptError(f"{path}: {e.strerror}") from None
-    if len(text.encode()) > kept.MAX_DOCUMENT_BYTES:
-        raise kept.KeptError(f"{path}: over the {kept.MAX_DOCUMENT_BYTES}-byte budget")
-    try:
-        return Curve.model_validate_json(text)
-    except pydantic.ValidationError as e:
-        raise kept.KeptError(f"{path}: {kept.one_line(e)}") from None
+    return kept.load_as(path, Curve)
 
 
 def load_all(directory: Path) -> list[Curve]:
