@@ -37,7 +37,6 @@ import argparse
 import asyncio
 import json
 import os
-import resource
 import secrets
 import subprocess
 import sys
@@ -52,14 +51,9 @@ from common import apply_fleet, loadgen_pods, settle, tool  # bench/ is on sys.p
 
 from loadgen import scrape
 from schedperf import build, costmodel, curves, runner
-from testbed.cluster import local, second_scheduler
+from testbed.cluster import local, second_scheduler, supervision
 
 DRA_CONFIG = "dra/performance-config.yaml"
-
-
-def _children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
 
 
 def _sizes(text: str) -> list[int]:
@@ -136,11 +130,11 @@ def _schedperf_way(
         selected = curves.sized(
             config_text, upstream_file_dir, nodes=nodes, pods=args.pods, workdir=str(run_dir)
         )
-        before = _children_cpu()
+        before = supervision.children_cpu_seconds()
         outcome = runner.run(
             bench, selected, run_dir, timeout=args.timeout, gomaxprocs=os.cpu_count()
         )
-        cpu = _children_cpu() - before
+        cpu = supervision.children_cpu_seconds() - before
         if outcome.figures is None or outcome.problem is not None:
             # A failed workload (e.g. upstream's 10-minute wait for its pods ran out) writes
             # a DataItems file without items: not a point of the curve.
