@@ -37,24 +37,40 @@ class KeptError(ValueError):
     """A kept document, or a result to keep, that cannot be used: one line naming why."""
 
 
-class _Model(pydantic.BaseModel):
+class Document(pydantic.BaseModel):
+    """Every kept document and its parts: no field it does not know, never changed once read."""
+
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
 
 
-class Arm(_Model):
+class Provenance(Document):
+    """What ran, where and from what: the fields a kept scheduler_perf document (a cost curve,
+    a baseline) starts with."""
+
+    id: str
+    command: str
+    commit: str
+    date: str
+    machine: str
+    gomaxprocs: int
+    source: str
+    """Where the full result files are (or were) kept."""
+
+
+class Arm(Document):
     label: str
     values: list[float]
     """One value per repeat, in repeat order (the pairs are by position)."""
 
 
-class Target(_Model):
+class Target(Document):
     goal: str
     threshold: float
     """For the A/B ratio."""
     at_least: bool
 
 
-class Row(_Model):
+class Row(Document):
     comparison: str
     metric: str
     unit: str
@@ -69,7 +85,7 @@ class Row(_Model):
         return f"{self.comparison}: {self.metric}"
 
 
-class Kept(_Model):
+class Kept(Document):
     schema_version: Literal[1]
     id: str
     title: str

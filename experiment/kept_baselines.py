@@ -44,11 +44,7 @@ def threshold(averages: Iterable[float]) -> float:
     return round(float(math.floor(v / step + 1e-9) * step), 6)
 
 
-class _Model(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-
-
-class Run(_Model):
+class Run(kept.Document):
     average: float
     """SchedulingThroughput Average, pods/s."""
     perc50: float
@@ -56,7 +52,7 @@ class Run(_Model):
     seconds: float
 
 
-class Workload(_Model):
+class Workload(kept.Document):
     name: str
     """<test case>/<workload>, as in upstream's file."""
     file: str
@@ -73,17 +69,10 @@ class Workload(_Model):
         return self
 
 
-class Baseline(_Model):
+class Baseline(kept.Provenance):
     schema_version: Literal[1]
     kind: Literal["SchedulerPerfBaseline"]
-    id: str
     release: str
-    command: str
-    commit: str
-    date: str
-    machine: str
-    gomaxprocs: int
-    source: str
     rule: str
     """How each threshold comes from its runs (`RULE`)."""
     workloads: list[Workload]

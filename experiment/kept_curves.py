@@ -29,11 +29,7 @@ FIGURES: Final = {
 """The figures a kept curve carries: name -> (what it is, unit)."""
 
 
-class _Model(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-
-
-class Run(_Model):
+class Run(kept.Document):
     nodes: int = pydantic.Field(ge=1)
     repeat: int = pydantic.Field(ge=1)
     cpu_ms_per_pod: float
@@ -43,7 +39,7 @@ class Run(_Model):
     """The machine's 1-minute load average at the run's start."""
 
 
-class Growth(_Model):
+class Growth(kept.Document):
     """A figure's least-squares line against the fleet's nodes over every run."""
 
     per_node: float
@@ -55,23 +51,15 @@ class Growth(_Model):
     runs: int
 
 
-class Curve(_Model):
+class Curve(kept.Provenance):
     schema_version: Literal[1]
     kind: Literal["CostCurve"]
-    id: str
     release: str
     """e.g. 1.37.2."""
     workload: str
     pods: int = pydantic.Field(ge=1)
     """Measured pods per run."""
     devices_per_node: int
-    command: str
-    commit: str
-    date: str
-    machine: str
-    gomaxprocs: int
-    source: str
-    """The full curve file (every run's Filter figures, the cost model's predictors)."""
     runs: list[Run]
     growth: dict[str, Growth]
 
