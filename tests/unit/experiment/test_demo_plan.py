@@ -1,5 +1,4 @@
 import itertools
-from typing import Any
 
 import pytest
 
@@ -10,6 +9,7 @@ from experiment.demo import dra_guide, plan, project_targets, summary
 from experiment.figures import Figure
 from experiment.fleet_shape import FleetShape, shape_of
 from testbed import vocab
+from tests.support import demo_workloads
 
 
 def test_fleet_spec_splits_nodes_across_profiles_exactly() -> None:
@@ -43,20 +43,10 @@ def test_shape_counts_gpus_and_rdma_nics_per_node() -> None:
 SHAPE = FleetShape(nodes=40, gpus=300, eight_gpu_nodes=35, aligned_eight_nodes=30)
 
 
-def _workload(**over: Any) -> plan.Workload:
-    """A workload of one repeat, no latency arms and no scale fleet, with `over` laid over."""
-    fields: dict[str, Any] = {
-        "pods": 100,
-        "repeat": 1,
-        "comparisons": ("extender", "dra"),
-        "latency_arms": False,
-        "scale_nodes": 0,
-    }
-    return plan.Workload(**{**fields, **over})
-
-
 def test_arms_pair_up_and_alternate_order_between_repeats() -> None:
-    workload = _workload(pods=100, repeat=2, comparisons=("extender", "dra"), latency_arms=True)
+    workload = demo_workloads.workload(
+        pods=100, repeat=2, comparisons=("extender", "dra"), latency_arms=True
+    )
     arms = plan.arms(SHAPE, workload)
     assert [(a.comparison, a.variant, a.repeat, a.measure) for a in arms] == [
         ("extender", "on", 0, "throughput"),
@@ -91,9 +81,9 @@ def test_arms_pair_up_and_alternate_order_between_repeats() -> None:
 
 def test_arms_reject_more_pods_than_gpus_and_unknown_comparisons() -> None:
     with pytest.raises(ValueError, match="exceeds the fleet's 300 GPUs"):
-        plan.arms(SHAPE, _workload(pods=301))
+        plan.arms(SHAPE, demo_workloads.workload(pods=301))
     with pytest.raises(ValueError, match="unknown comparison"):
-        plan.arms(SHAPE, _workload(pods=10, comparisons=("nope",)))
+        plan.arms(SHAPE, demo_workloads.workload(pods=10, comparisons=("nope",)))
 
 
 def test_fragmentation_probes_every_8_gpu_node_perfect_packing_keeps_whole() -> None:
@@ -201,7 +191,7 @@ def test_the_fragmentation_probe_waits_until_each_pod_is_placed_or_refused() -> 
 
 
 def test_the_scale_comparison_runs_the_same_pods_on_the_small_then_the_large_fleet() -> None:
-    workload = _workload(
+    workload = demo_workloads.workload(
         pods=1000, repeat=2, comparisons=("scale",), scale_nodes=200, latency_arms=True
     )
     arms = plan.arms(SHAPE, workload)
@@ -216,14 +206,18 @@ def test_the_scale_comparison_runs_the_same_pods_on_the_small_then_the_large_fle
     assert {a.params["pods"] for a in arms if a.latency_of} == {str(LATENCY_PODS)}
     # 1,000 pods do not fit the small fleet's 300 GPUs: they hold no claim.
     assert {a.params["gpus"] for a in arms} == {"0"}
-    fits = plan.arms(SHAPE, _workload(pods=300, comparisons=("scale",), scale_nodes=200))
+    fits = plan.arms(
+        SHAPE, demo_workloads.workload(pods=300, comparisons=("scale",), scale_nodes=200)
+    )
     assert {a.params["gpus"] for a in fits} == {"1"}
     with pytest.raises(ValueError, match="--scale-nodes"):
-        plan.arms(SHAPE, _workload(pods=10, comparisons=("scale",)))
+        plan.arms(SHAPE, demo_workloads.workload(pods=10, comparisons=("scale",)))
 
 
 def test_the_dra_comparison_runs_its_own_claims_arm_in_alternating_order() -> None:
-    arms = plan.arms(SHAPE, _workload(pods=100, repeat=2, comparisons=("extender", "dra")))
+    arms = plan.arms(
+        SHAPE, demo_workloads.workload(pods=100, repeat=2, comparisons=("extender", "dra"))
+    )
     assert not any(a.same_as for a in arms)
     dra = [(a.variant, a.repeat) for a in arms if a.comparison == "dra" and not a.latency_of]
     assert dra == [("claims", 0), ("device-plugin", 0), ("device-plugin", 1), ("claims", 1)]
@@ -379,7 +373,7 @@ def test_the_alignment_probe_fragments_roots_then_asks_for_exactly_the_room_pack
 
 
 def test_latency_arms_are_opt_in() -> None:
-    plain = plan.arms(SHAPE, _workload(pods=100, repeat=1, comparisons=("extender",)))
+    plain = plan.arms(SHAPE, demo_workloads.workload(pods=100, repeat=1, comparisons=("extender",)))
     assert [a.name for a in plain] == ["extender-on-0", "extender-off-0"]
 
 

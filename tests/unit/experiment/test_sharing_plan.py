@@ -13,33 +13,24 @@ from experiment.fleet_shape import FleetShape
 from fleet import spec as fleet_spec
 from loadgen import scenarios
 from testbed import vocab
+from tests.support import demo_workloads
 
 SHAPE = FleetShape(nodes=900, gpus=5000, eight_gpu_nodes=600, aligned_eight_nodes=200)
-
-
-def _workload(**over: Any) -> plan.Workload:
-    """A workload of one repeat, no latency arms and no scale fleet, with `over` laid over."""
-    fields: dict[str, Any] = {
-        "pods": 100,
-        "repeat": 1,
-        "comparisons": ("extender", "dra"),
-        "latency_arms": False,
-        "scale_nodes": 0,
-    }
-    return plan.Workload(**{**fields, **over})
 
 
 NEW = (plan.SHARING, plan.EXTENDED_RESOURCE, plan.TAINTS)
 
 
 def test_n_arm_comparisons_rotate_so_each_arm_runs_first_once_per_cycle() -> None:
-    arms = plan.arms(SHAPE, _workload(pods=100, repeat=4, comparisons=(plan.SHARING,)))
+    arms = plan.arms(
+        SHAPE, demo_workloads.workload(pods=100, repeat=4, comparisons=(plan.SHARING,))
+    )
     order = [[a.variant for a in arms if a.repeat == rep] for rep in range(4)]
     assert order[0] == ["device-plugin", "whole", "mig", "capacity"]
     assert order[1] == ["whole", "mig", "capacity", "device-plugin"]
     assert [o[0] for o in order] == ["device-plugin", "whole", "mig", "capacity"]
     # Two-arm comparisons still alternate A B, B A.
-    pair = plan.arms(SHAPE, _workload(pods=10, repeat=2, comparisons=(plan.TAINTS,)))
+    pair = plan.arms(SHAPE, demo_workloads.workload(pods=10, repeat=2, comparisons=(plan.TAINTS,)))
     assert [a.variant for a in pair] == ["tainted", "clean", "clean", "tainted"]
 
 
@@ -49,7 +40,7 @@ def test_the_new_comparisons_are_opt_in() -> None:
 
 
 def test_sharing_asks_one_mix_of_each_shape_on_pools_of_the_same_gpus() -> None:
-    arms = plan.arms(SHAPE, _workload(pods=100, comparisons=(plan.SHARING,)))
+    arms = plan.arms(SHAPE, demo_workloads.workload(pods=100, comparisons=(plan.SHARING,)))
     by = {a.variant: a for a in arms}
     assert all(a.fleet == plan.SHARING and a.scheduler == plan.PLAIN for a in arms)
     assert {a.params["pool"] for a in arms} == {plan.POOL_MIG, plan.POOL_SHARED}
@@ -96,7 +87,9 @@ def test_every_fleet_variant_is_a_valid_fleet_spec_of_the_demo_fleet_plus_its_po
 def test_extended_resource_and_taints_arms_differ_only_in_pool_or_taints() -> None:
     arms = plan.arms(
         SHAPE,
-        _workload(pods=1000, repeat=1, comparisons=(plan.EXTENDED_RESOURCE,), latency_arms=True),
+        demo_workloads.workload(
+            pods=1000, repeat=1, comparisons=(plan.EXTENDED_RESOURCE,), latency_arms=True
+        ),
     )
     dra, dp = (a for a in arms if not a.latency_of)
     assert {k: v for k, v in dra.params.items() if k != "pool"} == {
@@ -105,7 +98,9 @@ def test_extended_resource_and_taints_arms_differ_only_in_pool_or_taints() -> No
     assert dra.params["device_plugin"] == "true"  # the same nvidia.com/gpu pod spec
     assert int(dra.params["pods"]) == plan.VARIANT_NODES * 8  # what fits the pool
     assert any(a.latency_of for a in arms)  # a cost comparison: unsaturated arms too
-    tainted, clean = plan.arms(SHAPE, _workload(pods=10, repeat=1, comparisons=(plan.TAINTS,)))
+    tainted, clean = plan.arms(
+        SHAPE, demo_workloads.workload(pods=10, repeat=1, comparisons=(plan.TAINTS,))
+    )
     assert tainted.scenario_doc == clean.scenario_doc
     assert (tainted.fleet, clean.fleet) == (plan.TAINTS, plan.TAINTS_CLEAN)
     assert scenarios.Scenario.model_validate(tainted.scenario_doc).node_selector == {
