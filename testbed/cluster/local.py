@@ -272,13 +272,15 @@ class LocalCluster:
             if c.pid is None and supervision.exited_transiently(logs / f"{c.name}.log")
         ]
 
-    def _repair(self, b: bins.Binaries, notify: Callable[[str], None], attempts: int = 3) -> Status:
+    def _repair(self, b: bins.Binaries, notify: Callable[[str], None], attempts: int = 4) -> Status:
         """Start the components that are not running (kwokctl leaves running ones alone).
 
         A port can be busy for a moment (another cluster's kwokctl probes candidate ports by
         binding them), and on a loaded machine kube-controller-manager can give up on an API
         server still running its start-up hooks: a component that exited for such a
-        transient reason is started again a few times before its failure counts."""
+        transient reason is started again a few times before its failure counts. Before each
+        start the API server must answer /healthz, the check kube-controller-manager gives up
+        on after 10 s: on a loaded machine starting it sooner only repeats the exit."""
         cfg = self.config
         for attempt in range(1, attempts + 1):
             current = self.status()  # again: a concurrent `up` may have repaired it meanwhile
@@ -291,6 +293,8 @@ class LocalCluster:
                 # a killed one lingers as a zombie until init reaps it: drop its pid file.
                 for name in stopped:
                     (cfg.cluster_dir / "pids" / f"{name}.pid").unlink(missing_ok=True)
+                if "kube-apiserver" not in stopped:
+                    self.wait_ready(cfg.wait_seconds, "/healthz")
                 self._run([str(b["kwokctl"]), "start", "cluster", "--name", cfg.name], b)
                 self._after_kwokctl()
             try:
@@ -489,8 +493,9 @@ class LocalCluster:
     def _last_log_line(self) -> str:
         return supervision.last_line(self.config.log_file)
 
-    def _ready(self) -> bool:
-        """The API server answers /readyz with the cluster's kubeconfig credentials."""
+    def _ready(self, path: str = "/readyz") -> bool:
+        """The API server answers `path` (/readyz, /healthz) "ok" with the cluster's kubeconfig
+        credentials."""
         try:
             b = self.binaries()
         except bins.BinariesError:
@@ -502,7 +507,7 @@ class LocalCluster:
                 str(self.config.kubeconfig),
                 "get",
                 "--raw",
-                "/readyz",
+                path,
                 "--request-timeout=5s",
             ],
             capture_output=True,
@@ -511,11 +516,11 @@ class LocalCluster:
         )
         return proc.returncode == 0 and proc.stdout.strip() == "ok"
 
-    def wait_ready(self, seconds: int) -> bool:
-        """Wait (at most `seconds`) until the API server answers /readyz; False if it did not."""
+    def wait_ready(self, seconds: int, path: str = "/readyz") -> bool:
+        """Wait (at most `seconds`) until the API server answers `path`; False if it did not."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            if self._ready():
+            if self._ready(path):
                 return True
             time.sleep(0.5)
         return False
