@@ -289,6 +289,11 @@ class Experiment(_Model):
         if self.builtin is not None:
             if self.variants or self.workloads:
                 raise ValueError("builtin: its comparisons bring their own variants and workloads")
+            if self.targets:
+                raise ValueError(
+                    "targets: builtin comparisons are judged against their own targets; a file's "
+                    "targets apply to its own variants"
+                )
             return self
         if not self.variants or not self.workloads:
             raise ValueError("variants: give variants and workloads (or builtin comparisons)")

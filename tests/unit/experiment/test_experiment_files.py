@@ -115,6 +115,22 @@ def test_a_minimal_file_parses_with_the_documented_defaults() -> None:
         ({"metrics": ["speed"]}, "'speed': unknown metric"),
         ({"order": "random"}, "order: Input should be 'alternating' or 'fixed'"),
         ({"builtin": {"comparisons": ["extender"]}}, "bring their own variants"),
+        (
+            {
+                "builtin": {"comparisons": ["extender"]},
+                "variants": [],
+                "workloads": [],
+                "targets": [
+                    {
+                        "metric": "scheduler CPU per pod",
+                        "variant": "on",
+                        "baseline": "off",
+                        "atMost": 1.1,
+                    }
+                ],
+            },
+            "targets: builtin comparisons are judged against their own targets",
+        ),
     ],
 )
 def test_bad_files_are_one_line_naming_the_field(overrides: dict[str, Any], says: str) -> None:
