@@ -154,13 +154,13 @@ def number(v: float) -> str:
     return f"{v:.3g}"
 
 
-_Document = TypeVar("_Document", bound=pydantic.BaseModel)
-
-
 def one_line(e: pydantic.ValidationError) -> str:
     err = e.errors()[0]
     where = ".".join(str(p) for p in err["loc"]) or "document"
     return f"{where}: {err['msg']}"
+
+
+_Document = TypeVar("_Document", bound=Document)
 
 
 def load_as(path: Path, model: type[_Document]) -> _Document:
