@@ -278,9 +278,11 @@ class LocalCluster:
         A port can be busy for a moment (another cluster's kwokctl probes candidate ports by
         binding them), and on a loaded machine kube-controller-manager can give up on an API
         server still running its start-up hooks: a component that exited for such a
-        transient reason is started again a few times before its failure counts. Before each
-        start the API server must answer /healthz, the check kube-controller-manager gives up
-        on after 10 s: on a loaded machine starting it sooner only repeats the exit."""
+        transient reason is started again a few times before its failure counts. When the API
+        server and etcd are both running, it must answer /healthz before the others start
+        again: kube-controller-manager gives up on that check after 10 s, so on a loaded
+        machine starting it sooner only repeats the exit. With either of them stopped,
+        /healthz cannot pass until they start, so nothing waits for it."""
         cfg = self.config
         for attempt in range(1, attempts + 1):
             current = self.status()  # again: a concurrent `up` may have repaired it meanwhile
@@ -293,7 +295,8 @@ class LocalCluster:
                 # a killed one lingers as a zombie until init reaps it: drop its pid file.
                 for name in stopped:
                     (cfg.cluster_dir / "pids" / f"{name}.pid").unlink(missing_ok=True)
-                if "kube-apiserver" not in stopped:
+                if not {"kube-apiserver", "etcd"} & set(stopped):
+                    notify(f"cluster {cfg.name!r}: waiting for the API server's /healthz first")
                     self.wait_ready(cfg.wait_seconds, "/healthz")
                 self._run([str(b["kwokctl"]), "start", "cluster", "--name", cfg.name], b)
                 self._after_kwokctl()

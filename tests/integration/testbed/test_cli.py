@@ -240,6 +240,19 @@ def test_up_restarts_a_dead_component_and_says_what_it_cannot_repair(tmp_path: P
         mended = run("--name", "mend", "up", home=home)
         assert mended.returncode == 0, mended.stderr
         assert "starting kube-scheduler again" in mended.stderr
+        assert "waiting for the API server's /healthz first" in mended.stderr
+        assert run("--name", "mend", "status", home=home).returncode == 0
+
+        # etcd killed: the API server's /healthz cannot pass until etcd runs again, so the
+        # repair starts it without waiting for that.
+        pid = component_pids(run("--name", "mend", "status", home=home).stdout)["etcd"]
+        assert pid
+        os.kill(pid, signal.SIGKILL)
+        wait_gone(pid)
+        mended = run("--name", "mend", "up", home=home)
+        assert mended.returncode == 0, mended.stderr
+        assert "starting etcd again" in mended.stderr
+        assert "/healthz" not in mended.stderr
         assert run("--name", "mend", "status", home=home).returncode == 0
 
         # Its port taken while it is down: `up` cannot repair that, and says so in one line.
