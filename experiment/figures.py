@@ -228,6 +228,31 @@ def _filter_per_pod(doc: Doc) -> float | None:
     return sum(found) * 1000 / pods if found else None
 
 
+REQUEUE_CATEGORY = "queue and requeue"
+"""loadgen's CPU category of the scheduling queue's work (`loadgen.cpu.QUEUE`)."""
+REQUEUE_SIGNATURE = "isPodWorthRequeuing"
+"""loadgen's signature of kubernetes/kubernetes#138095's function (`loadgen.cpu.SIGNATURES`)."""
+
+
+def _scheduler_profile(doc: Doc) -> dict[str, Any] | None:
+    """kube-scheduler's CPU breakdown over the arm; None when it was not profiled."""
+    cpu = ((doc.get("explanation") or {}).get("cpu") or {}).get("scheduler") or {}
+    return cpu if cpu.get("profiled") and cpu.get("cpu_seconds") else None
+
+
+def _category_share(doc: Doc, category: str) -> float | None:
+    cpu = _scheduler_profile(doc)
+    if cpu is None:
+        return None
+    shares = {c["category"]: float(c["share"]) for c in cpu.get("categories") or []}
+    return shares.get(category, 0.0)
+
+
+def _signature_share(doc: Doc, name: str) -> float | None:
+    cpu = _scheduler_profile(doc)
+    return None if cpu is None else float((cpu.get("signatures") or {}).get(name, 0.0))
+
+
 def _phase_latency(doc: Doc, name: str, latency: str, stat: str) -> float | None:
     """A latency of the phase `name` (e.g. ClusterLoader2 DRA's `churn`); None without it."""
     for phase in doc.get("phases") or []:
@@ -310,6 +335,18 @@ THROUGHPUT_METRICS: list[Metric] = [
     # Costs are rates and per-pod figures, never totals of arms of different length.
     ("scheduler CPU per second", "cores", lambda d: _per_second(d, "cpu_seconds", "scheduler")),
     ("scheduler attempts per pod", "attempts", lambda d: _per_pod(d, "schedule_attempts")),
+    # Shares of kube-scheduler's profiled CPU (kubernetes/kubernetes#138095's evidence): load
+    # changes how long the scheduler takes, not what its CPU is spent on.
+    (
+        "scheduler CPU in queue and requeue",
+        "share",
+        lambda d: _category_share(d, REQUEUE_CATEGORY),
+    ),
+    (
+        "scheduler CPU under isPodWorthRequeuing",
+        "share",
+        lambda d: _signature_share(d, REQUEUE_SIGNATURE),
+    ),
     (
         "API server requests per second",
         "requests/s",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from experiment import figures
+from loadgen import cpu
 
 FILTER = figures.FILTER_SUM
 
@@ -43,3 +44,34 @@ def test_churn_figures_read_the_churn_phase_not_the_whole_run() -> None:
     assert figures.metric("churn pod startup p50")[2](doc) == 55.0
     assert figures.metric("churn create to schedule p99")[2](doc) == 110.0
     assert figures.metric("churn pod startup p99")[2]({"phases": [phase("fill", 1.0)]}) is None
+
+
+def test_requeue_shares_read_the_scheduler_profile_and_are_none_when_not_profiled() -> None:
+    category = figures.metric("scheduler CPU in queue and requeue")[2]
+    signature = figures.metric("scheduler CPU under isPodWorthRequeuing")[2]
+    categories = [
+        {"category": cpu.QUEUE, "cpu_seconds": 3.0, "share": 0.075},
+        {"category": cpu.CEL, "cpu_seconds": 17.0, "share": 0.425},
+    ]
+    profile: dict[str, Any] = {
+        "profiled": True,
+        "cpu_seconds": 40.0,
+        "categories": categories,
+        "signatures": {"isPodWorthRequeuing": 0.053, "GatherPools": 0.01},
+    }
+    doc = {"explanation": {"cpu": {"scheduler": profile}}}
+    assert (category(doc), signature(doc)) == (0.075, 0.053)
+    # The gate on: a category with no sample is 0, a figure (not "not measured").
+    quiet = {**profile, "categories": categories[1:], "signatures": {}}
+    gate_on = {"explanation": {"cpu": {"scheduler": quiet}}}
+    assert (category(gate_on), signature(gate_on)) == (0.0, 0.0)
+    # Not profiled (refused, or an older result): no figure.
+    refused = {"profiled": False, "reason": "403", "cpu_seconds": 0}
+    for d in ({"explanation": {"cpu": {"scheduler": refused}}}, {}):
+        assert category(d) is None and signature(d) is None
+
+
+def test_the_requeue_figures_name_loadgens_category_and_signature() -> None:
+    # The engine reads loadgen's result as data: its names must be loadgen's own.
+    assert figures.REQUEUE_CATEGORY == cpu.QUEUE
+    assert figures.REQUEUE_SIGNATURE in cpu.SIGNATURES
