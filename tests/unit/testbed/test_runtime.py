@@ -251,3 +251,34 @@ async def test_a_busy_server_accepts_every_waiting_connection() -> None:
             s.close()
         server.kill()
         await server.wait()
+
+
+class _Closed(asyncio.Transport):
+    """A transport already closed, as a connection closed by the server is."""
+
+    def is_closing(self) -> bool:
+        return True
+
+
+async def test_connections_whose_handler_never_saw_the_close_do_not_hold_the_cap() -> None:
+    """Under uvloop a connection closed while its handler started can stay on the server's
+    list for ever (its handler never told of the close): a scrape flood left the admin port
+    with every one of its 64 places so held, accepting nothing. Two such handlers at a cap
+    of 2: a new connection is still answered."""
+    servers: list[web.Server] = []
+
+    async def ok(request: web.Request) -> web.Response:
+        servers.append(request.protocol._manager)  # the server the connection belongs to
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_get("/", ok)
+    timeout = aiohttp.ClientTimeout(total=5)
+    async with runtime.listening(app, "127.0.0.1", 0, max_connections=2) as url:
+        async with aiohttp.ClientSession(timeout=timeout) as s, s.get(url) as r:
+            assert r.status == 200
+        server = servers[0]
+        for _ in range(2):
+            server.connection_made(server(), _Closed())  # seen open, then closed unseen
+        async with aiohttp.ClientSession(timeout=timeout) as s, s.get(url) as r:
+            assert r.status == 200
