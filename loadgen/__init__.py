@@ -8,11 +8,12 @@ Modules, top to bottom (import-linter checks the layers):
   `observe.py` measures pods something else creates; `compare.py` sets two results side by
   side; `agreement.py` holds our startup figures against ClusterLoader2's.
 - Its parts: `driver.py` creates objects at a controlled rate; `tracker.py` watches pods,
-  claims and slices; `scrape.py` reads components' /metrics before and after (with the
-  deltas); `inventory.py` lists, keeps alive and removes runs in a cluster; `report/` writes
+  claims and slices; `scrape.py` reads components' /metrics (`explaining.py` through the run);
+  `inventory.py` lists, keeps alive and removes runs in a cluster; `report/` writes
   the JSON document, PerfData, CSV, console summary and HTML page.
 - Plain data: `outcome.py` (a run's settings and result), `runs.py` (runs found in a
-  cluster), `preflight.py`, `series.py` (Prometheus text as data), `slo.py`, `stall.py`,
+  cluster), `preflight.py`, `series.py` (Prometheus text as data), `segments.py` (counters
+  over a component's processes, its restarts as facts), `slo.py`, `stall.py`,
   `progress.py`; what a run observed: `records.py` (the records), `watch_events.py` (the pure
   state machine updating them, one watch event at a time), `watch_gaps.py` (when a watch was
   broken), `fleet_views.py` and `gang_views.py` (the fleet's and the gangs' figures read

@@ -1,17 +1,21 @@
 """Gathers, while a run goes, the evidence that explains it: kube-scheduler's /metrics (and
-the extender's) sampled every few seconds (`scheduler_view`), and CPU profiles of
-kube-scheduler and kube-apiserver in consecutive slices, as ClusterLoader2's CPUProfile
-measurement takes them (`/debug/pprof/profile?seconds=N`, pprof's default 100 Hz).
+the extender's) sampled every few seconds (`scheduler_view`), every scraped component's
+counters folded over its processes (`segments`: the run's figures, and its restarts as
+facts), and CPU profiles of kube-scheduler and kube-apiserver in consecutive slices, as
+ClusterLoader2's CPUProfile measurement takes them (`/debug/pprof/profile?seconds=N`,
+pprof's default 100 Hz).
 
     gathering = await explaining.start(kube, settings, clock, origin)
     ...                                 # the run
-    await gathering.finish(result)      # result.scheduler_view, result.profiles
+    await gathering.finish(result)      # result.metrics, .components, .scheduler_view, .profiles
 
 The components are the run's `--scrape` targets named `scheduler`, `apiserver` and
 `extender`; a profile URL is the /metrics URL's sibling `/debug/pprof/profile` (`kube:`
 targets go through the API client, loopback https ones carry its client certificate). A
 component that refuses (403 without the RBAC, no certificate) is not profiled and says why;
-the run goes on either way.
+one that does not answer (killed, restarting) is profiled again once it answers, and the
+stretch it did not is kept. The run goes on either way; a scrape that fails is said once
+per component in the result, not logged each time.
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 
-from loadgen import outcome, scheduler_view, scrape
+from loadgen import outcome, scheduler_view, scrape, segments
 from testbed.kube import errors
 from testbed.kube.client import Kube
 
@@ -31,6 +36,15 @@ SAMPLED = ("scheduler", "extender")
 PROFILED = ("scheduler", "apiserver")
 SAMPLE_SECONDS = 2.0
 """Between scheduler scrapes; doubled each time the timeline is thinned."""
+OTHERS_EVERY = 5
+"""The other components (kube-apiserver's /metrics is 2.4 MB) are scraped every 5th round:
+often enough to see a restart within a round or so of it, rarely enough to cost little."""
+SCRAPE_SECONDS = 10.0
+"""A scrape's own time limit: a round's scrapes begin at most this much after the previous
+round's, on top of its interval (how long an old process's counts may go unseen)."""
+PREFIXES = (*scheduler_view.PREFIXES, *segments.PREFIXES)
+RETRY_SECONDS = 2.0
+"""Between profile attempts while a component does not answer."""
 MAX_POINTS = 300
 """Timeline samples kept: beyond, every other one is dropped (10 min at 2 s, then 4 s...),
 so a long run's result.json keeps ~200 KB of it at most."""
@@ -108,6 +122,13 @@ class Gathering:
         self.clock = clock
         self.origin = origin
         self.sampled = {k: v for k, v in scrape_urls.items() if k in SAMPLED}
+        self.others = {k: v for k, v in scrape_urls.items() if k not in SAMPLED}
+        self.interval = SAMPLE_SECONDS
+        self.rounds = 0
+        self.components: dict[str, segments.Component] = {}
+        """Every scraped component's counters over its processes."""
+        self.origin_wall = time.time() - (clock() - origin)
+        """Epoch seconds of the run's start (start times are epoch seconds)."""
         self.timeline = scheduler_view.Timeline()
         self.profiles: dict[str, outcome.Profiled] = {}
         self.tasks: list[asyncio.Task[None]] = []
@@ -120,11 +141,11 @@ class Gathering:
         """Set by `finish`: a profiler still waiting for its first slice stops after it."""
 
     async def begin(self) -> None:
-        """The first sample (the baseline, before the run creates anything), then the
-        sampler and the profilers in the background."""
-        if "scheduler" in self.sampled:
-            await self._sample()
-            self.tasks.append(asyncio.create_task(self._sample_loop(), name="scheduler-view"))
+        """The first sample of every component (the baseline, before the run creates
+        anything), then the sampler and the profilers in the background."""
+        if self.scrape_urls:
+            await self._sample(everyone=True)
+            self.tasks.append(asyncio.create_task(self._sample_loop(), name="scrapes"))
         for name in PROFILED if self.profile else ():
             url = profile_url(self.scrape_urls.get(name, ""))
             if url is None:
@@ -134,51 +155,86 @@ class Gathering:
             self.profilers[name] = asyncio.create_task(task, name=f"profile-{name}")
             self.tasks.append(self.profilers[name])
 
-    async def _sample(self) -> None:
-        got = await scrape.fetch(self.sampled, kube=self.kube, prefixes=scheduler_view.PREFIXES)
-        for name in [n for n in self.sampled if n not in got and n != "scheduler"]:
-            # An extender that does not answer (not started) is warned about once, not
-            # every few seconds: its serving time is left out of the view.
-            del self.sampled[name]
-        if "scheduler" not in got:
+    def _component(self, name: str) -> segments.Component:
+        if name not in self.components:
+            self.components[name] = segments.Component(
+                name, origin_wall=self.origin_wall, max_gap=self._max_gap(name)
+            )
+        return self.components[name]
+
+    def _max_gap(self, name: str) -> float:
+        every = 1 if name in self.sampled else OTHERS_EVERY
+        return self.interval * every + SCRAPE_SECONDS
+
+    async def _sample(self, *, everyone: bool = False) -> None:
+        urls = {**self.sampled, **(self.others if everyone else {})}
+        at = self.clock() - self.origin
+        got = await scrape.fetch(urls, SCRAPE_SECONDS, kube=self.kube, prefixes=PREFIXES)
+        for name, samples in got.samples.items():
+            self._component(name).answered(at, samples)
+        for name, why_not in got.failed.items():
+            self._component(name).failed(at, why_not)
+        if "scheduler" not in got.samples:
             return
+        scheduler = got.samples["scheduler"]
         if not self.timeline.seconds:
-            self.timeline.release, self.timeline.gates = scheduler_view.build_info(got["scheduler"])
-        reduced = scheduler_view.reduce(scheduler_view.merged(*got.values()))
-        self.timeline.add(self.clock() - self.origin, reduced)
+            self.timeline.release, self.timeline.gates = scheduler_view.build_info(scheduler)
+        reduced = scheduler_view.reduce_scrapes(scheduler, got.samples.get("extender"))
+        self.timeline.add(at, reduced)
 
     async def _sample_loop(self) -> None:
-        interval = SAMPLE_SECONDS
         while True:
-            await asyncio.sleep(interval)
-            await self._sample()
+            await asyncio.sleep(self.interval)
+            self.rounds += 1
+            await self._sample(everyone=self.rounds % OTHERS_EVERY == 0)
             if len(self.timeline.seconds) > MAX_POINTS:
                 self.timeline.thin()
-                interval *= 2
+                self.interval *= 2
+                for name, component in self.components.items():
+                    component.max_gap = self._max_gap(name)
 
     async def _profile_loop(self, name: str, url: str, into: outcome.Profiled) -> None:
-        for i in range(MAX_SLICES):
+        i, retrying = 0, False
+        while i < MAX_SLICES:
             if i > 0 and self.ending.is_set():
                 return
-            await asyncio.sleep(pause_before(i))
+            if not retrying:
+                await asyncio.sleep(pause_before(i))
             seconds = slice_seconds(i)
             started = self.clock()
             try:
                 data = await self.fetch(url, seconds)
             except errors.ServerError as e:
                 if BUSY not in str(e):
-                    into.not_profiled = why(e)
-                    return
+                    retrying = await self._unanswered(into, started, e)
+                    continue
                 # Someone else profiles it (Go allows one CPU profile at a time): this slice
                 # is theirs; try again after it.
                 into.busy_slices += 1
                 await asyncio.sleep(seconds)
+                i, retrying = i + 1, False
                 continue
-            except (errors.KubeError, ValueError, OSError) as e:
+            except (errors.Unreachable, OSError) as e:
+                # Not answering (killed, restarting): tried again until it does, without
+                # using up a slice.
+                retrying = await self._unanswered(into, started, e)
+                continue
+            except (errors.KubeError, ValueError) as e:
                 into.not_profiled = why(e)
                 log.warning("not profiling %s: %s", name, into.not_profiled)
                 return
+            if into.unanswered and into.unanswered[-1].end is None:
+                into.unanswered[-1].end = started
             into.slices.append(outcome.ProfileSlice(started, float(seconds), data))
+            i, retrying = i + 1, False
+
+    async def _unanswered(self, into: outcome.Profiled, since: float, e: Exception) -> bool:
+        """A component that did not answer: the stretch without an answer noted (once),
+        and a pause before the next try; True (retrying)."""
+        if not into.unanswered or into.unanswered[-1].end is not None:
+            into.unanswered.append(outcome.Unanswered(start=since, reason=why(e)))
+        await asyncio.sleep(RETRY_SECONDS)
+        return True
 
     async def finish(self, result: outcome.RunResult) -> None:
         """Stop sampling and profiling (a slice in flight is dropped, unless it is the
@@ -197,10 +253,12 @@ class Gathering:
                 pass
             except Exception as e:  # evidence is best effort: the run's report goes on
                 log.warning("%s failed: %s", task.get_name(), e)
-        if "scheduler" in self.sampled:
-            await self._sample()
+        if self.scrape_urls:
+            await self._sample(everyone=True)
             if self.timeline.seconds:
                 result.scheduler_view = self.timeline
+        result.components = self.components
+        result.metrics = {name: c.deltas() for name, c in self.components.items() if c.processes}
         for profiled in self.profiles.values():
             if not profiled.slices and profiled.not_profiled is None:
                 profiled.not_profiled = (

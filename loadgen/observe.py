@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from loadgen import explaining, fleet_views, outcome, records, scrape, tracker
+from loadgen import explaining, fleet_views, outcome, records, tracker
 from loadgen.scenarios import Phase, Scenario
 from testbed.kube import resources
 from testbed.kube.client import Kube
@@ -112,7 +112,6 @@ async def observe(
         fleet_gpus=fleet_views.fleet_gpus(rec),
         held_by_others_at_start=fleet_views.gpus_held_by_others(rec),
     )
-    scraped_before = await scrape.fetch(target.scrape, kube=kube)
     gathering = await explaining.start(kube, result.settings, watcher.clock, result.started_mono)
     try:
         await _wait(watcher, target, stop, on_progress)
@@ -121,8 +120,6 @@ async def observe(
         result.interrupted = stop.is_set()
         await watcher.stop()
         await gathering.finish(result)
-        if scraped_before:
-            result.metrics = await scrape.deltas_since(scraped_before, target.scrape, kube=kube)
     return result
 
 

@@ -10,7 +10,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from loadgen import plan, runs, scheduler_view
+from loadgen import plan, runs, scheduler_view, segments
 from loadgen.records import Records
 from loadgen.scenarios import Phase, Scenario
 
@@ -44,7 +44,7 @@ class Settings:
     seed: int = 0
     """Seed of Poisson arrivals."""
     scrape: dict[str, str] = field(default_factory=dict)
-    """Component name -> Prometheus /metrics URL, scraped before and after for deltas."""
+    """Component name -> Prometheus /metrics URL, scraped through the run for its changes."""
     allow_unschedulable: bool = False
     """Run even when the pre-flight check finds the demand cannot fit the free GPUs."""
     heartbeat_interval: float = runs.DEFAULT_INTERVAL
@@ -81,6 +81,18 @@ class ProfileSlice:
 
 
 @dataclass
+class Unanswered:
+    """A stretch in which a component did not answer its profile requests (killed,
+    restarting): no CPU of it was profiled then."""
+
+    start: float
+    """Monotonic seconds of the first request it did not answer."""
+    reason: str
+    end: float | None = None
+    """Monotonic seconds of the request it answered again; None: it never did."""
+
+
+@dataclass
 class Profiled:
     """A component's CPU profile slices through a run, or why it has none."""
 
@@ -89,6 +101,8 @@ class Profiled:
     """Why profiling stopped or never started (`403 Forbidden: ...`), None while it went."""
     busy_slices: int = 0
     """Slices skipped because another client was profiling the component at the time."""
+    unanswered: list[Unanswered] = field(default_factory=list)
+    """Stretches without an answer, after which profiling resumed (or the run ended)."""
 
 
 @dataclass
@@ -120,7 +134,10 @@ class RunResult:
     error: str | None = None
     cleaned_up: bool = False
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)
-    """Per scraped component: series -> change over the run (gauges: value after)."""
+    """Per scraped component: series -> change over the run, summed over its processes
+    (gauges: value after); none of a component whose counters could not be made whole."""
+    components: dict[str, segments.Component] = field(default_factory=dict)
+    """Per scraped component: its processes, restarts and failed scrapes through the run."""
     held_by_others_at_start: dict[str, int] = field(default_factory=dict)
     """Per other namespace, the fleet GPUs its claims held when the run started."""
     scheduler_view: scheduler_view.Timeline | None = None

@@ -31,7 +31,6 @@ from loadgen import (
     preflight,
     records,
     runs,
-    scrape,
     stall,
     templates,
     tracker,
@@ -146,7 +145,6 @@ async def run(
         inventory.keep_alive(kube, settings.run_id, settings.heartbeat_interval, beating),
         name="heartbeat",
     )
-    scraped_before = await scrape.fetch(settings.scrape, kube=kube)
     gathering = await explaining.start(kube, settings, watcher.clock, result.started_mono)
     reporter = asyncio.create_task(_report_progress(result, on_progress), name="progress")
     try:
@@ -173,8 +171,6 @@ async def run(
             await reporter
         await watcher.stop()
         await gathering.finish(result)
-        if scraped_before:
-            result.metrics = await scrape.deltas_since(scraped_before, settings.scrape, kube=kube)
         try:
             if on_measured is not None:
                 done = on_measured(result)

@@ -9,7 +9,9 @@ timeline: `pending:gated`, `incoming:<event>:<queue>`, `event_seconds:<event>`,
 `hint_seconds`, `algorithm_seconds`/`algorithm_count`, `attempt_seconds`/`attempts`,
 `point_seconds:<extension point>`, `throttle_seconds`, `cpu_seconds`, `scheduled`, and from
 the extender's scrape `extender_seconds:<verb>`/`extender_calls:<verb>`. Counters stay
-cumulative (their differences are the rates); `pending:*` are gauges.
+cumulative (their differences are the rates); `pending:*` are gauges. `process_start` is
+kube-scheduler's start time: where it changes, a new process counts from 0, and a counter's
+change is taken over its processes (`loadgen.segments`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from loadgen import series
+from loadgen import segments, series
 
 QUEUES = ("active", "backoff", "unschedulable", "gated")
 PENDING = "pending:"
@@ -27,6 +29,7 @@ EVENT_SECONDS = "event_seconds:"
 POINT_SECONDS = "point_seconds:"
 EXTENDER_SECONDS = "extender_seconds:"
 EXTENDER_CALLS = "extender_calls:"
+PROCESS_START = "process_start"
 # The extension points run inside the scheduling algorithm (findNodesThatFitPod and
 # prioritizeNodes): the algorithm's time outside them is the extenders' calls and the
 # node selection around them.
@@ -75,6 +78,15 @@ def _key(name: str, labels: Mapping[str, str]) -> str | None:
     return None
 
 
+def reduce_scrapes(scheduler: series.Samples, extender: series.Samples | None) -> dict[str, float]:
+    """One sample of the timeline: kube-scheduler's scrape and the extender's, reduced, with
+    kube-scheduler's start time (read from its scrape alone)."""
+    reduced = reduce(merged(scheduler, extender))
+    if (start := scheduler.get(segments.START_TIME)) is not None:
+        reduced[PROCESS_START] = start
+    return reduced
+
+
 PREFIXES = (
     "scheduler_pending_pods",
     "scheduler_queue_incoming_pods_total",
@@ -89,6 +101,7 @@ PREFIXES = (
     "extender_request_duration_seconds_",
     "kubernetes_build_info",
     "kubernetes_feature_enabled",
+    segments.START_TIME,
 )
 """The series `reduce` reads (for `series.parse(text, prefixes=PREFIXES)`)."""
 
@@ -143,21 +156,38 @@ class Timeline:
             value = reduced.get(key)
             column.append(None if value is None else round(value, 6))
 
+    def restarts(self) -> list[int]:
+        """Indices of the samples that first met a new kube-scheduler process."""
+        out, previous = [], None
+        for i, start in enumerate(self.values.get(PROCESS_START, ())):
+            if start is None:
+                continue
+            if previous is not None and start != previous:
+                out.append(i)
+            previous = start
+        return out
+
     def thin(self) -> None:
-        """Every other sample dropped (the first and last kept): a long run stays small."""
-        keep = sorted({*range(0, len(self.seconds), 2), len(self.seconds) - 1})
+        """Every other sample dropped (the first and last kept, and those on either side of
+        a restart, so each process's last count stays): a long run stays small."""
+        around = {j for i in self.restarts() for j in (i - 1, i)}
+        keep = sorted({*range(0, len(self.seconds), 2), len(self.seconds) - 1, *around})
         self.seconds = [self.seconds[i] for i in keep]
         self.values = {k: [v[i] for i in keep] for k, v in self.values.items()}
 
     def change(self, key: str) -> float:
-        """A counter's change from the first sample to its last value. Absent at the first
-        sample counts as 0: a labelled counter appears only once it first counts (a fresh
-        kube-scheduler has no `result="scheduled"` series before its first pod)."""
+        """A counter's change over the run, summed over kube-scheduler's processes (the
+        extender's counters: over theirs, seen as drops). Absent at the first sample counts
+        as 0: a labelled counter appears only once it first counts (a fresh kube-scheduler
+        has no `result="scheduled"` series before its first pod)."""
+        return next((v for v in reversed(self.cumulative(key)) if v is not None), 0.0)
+
+    def cumulative(self, key: str) -> list[float | None]:
+        """A counter's growth since the first sample, at each sample, over its processes:
+        rates from it stay true across a restart."""
         column = self.values.get(key, [])
-        present = [v for v in column if v is not None]
-        if not present:
-            return 0.0
-        return present[-1] - (column[0] or 0.0)
+        extenders = key.startswith((EXTENDER_SECONDS, EXTENDER_CALLS))
+        return segments.running(column, () if extenders else set(self.restarts()))
 
     def gauge(self, key: str) -> list[float]:
         return [v for v in self.values.get(key, ()) if v is not None]
@@ -197,6 +227,9 @@ class Totals:
     """Seconds kube-scheduler's API client waited on its own rate limiter."""
     cpu_seconds: float
     scheduled: float
+    restarts: tuple[float, ...] = ()
+    """Seconds at which a new kube-scheduler process was first sampled: the counters above
+    are summed over its processes."""
 
     @property
     def attempt_mean(self) -> float:
@@ -241,6 +274,7 @@ def totals(t: Timeline, *, top: int = 12) -> Totals:
         throttle_seconds=t.change("throttle_seconds"),
         cpu_seconds=t.change("cpu_seconds"),
         scheduled=t.change("scheduled"),
+        restarts=tuple(t.seconds[i] for i in t.restarts()),
     )
 
 
@@ -259,7 +293,7 @@ def mean_per_interval(
     """(x, mean seconds per event) between consecutive samples, e.g. the algorithm's mean
     duration per attempt over time; intervals with no event are left out."""
     xs, ys = [], []
-    s, c = t.values.get(seconds_key, []), t.values.get(count_key, [])
+    s, c = t.cumulative(seconds_key), t.cumulative(count_key)
     for i in range(1, min(len(s), len(c))):
         s0, s1, c0, c1 = s[i - 1], s[i], c[i - 1], c[i]
         if None in (s0, s1, c0, c1):

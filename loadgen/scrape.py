@@ -1,13 +1,13 @@
-"""Scrape Prometheus `/metrics` of control-plane components before and after a run: the
-only I/O of the metrics path (aiohttp, TLS unverified because local components serve
+"""Scrape Prometheus `/metrics` of control-plane components through a run: the only I/O of
+the metrics path (aiohttp, TLS unverified because local components serve
 self-signed certificates on loopback). `loadgen.series` parses what comes back.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import aiohttp
 
@@ -15,11 +15,19 @@ from loadgen import series
 from testbed.kube import errors
 from testbed.kube.client import Kube
 
-log = logging.getLogger(__name__)
-
 # A target URL of the form `kube:/metrics` is fetched through the run's API client, with its
 # credentials: how kube-apiserver's own /metrics (which needs authentication) is scraped.
 KUBE_SCHEME = "kube:"
+
+
+@dataclass(frozen=True)
+class Scraped:
+    """One round of scrapes: what answered, and why the others did not."""
+
+    samples: dict[str, series.Samples] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    """Component -> why its scrape failed, in one line (the caller says it once: a run's
+    scrapes repeat every few seconds)."""
 
 
 async def fetch(
@@ -28,45 +36,35 @@ async def fetch(
     *,
     kube: Kube | None = None,
     prefixes: tuple[str, ...] = (),
-) -> dict[str, series.Samples]:
-    """Every component's samples (with `prefixes`: only those series, see `series.parse`);
-    a component that does not answer is logged and skipped."""
+) -> Scraped:
+    """Every component's samples (with `prefixes`: only those series, see `series.parse`)."""
     if not urls:
-        return {}
+        return Scraped()
     client_timeout = aiohttp.ClientTimeout(total=seconds)
     async with aiohttp.ClientSession(timeout=client_timeout) as session:
 
-        async def one(name: str, url: str) -> tuple[str, series.Samples | None]:
+        async def one(url: str) -> series.Samples | str:
             if url.startswith(KUBE_SCHEME):
                 if kube is None:
-                    log.warning("scrape of %s (%s): no API client", name, url)
-                    return name, None
+                    return f"{url}: no API client"
                 try:
                     text = await kube.request("GET", url[len(KUBE_SCHEME) :], text=True)
                 except errors.KubeError as e:
-                    log.warning("scrape of %s (%s) failed: %s", name, url, e)
-                    return name, None
-                return name, series.parse(text, prefixes)
+                    return f"{url}: {e}"
+                return series.parse(text, prefixes)
             try:
                 async with session.get(url, ssl=False) as resp:
                     if resp.status != 200:
-                        log.warning("scrape of %s (%s): HTTP %s", name, url, resp.status)
-                        return name, None
-                    return name, series.parse(await resp.text(), prefixes)
+                        return f"{url}: HTTP {resp.status}"
+                    return series.parse(await resp.text(), prefixes)
             except (aiohttp.ClientError, TimeoutError, OSError) as e:
-                log.warning("scrape of %s (%s) failed: %s", name, url, e)
-                return name, None
+                return f"{url}: {e or type(e).__name__}"
 
-        got = await asyncio.gather(*(one(n, u) for n, u in urls.items()))
-    return {name: samples for name, samples in got if samples is not None}
-
-
-async def deltas_since(
-    before: Mapping[str, series.Samples], urls: Mapping[str, str], *, kube: Kube | None = None
-) -> dict[str, dict[str, float]]:
-    """Scrape `urls` again: what each component's series moved by since `before` (only the
-    components that answered both times; nothing if nothing answered before)."""
-    if not before:
-        return {}
-    after = await fetch(urls, kube=kube)
-    return {name: series.deltas(before[name], s) for name, s in after.items() if name in before}
+        got = await asyncio.gather(*(one(u) for u in urls.values()))
+    out = Scraped()
+    for name, answer in zip(urls, got, strict=True):
+        if isinstance(answer, str):
+            out.failed[name] = answer
+        else:
+            out.samples[name] = answer
+    return out

@@ -1,5 +1,6 @@
-"""Prometheus text exposition as data: parse a scrape, the changes over a run, and the
-headline figures of one component (pure; `loadgen.scrape` fetches the text).
+"""Prometheus text exposition as data: parse a scrape, the series whose change over a run is
+reported, and the headline figures of one component (pure; `loadgen.scrape` fetches the text,
+`loadgen.segments` takes the changes over the component's processes).
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ INTERESTING = (
     "process_cpu_seconds_total",
     "extender_",
 )
-_GAUGES = ("process_resident_memory_bytes",)
+GAUGES = ("process_resident_memory_bytes",)
+SERIES_LIMIT = 300
+"""Changed series kept per component (the experiment engine knows this cap)."""
 
 
 def parse(text: str, prefixes: tuple[str, ...] = ()) -> Samples:
@@ -64,34 +67,24 @@ def parse(text: str, prefixes: tuple[str, ...] = ()) -> Samples:
 CHANGE = "change:"
 
 
-def deltas(before: Samples, after: Samples, *, limit: int = 300) -> dict[str, float]:
-    """Changes of the interesting counters, plus interesting gauges as their value after and
-    their change (`change:<key>`)."""
-    out: dict[str, float] = {}
-    for key, value in after.items():
-        name = key.split("{", 1)[0]
-        if name.endswith(("_bucket", "_created")):
-            continue
-        if key.startswith(_GAUGES):
-            out[key] = value
-            if key in before:
-                out[CHANGE + key] = round(value - before[key], 6)
-        elif key.startswith(INTERESTING):
-            change = value - before.get(key, 0.0)
-            if change:
-                out[key] = round(change, 6)
-        if len(out) >= limit:
-            break
-    return out
+def kept(key: str) -> bool:
+    """Whether a series' change over the run is reported (`loadgen.segments` takes it)."""
+    if key.split("{", 1)[0].endswith(("_bucket", "_created")):
+        return False
+    return key.startswith(INTERESTING) or key.startswith(GAUGES)
 
 
-def summary(d: Mapping[str, float]) -> dict[str, float]:
-    """The headline figures of one component's deltas."""
+def summary(
+    d: Mapping[str, float], *, partial: bool = False, spans_processes: bool = False
+) -> dict[str, float]:
+    """The headline figures of one component's deltas. `partial`: its counters could not be
+    made whole, so only its memory after is given; `spans_processes`: it restarted, so its
+    memory growth (across processes) is not given either."""
 
     def total(prefix: str) -> float:
         return sum(v for k, v in d.items() if k.startswith(prefix))
 
-    return {
+    figures = {
         "cpu_seconds": total("process_cpu_seconds_total"),
         "rss_bytes": total("process_resident_memory_bytes"),
         "rss_growth_bytes": total(CHANGE + "process_resident_memory_bytes"),
@@ -100,3 +93,8 @@ def summary(d: Mapping[str, float]) -> dict[str, float]:
         "dra_filter_calls": total(DRA_FILTER_CALLS),
         "api_requests": total("apiserver_request_total"),
     }
+    if partial:
+        return {"rss_bytes": figures["rss_bytes"]}
+    if spans_processes:
+        del figures["rss_growth_bytes"]
+    return figures

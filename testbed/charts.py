@@ -130,9 +130,11 @@ def over_time(
     percent: bool = False,
     bands: Sequence[tuple[float, float]] = (),
     x_title: str = "seconds since start",
+    marks: Sequence[tuple[float, str]] = (),
 ) -> go.Figure:
     """Series against time (throughput, GPU allocation, pods), overlaid; `percent` reads
-    y as a ratio (0..1); `bands` shades x-intervals (watch gaps)."""
+    y as a ratio (0..1); `bands` shades x-intervals (watch gaps); `marks` draws a labelled
+    vertical line at each x (a component's restart)."""
     fig = _figure(title, x_title, y_title)
     for i, s in enumerate(series):
         fig.add_trace(
@@ -154,6 +156,8 @@ def over_time(
         fig.update_layout(legend=_SIDE_LEGEND)
     for lo, hi in bands:
         fig.add_vrect(x0=lo, x1=hi, fillcolor="#fecaca", opacity=0.5, line_width=0)
+    for x, label in marks:
+        fig.add_vline(x=x, line_dash="dot", line_color="#b91c1c", annotation_text=label)
     if percent:
         top = max((y for s in series for y in s.y), default=1.0)
         fig.update_yaxes(tickformat=".0%", range=[0, max(1.02, top * 1.05)])

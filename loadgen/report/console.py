@@ -35,6 +35,8 @@ def render(doc: ResultDoc, console: Console) -> None:
         console.print(f"[yellow]GPUs held by other namespaces at start (not counted):[/] {who}")
     for g in doc.watch_gaps:
         console.print(f"[yellow]watch gap:[/] {g.describe()}")
+    for line in doc.faults.lines():
+        console.print(f"[yellow]fault:[/] {line}", highlight=False)
     table = Table(title="Pod startup latency (nearest-rank)")
     table.add_column("scope")
     table.add_column("phase")
@@ -108,6 +110,10 @@ def render(doc: ResultDoc, console: Console) -> None:
         figures = ", ".join(
             f"{units.label(k)} {units.by_name(k, v)}" for k, v in m.summary.items() if v
         )
+        if m.partial:
+            figures = f"counter figures partial; {figures}" if figures else "partial"
+        elif m.processes > 1:
+            figures = f"{figures or 'no change'} (summed over {m.processes} processes)"
         console.print(f"{name} over the run: {figures or 'no change'}")
     if doc.explanation is not None:
         for line in explanation_lines(doc.explanation):
@@ -141,6 +147,9 @@ def explanation_lines(e: explanation.Explanation) -> list[str]:
                 f"as kube-scheduler saw it, {sum(t.extender_seconds.values()) / calls * 1000:.1f}"
                 " ms per call served"
             )
+        if t.restarts:
+            line += "; restarted at " + ", ".join(f"{at:.1f}s" for at in t.restarts)
+            line += " (counters summed over its processes)"
         lines.append(line)
     for name, p in e.cpu.items():
         who = _NAMES.get(name, name)
@@ -149,12 +158,15 @@ def explanation_lines(e: explanation.Explanation) -> list[str]:
             continue
         top = sorted(p.categories, key=lambda c: -c.share)
         parts = ", ".join(f"{c.category} {units.percent(c.share)}" for c in top if c.share >= 0.01)
+        of_run = "" if p.run_share is None else f", {units.percent(p.run_share)} of the run"
         lines.append(
             f"where {who}'s CPU went ({p.cpu_seconds:.1f} s CPU in "
-            f"{p.seconds_profiled:.0f} s profiled; named {units.percent(p.coverage)}): {parts}"
+            f"{p.seconds_profiled:.0f} s profiled{of_run}; named {units.percent(p.coverage)}): "
+            f"{parts}"
         )
         if p.reason:
             lines.append(f"[yellow]{who} profiling stopped:[/] {p.reason}")
+        lines.extend(f"[yellow]{who} {explanation.unanswered(span)}[/]" for span in p.unanswered)
         lines.extend(f"[yellow]{who} profile unreadable:[/] {u}" for u in p.unreadable)
         if p.busy_slices:
             lines.append(

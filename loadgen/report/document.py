@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from loadgen import gang_views, outcome, placement, records, series, slo, stats
 from loadgen.report import explanation as why
+from loadgen.report import faults as faults_doc
 from testbed import files, units
 
 SCHEMA_VERSION: Literal[1] = 1
@@ -220,8 +221,16 @@ class WatchGap(_Doc):
 
 class ComponentMetrics(_Doc):
     summary: dict[str, float]
-    """cpu_seconds, rss_bytes (after), schedule_attempts, dynamic_resources_seconds, ..."""
+    """cpu_seconds, rss_bytes (after), schedule_attempts, dynamic_resources_seconds, ...:
+    counters summed over the component's processes; only rss_bytes when `partial`."""
     deltas: dict[str, float]
+    processes: int = 1
+    """Processes of the component the run saw (a restart adds one)."""
+    partial: str | None = None
+    """Why its counter figures could not be made whole (none are given then)."""
+    spans_processes: list[str] = []
+    """Gauge changes that would span processes, left out (after a restart, the change of
+    process_resident_memory_bytes, so no rss_growth_bytes)."""
 
 
 class ResultDoc(_Doc):
@@ -259,6 +268,9 @@ class ResultDoc(_Doc):
     """kube-scheduler's own view, where the control plane's CPU went and the pathologies
     found (added within schema version 1: older readers ignore it). None: the scheduler was
     neither scraped nor profiled."""
+    faults: faults_doc.Faults = faults_doc.Faults()
+    """Components' restarts, failed scrapes and figures not made whole (added within schema
+    version 1: a result written before has none, and reads as a run without faults)."""
 
 
 def _rfc3339(epoch: float) -> str:
@@ -493,6 +505,22 @@ def _watch_gaps(result: outcome.RunResult) -> list[WatchGap]:
     return out
 
 
+def _metrics(result: outcome.RunResult) -> dict[str, ComponentMetrics]:
+    out = {}
+    for name, d in result.metrics.items():
+        c = result.components.get(name)
+        partial = "; ".join(c.partial) if c is not None and c.partial else None
+        spans = c.spans_processes if c is not None else []
+        out[name] = ComponentMetrics(
+            summary=series.summary(d, partial=partial is not None, spans_processes=bool(spans)),
+            deltas=d,
+            processes=c.processes if c is not None else 1,
+            partial=partial,
+            spans_processes=spans,
+        )
+    return out
+
+
 def _settings(settings: outcome.Settings) -> dict[str, object]:
     return {
         "qps": settings.qps,
@@ -543,10 +571,8 @@ def build(result: outcome.RunResult, slos: list[slo.Slo] | None = None) -> Resul
         watch_gaps=_watch_gaps(result),
         definitions=dict(stats.DEFINITIONS),
         pending=[PendingGroup(reason=k, pods=n) for k, n in records.pending(rec).items()],
-        metrics={
-            name: ComponentMetrics(summary=series.summary(d), deltas=d)
-            for name, d in result.metrics.items()
-        },
+        metrics=_metrics(result),
+        faults=faults_doc.build(result),
         explanation=why.build(
             result,
             pods=counts.pods_seen,

@@ -62,6 +62,11 @@ class CpuProfile(_Doc):
     """One line per kept slice that could not be decoded."""
     busy_slices: int = 0
     """Slices not taken because another client was profiling the component then."""
+    run_share: float | None = None
+    """Share of the run's seconds the kept slices cover (None: written before it was)."""
+    unanswered: list[tuple[float, float | None]] = []
+    """Stretches (seconds since the run's start) the component did not answer its profile
+    requests (killed, restarting); profiling resumed at their end (None: it never did)."""
 
     def shares(self) -> dict[str, float]:
         return {c.category: c.share for c in self.categories}
@@ -76,12 +81,34 @@ class Explanation(_Doc):
     findings: list[pathologies.Finding] = []
 
 
+def unanswered(span: tuple[float, float | None]) -> str:
+    """A stretch without profiles (`CpuProfile.unanswered`), in words."""
+    start, end = span
+    if end is None:
+        return f"did not answer its profile requests from {start:.1f}s to the end of the run"
+    return f"did not answer its profile requests from {start:.1f}s to {end:.1f}s (resumed)"
+
+
 def profile_file(component: str, i: int) -> str:
     return f"{PROFILE_DIR}/{component}-{i:03d}.pb.gz"
 
 
-def cpu_profile(profiled: outcome.Profiled, files_of: list[str], datas: list[bytes]) -> CpuProfile:
-    """The breakdown of one component's slices (`datas`, kept as `files_of`)."""
+def cpu_profile(
+    profiled: outcome.Profiled,
+    files_of: list[str],
+    datas: list[bytes],
+    *,
+    run_seconds: float | None = None,
+    origin: float = 0.0,
+) -> CpuProfile:
+    """The breakdown of one component's slices (`datas`, kept as `files_of`); with
+    `run_seconds`, the share of the run they cover (`origin`: the run's monotonic start)."""
+    covered = sum(s.seconds for s in profiled.slices)
+    run_share = round(min(1.0, covered / run_seconds), 4) if run_seconds else None
+    unanswered = [
+        (round(u.start - origin, 3), None if u.end is None else round(u.end - origin, 3))
+        for u in profiled.unanswered
+    ]
     decoded, unreadable = [], []
     for name, data in zip(files_of, datas, strict=True):
         try:
@@ -96,6 +123,8 @@ def cpu_profile(profiled: outcome.Profiled, files_of: list[str], datas: list[byt
             files=files_of,
             unreadable=unreadable,
             busy_slices=profiled.busy_slices,
+            run_share=run_share,
+            unanswered=unanswered,
         )
     b = cpu.breakdown(decoded)
     shares = b.shares()
@@ -114,6 +143,8 @@ def cpu_profile(profiled: outcome.Profiled, files_of: list[str], datas: list[byt
         top_other=[(f, round(v / 1e9, 3)) for f, v in b.top_other],
         unreadable=unreadable,
         busy_slices=profiled.busy_slices,
+        run_share=run_share,
+        unanswered=unanswered,
     )
 
 
@@ -184,6 +215,8 @@ def build(
             p,
             [profile_file(name, i) for i in range(len(p.slices))],
             [s.data for s in p.slices],
+            run_seconds=result.finished_mono - result.started_mono,
+            origin=result.started_mono,
         )
         for name, p in result.profiles.items()
     }

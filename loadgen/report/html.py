@@ -15,7 +15,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 
 from loadgen import scheduler_view, stats
-from loadgen.report import explanation
+from loadgen.report import explanation, faults
 from loadgen.report.document import Fleet, ResultDoc, Summary
 from testbed import charts, units
 from testbed.charts import Section, Series
@@ -104,8 +104,20 @@ def _gaps(doc: ResultDoc) -> list[tuple[float, float]]:
     ]
 
 
+def _restarts(doc: ResultDoc) -> list[tuple[float, str]]:
+    """Vertical marks at the components' restarts (their new process's start)."""
+    return [
+        (
+            r.seen_seconds if r.started_seconds is None else r.started_seconds,
+            f"{faults.who(r.component)} restarted",
+        )
+        for r in doc.faults.restarts
+    ]
+
+
 def _timeline(doc: ResultDoc) -> list[Section]:
     t = doc.timeline
+    marks = _restarts(doc)
     pods = charts.over_time(
         *(
             Series(name, t.seconds, [float(v) for v in values])
@@ -119,12 +131,14 @@ def _timeline(doc: ResultDoc) -> list[Section]:
         title="Pods over time",
         y_title="pods",
         bands=_gaps(doc),
+        marks=marks,
     )
     throughput = charts.over_time(
         charts.named(charts.rate(t.seconds, [float(v) for v in t.scheduled]), "scheduled"),
         title="Scheduling throughput over time",
         y_title="pods/s",
         bands=_gaps(doc),
+        marks=marks,
     )
     allocation = charts.over_time(
         Series("GPUs allocated", t.seconds, t.gpu_allocation_ratio),
@@ -132,6 +146,7 @@ def _timeline(doc: ResultDoc) -> list[Section]:
         y_title="share of fleet GPUs",
         percent=True,
         bands=_gaps(doc),
+        marks=marks,
     )
     th = doc.throughput
     summary = charts.table(
@@ -197,6 +212,17 @@ def _claims(doc: ResultDoc) -> list[Section]:
     return [Section("Claims and placement", parts)]
 
 
+def _faults(doc: ResultDoc) -> list[Section]:
+    # Beside the watch gaps: readers must know which figures span a restart, or lack one.
+    lines = doc.faults.lines()
+    if not lines:
+        return []
+    notes = [charts.note(line) for line in lines]
+    if doc.faults.restarts:
+        notes.append(charts.note("Marked by a vertical line in the timelines."))
+    return [Section("Restarts and scrapes", notes)]
+
+
 def _components(doc: ResultDoc) -> list[Section]:
     if not doc.metrics:
         return []
@@ -206,6 +232,7 @@ def _components(doc: ResultDoc) -> list[Section]:
         for k, v in m.summary.items()
         if v
     ]
+    rows += [(name, "counter figures", "partial") for name, m in doc.metrics.items() if m.partial]
     return [
         Section(
             "Control-plane components over the run",
@@ -225,6 +252,7 @@ _SECTIONS = (
     _counts,
     _pending,
     _watch_gaps,
+    _faults,
     _latency,
     _slos,
     _timeline,
@@ -346,21 +374,23 @@ def _present(
     return [t for t, _ in pairs], [v for _, v in pairs]
 
 
-def _summed(v: explanation.SchedulerView, keys: Sequence[str]) -> list[float | None]:
-    """Several counters of the view added sample by sample (missing: 0)."""
-    return [sum(v.values[k][i] or 0.0 for k in keys) for i in range(len(v.seconds))]
+def _summed(t: scheduler_view.Timeline, keys: Sequence[str]) -> list[float | None]:
+    """Several counters of the view added sample by sample (missing: 0), each over its
+    processes (a restart is no negative rate)."""
+    columns = [t.cumulative(k) for k in keys]
+    return [sum(c[i] or 0.0 for c in columns) for i in range(len(t.seconds))]
 
 
-def _rates_by(v: explanation.SchedulerView, prefix: str, top: int = 6) -> list[Series]:
+def _rates_by(t: scheduler_view.Timeline, prefix: str, top: int = 6) -> list[Series]:
     """Per-second rates of the counters under `prefix`, grouped by the first label after
     it (incoming pods by event), the busiest `top` groups."""
     groups: dict[str, list[str]] = {}
-    for key in v.values:
+    for key in t.values:
         if key.startswith(prefix):
             groups.setdefault(key[len(prefix) :].split(":", 1)[0], []).append(key)
     out = []
     for name, keys in groups.items():
-        x, y = _present(v.seconds, _summed(v, keys))
+        x, y = _present(t.seconds, _summed(t, keys))
         out.append(charts.named(charts.rate(x, y), name))
     out.sort(key=lambda s: -sum(s.y))
     return out[:top]
@@ -368,6 +398,8 @@ def _rates_by(v: explanation.SchedulerView, prefix: str, top: int = 6) -> list[S
 
 def _scheduler_view(v: explanation.SchedulerView) -> list[go.Figure | str]:
     t = v.totals
+    tl = scheduler_view.Timeline(seconds=list(v.seconds), values=dict(v.values))
+    marks = [(at, "kube-scheduler restarted") for at in t.restarts]
     pending = [
         Series(q, *_present(v.seconds, v.values[scheduler_view.PENDING + q]))
         for q in scheduler_view.QUEUES
@@ -378,20 +410,32 @@ def _scheduler_view(v: explanation.SchedulerView) -> list[go.Figure | str]:
             f"kube-scheduler {v.release}, its /metrics sampled through the run "
             f"({len(v.seconds)} samples)."
         ),
-        charts.over_time(*pending, title="kube-scheduler: pending pods by queue", y_title="pods"),
+        charts.over_time(
+            *pending, title="kube-scheduler: pending pods by queue", y_title="pods", marks=marks
+        ),
     ]
-    incoming = _rates_by(v, scheduler_view.INCOMING)
+    if t.restarts:
+        when = ", ".join(f"{at:.1f}s" for at in t.restarts)
+        parts.insert(
+            1,
+            charts.note(
+                f"kube-scheduler restarted (a new process first sampled at {when}): its "
+                "counters are summed over its processes."
+            ),
+        )
+    incoming = _rates_by(tl, scheduler_view.INCOMING)
     if incoming:
         parts.append(
             charts.over_time(
                 *incoming,
                 title="kube-scheduler: pods moved into a queue, by event",
                 y_title="pods/s",
+                marks=marks,
             )
         )
-    handling = _rates_by(v, scheduler_view.EVENT_SECONDS)
+    handling = _rates_by(tl, scheduler_view.EVENT_SECONDS)
     if "hint_seconds" in v.values:
-        x, y = _present(v.seconds, v.values["hint_seconds"])
+        x, y = _present(v.seconds, tl.cumulative("hint_seconds"))
         handling.append(charts.named(charts.rate(x, y), "queueing hints (all)"))
     if handling:
         parts.append(
@@ -399,9 +443,9 @@ def _scheduler_view(v: explanation.SchedulerView) -> list[go.Figure | str]:
                 *handling,
                 title="kube-scheduler: event handling, seconds per second",
                 y_title="s/s",
+                marks=marks,
             )
         )
-    tl = scheduler_view.Timeline(seconds=list(v.seconds), values=dict(v.values))
     means = [
         Series(name, *scheduler_view.mean_per_interval(tl, total, count))
         for name, total, count in (
@@ -411,7 +455,10 @@ def _scheduler_view(v: explanation.SchedulerView) -> list[go.Figure | str]:
     ]
     parts.append(
         charts.over_time(
-            *means, title="kube-scheduler: mean time per scheduling attempt", y_title="seconds"
+            *means,
+            title="kube-scheduler: mean time per scheduling attempt",
+            y_title="seconds",
+            marks=marks,
         )
     )
     rows = [("attempts", units.count(int(t.attempts)), f"{t.attempt_mean * 1000:.1f} ms each")]
@@ -449,11 +496,12 @@ def _cpu_table(name: str, p: explanation.CpuProfile) -> list[go.Figure | str]:
     if not p.profiled:
         return [charts.note(f"{who} not profiled: {p.reason}")]
     rows = [(c.category, f"{c.cpu_seconds:.2f} s", units.percent(c.share)) for c in p.categories]
+    of_run = "" if p.run_share is None else f", {units.percent(p.run_share)} of the run"
     parts: list[go.Figure | str] = [
         charts.note(
             f"Where {who}'s CPU went: {p.cpu_seconds:.1f} s of CPU in {p.seconds_profiled:.0f} s "
-            f"profiled ({len(p.files)} slices kept beside this report, `go tool pprof` reads "
-            f"them); named categories cover {units.percent(p.coverage)} of the samples."
+            f"profiled{of_run} ({len(p.files)} slices kept beside this report, `go tool pprof` "
+            f"reads them); named categories cover {units.percent(p.coverage)} of the samples."
         ),
         charts.table(("category", "CPU", "share"), rows),
     ]
@@ -466,6 +514,7 @@ def _cpu_table(name: str, p: explanation.CpuProfile) -> list[go.Figure | str]:
         )
     if p.reason:
         parts.append(charts.note(f"{who} profiling stopped: {p.reason}"))
+    parts.extend(charts.note(f"{who} {explanation.unanswered(span)}") for span in p.unanswered)
     parts.extend(charts.note(f"unreadable: {u}") for u in p.unreadable)
     if p.busy_slices:
         parts.append(

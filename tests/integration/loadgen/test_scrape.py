@@ -12,10 +12,11 @@ pytestmark = pytest.mark.cluster
 
 async def test_apiserver_metrics_come_through_the_api_client(kube: Kube) -> None:
     got = await scrape.fetch({"apiserver": "kube:/metrics"}, kube=kube)
-    samples = got["apiserver"]
+    samples = got.samples["apiserver"]
     assert any(k.startswith("apiserver_request_total{") for k in samples)
     assert samples.get("process_resident_memory_bytes", 0) > 0
 
 
 async def test_a_kube_target_without_a_client_is_skipped_not_fatal() -> None:
-    assert await scrape.fetch({"apiserver": "kube:/metrics"}) == {}
+    got = await scrape.fetch({"apiserver": "kube:/metrics"})
+    assert got.samples == {} and "no API client" in got.failed["apiserver"]

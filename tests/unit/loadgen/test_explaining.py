@@ -12,6 +12,7 @@ from typing import cast
 import pytest
 
 from loadgen import explaining, outcome
+from testbed.kube import errors
 from testbed.kube.client import Kube
 from tests.support import synthetic_run as synthetic
 
@@ -90,3 +91,34 @@ async def test_an_interrupted_run_does_not_wait_for_its_first_slice() -> None:
     p = await _run(handler, 1, interrupted=True)
     assert not p.slices
     assert p.not_profiled is not None and "interrupted before" in p.not_profiled
+
+
+class RestartingHandler(PprofHandler):
+    """A component killed after its first slice: it does not answer the next `down`
+    requests (connection refused), then answers again (repaired)."""
+
+    def __init__(self, down: int) -> None:
+        super().__init__()
+        self.down = down
+
+    async def __call__(self, url: str, seconds: int) -> bytes:
+        if len(self.asked) >= 1 and self.down:
+            self.down -= 1
+            self.asked.append(0)  # a request not answered
+            raise errors.Unreachable(f"{url} unreachable: connection refused")
+        return await super().__call__(url, seconds)
+
+
+async def test_profiling_resumes_once_a_killed_component_answers_and_keeps_the_gap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(explaining, "RETRY_SECONDS", 0.01)
+    handler = RestartingHandler(down=3)
+    p = await _run(handler, 6)
+    # Its first slice, three refused requests, then slices again: not stopped for good.
+    assert p.not_profiled is None and len(p.slices) >= 2
+    [gap] = p.unanswered
+    assert gap.end is not None and gap.start < gap.end <= p.slices[1].started
+    assert "connection refused" in gap.reason
+    # The refused requests used up no slice: the second slice is the second size.
+    assert _seconds(p)[:2] == [explaining.slice_seconds(0), explaining.slice_seconds(1)]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from loadgen import compare, series, slo
+from loadgen import compare, segments, series, slo
 from loadgen.report import console, document, html, perfdata
 from tests.support import synthetic_run as synthetic
 
@@ -202,7 +202,7 @@ def test_metrics_deltas_keep_interesting_counters_and_gauges() -> None:
         'profile="p"} 400\n'
         "unrelated_total 9\n"
     )
-    d = series.deltas(before, after)
+    d = segments.between(before, after)
     assert d == {
         "process_cpu_seconds_total": 2.5,
         "process_resident_memory_bytes": 1e8,

@@ -101,3 +101,26 @@ def test_thinning_keeps_the_ends() -> None:
     t.thin()
     assert t.seconds == [0.0, 2.0, 4.0, 5.0]
     assert t.change("a") == 5.0
+
+
+def test_a_restart_is_summed_over_processes_and_survives_thinning() -> None:
+    t = scheduler_view.Timeline()
+    starts = [100.0] * 6 + [200.0] * 3
+    counts = [0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 5.0, 15.0, 25.0]
+    for i, (start, n) in enumerate(zip(starts, counts, strict=True)):
+        t.add(float(i), {scheduler_view.PROCESS_START: start, "attempts": n})
+    # End minus start across the two processes would read 25.
+    assert t.change("attempts") == 50 + 25
+    assert scheduler_view.totals(t).restarts == (6.0,)
+    assert t.cumulative("attempts")[6] == 55.0  # no negative rate at the restart
+    t.thin()
+    # The old process's last sample (index 5, odd) is kept with the new one's first.
+    assert 5.0 in t.seconds and 6.0 in t.seconds
+    assert t.change("attempts") == 50 + 25
+
+
+def test_a_new_process_that_counted_past_the_old_one_is_still_a_restart() -> None:
+    t = scheduler_view.Timeline()
+    for i, (start, n) in enumerate([(1.0, 10.0), (1.0, 20.0), (2.0, 30.0)]):
+        t.add(float(i), {scheduler_view.PROCESS_START: start, "attempts": n})
+    assert t.change("attempts") == 10 + 30

@@ -3,7 +3,7 @@ values with any character included (a `}` in one dropped the series before)."""
 
 from __future__ import annotations
 
-from loadgen import series
+from loadgen import segments, series
 
 PAGE = r"""# HELP scheduler_plugin_evaluation_total Number of evaluations.
 # TYPE scheduler_plugin_evaluation_total counter
@@ -28,7 +28,7 @@ def test_every_series_is_keyed_as_exposed_even_with_braces_and_quotes_in_labels(
     assert got["process_cpu_seconds_total"] == 12.5
     assert got["process_resident_memory_bytes"] == 1e8
     # The DRA filter calls are found by their key's prefix, as the reports do.
-    assert series.summary(series.deltas({}, got))["dra_filter_calls"] == 900.0
+    assert series.summary(segments.between({}, got))["dra_filter_calls"] == 900.0
 
 
 def test_a_line_that_is_not_a_sample_is_skipped_and_the_rest_kept() -> None:
