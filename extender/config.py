@@ -72,6 +72,13 @@ class Settings(BaseModel):
     (every node passes, every score 0; counted as `outcome="deadline"`) rather than late: within
     kube-scheduler's 5 s `httpTimeout` of the shipped configuration. A call whose body has
     not arrived by then is answered 408 and its connection closed."""
+    cel_budget_seconds: float = Field(default=0.5, gt=0)
+    """CEL time one scheduler call (or one pod shape of the start-up's warm-up) may spend,
+    evaluations inline and in the sandbox together: past it the call is answered "not judged"
+    (every node passes, every score 0; counted as `outcome="cel_budget"`) and the expressions
+    that spent it are logged. Well within `call_deadline_seconds`; also the longest the event
+    loop waits on CEL for one call, so /healthz and signals are served between calls. Results
+    are cached, so the next call goes on where this one stopped."""
     listen_backlog: int = Field(default=1024, gt=0)
     """Connections the kernel may hold completed before the extender accepts them (capped by
     net.core.somaxconn). Past it the kernel drops connection attempts and the client retries

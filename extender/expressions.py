@@ -41,17 +41,19 @@ extender's index owns one), never to the module: two apps, or two tests, share n
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
 import re
 import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import cel
 
-from extender import sandbox, typecheck
+from extender import costs, sandbox, typecheck
 from extender.cel_functions import (
     BUILTINS,
     FUNCTIONS,
@@ -82,6 +84,40 @@ class DerivedError(Exception):
     def __init__(self, reason: str, *, judged: bool = True) -> None:
         super().__init__(reason)
         self.judged = judged
+
+
+class NotJudged(Exception):
+    """What the call was judging cannot be judged now: the call answers "not judged" (every
+    node passes, every score 0); `reason` is a metric label."""
+
+    reason = "cel_not_judged"
+
+
+class OverBudget(NotJudged):
+    """The call's CEL time ran out (`Budget`)."""
+
+    reason = "cel_budget"
+
+    def __init__(self, budget: Budget) -> None:
+        names = ", ".join(f"{e[:120]!r} {t * 1e3:.0f} ms" for e, t in budget.costliest(3))
+        super().__init__(f"CEL budget of {budget.seconds:g}s spent, most by: {names}")
+        self.budget = budget
+
+
+class Budget:
+    """The CEL time one call may still spend, and what spent it (per expression)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.left = seconds
+        self.spent: dict[str, float] = {}
+
+    def charge(self, expression: str, seconds: float) -> None:
+        self.left -= seconds
+        self.spent[expression] = self.spent.get(expression, 0.0) + seconds
+
+    def costliest(self, n: int) -> list[tuple[str, float]]:
+        return sorted(self.spent.items(), key=lambda kv: -kv[1])[:n]
 
 
 # -- compiled selectors ------------------------------------------------------------------------
@@ -121,8 +157,9 @@ class Selector:
     source: str = ""
     """The text compiled (the expression with missing domains read as empty)."""
     sandboxed: bool = False
-    """It has a comprehension (`.all`, `.map`...), whose cost the expression's length does not
-    bound: evaluated in the sandbox (`extender.sandbox`), with a hard deadline."""
+    """It has a comprehension (`.all`, `.map`...) or a regular expression, whose cost the
+    expression's length does not bound (`extender.costs`): evaluated in the sandbox
+    (`extender.sandbox`), with a hard deadline."""
 
     @property
     def judged(self) -> bool:
@@ -162,6 +199,8 @@ class Evaluator:
         self._values: dict[tuple[str, object], object] = {}
         self._logged: set[str] = set()
         self._costly: set[str] = set()
+        self._unjudgeable: dict[str, str] = {}
+        """Expressions whose evaluation found something not judged here, and what."""
         self.costly_version = 0
         """Counts the expressions found too costly: a caller holding compiled selectors
         compiles them again when it changes."""
@@ -172,6 +211,18 @@ class Evaluator:
         self.sandbox = sandbox.Sandbox()
         """Where expressions with comprehensions are evaluated (a worker process, started
         when first needed); `close()` stops it."""
+        self._budget: Budget | None = None
+        """The CEL time the call being judged may still spend (`spending`); None: unbounded."""
+
+    @contextlib.contextmanager
+    def spending(self, budget: Budget) -> Iterator[Budget]:
+        """Evaluations inside the block charge `budget`; one past it raises OverBudget (and
+        a sandboxed one waits no longer than it has left)."""
+        outer, self._budget = self._budget, budget
+        try:
+            yield budget
+        finally:
+            self._budget = outer
 
     def close(self) -> None:
         """Stop the sandbox's worker, if one runs."""
@@ -297,8 +348,14 @@ class Evaluator:
         expression proved too costly."""
         if sel.expression in self._costly:
             raise _Failed
+        why = self._unjudgeable.get(sel.expression)
+        if why is not None:
+            raise NotJudged(why)
+        budget = self._budget
+        if budget is not None and budget.left <= 0:
+            raise OverBudget(budget)
         if sel.sandboxed:
-            return self._in_sandbox(sel, device)
+            return self._in_sandbox(sel, device, budget)
         started = time.perf_counter()
         try:
             context = cel.Context(
@@ -312,10 +369,12 @@ class Evaluator:
             raise _Failed from None
         finally:
             took = time.perf_counter() - started
+            if budget is not None:
+                budget.charge(sel.expression, took)
             if took > MAX_EVALUATION_SECONDS:
                 self._too_costly(sel, f"one evaluation took {took * 1e3:.0f} ms")
 
-    def _in_sandbox(self, sel: Selector, device: Device) -> Any:
+    def _in_sandbox(self, sel: Selector, device: Device, budget: Budget | None) -> Any:
         """`sel`'s result on `device` from the sandbox. After MAX_ABANDONED abandoned
         expressions within ABANDONED_WINDOW_SECONDS, one never evaluated in time before is
         not tried (`_Unknown`): many distinct costly expressions cost at most that many
@@ -325,34 +384,55 @@ class Evaluator:
             self._abandoned.popleft()
         if len(self._abandoned) >= MAX_ABANDONED and sel.expression not in self._proven:
             raise _Unknown(f"{len(self._abandoned)} costly CEL expressions abandoned just now")
+        deadline = self.sandbox.deadline
+        within = deadline if budget is None else max(0.0, min(deadline, budget.left))
+        started = time.perf_counter()
         try:
-            result = self.sandbox.evaluate(sel.source, {"device": device_input(sel, device)})
+            result = self.sandbox.evaluate(
+                sel.source, {"device": device_input(sel, device)}, within=within
+            )
         except sandbox.Failed as e:
             self._log_once(sel.expression, f"CEL runtime error ({e}) in {sel.expression!r}")
             raise _Failed from None
+        except sandbox.Unjudged as e:
+            self._not_judged(sel, str(e))
+            if len(self._unjudgeable) >= _COMPILED_LIMIT:
+                self._unjudgeable.clear()
+            why = self._unjudgeable[sel.expression] = f"{e} in {sel.expression[:200]!r}"
+            self._log_once(sel.expression, f"CEL expression not judged: {why}")
+            raise NotJudged(why) from None
         except sandbox.Unavailable as e:
             self._log_once("sandbox", f"CEL expression not evaluated: {e}")
             raise _Unknown(str(e)) from None
         except sandbox.TooCostly as e:
+            if within < deadline:  # the call's budget ran out first: not proven costly
+                assert budget is not None
+                budget.charge(sel.expression, time.perf_counter() - started)
+                raise OverBudget(budget) from None
             self._abandoned.append(now)
-            self._costly.add(sel.expression)
             self._too_costly(sel, f"abandoned: {e}")
             raise _Failed from None
+        finally:
+            if budget is not None and budget.left > 0:
+                budget.charge(sel.expression, time.perf_counter() - started)
         if len(self._proven) >= _COMPILED_LIMIT:
             self._proven.clear()
         self._proven.add(sel.expression)
         return result
 
     def _too_costly(self, sel: Selector, why: str) -> None:
-        """From now on `sel`'s expression compiles as not judged (callers that look it up
-        again skip it)."""
-        self._compiled[sel.expression] = Selector(
-            sel.expression, self, unsupported=f"its cost ({why})"
-        )
-        self.costly_version += 1
+        """From now on `sel`'s expression is never evaluated (a runtime error in the call
+        that found it) and compiles as not judged (callers that look it up again skip it)."""
+        self._costly.add(sel.expression)
+        self._not_judged(sel, f"its cost ({why})")
         self._log_once(
             sel.expression, f"CEL expression too costly ({why}), not judged: {sel.expression!r}"
         )
+
+    def _not_judged(self, sel: Selector, why: str) -> None:
+        """From now on `sel`'s expression compiles as not judged, for `why`."""
+        self._compiled[sel.expression] = Selector(sel.expression, self, unsupported=why)
+        self.costly_version += 1
 
     def _log_once(self, key: str, message: str) -> None:
         if key in self._logged:
@@ -407,7 +487,8 @@ def _compile(expression: str, owner: Evaluator, *, derived: bool = False) -> Sel
     if refused is not None:
         return Selector(expression, owner, program, error=refused)
     free = [v for v in variables if v != "device"]
-    bound = _bound_names(expression)
+    words = typecheck.words(expression)
+    bound = costs.bound_names(words) if words is not None else set(free)
     if any(v not in bound for v in free):
         return Selector(expression, owner, program, error=f"undeclared reference to {free[0]!r}")
     refs: list[Ref] = []
@@ -428,7 +509,7 @@ def _compile(expression: str, owner: Evaluator, *, derived: bool = False) -> Sel
         refs=tuple(sorted(set(refs))) if projected else None,
         domains=tuple(sorted(domains)),
         source=source,
-        sandboxed=bool(bound) or bool(free),
+        sandboxed=costs.unbounded(expression, functions, variables) is not None,
     )
 
 
@@ -451,15 +532,6 @@ def _defaulted(m: re.Match[str]) -> str:
 
 
 _DEFAULTED = "OrEmpty"
-
-
-def _bound_names(expression: str) -> set[str]:
-    """Names bound by comprehension macros (`x` in `list.all(x, ...)`)."""
-    return set(
-        re.findall(
-            r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,", expression
-        )
-    )
 
 
 def _read(device: Device, ref: Ref) -> object:

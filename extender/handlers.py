@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import operator
 import time
 from collections.abc import Callable
@@ -19,13 +20,14 @@ import msgspec
 from aiohttp import web
 from pydantic import ValidationError
 
-from extender import decoding, limits, startup, warmup
+from extender import decoding, expressions, limits, startup, warmup
 from extender.core import Core, FilterOutcome
 from extender.metrics import Metrics
 from testbed import validation
 from testbed.kube.watching import Liveness
 from testbed.wire import MAX_PRIORITY, MIN_PRIORITY
 
+log = logging.getLogger(__name__)
 CORE: Final = web.AppKey("core", Core)
 METRICS: Final = web.AppKey("metrics", Metrics)
 LIVENESS: Final = web.AppKey("liveness", Liveness)
@@ -156,11 +158,34 @@ async def _in_turn(
     call = await _call(request, gate.deadline_seconds)
     async with gate.admitted(arrived) as turn, turn.judging() as in_time:
         if in_time:
-            out = judge(call.pod, call.names)
+            out, in_time = _within_budget(request, verb, judge, not_judged, call)
         else:
             out = not_judged(call.names)
             request.app[METRICS].requests.labels(verb, "deadline").inc()
     return call, out, in_time
+
+
+def _within_budget(
+    request: web.Request,
+    verb: str,
+    judge: Callable[[dict[str, Any], list[str]], T],
+    not_judged: Callable[[list[str]], T],
+    call: decoding.Call,
+) -> tuple[T, bool]:
+    """`judge(pod, names)` within the call's CEL budget, and whether it was judged: past the
+    budget, or on an expression not judged here (`expressions.NotJudged`), the answer is
+    `not_judged(names)`, logged with the expressions that spent it, and counted."""
+    core = request.app[CORE]
+    budget = expressions.Budget(core.settings.cel_budget_seconds)
+    try:
+        with core.index.evaluator.spending(budget):
+            return judge(call.pod, call.names), True
+    except expressions.NotJudged as e:
+        log.warning("%s not judged: %s", verb, str(e)[:600])
+        metrics = request.app[METRICS]
+        metrics.requests.labels(verb, e.reason).inc()
+        metrics.not_judged(e.reason)
+        return not_judged(call.names), False
 
 
 async def filter_nodes(request: web.Request) -> web.Response:
@@ -241,14 +266,21 @@ async def judge(request: web.Request) -> web.Response:
     call = await _call(request, gate.deadline_seconds)
     async with gate.admitted(arrived) as turn:
         core = request.app[CORE]
-        names = call.names
+
+        def judged(pod: dict[str, Any], names: list[str]) -> Any:
+            d = core.demand(pod)
+            return d, core.verdicts(d, names)
+
         async with turn.judging() as in_time:
             if not in_time:
                 return web.json_response(
                     {"error": "not judged: past the call deadline"}, status=503
                 )
-            d = core.demand(call.pod)
-            verdicts = core.verdicts(d, names)
+            (d, verdicts), in_budget = _within_budget(
+                request, "other", judged, lambda _names: (None, None), call
+            )
+            if not in_budget:
+                return web.json_response({"error": "not judged: CEL budget"}, status=503)
     nodes = {
         name: {"fits": v.fits, "reason": v.reason, "unjudged": v.unjudged}
         for name, v in verdicts.items()

@@ -40,7 +40,9 @@ class Metrics:
             "scheduler's httpTimeout or after it hung up, bad_request, error, overloaded = "
             "refused with 503 beyond the in-flight cap, deadline = its turn came past the call "
             "deadline, answered not judged, slow_body = its body not received within the call "
-            "deadline, 408).",
+            "deadline, 408; cel_budget = its CEL time budget spent, cel_not_judged = an "
+            "expression this interpreter cannot follow Kubernetes' on: both answered not "
+            "judged, the expressions named in the log).",
             ["verb", "outcome"],
             registry=registry,
         )

@@ -47,6 +47,13 @@ class Failed(Exception):
     """The expression failed to evaluate (a CEL runtime error); the message says why."""
 
 
+class Unjudged(Exception):
+    """The evaluation met what Kubernetes runs and this interpreter cannot: a regular
+    expression over its compiled-size limit (Go's RE2 has none such, its `\\w` is ASCII
+    where the interpreter's is Unicode: `\\w{250}` compiles there, not here). Not judged,
+    never a runtime error."""
+
+
 class Unavailable(Exception):
     """No worker could take the evaluation (none started in time, or it died): nothing is
     known about the expression."""
@@ -111,9 +118,12 @@ class Sandbox:
                 line = await asyncio.to_thread(worker.line, time.monotonic() + START_SECONDS)
                 worker.ready = line == b"ready"
 
-    def evaluate(self, expression: str, variables: dict[str, Any]) -> Any:
-        """The value of `expression` over `variables`; Failed on a runtime error, TooCostly
-        past the deadline (the worker is then replaced), Unavailable if no worker answers."""
+    def evaluate(
+        self, expression: str, variables: dict[str, Any], *, within: float | None = None
+    ) -> Any:
+        """The value of `expression` over `variables`; Failed on a runtime error, Unjudged
+        where this interpreter cannot follow Kubernetes', TooCostly past `within` seconds (at
+        most the deadline; the worker is then replaced), Unavailable if no worker answers."""
         self.start()
         worker = self._active
         assert worker is not None and worker.proc.stdin is not None
@@ -129,13 +139,16 @@ class Sandbox:
         except (OSError, ValueError):  # the worker died
             self._replace()
             raise Unavailable("the CEL sandbox's worker died") from None
-        line = worker.line(time.monotonic() + self.deadline)
+        wait = self.deadline if within is None else min(within, self.deadline)
+        line = worker.line(time.monotonic() + wait)
         if line is None:
             self._replace()
-            raise TooCostly(f"no result within {self.deadline:g}s")
+            raise TooCostly(f"no result within {wait:g}s")
         reply = json.loads(line)
         if "error" in reply:
             raise Failed(str(reply["error"]))
+        if "unjudged" in reply:
+            raise Unjudged(str(reply["unjudged"]))
         return reply.get("ok")
 
     def _replace(self) -> None:
@@ -162,6 +175,10 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
+_REGEX_TOO_LARGE = "exceeds size limit"
+"""How the interpreter says a pattern compiled too large (`regex::Error::CompiledTooBig`)."""
+
+
 def _serve() -> None:
     """The worker: evaluate each request line, answer a line, until the input closes."""
     import cel
@@ -184,7 +201,10 @@ def _serve() -> None:
             result = program.execute(cel.Context(variables=request["v"], functions=FUNCTIONS))
         except Exception as e:  # the binding's runtime errors
             text = str(e).strip().splitlines()
-            answer = json.dumps({"error": text[0][:200] if text else type(e).__name__})
+            if _REGEX_TOO_LARGE in str(e):
+                answer = json.dumps({"unjudged": "a regular expression over the size limit"})
+            else:
+                answer = json.dumps({"error": text[0][:200] if text else type(e).__name__})
         else:
             try:
                 answer = json.dumps({"ok": result})

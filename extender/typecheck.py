@@ -121,6 +121,15 @@ def _tokens(expression: str) -> list[_Tok]:
     return out
 
 
+def words(expression: str) -> list[tuple[str, str]] | None:
+    """`expression`'s tokens as the CEL lexer sees them ((kind, text): comments and
+    whitespace dropped, string literals whole), or None where this lexer does not follow it."""
+    try:
+        return [(t.kind, t.text) for t in _tokens(expression)]
+    except _Unchecked:
+        return None
+
+
 def _literal_type(tok: _Tok) -> str:
     if tok.kind == "string":
         prefix = tok.text[: min(i for i in (tok.text.find("'"), tok.text.find('"')) if i >= 0)]

@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from aiohttp import web
 
+from extender import expressions
 from extender.cache.index import Index
 from extender.cache.store import Store
 from extender.core import Core
@@ -76,19 +77,34 @@ def stand_ins(index: Index, limit: int = SHAPES) -> list[dict[str, Any]]:
 
 
 async def warm(core: Core, index: Index) -> None:
-    """The warm-up (see the module), yielding to the event loop as it goes."""
+    """The warm-up (see the module), yielding to the event loop as it goes. The summaries,
+    and each pod shape, spend at most the CEL time of one call (`cel_budget_seconds`): what
+    is past it is paid by the first calls, within theirs."""
     started = time.monotonic()
     views = [v for v in index.nodes.values() if v.known]
-    for i, view in enumerate(views):
-        index.summary(view)
-        if i % _NODES_PER_STEP == _NODES_PER_STEP - 1:
+    seconds = core.settings.cel_budget_seconds
+    evaluator = index.evaluator
+    budget = expressions.Budget(seconds)
+    try:
+        for at in range(0, len(views), _NODES_PER_STEP):
+            with evaluator.spending(budget):
+                for view in views[at : at + _NODES_PER_STEP]:
+                    index.summary(view)
             await asyncio.sleep(0)
+    except expressions.NotJudged as e:
+        log.warning("warm: node summaries left to the first calls: %s", str(e)[:600])
     names = [v.name for v in views]
     pods = stand_ins(index, limit=max(1, min(SHAPES, JUDGEMENTS // max(1, len(names)))))
     for pod in pods:
-        for at in range(0, len(names), _NODES_PER_STEP):
-            core.warm(pod, names[at : at + _NODES_PER_STEP])
-            await asyncio.sleep(0)
+        budget = expressions.Budget(seconds)
+        try:
+            for at in range(0, len(names), _NODES_PER_STEP):
+                with evaluator.spending(budget):
+                    core.warm(pod, names[at : at + _NODES_PER_STEP])
+                await asyncio.sleep(0)
+        except expressions.NotJudged as e:
+            name = pod["metadata"]["name"].removeprefix("warm-up-")
+            log.warning("warm: the shape of %s left to its first calls: %s", name, str(e)[:600])
     gc.collect()
     gc.freeze()
     log.info(

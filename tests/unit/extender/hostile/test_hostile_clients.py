@@ -35,7 +35,7 @@ from tests.support import extender_objects as objects
 from tests.support import served_extender
 from tests.unit.extender.helpers import NS, cluster_objects, pair_pod
 
-pytestmark = [pytest.mark.timeout(120), pytest.mark.both_event_loops]
+pytestmark = pytest.mark.timeout(120)
 
 SCHEDULER_TIMEOUT = 5.0
 """kube-scheduler's default extender httpTimeout: a later answer is no answer."""
