@@ -29,6 +29,11 @@ decides where every pod fits there; the extender only scores).
 
 Any arm whose scrape of a component hit loadgen's series cap (`figures.capped`) is flagged in
 its reason: that component's figures are left out of it, never read as 0.
+
+An arm in which a component restarted (loadgen's `faults.restarts`) did not run as labelled
+either: its cost figures pay for a restart the other arms did not have. It is invalid, with
+the restart in its reason, unless the experiment asks for faults (then the restart is what
+it measures).
 """
 
 from __future__ import annotations
@@ -160,16 +165,37 @@ def extender_arm(
     return Validity(True, "ok", share)
 
 
+def restarts(doc: dict[str, Any]) -> list[str]:
+    """The arm's component restarts in words (`kube-scheduler at 332.1 s`); a result written
+    before loadgen recorded them has none."""
+    names = {"scheduler": "kube-scheduler", "apiserver": "kube-apiserver"}
+    out = []
+    for r in (doc.get("faults") or {}).get("restarts") or []:
+        at = r.get("started_seconds")
+        at = r.get("seen_seconds") if at is None else at
+        out.append(f"{names.get(r.get('component'), r.get('component'))} at {float(at):.1f} s")
+    return out
+
+
 def of_arm(
     doc: dict[str, Any],
     *,
     extender: bool,
     scheduler_skipped: int | None,
     filter: bool = True,
+    faults_expected: bool = False,
 ) -> Validity:
-    """An arm's validity (`extender_arm` on the extender's scheduler, else valid), flagged
-    when a scrape hit loadgen's series cap."""
+    """An arm's validity (`extender_arm` on the extender's scheduler, else valid; invalid
+    when a component restarted in it, unless `faults_expected`), flagged when a scrape hit
+    loadgen's series cap."""
     v = extender_arm(doc, scheduler_skipped=scheduler_skipped, filter=filter) if extender else VALID
+    if (restarted := restarts(doc)) and not faults_expected:
+        v = Validity(
+            False,
+            f"a component restarted during the arm ({', '.join(restarted)}): its cost figures "
+            f"pay for the restart; {v.reason}",
+            v.unjudged_share,
+        )
     if capped := figures.capped(doc):
         flag = (
             f"flagged: the scrape of {', '.join(capped)} hit loadgen's {figures.SERIES_CAP}-"

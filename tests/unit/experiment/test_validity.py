@@ -154,3 +154,15 @@ def test_a_prioritize_only_arm_is_not_flagged_for_requests_left_to_dra() -> None
     d = doc(100, {"unknown_class": 100}, prioritize_ok=100)
     assert validity.of_arm(d, extender=True, scheduler_skipped=0, filter=False) == validity.VALID
     assert not validity.of_arm(d, extender=True, scheduler_skipped=0).valid
+
+
+def test_an_arm_in_which_the_scheduler_restarted_is_invalid_unless_faults_are_asked_for() -> None:
+    d = doc(100, filter_ok=104)
+    d["faults"] = {
+        "restarts": [{"component": "scheduler", "seen_seconds": 34.0, "started_seconds": 33.2}]
+    }
+    v = validity.of_arm(d, extender=True, scheduler_skipped=0)
+    assert not v.valid and "kube-scheduler at 33.2 s" in v.reason
+    assert validity.of_arm(d, extender=True, scheduler_skipped=0, faults_expected=True).valid
+    # A result written before restarts were recorded reads as none.
+    assert validity.of_arm(doc(100, filter_ok=104), extender=True, scheduler_skipped=0).valid
