@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 
 from experiment.site import SchedulerSetup
-from testbed import vocab
+from testbed import scheduler_profiles, vocab
 
 Obj = dict[str, Any]
 
@@ -165,13 +165,13 @@ def variant_name(
 def scheduler_config(m: Manifests, setup: SchedulerSetup, name: str) -> Obj:
     """The variant's KubeSchedulerConfiguration as its pod runs it: the shipped one with the
     overrides replacing top-level fields (as the local site's second scheduler takes them),
-    one profile named `name`, the in-cluster client (no kubeconfig file) and the loopback
-    extender (the sidecar) only when the variant has one."""
+    its profiles named for `name` (`scheduler_profiles.renamed`), the in-cluster client (no
+    kubeconfig file) and the loopback extender (the sidecar) only when the variant has one."""
     doc = {**copy.deepcopy(m.scheduler_config), **copy.deepcopy(dict(setup.config))}
     doc["clientConnection"] = {
         k: v for k, v in (doc.get("clientConnection") or {}).items() if k != "kubeconfig"
     }
-    doc["profiles"] = [{**p, "schedulerName": name} for p in (doc.get("profiles") or [{}])[:1]]
+    doc["profiles"] = scheduler_profiles.renamed(doc.get("profiles") or [], name)
     if setup.extender:
         doc["extenders"] = setup.extender_entries(doc.get("extenders") or [])
     else:

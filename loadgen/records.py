@@ -10,7 +10,7 @@ these records.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 
 @dataclass(slots=True)
@@ -247,11 +247,14 @@ def phase_counts(rec: Records, phase: str) -> PhaseCounts:
     return rec.counts.setdefault(phase, PhaseCounts())
 
 
+NO_VERDICT: Final = "no verdict from the scheduler yet"
+
+
 def pending(rec: Records) -> dict[str, int]:
     """Pods never scheduled, counted per the scheduler's reason (its latest word on each)."""
     out: dict[str, int] = {}
     for r in rec.pods.values():
         if r.scheduled is None:
-            reason = r.pending_reason or "no verdict from the scheduler yet"
+            reason = r.pending_reason or NO_VERDICT
             out[reason] = out.get(reason, 0) + 1
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))

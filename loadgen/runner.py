@@ -37,7 +37,7 @@ from loadgen import (
     workload_api,
 )
 from loadgen.scenarios import Phase, Scenario, resolve
-from testbed import vocab
+from testbed import scheduler_profiles, vocab
 from testbed.kube import errors, resources
 from testbed.kube import workloads as workloads_api
 from testbed.kube.client import Kube
@@ -446,6 +446,7 @@ class _Waiting:
         # A Job's pods legitimately sit Running for their run time before anything moves.
         self.stall = settings.stall_timeout + (phase.run_time or 0.0)
         self.counts = records.phase_counts(watcher.records, phase.name)
+        self.profile = scheduler_profiles.gang_profile(settings.scheduler_name)
 
     def mark(self) -> tuple[int, ...]:
         c = self.counts
@@ -496,6 +497,12 @@ class _Waiting:
         if not pending:
             return ""
         reason, n = next(iter(pending.items()))
+        if reason == records.NO_VERDICT and self.phase.gang_profile:
+            # A scheduler that does not serve the profile a pod names never looks at it.
+            reason += (
+                f" (they name the gang profile {self.profile!r}: does the scheduler serve it? "
+                "manifests/scheduler/kube-scheduler-config.yaml has it)"
+            )
         return f"; {sum(pending.values())} pending, {n} of them: {reason}"
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from loadgen.scenarios.model import Claim, Phase, go_duration
-from testbed import vocab
+from testbed import scheduler_profiles, vocab
 
 MANAGED_BY: Final = vocab.LOADGEN_MANAGED_BY
 LABEL_PHASE: Final = "testbed.dra.io/loadgen-phase"
@@ -221,7 +221,9 @@ def pod_spec(
         spec["restartPolicy"] = "Never"
     if node_selector:
         spec["nodeSelector"] = dict(node_selector)
-    if scheduler_name:
+    if phase.gang_profile:
+        spec["schedulerName"] = scheduler_profiles.gang_profile(scheduler_name)
+    elif scheduler_name:
         spec["schedulerName"] = scheduler_name
     claim = phase.claim
     if claim.device_plugin and claim.gpus:

@@ -319,6 +319,10 @@ class Phase(_Model):
     policy, minCount = the Job's parallelism) its pods name in `spec.schedulingGroup` (on
     1.35 a Workload holding the group, named in `spec.workloadRef`), and no private label;
     the scheduler then binds all or none."""
+    gang_profile: bool = False
+    """Gangs only: the pods name their scheduler's gang profile (`S-gang`,
+    `testbed.scheduler_profiles`), which scores every feasible node, so a gang's later pods
+    are offered the block its first pods took."""
     run_time: Duration | None = None
     """How long each pod runs before kwok completes it (Jobs only; bare pods run on)."""
     qps: float | None = Field(None, gt=0)
@@ -349,6 +353,8 @@ class Phase(_Model):
             raise ValueError("wave_size applies to pods only")
         if self.native_gang and not self.gang:
             raise ValueError("native_gang applies to gangs (gang: true)")
+        if self.gang_profile and not self.gang:
+            raise ValueError("gang_profile applies to gangs (gang: true)")
         if self.sizing != "fixed" and (self.claim.gpus < 1 or self.claim.device_plugin):
             raise ValueError("fill/free sizing needs DRA GPU claims")
         if self.claim.shared_by > 1 and self.kind != "pods":

@@ -67,6 +67,10 @@ class GangParams(_Params):
     """Each gang a Workload API group (Kubernetes 1.35 on, in the version it serves, with
     GenericWorkload and before 1.37 GangScheduling on), placed all or nothing by
     kube-scheduler; else (today's way) a private label only the extender reads."""
+    profile: bool = True
+    """The pods name their scheduler's gang profile (`S-gang`: every feasible node scored,
+    so later pods are offered the block the first took); false: the scheduler's own profile,
+    whose adaptive window offers a rotating part of the fleet."""
 
 
 class AlignmentParams(_Params):
@@ -321,9 +325,12 @@ def _cl2_dra(p: Cl2DraParams) -> Scenario:
 
 def _gang(p: GangParams) -> Scenario:
     how = "native PodGroup" if p.native else "labelled"
+    view = "the gang profile" if p.profile else "the default window"
     return Scenario(
         name="gang",
-        description=(f"{p.gangs} {how} gang Jobs of {p.size} pods x {p.gpus} GPUs + {p.nics} NICs"),
+        description=(
+            f"{p.gangs} {how} gang Jobs of {p.size} pods x {p.gpus} GPUs + {p.nics} NICs, on {view}"
+        ),
         phases=[
             Phase(
                 name="gang",
@@ -333,6 +340,7 @@ def _gang(p: GangParams) -> Scenario:
                 completions=p.size,
                 gang=True,
                 native_gang=p.native,
+                gang_profile=p.profile,
                 run_time=p.run_time,
                 claim=p.claim(),
             )

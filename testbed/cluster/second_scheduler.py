@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from testbed import scheduler_profiles
 from testbed.cluster import binaries as bins
 from testbed.cluster import feature_gates, local, paths, ports, processes
 
@@ -35,7 +36,7 @@ def config_text(
     source = paths.manifests_dir() / "scheduler" / "kube-scheduler-config.yaml"
     doc = yaml.safe_load(local.scheduler_config_text(source, extender=False))
     doc["clientConnection"]["kubeconfig"] = str(kubeconfig)
-    doc["profiles"] = [{**p, "schedulerName": scheduler_name} for p in doc["profiles"][:1]]
+    doc["profiles"] = scheduler_profiles.renamed(doc["profiles"], scheduler_name)
     if extenders:
         doc["extenders"] = [dict(e) for e in extenders]
     doc.update(overrides or {})

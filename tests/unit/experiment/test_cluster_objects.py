@@ -48,7 +48,11 @@ def test_config_map_carries_the_overrides_under_the_variant_name() -> None:
     cm, dep = render(KNOB)
     cfg = yaml.safe_load(cm["data"][co.CONFIG_KEY])
     assert cfg["percentageOfNodesToScore"] == 30
-    assert cfg["profiles"] == [{"schedulerName": co.variant_name(KNOB)}]
+    name = co.variant_name(KNOB)
+    assert cfg["profiles"] == [
+        {"schedulerName": name},
+        {"schedulerName": f"{name}-gang", "percentageOfNodesToScore": 100},
+    ]
     assert "extenders" not in cfg
     assert "kubeconfig" not in cfg["clientConnection"]
     assert cfg["clientConnection"]["qps"] == M.scheduler_config["clientConnection"]["qps"]

@@ -83,6 +83,21 @@ def test_pods_ask_for_the_named_scheduler_only_when_one_is_given() -> None:
     assert templates.pod_spec(phase, {}, "plain-scheduler")["schedulerName"] == "plain-scheduler"
 
 
+def test_gang_pods_name_their_schedulers_gang_profile() -> None:
+    phase = Phase(name="g", kind="jobs", count=1, gang=True, gang_profile=True)
+    assert templates.pod_spec(phase, {})["schedulerName"] == "default-scheduler-gang"
+    assert templates.pod_spec(phase, {}, "plain-scheduler")["schedulerName"] == (
+        "plain-scheduler-gang"
+    )
+    window = phase.model_copy(update={"gang_profile": False})
+    assert "schedulerName" not in templates.pod_spec(window, {})
+
+
+def test_only_gangs_take_the_gang_profile() -> None:
+    with pytest.raises(ValueError, match="gang_profile applies to gangs"):
+        Phase(name="p", kind="jobs", count=1, gang_profile=True)
+
+
 def _gpu_request(claim: Claim) -> dict[str, object]:
     (req,) = templates.claim_spec(claim)["devices"]["requests"]
     return req
