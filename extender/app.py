@@ -94,7 +94,9 @@ def build(
     # report the extender's CPU per pod beside the scheduler's.
     ProcessCollector(registry=registry)
 
-    app = web.Application(middlewares=[errors], client_max_size=settings.max_body_bytes)
+    # /metrics and /debug/* here too (no admin port) are throttled as the admin port's are.
+    middlewares = [errors] if separate_admin else [_rate_limited(_admin_rate()), errors]
+    app = web.Application(middlewares=middlewares, client_max_size=settings.max_body_bytes)
     app[handlers.CORE] = core
     app[handlers.METRICS] = metrics
     app[handlers.HEADS] = handlers.HostHeads()
@@ -135,10 +137,18 @@ get a 429 at once. Its port is apart from the scheduler's, but not its event loo
 concurrent scrapes, each rendering every metric, held /filter past the scheduler's 5 s."""
 
 
+def _admin_rate() -> limits.Rate:
+    return limits.Rate(ADMIN_RATE, burst=int(2 * ADMIN_RATE))
+
+
 def _rate_limited(rate: limits.Rate) -> Middleware:
+    """/metrics and /debug/* at most `rate`; the probes and the scheduler's calls never."""
+
     @web.middleware
     async def limit(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path not in ("/healthz", "/readyz") and not rate.allow():
+        path = request.path
+        throttled = path == "/metrics" or path.startswith("/debug/")
+        if throttled and not rate.allow():
             return web.Response(status=429, text="too many requests", headers={"Retry-After": "1"})
         return await handler(request)
 
@@ -149,9 +159,8 @@ def admin(main: web.Application) -> web.Application:
     """/healthz, /readyz, /metrics and (if enabled) /debug/* of `main`, as an app of their own
     (a port that the scheduler's network need not reach), /metrics and /debug/* at most
     ADMIN_RATE a second."""
-    rate = limits.Rate(ADMIN_RATE, burst=int(2 * ADMIN_RATE))
     out = web.Application(
-        middlewares=[_rate_limited(rate), errors], client_max_size=main._client_max_size
+        middlewares=[_rate_limited(_admin_rate()), errors], client_max_size=main._client_max_size
     )
     out[handlers.CORE] = main[handlers.CORE]
     out[handlers.METRICS] = main[handlers.METRICS]

@@ -139,11 +139,18 @@ class Kube:
                 first = path.split(os.pathsep)[0]
                 if not os.path.isfile(first):  # noqa: ASYNC240 (a stat, once, at start-up)
                     raise errors.ConfigError(f"kubeconfig {first} does not exist")
+                kubeconfig_file.load(Path(first))  # bad input in one line, not a traceback
                 if context:
                     kubeconfig_file.check_context(Path(first), context)
-                await k8s_config.load_kube_config(
-                    config_file=first, context=context, client_configuration=conf
-                )
+                try:
+                    await k8s_config.load_kube_config(
+                        config_file=first, context=context, client_configuration=conf
+                    )
+                except (TypeError, AttributeError, KeyError, ValueError) as e:
+                    # The loader indexes what it reads unchecked (`clusters: 7`).
+                    raise errors.ConfigError(
+                        f"kubeconfig {first} is malformed ({type(e).__name__}: {e})"
+                    ) from e
         except ConfigException as e:
             raise errors.ConfigError(f"cannot load Kubernetes configuration: {e}") from e
         conf.connection_pool_maxsize = settings.pool_size

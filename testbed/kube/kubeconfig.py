@@ -86,14 +86,7 @@ def write_minified(kubeconfig: str | Path | None, context: str | None, dest: Pat
     """Write `context` of the kubeconfig (see `source`) to `dest`, readable by its owner only
     (it carries credentials). `errors.ConfigError` when the file or the context is missing."""
     path = source(kubeconfig)
-    try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except OSError as e:
-        raise errors.ConfigError(f"cannot read kubeconfig {path}: {e.strerror}") from e
-    except yaml.YAMLError as e:
-        raise errors.ConfigError(f"kubeconfig {path} is not YAML: {e}") from e
-    if not isinstance(doc, dict):
-        raise errors.ConfigError(f"kubeconfig {path} is not a kubeconfig")
+    doc = load(path)
 
     def read(name: str) -> bytes:
         target = path.parent / Path(name).expanduser()  # relative paths: from the file's dir
@@ -110,14 +103,32 @@ def write_minified(kubeconfig: str | Path | None, context: str | None, dest: Pat
     return dest
 
 
+def load(path: Path) -> Doc:
+    """The kubeconfig at `path`; `errors.ConfigError` in one line when it cannot be read or is
+    not UTF-8 YAML of a mapping: bad input, never the client loader's traceback."""
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise errors.ConfigError(f"cannot read kubeconfig {path}: {e.strerror}") from e
+    except UnicodeDecodeError as e:
+        raise errors.ConfigError(f"kubeconfig {path} is not UTF-8 text ({e.reason})") from e
+    except yaml.YAMLError as e:
+        where = getattr(e, "problem_mark", None)
+        at = f" at line {where.line + 1}" if where is not None else ""
+        what = getattr(e, "problem", None) or "does not parse"
+        raise errors.ConfigError(f"kubeconfig {path} is not YAML{at}: {what}") from e
+    if doc is None:
+        raise errors.ConfigError(f"kubeconfig {path} is empty")
+    if not isinstance(doc, dict):
+        raise errors.ConfigError(f"kubeconfig {path} is not a kubeconfig (not a mapping)")
+    return doc
+
+
 def check_context(path: Path, context: str) -> None:
     """`errors.ConfigError` in one line naming the contexts the kubeconfig at `path` has,
-    unless it has `context` (a file that does not parse is left to the client's loader)."""
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return
-    if not isinstance(doc, dict) or context in contexts(doc):
+    unless it has `context` (or the file does not load, `load`)."""
+    doc = load(path)
+    if context in contexts(doc):
         return
     known = ", ".join(contexts(doc)) or "none"
     raise errors.ConfigError(f"no context {context!r} in kubeconfig {path} (it has: {known})")

@@ -169,3 +169,36 @@ def test_flags_of_commands_that_start_things_parse_or_fail_in_one_line(
     assert "Traceback" not in err and code in (0, 2), (argv, err)
     if code:
         assert len(err.strip().splitlines()) == 1, (argv, err)
+
+
+# A kubeconfig that is not one: each command that reads it answers bad input in one line.
+KUBECONFIG_COMMANDS = {
+    "fleet status": ["status"],
+    "fleet apply": ["apply", "--profile", "cpu-only", "--nodes", "1"],
+    "loadgen": ["--pods", "1"],
+    "extender serve": ["serve", "--port", "0"],
+}
+MALFORMED_KUBECONFIGS = [
+    b"a: [unclosed\n",
+    b"\xff\xfe\x00not utf-8",
+    b"- a list\n- not a mapping\n",
+    b"just a string",
+    b"",
+    b"apiVersion: v1\nclusters: 7\n",
+    b"\x00\x01\x02",
+    b"{{{{",
+]
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(content=st.one_of(st.sampled_from(MALFORMED_KUBECONFIGS), st.binary(max_size=64)))
+@pytest.mark.parametrize("command", sorted(KUBECONFIG_COMMANDS))
+def test_a_malformed_kubeconfig_is_bad_input_in_one_line(command: str, content: bytes) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kubeconfig"
+        path.write_bytes(content)
+        argv = [*KUBECONFIG_COMMANDS[command], "--kubeconfig", str(path)]
+        code, err = _exit_code(MAINS[command.split()[0]], argv)
+    assert "Traceback" not in err, (content, err)
+    assert code == 2, (content, code, err)
+    assert len(err.strip().splitlines()) == 1, (content, err)

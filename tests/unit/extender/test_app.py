@@ -117,6 +117,25 @@ async def test_health_readiness_metrics_and_debug(server: TestServer) -> None:
     assert len(free) == 16
 
 
+async def test_scrapes_on_the_scheduler_port_are_throttled_and_its_calls_never(
+    server: TestServer,
+) -> None:
+    """Without an admin port, /metrics shares the scheduler's port: past the admin port's rate
+    it is a 429 there too (a scrape flood held /filter 2-3 s unthrottled), while the
+    scheduler's calls and the probes are never refused."""
+    statuses = []
+    async with aiohttp.ClientSession() as s:
+        for _ in range(int(3 * app_mod.ADMIN_RATE)):
+            async with s.get(server.make_url("/metrics")) as r:
+                statuses.append(r.status)
+        async with s.get(server.make_url("/healthz")) as r:
+            assert r.status == 200
+    assert 429 in statuses and 200 in statuses, statuses
+    for _ in range(int(3 * app_mod.ADMIN_RATE)):
+        status, body = await post(server, "filter", args(pair_pod(), ["al", "un"]))
+        assert status == 200 and "NodeNames" in body
+
+
 async def test_not_ready_until_synced() -> None:
     async with served(app_mod.build(Settings(), registry=CollectorRegistry())) as srv:
         async with aiohttp.ClientSession() as s, s.get(srv.make_url("/readyz")) as r:
