@@ -3,6 +3,13 @@
 #   kubernetes/        kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
 #                      of the default release (1.37)
 #   kubernetes-1.NN/   the same for another release (--kubernetes 1.NN)
+#   kubernetes-1.NN-beta/  a preview (its `control-plane` file names a release): only its
+#                      kube-scheduler, built with the Go of its `toolchain` file and the
+#                      replaces of its `substitutions` file, beside that release's other
+#                      binaries (a newer scheduler than API server: outside the supported skew)
+#   kubernetes-1.NN/awaiting  a release not buildable yet: the modules it waits for, asked for
+#                      on every run (by a preview's run too); until they are served,
+#                      --kubernetes 1.NN names the missing ones (exit 2)
 #   etcd-3.N/          etcd; each kubernetes*/etcd.module names the one its release ships
 #   kwok/              kwok, kwokctl
 # (tools/k8s/pin.sh writes a wrapper module for a new patch release.)
@@ -12,7 +19,8 @@
 # One build per cache directory at a time: a second caller waits for the first.
 #
 # Usage: tools/k8s/build.sh [--kubernetes 1.NN] [--print-dir] [--releases]
-#   --kubernetes 1.NN  the Kubernetes release (default: the one in kubernetes/)
+#   --kubernetes 1.NN  the Kubernetes release (default: the one in kubernetes/), e.g. 1.36,
+#                      1.38-beta
 #   --print-dir        print the cache directory and exit (no build)
 #   --releases         print the releases with a pinned module and exit
 # Exit status: 0 built or cached, 1 build failed, 2 usage (e.g. a release with no module).
@@ -32,6 +40,24 @@ releases() {
   done
 }
 
+# The pin.sh call for release $1 once the modules $2 (an `awaiting` line) are served.
+pin_command() {
+  local first="${2%% *}"
+  echo "tools/k8s/pin.sh kubernetes kubernetes-$1 ${first#*@}"
+}
+
+# not_yet RELEASE AWAITING: one line and exit 2 for a release that waits for modules: which
+# are missing, or, once they are served, the pin that is all it needs. Nothing is built.
+not_yet() {
+  local served
+  if served="$(awaited "$2")"; then
+    echo "error: Kubernetes $1 is served now ($served) but not pinned yet: $(pin_command "$1" "$served")" >&2
+  else
+    echo "error: Kubernetes $1 is not buildable yet: missing $served; releases: $(releases_line)" >&2
+  fi
+  exit 2
+}
+
 # Everything below runs from main, which bash reads whole before running it: editing or
 # checking out this file while a build runs cannot change what that build does.
 main() {
@@ -41,16 +67,29 @@ main() {
   else
     kube_module="kubernetes-$release"
   fi
-  if [[ ! "$release" =~ ^[0-9]+\.[0-9]+$ || ! -f "$here/$kube_module/go.mod" ]]; then
+  if [[ -f "$here/$kube_module/awaiting" && ! -f "$here/$kube_module/go.mod" ]]; then
+    not_yet "$release" "$here/$kube_module/awaiting"
+  fi
+  if [[ ! "$release" =~ ^[0-9]+\.[0-9]+(-beta)?$ || ! -f "$here/$kube_module/go.mod" ]]; then
     echo "error: no pinned module for Kubernetes '$release'; releases: $(releases_line)" >&2
     exit 2
   fi
 
   kube_version="$(pinned "$here/$kube_module/go.mod" k8s.io/kubernetes)"
-  etcd_module="$(cat "$here/$kube_module/etcd.module")"
+  # A preview runs another release's control plane: its key names both.
+  control_release=""
+  plane_module="$kube_module"
+  key_kube="$kube_version"
+  if [[ -f "$here/$kube_module/control-plane" ]]; then
+    control_release="$(cat "$here/$kube_module/control-plane")"
+    plane_module=kubernetes
+    [[ "$control_release" != "$default_release" ]] && plane_module="kubernetes-$control_release"
+    key_kube+="+$(pinned "$here/$plane_module/go.mod" k8s.io/kubernetes)"
+  fi
+  etcd_module="$(cat "$here/$plane_module/etcd.module")"
   etcd_version="$(pinned "$here/$etcd_module/go.mod" go.etcd.io/etcd/server/v3)"
   kwok_version="$(pinned "$here/kwok/go.mod" sigs.k8s.io/kwok)"
-  key="kube-${kube_version}_etcd-${etcd_version}_kwok-${kwok_version}"
+  key="kube-${key_kube}_etcd-${etcd_version}_kwok-${kwok_version}"
   out="$cache_root/bin/$key"
 
   if [[ -n "$print_dir" ]]; then
@@ -70,6 +109,18 @@ main() {
     fi
     echo "$DRA_TESTBED_BIN_DIR"
     exit 0
+  fi
+
+  # The full release a preview stands in for is asked for on every run: the day its modules
+  # are served, this says so (pinning it is then one pin.sh call).
+  full="$here/kubernetes-${release%-beta}/awaiting"
+  if [[ -n "$control_release" && -f "$full" ]]; then
+    if served="$(awaited "$full")"; then
+      echo "note: Kubernetes ${release%-beta} in full is served now ($served): $(pin_command "${release%-beta}" "$served")" >&2
+    else
+      echo "note: Kubernetes ${release%-beta} in full is not buildable yet, missing $served;" \
+        "the preview runs kube-scheduler ${kube_version} on ${control_release}'s control plane" >&2
+    fi
   fi
 
   # Two first `testbed up`s (or a set-up and a test run) take turns here.
@@ -107,6 +158,14 @@ main() {
       break
     fi
   done
+  if [[ -n "$control_release" ]]; then
+    # A preview builds kube-scheduler alone, with a Go of its own (nothing compiled is
+    # shared with the other releases): 1.38.0-beta.0 with go1.27.3, toolchain download
+    # included, on an otherwise idle 2-core machine: see docs/local-control-plane.md.
+    steps=(kubernetes)
+    cost=([kubernetes]=240)
+    first="a preview's kube-scheduler"
+  fi
   cores="$(nproc 2>/dev/null || echo 2)"
   scale() { echo $(($1 * 2 / (cores < 8 ? cores : 8))); }
   remaining_cost() {
@@ -130,7 +189,8 @@ main() {
       t=$((t + 1))
       ((t % every == 0)) || continue
       left=$(($(remaining_cost "$name") - (SECONDS - binary_start)))
-      local line="   building $name ($n/$total): $(clock "$SECONDS") elapsed, "
+      local line
+      line="   building $name ($n/$total): $(clock "$SECONDS") elapsed, "
       if ((left > 0)); then
         line+="about $(clock "$left") left"
       else
@@ -155,7 +215,9 @@ main() {
     echo ">> go build $* ($module)" >>"$log"
     heartbeat "$step" "$n" "${#steps[@]}" &
     beat=$!
-    if ! (cd "$here/$module" && go build -trimpath -ldflags "$ldflags" -o "$output" "$@") >>"$log" 2>&1; then
+    # A module's `toolchain` file names the Go it needs (fetched through the module proxy).
+    if ! (cd "$here/$module" && if [[ -f toolchain ]]; then GOTOOLCHAIN="$(cat toolchain)" && export GOTOOLCHAIN; fi &&
+      go build -trimpath -ldflags "$ldflags" -o "$output" "$@") >>"$log" 2>&1; then
       kill "$beat" 2>/dev/null || true
       [[ -t 2 ]] && echo >&2
       echo "error: building $step failed; full log: $log" >&2
@@ -168,15 +230,41 @@ main() {
     echo "   built $step ($n/${#steps[@]}) in $((SECONDS - binary_start))s, $(clock "$SECONDS") elapsed" | tee -a "$log" >&2
   }
 
+  # A preview's other binaries: its control-plane release's (built or reused by this script),
+  # linked in, and `preview.txt`, what runs instead of the release, for `testbed status`.
+  with_control_plane() {
+    local plane b
+    plane="$("$here/build.sh" --kubernetes "$control_release" | tail -n1)" || {
+      echo "error: building Kubernetes $control_release, the preview's control plane, failed" >&2
+      exit 1
+    }
+    for b in "${binaries[@]}"; do
+      [[ "$b" == kube-scheduler ]] && continue
+      ln -f "$plane/$b" "$staging/$b" 2>/dev/null || cp "$plane/$b" "$staging/$b"
+    done
+    {
+      echo "kube-scheduler $kube_version (built with $(cat "$here/$kube_module/toolchain" 2>/dev/null || go env GOVERSION))" \
+        "runs with Kubernetes $control_release's control plane: ${key_kube#*+} kube-apiserver," \
+        "kube-controller-manager and kubectl, etcd $etcd_version, kwok $kwok_version"
+      sed -n 's/^\([^#[:space:]].*\)/\1/p' "$here/$kube_module/substitutions" 2>/dev/null
+    } >"$staging/preview.txt"
+  }
+
   : >"$log"
   SECONDS=0
   echo "building the control plane ($key) into $out;" \
     "$first takes about $(clock "$(remaining_cost kubernetes)") on $cores cores" \
     "(later runs reuse it); log: $log" >&2
-  build kubernetes 1 "$kube_module" "$kube_ldflags" "$staging/" \
-    k8s.io/kubernetes/cmd/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl}
-  build etcd 2 "$etcd_module" "-s -w" "$staging/etcd" go.etcd.io/etcd/server/v3
-  build kwok 3 kwok "$kwok_ldflags" "$staging/" sigs.k8s.io/kwok/cmd/{kwok,kwokctl}
+  if [[ -n "$control_release" ]]; then
+    build kubernetes 1 "$kube_module" "$kube_ldflags" "$staging/kube-scheduler" \
+      k8s.io/kubernetes/cmd/kube-scheduler
+    with_control_plane
+  else
+    build kubernetes 1 "$kube_module" "$kube_ldflags" "$staging/" \
+      k8s.io/kubernetes/cmd/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl}
+    build etcd 2 "$etcd_module" "-s -w" "$staging/etcd" go.etcd.io/etcd/server/v3
+    build kwok 3 kwok "$kwok_ldflags" "$staging/" sigs.k8s.io/kwok/cmd/{kwok,kwokctl}
+  fi
   complete "$staging" || {
     echo "error: the build left out one of: ${binaries[*]}; full log: $log" >&2
     exit 1

@@ -70,3 +70,38 @@ claim_build() {
     fi
   fi
 }
+
+# awaited FILE: whether the release that FILE (a pin directory's `awaiting`) waits for can be
+# pinned now. Each line of FILE is one set of MODULE@VERSION that together make it buildable.
+# Asks the module proxy for each (once per call); prints the first line all of whose modules
+# are served and returns 0, else prints the missing ones (`not served`, `unreachable`, or
+# `not checked` without go; comma-separated, one line) and returns 1.
+awaited() {
+  local line m missing=() answer
+  while read -r line; do
+    [[ -z "$line" || "$line" == \#* ]] && continue
+    local all=1
+    for m in $line; do
+      answer="$(cd / && GOFLAGS='' go mod download -json "$m" 2>&1)" || true
+      if ! grep -q '"Error"' <<<"$answer" && grep -q '"GoMod"' <<<"$answer"; then
+        continue
+      fi
+      all=""
+      if ! command -v go >/dev/null 2>&1; then
+        missing+=("$m (not checked: go is not on PATH)")
+      elif grep -q 'not available\|404\|410\|not found\|unknown revision\|invalid version' <<<"$answer"; then
+        missing+=("$m (not served)")
+      else
+        missing+=("$m (unreachable)")
+      fi
+    done
+    if [[ -n "$all" ]]; then
+      echo "$line"
+      return 0
+    fi
+  done <"$1"
+  local joined
+  joined="$(printf '%s, ' "${missing[@]}")"
+  echo "${joined%, }"
+  return 1
+}

@@ -1,0 +1,3 @@
+module k8s.io/apiextensions-api
+
+go 1.26.0
