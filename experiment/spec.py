@@ -116,7 +116,8 @@ class Variant(_Model):
     """KubeSchedulerConfiguration fields laid over the shipped one."""
     feature_gates: dict[str, bool] = Field(default_factory=dict, alias="featureGates")
     kubernetes: str | None = None
-    """The release (`1.35` .. `1.37`) of the cluster this variant runs in; None: the default."""
+    """The release (`1.35` .. `1.37`, or the preview `1.38-beta`) of the cluster this variant
+    runs in; None: the default."""
     device_plugin: bool = Field(False, alias="devicePlugin")
     """Pods ask for GPUs as extended resources (the device plugin's way) instead of claims."""
     workload_params: dict[str, Scalar] = Field(default_factory=dict, alias="workloadParams")
@@ -352,15 +353,11 @@ class Experiment(_Model):
             groups.setdefault(v.without_cluster(), []).append(v)
         pairs = []
         for group in groups.values():
-            ordered = sorted(group, key=lambda v: _release_order(v.cluster_key[0]))
+            ordered = sorted(group, key=lambda v: bins.order(v.cluster_key[0]))
             for prev, cur in itertools.pairwise(ordered):
                 if prev.cluster_key[0] != cur.cluster_key[0]:
                     pairs.append((prev.name, prev.cluster_key[0], cur.name, cur.cluster_key[0]))
         return pairs
-
-
-def _release_order(release: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in release.split(".") if p.isdigit())
 
 
 def parse(data: object, *, source: str = "experiment", base: Path | None = None) -> Experiment:

@@ -108,8 +108,9 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
         "--kubernetes",
         metavar="RELEASE",
         help="Kubernetes release to run, one with a pinned module in tools/k8s (e.g. 1.35; "
-        f"default {bins.DEFAULT_RELEASE}); built once into the cache on first use; fixed "
-        "when the cluster is created",
+        f"default {bins.DEFAULT_RELEASE}; 1.38-beta: the preview, 1.38.0-beta.0's "
+        "kube-scheduler on 1.37's control plane, outside the supported version skew); built "
+        "once into the cache on first use; fixed when the cluster is created",
     )
     up.add_argument(
         "--feature-gates",
@@ -255,6 +256,9 @@ def _status(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
         "server": status.server,
         "kubeconfig": str(status.kubeconfig) if status.exists else None,
         "prometheus": status.prometheus,
+        "kubernetes": status.release,
+        "preview": list(status.preview),
+        "version_skew": status.skew,
         "components": [
             {
                 "name": c.name,
@@ -275,6 +279,12 @@ def _status(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
         print(f"kubeconfig: {status.kubeconfig}")
         if status.prometheus:
             print(f"prometheus: {status.prometheus}")
+        if status.release:
+            print(f"kubernetes: {status.release}")
+        for line in status.preview:
+            print(f"  preview: {line}")
+        if status.skew:
+            print(status.skew)
         for c in status.components:
             rss = f"{c.rss_bytes / 2**20:.0f} MiB" if c.rss_bytes is not None else "-"
             pid = str(c.pid) if c.pid else "not running"

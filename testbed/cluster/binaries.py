@@ -3,7 +3,11 @@ versioned cache.
 
 Each release has a pinned wrapper module (tools/k8s/kubernetes for the default, 1.37;
 tools/k8s/kubernetes-1.NN for others), built with the etcd its release ships
-(tools/k8s/etcd-3.N, named in the module's etcd.module) and the one kwok.
+(tools/k8s/etcd-3.N, named in the module's etcd.module) and the one kwok. A preview
+(`1.NN-beta`, tools/k8s/kubernetes-1.NN-beta) builds only kube-scheduler from a pre-release
+and runs it on the control plane of the release its `control-plane` file names; its cache
+directory's `preview.txt` says what runs instead of the release. A release waiting for
+modules the proxy does not serve yet has only an `awaiting` file (build.sh names them).
 
 tools/k8s's pinned-build scripts (build.sh, scheduler-perf.sh) share one contract, and
 `script_dir` / `script_build` are its one wrapper: `--kubernetes 1.NN`, `--print-dir`,
@@ -33,7 +37,9 @@ NAMES = (
 )
 DEFAULT_RELEASE = "1.37"
 
-_CACHE_KEY = re.compile(r"/kube-v(\d+\.\d+)\.\d+[^/]*_etcd-")
+_CACHE_KEY = re.compile(r"/kube-v(\d+\.\d+)\.\d+(-beta\.\d+)?[^/]*_etcd-")
+_VERSION = re.compile(r"v?(\d+\.\d+)(?:\.\d+)?(-beta(?:\.\d+)?)?")
+PREVIEW_FILE = "preview.txt"
 
 
 class BinariesError(RuntimeError):
@@ -54,17 +60,50 @@ class Binaries:
     def missing(self) -> list[str]:
         return [n for n in NAMES if not os.access(self.dir / n, os.X_OK)]
 
+    def preview(self) -> list[str]:
+        """What a preview runs instead of its release, one line each (build.sh writes them:
+        the control plane it borrows, each substituted module and why); empty otherwise."""
+        listing = self.dir / PREVIEW_FILE
+        return listing.read_text().splitlines() if listing.is_file() else []
+
 
 def release_of(binary_path: str) -> str | None:
-    """The Kubernetes release (`1.NN`) a cached binary was built for, from its cache
-    directory's name (pure); None for binaries outside the cache."""
+    """The Kubernetes release (`1.NN`, `1.NN-beta` for a preview) a cached binary was built
+    for, from its cache directory's name (pure); None for binaries outside the cache."""
     m = _CACHE_KEY.search(binary_path)
-    return m.group(1) if m else None
+    return m.group(1) + ("-beta" if m.group(2) else "") if m else None
+
+
+_KEY_VERSIONS = re.compile(r"/kube-(v[^/_+]+)(?:\+(v[^/_]+))?_etcd-[^/]*/[^/]*$")
+
+
+@dataclass(frozen=True)
+class Versions:
+    scheduler: str
+    apiserver: str
+    """kube-apiserver's (and kube-controller-manager's): a preview's control plane's."""
+
+
+def versions_of(binary_path: str) -> Versions | None:
+    """The versions a cached binary's directory was built with, from its name (pure): one
+    for a release, `kube-vSCHEDULER+vAPISERVER` for a preview; None outside the cache."""
+    m = _KEY_VERSIONS.search(binary_path)
+    return Versions(m.group(1), m.group(2) or m.group(1)) if m else None
+
+
+def order(release: str) -> tuple[int, int, int]:
+    """Sort key of a release (`1.NN` or `1.NN-beta`): a preview after the release before it
+    and before its own full release (pure)."""
+    m = _VERSION.match(release)
+    if m is None:
+        return (0, 0, 0)
+    major, minor = m.group(1).split(".")
+    return (int(major), int(minor), 0 if m.group(2) else 1)
 
 
 def at_least(release: str, first: str) -> bool:
-    """Release `release` (`1.NN`) is `first` or later (pure)."""
-    return int(release.split(".")[1]) >= int(first.split(".")[1])
+    """Release `release` (`1.NN`, `1.NN-beta`) is `first` or later by minor (pure)."""
+    return order(release)[:2] >= order(first)[:2]
 
 
 def releases() -> list[str]:
@@ -75,7 +114,7 @@ def releases() -> list[str]:
     found = {DEFAULT_RELEASE}
     for go_mod in tools.glob("kubernetes-*/go.mod"):
         found.add(go_mod.parent.name.removeprefix("kubernetes-"))
-    return sorted(found, key=lambda r: tuple(int(p) for p in r.split(".") if p.isdigit()))
+    return sorted(found, key=order)
 
 
 def module_dir(release: str) -> Path | None:
@@ -86,13 +125,35 @@ def module_dir(release: str) -> Path | None:
     return tools / ("kubernetes" if release == DEFAULT_RELEASE else f"kubernetes-{release}")
 
 
+def control_plane(release: str) -> str | None:
+    """The release whose kube-apiserver and kube-controller-manager a preview `release` runs
+    with; None for a full release (its own)."""
+    module = module_dir(release)
+    listing = module / "control-plane" if module else None
+    return listing.read_text().strip() if listing is not None and listing.is_file() else None
+
+
 def check_release(release: str) -> str:
-    """`release` as `1.NN` if it has a pinned module, else UnknownRelease naming those that do."""
-    norm = release.removeprefix("v")
-    if norm.count(".") == 2:  # 1.35.4: the patch is pinned by the module, not chosen here
-        norm = norm.rsplit(".", 1)[0]
+    """`release` as `1.NN` (`1.NN-beta` for a preview) if it has a pinned module, else
+    UnknownRelease naming those that do, or the modules a release not yet buildable waits
+    for (build.sh asks the module proxy)."""
+    m = _VERSION.fullmatch(release)
+    # 1.35.4: the patch is pinned by the module, not chosen here (v1.38.0-beta.0: the preview)
+    norm = m.group(1) + ("-beta" if m.group(2) else "") if m else release
     known = releases()
     if norm not in known:
+        module = module_dir(norm)
+        if module is not None and (awaiting := module / "awaiting").is_file():
+            try:
+                script_dir("build.sh", norm, "--print-dir")  # raises with its one line
+            except UnknownRelease:
+                raise
+            except BinariesError as e:  # the script cannot run here: name what it waits for
+                needs = [ln for ln in awaiting.read_text().splitlines() if ln[:1] not in "#"]
+                raise UnknownRelease(
+                    f"Kubernetes {norm} is not buildable yet: missing {' or '.join(needs)} "
+                    f"(not checked: {e})"
+                ) from None
         raise UnknownRelease(
             f"no pinned module for Kubernetes {release!r}; releases: {', '.join(known)}"
         )

@@ -239,6 +239,12 @@ class Status:
     components: list[ComponentState]
     prometheus: str | None = None
     """Base URL of the cluster's Prometheus (None: it has none)."""
+    release: str | None = None
+    """The Kubernetes release it was created with (None: not from the binary cache)."""
+    preview: tuple[str, ...] = ()
+    """What a preview release runs instead of the release (`Binaries.preview`)."""
+    skew: str | None = None
+    """Why its kube-scheduler is outside the supported version skew (`versions.skew`)."""
 
     @property
     def healthy(self) -> bool:

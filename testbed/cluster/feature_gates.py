@@ -76,12 +76,33 @@ def parse_known(text: str) -> dict[str, Gate]:
 
 def known(release: str) -> dict[str, Gate] | None:
     """The gates `release` knows, from its pinned module's gate list; None where no list is
-    at hand (an installed package without the repository's tools/k8s)."""
+    at hand (an installed package without the repository's tools/k8s). A preview's
+    components come from two releases that all take the same `--feature-gates`: the gates
+    both know (`common`)."""
+    own = _listed(release)
+    plane = bins.control_plane(release)
+    if own is None or plane is None:
+        return own
+    other = _listed(plane)
+    return own if other is None else common(own, other)
+
+
+def _listed(release: str) -> dict[str, Gate] | None:
     module = bins.module_dir(release)
     listing = module / "feature-gates.txt" if module else None
     if listing is None or not listing.is_file():
         return None
     return parse_known(listing.read_text())
+
+
+def common(newer: Mapping[str, Gate], older: Mapping[str, Gate]) -> dict[str, Gate]:
+    """The gates two releases both know, as `newer` has them, locked where either locks them
+    (a value one release refuses stops that component; pure)."""
+    return {
+        name: Gate(gate.stage, gate.default, gate.locked or older[name].locked)
+        for name, gate in newer.items()
+        if name in older
+    }
 
 
 _GATE = re.compile(r"[A-Z][A-Za-z0-9]*")
@@ -143,11 +164,13 @@ def flag_value(g: Mapping[str, bool]) -> str:
 
 
 def runtime_config(release: str, g: Mapping[str, bool]) -> list[str]:
-    """`--runtime-config` entries the enabled gates need served in `release`."""
+    """`--runtime-config` entries the enabled gates need served in `release` (by its API
+    server: a preview's is its control plane's)."""
+    served_by = bins.control_plane(release) or release
     return sorted(
         api
         for gate, by_release in _APIS.items()
-        if g.get(gate) and (api := by_release.get(release)) is not None
+        if g.get(gate) and (api := by_release.get(served_by)) is not None
     )
 
 

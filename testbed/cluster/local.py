@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from testbed import versions as vs
 from testbed.cluster import binaries as bins
 from testbed.cluster import (
     companions,
@@ -128,7 +129,20 @@ class LocalCluster:
             cfg.kubeconfig,
             self._components(ready) if exists else [],
             prometheus.url(port) if port is not None else None,
+            *(self._created_versions() if exists else (None, (), None)),
         )
+
+    def _created_versions(self) -> tuple[str | None, tuple[str, ...], str | None]:
+        """The release an existing cluster was created with, what a preview runs instead of
+        it, and its version skew (from the versions in its binaries' cache directory)."""
+        try:
+            target = Path(os.readlink(self.config.cluster_dir / "bin" / "kube-scheduler"))
+        except OSError:
+            return None, (), None
+        found = bins.Binaries(target.parent)
+        versions = bins.versions_of(str(target))
+        skew = vs.skew(versions.apiserver, versions.scheduler) if versions else None
+        return bins.release_of(str(target)), tuple(found.preview()), skew
 
     def up(
         self, *, build: bool = True, notify: Callable[[str], None] = _quiet
