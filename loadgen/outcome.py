@@ -145,6 +145,8 @@ class RunResult:
     scheduler was not scraped."""
     profiles: dict[str, Profiled] = field(default_factory=dict)
     """Component (`scheduler`, `apiserver`) -> its CPU profiles over the run."""
+    apiserver_version: str = ""
+    """kube-apiserver's gitVersion (its /version) when the run started."""
 
     def wall(self, mono: float) -> float:
         """Epoch seconds of a monotonic timestamp of this run."""

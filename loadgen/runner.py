@@ -93,7 +93,7 @@ async def run(
     notice = on_notice or (lambda text: log.warning("%s", text))
     # Fail fast and create nothing when there is no cluster, a DeviceClass is missing or
     # the run id is taken (then the other run's namespace is not ours to watch or touch).
-    await kube.request("GET", "/version", retry=False)
+    version = await kube.request("GET", "/version", retry=False)
     await _check_device_classes(kube, scenario)
     try:
         gangs = await workload_api.check(kube, scenario)
@@ -118,6 +118,7 @@ async def run(
         records=watcher.records,
         started_wall=time.time(),
         started_mono=watcher.clock(),
+        apiserver_version=str((version or {}).get("gitVersion", "")),
     )
     token = runs.new_token()
     try:

@@ -27,6 +27,8 @@ def render(doc: ResultDoc, console: Console) -> None:
     )
     if doc.error:
         console.print(f"[red]error:[/] {doc.error}")
+    if doc.version_skew:
+        console.print(f"[yellow]{doc.version_skew}[/]", highlight=False)
     for group in doc.pending:
         console.print(f"[yellow]{group.pods} pods never scheduled:[/] {group.reason}")
     others = doc.fleet.held_by_others_at_start

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from loadgen import gang_views, outcome, placement, records, series, slo, stats
 from loadgen.report import explanation as why
 from loadgen.report import faults as faults_doc
-from testbed import files, units
+from testbed import files, units, versions
 
 SCHEMA_VERSION: Literal[1] = 1
 
@@ -271,6 +271,12 @@ class ResultDoc(_Doc):
     faults: faults_doc.Faults = faults_doc.Faults()
     """Components' restarts, failed scrapes and figures not made whole (added within schema
     version 1: a result written before has none, and reads as a run without faults)."""
+    apiserver_version: str = ""
+    """kube-apiserver's gitVersion (kube-scheduler's is the explanation's `release`)."""
+    version_skew: str | None = None
+    """Why this run's kube-scheduler was outside the supported version skew with its API
+    server (a preview release: a newer scheduler), one sentence; None inside it or unknown
+    (both added within schema version 1)."""
 
 
 def _rfc3339(epoch: float) -> str:
@@ -578,6 +584,11 @@ def build(result: outcome.RunResult, slos: list[slo.Slo] | None = None) -> Resul
             pods=counts.pods_seen,
             claims=claims.claims,
             throughput=throughput.Average,
+        ),
+        apiserver_version=result.apiserver_version,
+        version_skew=versions.skew(
+            result.apiserver_version,
+            result.scheduler_view.release if result.scheduler_view is not None else "",
         ),
     )
 

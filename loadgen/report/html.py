@@ -72,6 +72,13 @@ def _pending(doc: ResultDoc) -> list[Section]:
     return out
 
 
+def _version_skew(doc: ResultDoc) -> list[Section]:
+    # First: every figure below comes from a scheduler newer than its API server.
+    if not doc.version_skew:
+        return []
+    return [Section("Version skew", [charts.note(doc.version_skew)])]
+
+
 def _watch_gaps(doc: ResultDoc) -> list[Section]:
     # Shown before the latencies: readers must know which of them include an outage.
     if not doc.watch_gaps:
@@ -249,6 +256,7 @@ def _definitions(doc: ResultDoc) -> list[Section]:
 
 # The report's sections, in page order; each renders one part of the document.
 _SECTIONS = (
+    _version_skew,
     _counts,
     _pending,
     _watch_gaps,

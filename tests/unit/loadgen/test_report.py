@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from loadgen import compare, segments, series, slo
+from loadgen import compare, scheduler_view, segments, series, slo
 from loadgen.report import console, document, html, perfdata
 from tests.support import synthetic_run as synthetic
 
@@ -297,3 +297,17 @@ def test_compare_writes_its_table_and_charts_as_one_page(tmp_path: Path) -> None
     with pytest.raises(SystemExit) as done:
         cli.main(["compare", str(a), str(b), "--html", str(tmp_path)])
     assert done.value.code == 2
+
+
+def test_a_scheduler_newer_than_its_api_server_is_said_in_the_result_and_every_report() -> None:
+    res = synthetic.run_result()
+    res.apiserver_version = "v1.37.2"
+    res.scheduler_view = scheduler_view.Timeline(release="v1.38.0-beta.0")
+    doc = document.build(res)
+    assert doc.version_skew is not None and "v1.38.0-beta.0 is newer than" in doc.version_skew
+    con = Console(record=True, width=200)
+    console.render(doc, con)
+    assert doc.version_skew in con.export_text()
+    assert "Version skew" in html.render(doc)
+    res.scheduler_view = scheduler_view.Timeline(release="v1.37.2")
+    assert document.build(res).version_skew is None
