@@ -241,7 +241,12 @@ class Gathering:
         first of a run not interrupted: that one is waited for, FIRST_SLICE_GRACE at most
         beyond its seconds), take a last sample, and put what was gathered into `result`."""
         self.ending.set()
-        first = [t for n, t in self.profilers.items() if not self.profiles[n].slices]
+        # A component not answering now is not waited for: its first slice is not coming.
+        first = [
+            t
+            for n, t in self.profilers.items()
+            if not self.profiles[n].slices and not _down(self.profiles[n])
+        ]
         if first and not result.interrupted:
             await asyncio.wait(first, timeout=slice_seconds(0) + FIRST_SLICE_GRACE)
         for task in self.tasks:
@@ -262,12 +267,19 @@ class Gathering:
         for profiled in self.profiles.values():
             if not profiled.slices and profiled.not_profiled is None:
                 profiled.not_profiled = (
-                    f"the run was interrupted before its first {slice_seconds(0)} s profile"
+                    f"it did not answer its profile requests: {profiled.unanswered[-1].reason}"
+                    if _down(profiled)
+                    else f"the run was interrupted before its first {slice_seconds(0)} s profile"
                     if result.interrupted
                     else f"its first {slice_seconds(0)} s profile did not come back within"
                     f" {FIRST_SLICE_GRACE:.0f} s of the run's end"
                 )
         result.profiles = self.profiles
+
+
+def _down(profiled: outcome.Profiled) -> bool:
+    """Whether the component has not answered since its last refused request."""
+    return bool(profiled.unanswered) and profiled.unanswered[-1].end is None
 
 
 async def start(

@@ -122,3 +122,24 @@ async def test_profiling_resumes_once_a_killed_component_answers_and_keeps_the_g
     assert "connection refused" in gap.reason
     # The refused requests used up no slice: the second slice is the second size.
     assert _seconds(p)[:2] == [explaining.slice_seconds(0), explaining.slice_seconds(1)]
+
+
+async def test_a_component_down_at_the_end_is_not_waited_for_and_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(explaining, "RETRY_SECONDS", 0.01)
+
+    async def refused(url: str, seconds: int) -> bytes:
+        raise errors.Unreachable(f"{url} unreachable: connection refused")
+
+    gathering = explaining.Gathering(NO_CLIENT, URLS, time.monotonic, 0.0, fetch=refused)
+    await gathering.begin()
+    await asyncio.sleep(0.05)
+    started = time.monotonic()
+    result = synthetic.run_result()
+    await gathering.finish(result)
+    # Not the first slice's 5 s and its grace: nothing was coming.
+    assert time.monotonic() - started < 2.0
+    p = result.profiles["apiserver"]
+    assert p.not_profiled is not None and "connection refused" in p.not_profiled
+    assert p.unanswered and p.unanswered[0].end is None
