@@ -48,11 +48,14 @@ class SchedulerSetup:
 
     def extender_entries(self, shipped: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """The shipped configuration's extender entries as this set-up calls them: none
-        without the extender, each without its filter verb for prioritize only (pure)."""
+        without the extender; for prioritize only, each without its filter verb, and an
+        entry left with no verb dropped (pure)."""
         if not self.extender:
             return []
-        drop = () if self.extender_filter else ("filterVerb",)
-        return [{k: v for k, v in e.items() if k not in drop} for e in shipped]
+        if self.extender_filter:
+            return [dict(e) for e in shipped]
+        kept = [{k: v for k, v in e.items() if k != "filterVerb"} for e in shipped]
+        return [e for e in kept if any(k.endswith("Verb") for k in e)]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -57,6 +57,7 @@ class Core:
         self._parsed_classes: object = None
         self._spec_keys: dict[int, tuple[object, str]] = {}
         self.decisions: deque[dict[str, Any]] = deque(maxlen=settings.explain_pods)
+        self._unrouted: set[str] = set()
 
     def demand(self, pod: dict[str, Any]) -> demand_mod.Demand:
         d = demand_mod.of_pod(
@@ -192,6 +193,7 @@ class Core:
     def prioritize(self, pod: dict[str, Any], names: list[str]) -> list[int]:
         if not self.ready():
             return [MIN_PRIORITY] * len(names)
+        self._check_routed(pod)
         d = self.demand(pod)
         scored = self._scores(d, names)
         if scored is None:
@@ -216,6 +218,32 @@ class Core:
                 )
             self._record("prioritize", pod, d, sib, len(names), 0, {}, top)
         return scores
+
+    def _check_routed(self, pod: dict[str, Any]) -> None:
+        """A pod that requires a placement but does not ask for `vocab.PLACEMENT_RESOURCE`
+        never reaches the filter under the shipped configuration, so its requirement is not
+        enforced: said once per pod (log and `extender_unjudged_requests_total`)."""
+        meta = pod.get("metadata") or {}
+        annotations = meta.get("annotations") or {}
+        if not any(k in annotations for k in vocab.REQUIRE_ANNOTATIONS) or _asks_placement(pod):
+            return
+        key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+        if key in self._unrouted:
+            return
+        if len(self._unrouted) >= 4096:
+            self._unrouted.clear()
+        self._unrouted.add(key)
+        if self.on_unjudged is not None:
+            self.on_unjudged("requirement_not_routed")
+        log.warning(
+            "pod %s requires a placement (%s) but asks for no %s: the scheduler does not call "
+            "the filter for it, so the requirement is not enforced; add %s: 1 to a "
+            "container's limits",
+            key,
+            ", ".join(k for k in vocab.REQUIRE_ANNOTATIONS if k in annotations),
+            vocab.PLACEMENT_RESOURCE,
+            vocab.PLACEMENT_RESOURCE,
+        )
 
     def warm(self, pod: dict[str, Any], names: list[str]) -> None:
         """Pay now what the first `prioritize` of a pod shaped like `pod` would pay over
@@ -320,6 +348,16 @@ class Core:
                 entry["notes"],
                 top,
             )
+
+
+def _asks_placement(pod: dict[str, Any]) -> bool:
+    spec = pod.get("spec") or {}
+    for c in [*(spec.get("containers") or ()), *(spec.get("initContainers") or ())]:
+        resources = c.get("resources") or {}
+        for part in ("limits", "requests"):
+            if vocab.PLACEMENT_RESOURCE in (resources.get(part) or {}):
+                return True
+    return False
 
 
 def _best(scores: list[int], k: int) -> list[int]:

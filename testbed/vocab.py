@@ -125,6 +125,13 @@ LABEL_GANG: Final = "testbed.dra.io/gang"
 # Pod annotations the extender honours.
 ANNOTATION_REQUIRE_ALIGNMENT: Final = "testbed.dra.io/require-alignment"
 ANNOTATION_REQUIRE_LOCALITY: Final = "testbed.dra.io/require-locality"
+REQUIRE_ANNOTATIONS: Final = (ANNOTATION_REQUIRE_ALIGNMENT, ANNOTATION_REQUIRE_LOCALITY)
+PLACEMENT_RESOURCE: Final = "testbed.dra.io/placement"
+"""The extended resource a pod that requires a placement (`REQUIRE_ANNOTATIONS`) asks for,
+one unit in a container's limits: the shipped scheduler configuration calls the extender's
+filter only for pods asking for it (`managedResources`, `ignoredByScheduler`), so a pod that
+requires nothing costs the scheduler and the extender no filter call. A kubelet drops an
+extended resource its node does not have before admitting the pod."""
 # loadgen: the GPU memory a pod's workload uses (bytes, per pod), for utilization figures.
 ANNOTATION_GPU_MEMORY: Final = "testbed.dra.io/gpu-memory"
 

@@ -27,6 +27,7 @@ from testbed.cluster import local, ports, processes
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
 from tests.faults.test_extender_slow_or_failing import SKIPPED, SchedulerLog, extender_calls
+from tests.support import extender_objects as objects
 from tests.support import small_world
 from tests.support.waiting import wait_for
 
@@ -108,9 +109,10 @@ async def test_hostile_clients_leave_every_scheduler_call_answered(
             try:
                 for i in range(PODS):
                     pod = small_world.pod(world, f"aligned-{i}", "one-gpu")
-                    pod["metadata"]["annotations"] = {
-                        vocab.ANNOTATION_REQUIRE_ALIGNMENT: "pcie-root"
-                    }
+                    aligned = {vocab.ANNOTATION_REQUIRE_ALIGNMENT: "pcie-root"}
+                    pod["metadata"]["annotations"] = aligned
+                    main = pod["spec"]["containers"][0]
+                    main["resources"] = objects.routed_to_filter(main["resources"], aligned)
                     await kube.create(r.PODS, pod)
                 for i in range(PODS):
                     await wait_for(

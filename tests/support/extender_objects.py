@@ -205,6 +205,14 @@ def pod(
     }
 
 
+def routed_to_filter(resources: Obj, annotations: dict[str, str] | None) -> Obj:
+    """A container's `resources` with the placement resource a pod that requires a placement
+    asks for, which routes it to the extender's filter (`vocab.PLACEMENT_RESOURCE`)."""
+    if any(k in (annotations or {}) for k in vocab.REQUIRE_ANNOTATIONS):
+        return {**resources, "limits": {vocab.PLACEMENT_RESOURCE: "1"}}
+    return resources
+
+
 def pair_spec(pairs: int, nic_class: str = vocab.CLASS_RDMA_NIC, aligned: bool = False) -> Obj:
     """`pairs` GPU requests and `pairs` NIC requests; with `aligned`, one matchAttribute
     constraint per (gpu-i, nic-i)."""

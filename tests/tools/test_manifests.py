@@ -279,8 +279,8 @@ def test_second_scheduler_config_step_renames_the_profile_and_nothing_else(tmp_p
 
 
 def test_second_scheduler_reaches_its_extender_on_loopback() -> None:
-    (ext,) = scheduler_config()["extenders"]
-    assert ext["urlPrefix"] == "http://127.0.0.1:8888"
+    (url,) = {e["urlPrefix"] for e in scheduler_config()["extenders"]}
+    assert url == "http://127.0.0.1:8888"
     spec = second_scheduler()
     sidecar = next(c for c in spec["initContainers"] if c["name"] == "extender")
     assert sidecar["restartPolicy"] == "Always", "a native sidecar, up before the scheduler"
@@ -353,8 +353,8 @@ def test_kind_overlay_runs_the_extender_on_the_control_plane_loopback() -> None:
     assert "node-role.kubernetes.io/control-plane" in spec["nodeSelector"]
     assert any(t["key"] == "node-role.kubernetes.io/control-plane" for t in spec["tolerations"])
     (c,) = spec["containers"]
-    (ext,) = scheduler_config()["extenders"]
-    port = ext["urlPrefix"].rsplit(":", 1)[1]
+    (url,) = {e["urlPrefix"] for e in scheduler_config()["extenders"]}
+    port = url.rsplit(":", 1)[1]
     assert c["args"][c["args"].index("--port") + 1] == port
     assert c["args"][c["args"].index("--address") + 1] in ("0.0.0.0", "127.0.0.1")
     assert spec["serviceAccountName"] == "dra-testbed-extender", "the read-only identity"

@@ -150,10 +150,13 @@ class World:
         spec = pod["spec"]
         spec["nodeSelector"] = {vocab.LABEL_RUN: self.run}
         spec["tolerations"] = [{"key": vocab.KWOK_TAINT_KEY, "operator": "Exists"}]
-        spec["containers"][0]["resources"] = {
+        resources = {
             "requests": {"cpu": cpu},
             "claims": [{"name": ref["name"]} for ref in spec["resourceClaims"]],
         }
+        spec["containers"][0]["resources"] = objects.routed_to_filter(
+            resources, kw.get("annotations")
+        )
         return pod
 
     async def cleanup(self) -> None:

@@ -151,8 +151,13 @@ def test_a_prioritize_only_variant_calls_the_extender_without_its_filter_verb() 
     assert co.variant_name(prio) not in {co.variant_name(s) for s in (SHIPPED, KNOB, WEIGHTS)}
     cm, dep = render(prio)
     (entry,) = yaml.safe_load(cm["data"][co.CONFIG_KEY])["extenders"]
-    (shipped,) = M.scheduler_config["extenders"]
-    assert "filterVerb" in shipped and "filterVerb" not in entry
-    assert entry == {k: v for k, v in shipped.items() if k != "filterVerb"}
+    shipped = M.scheduler_config["extenders"]
+    (scores,) = [e for e in shipped if "prioritizeVerb" in e]
+    assert any("filterVerb" in e for e in shipped) and "filterVerb" not in entry
+    assert entry == scores, "the filter's own entry is dropped, the scoring one kept whole"
     assert "extender" in containers(dep)  # the sidecar still answers prioritize
-    assert SchedulerSetup(extender=False, extender_filter=False).extender_entries([shipped]) == []
+    assert SchedulerSetup(extender=False, extender_filter=False).extender_entries(shipped) == []
+    both = {"urlPrefix": "u", "filterVerb": "filter", "prioritizeVerb": "prioritize"}
+    assert SchedulerSetup(extender_filter=False).extender_entries([both]) == [
+        {"urlPrefix": "u", "prioritizeVerb": "prioritize"}
+    ]

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed import cli
+from testbed import cli, vocab
 from testbed.cluster import binaries, kwok_shards, local, paths, ports
 
 
@@ -127,10 +127,17 @@ def test_the_shipped_scheduler_config_names_the_extender_as_the_issue_requires()
     doc = yaml.safe_load(
         (paths.manifests_dir() / "scheduler" / "kube-scheduler-config.yaml").read_text()
     )
-    (ext,) = doc["extenders"]
-    assert ext["urlPrefix"] == "http://127.0.0.1:8888"
-    assert ext["filterVerb"] == "filter" and ext["prioritizeVerb"] == "prioritize"
-    assert ext["nodeCacheCapable"] is True and ext["ignorable"] is True
+    scores, filters = doc["extenders"]
+    for ext in (scores, filters):
+        assert ext["urlPrefix"] == "http://127.0.0.1:8888"
+        assert ext["nodeCacheCapable"] is True and ext["ignorable"] is True
+    assert scores["prioritizeVerb"] == "prioritize" and "managedResources" not in scores
+    # Only pods that ask for the placement resource are filtered; the scheduler's own fit
+    # check ignores it.
+    assert filters["filterVerb"] == "filter" and "prioritizeVerb" not in filters
+    assert filters["managedResources"] == [
+        {"name": vocab.PLACEMENT_RESOURCE, "ignoredByScheduler": True}
+    ]
     assert doc["clientConnection"]["qps"] >= 200
 
 
@@ -176,7 +183,7 @@ def test_port_in_use_detects_a_bound_port() -> None:
 def test_the_extender_port_is_rewritten_only_for_the_loopback_extender() -> None:
     source = paths.manifests_dir() / "scheduler" / "kube-scheduler-config.yaml"
     doc = yaml.safe_load(local.scheduler_config_text(source, extender=True, extender_port=18888))
-    assert [e["urlPrefix"] for e in doc["extenders"]] == ["http://127.0.0.1:18888"]
+    assert [e["urlPrefix"] for e in doc["extenders"]] == ["http://127.0.0.1:18888"] * 2
 
 
 def test_bad_kwok_shard_count_is_a_one_line_usage_error(
