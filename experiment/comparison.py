@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from experiment import intervals
+from experiment import figures, intervals
 from experiment.arms import Arm
 from experiment.figures import METRICS, NOISY_IF_NEGATIVE, UNSATURATED, Doc, Figure, defined
 
@@ -64,7 +64,9 @@ class VariantRow:
         """variant / baseline over the repeats both ran, paired by repeat."""
         if self.noise:
             return None
-        return paired_ratio(self.figures[variant], self.figures[self.baseline])
+        return paired_ratio(
+            self.figures[variant], self.figures[self.baseline], figures.kind(self.metric, self.unit)
+        )
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,9 @@ class ReleaseRow:
         """current / previous over the repeats both ran, paired by repeat."""
         if self.noise:
             return None
-        return paired_ratio(self.current_value, self.previous_value)
+        return paired_ratio(
+            self.current_value, self.previous_value, figures.kind(self.metric, self.unit)
+        )
 
 
 def noisy(metric: str, *figures: Figure) -> bool:
@@ -104,12 +108,17 @@ def noisy(metric: str, *figures: Figure) -> bool:
     return metric in NOISY_IF_NEGATIVE and any(v < 0 for f in figures for v in f.values)
 
 
-def paired_ratio(a: Figure, b: Figure) -> intervals.Interval | None:
+def paired_ratio(
+    a: Figure, b: Figure, kind: intervals.Kind = "measured"
+) -> intervals.Interval | None:
     """The 95 % interval of A/B from the repeats both figures have (by position where a
-    figure does not know its repeats)."""
+    figure does not know its repeats), pairs with a value impossible for a figure of `kind`
+    refused (`intervals.split`)."""
     a_repeats = a.repeats or list(range(len(a.values)))
     b_repeats = b.repeats or list(range(len(b.values)))
-    return intervals.ratio_interval(*intervals.paired(a.values, a_repeats, b.values, b_repeats))
+    return intervals.ratio_interval(
+        *intervals.paired(a.values, a_repeats, b.values, b_repeats), kind
+    )
 
 
 def _figure(docs: Sequence[tuple[int, Doc]], get: Callable[[Doc], float | None]) -> Figure:

@@ -10,11 +10,16 @@ pairs, alpha(t) = 2 - 2 Phi(z_{1 - ALPHA/2} / sqrt(t)): look k tests at alpha(t_
 alpha(t_{k-1}). When the time budget cannot reach the next planned look, the run goes on while
 a pair still fits and then takes a closing look (`closes`, `closed`), which tests at all of
 ALPHA not yet spent: what a spending function allows when a trial ends early for reasons
-that are not its data (here the machine's pace, not the figures' values). The levels sum to
+that are not its data (here the machine's pace, not the figures' values). An interrupted run
+(Ctrl-C) is judged the same way, as a closing look on the pairs it ran: judged at the last
+look's share instead, the pairs since would spend that share a second time. A closing look
+before the first planned look's pairs (`fewest`) takes no verdict: its few degrees of freedom
+cannot carry one at a share of ALPHA. The levels sum to
 ALPHA either way, so whichever looks a run reaches and whenever it stops, the chance of a
 false verdict (met or missed where the truth sits on the threshold), counting every look, is
 at most ALPHA (the union bound: exact, with no assumption about how the looks' statistics are
-correlated, and each look is an ordinary Student's t-test on the pairs there are). The price
+correlated, and each look is the same trimmed t-test, `intervals.decisions`, on the pairs
+there are). The price
 is conservatism: a group-sequential boundary fitted to the joint normal law would spend the
 same ALPHA with more power, but only approximately for Student's t at a handful of pairs,
 which is where this project decides.
@@ -80,8 +85,17 @@ class Design:
                 out.append(n)
                 n = max(n + 1, round(n * GROWTH))
         if self.closed_at is not None:
-            return (*(k for k in out if k < self.closed_at), self.closed_at)
+            before = tuple(k for k in out if k < self.closed_at)
+            # A closing look before the first planned one has too few pairs for a verdict.
+            return (*before, self.closed_at) if self.closed_at >= self.fewest else before
         return (*out, self.max_pairs)
+
+    @property
+    def fewest(self) -> int:
+        """The fewest pairs a verdict is taken on: the first planned look's (FIRST_LOOK, or
+        every pair of a design of fewer). Fewer, as a budget's or an interrupt's closing
+        look may leave, give observations only."""
+        return min(FIRST_LOOK, self.max_pairs)
 
     def spent(self, pairs: int) -> float:
         """ALPHA spent by the look at `pairs` pairs and those before it (all of it from a
@@ -125,7 +139,10 @@ class Design:
 
     def level(self, pairs: int) -> float:
         """The test level of a verdict after `pairs` pairs: ALPHA for a fixed design; the
-        share of the last look reached for a sequential one (0 before its first look)."""
+        share of the last look reached for a sequential one (0 before its first look, and
+        below `fewest` pairs for either)."""
+        if pairs < self.fewest:
+            return 0.0
         if not self.sequential:
             return self.alpha
         look = self.look_at(pairs)
@@ -142,6 +159,11 @@ class Design:
     def describe(self) -> str:
         if not self.sequential:
             return f"fixed: {self.max_pairs} paired repeats, verdicts at p < {self.alpha:g}"
+        if not self.looks:
+            return (
+                f"sequential, closed after {self.closed_at} pairs, before the first look "
+                f"after {self.fewest}: observations only, no verdict"
+            )
         shares = ", ".join(f"{n} ({self.level(n):.2g})" for n in self.looks)
         closing = (
             ", the last a closing look (the budget reached no further; it spends what was left)"

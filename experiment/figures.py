@@ -398,6 +398,28 @@ LATENCY_METRICS: list[Metric] = [
 
 NOISY_IF_NEGATIVE = {"API server + scheduler memory growth per 1,000 pods"}
 """Figures a negative value shows to be noise (growth shrank with GC timing)."""
+COST_UNITS = frozenset({"ms", "pods/s", "cores", "requests/s"})
+"""Units of measured CPU, time and throughput figures: never 0 or less (a counter read
+across a reset can make one so), and never exact."""
+MEASURED = frozenset(
+    {
+        *NOISY_IF_NEGATIVE,
+        "scheduler CPU in queue and requeue",
+        "scheduler CPU under isPodWorthRequeuing",
+    }
+)
+"""Measured figures in other units (a share of a CPU profile, memory growth): 0 or less may be
+true of them, and the same value in every repeat is not exactness."""
+
+
+def kind(metric: str, unit: str) -> intervals.Kind:
+    """How a figure is judged (`intervals.Kind`): a cost by its unit, the other measured
+    figures by name; the rest (pods placed, nodes spanned, their shares) are counts."""
+    if unit in COST_UNITS:
+        return "cost"
+    return "measured" if metric in MEASURED else "count"
+
+
 PROBE_PHASES = {
     "8-GPU pods placed after a mixed fill": "whole",
     "aligned 8 GPU + 8 NIC pods placed": "aligned8",

@@ -11,13 +11,14 @@ experiment's, or a wing's rows of A and B arms).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import pydantic
 
-from experiment import intervals
+from experiment import design, figures, intervals
 
 SCHEMA_VERSION = 1
 QUESTIONS: dict[str, str] = {
@@ -59,8 +60,10 @@ class Provenance(Document):
 
 class Arm(Document):
     label: str
-    values: list[float]
-    """One value per repeat, in repeat order (the pairs are by position)."""
+    values: list[float | None]
+    """One value per repeat, in repeat order (the pairs are by position); null where the
+    repeat has none. A missing, infinite or impossible value (a cost of 0 or less) drops its
+    pair from every figure, counted (`Figure.dropped`)."""
 
 
 class Target(Document):
@@ -125,21 +128,34 @@ class Figure:
     ratio: intervals.Interval | None
     verdict: str | None
     """Against the row's target (None: it has none)."""
+    dropped: tuple[str, ...] = ()
+    """One line per pair left out for an impossible value, naming the arm and the figure."""
 
 
 def derive(row: Row) -> Figure:
-    ratio = intervals.ratio_interval(row.a.values, row.b.values)
+    """The row's figures from the pairs it can judge (`intervals.split`): medians, ranges,
+    ratio and verdict alike; a fixed design's verdict at ALPHA, none from fewer pairs than
+    its first look's (`design.Design.fewest`)."""
+    a, b = ([math.nan if v is None else v for v in arm.values] for arm in (row.a, row.b))
+    pairs, refused = intervals.split(a, b, figures.kind(row.metric, row.unit))
+    ratio = intervals.ratio_interval(a, b, figures.kind(row.metric, row.unit))
     verdict = None
     if row.target is not None:
-        verdict = intervals.verdict(ratio, row.target.threshold, at_least=row.target.at_least)
+        level = design.Design(len(a)).level(ratio.runs if ratio is not None else 0)
+        verdict = intervals.verdict(
+            ratio, row.target.threshold, at_least=row.target.at_least, level=level
+        )
+    labels = {"A": row.a.label, "B": row.b.label}
+    a_kept, b_kept = [x for x, _ in pairs], [y for _, y in pairs]
     return Figure(
         row,
-        intervals.median(row.a.values),
-        intervals.min_max(row.a.values),
-        intervals.median(row.b.values),
-        intervals.min_max(row.b.values),
+        intervals.median(a_kept),
+        intervals.min_max(a_kept),
+        intervals.median(b_kept),
+        intervals.min_max(b_kept),
         ratio,
         verdict,
+        tuple(r.line(labels[r.arm], row.name) for r in refused),
     )
 
 

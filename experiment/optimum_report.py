@@ -93,7 +93,7 @@ def share_interval(figs: Sequence[Mapping[str, Any]], which: str) -> intervals.I
     """The interval of the arm's share of its `which` ("online" or "batch") optimum over its
     repeats (in repeat order), each repeat's arm paired with its own optimum."""
     pairs = [_pair(f, which) for f in figs]
-    return intervals.ratio_interval([a for a, _ in pairs], [b for _, b in pairs])
+    return intervals.ratio_interval([a for a, _ in pairs], [b for _, b in pairs], "count")
 
 
 def _interval_json(interval: intervals.Interval | None) -> dict[str, Any] | None:

@@ -29,8 +29,9 @@ INTRO = (
     "run's release, commit, date, machine, load and each arm's value per repeat) and is "
     "derived from it by `testbed results`; `tests/unit/experiment/test_results_page.py` "
     "derives them again and fails when this page and the documents disagree. A/B is the "
-    "geometric mean of the per-repeat ratios with its paired 95 % interval (Student's t over "
-    "the log-ratios, `experiment/intervals.py`); a verdict needs the test significant and the "
+    "geometric mean of the per-repeat ratios (from 10 repeats on, with the 10 % lowest and "
+    "highest set aside) with its paired 95 % interval (a trimmed Student's t over the "
+    "log-ratios, `experiment/intervals.py`); a verdict needs the test significant and the "
     "interval past the target (the project's own targets: the extender's throughput cost, the "
     "DRA performance guide's, sharing's 1.3x); one repeat is an observation. Only runs whose "
     "data is kept are here: the sections below that kept none (among them the 1.37.2 runs) "
@@ -50,6 +51,15 @@ def _ratio(f: kept.Figure) -> str:
     return f"{kept.number(f.ratio.point)} {intervals.describe(f.ratio, kept.number)}"
 
 
+def _verdict(f: kept.Figure, repeats: int) -> str:
+    """The verdict, and the pairs dropped for an impossible value (each named)."""
+    if not f.dropped:
+        return f.verdict or "-"
+    return (
+        f"{f.verdict or '-'} ({len(f.dropped)} of {repeats} pairs dropped: {'; '.join(f.dropped)})"
+    )
+
+
 def _row(f: kept.Figure, repeats: int) -> str:
     r = f.row
     target = "-"
@@ -61,7 +71,7 @@ def _row(f: kept.Figure, repeats: int) -> str:
         _arm(r.b.label, f.b_median, f.b_range, repeats),
         _ratio(f),
         target,
-        f.verdict or "-",
+        _verdict(f, repeats),
     ]
     return "| " + " | ".join(cells) + " |"
 
@@ -280,6 +290,9 @@ def _keep(args: argparse.Namespace, directory: Path) -> int:
         )
     except kept.KeptError as e:
         raise cli.UsageError(f"{args.result}: {e}") from None
+    for row in doc.rows:
+        for line in kept.derive(row).dropped:
+            print(f"{args.result}: {line}", file=sys.stderr)
     text = kept.dump(doc)
     if len(text.encode()) > kept.MAX_DOCUMENT_BYTES:
         raise cli.CommandError(f"{doc.id}: {len(text.encode())} bytes, over the size budget")

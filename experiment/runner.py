@@ -457,6 +457,11 @@ def run(
                 _run_stage(exp, planner, stage, site, config, p, total, console)
     except KeyboardInterrupt:
         # What was measured is kept: each arm's own directory, and the report over them.
+        if plan.sequential and p.closed_at is None and not p.stopped:
+            # Judged as a closing look on the pairs run: at the share no look has spent, so
+            # the pairs since the last look reached are not judged again at its share.
+            p.closed_at = len(p.repeat_seconds)
+            p.stopped = f"interrupted: {_closing(plan, p.closed_at)}"
         if p.results:
             try:
                 _report(
@@ -516,10 +521,18 @@ def _stop_reason(
             return (
                 f"its {exp.budget_minutes:g} min budget reaches neither the look after "
                 f"{units.counted(upcoming, 'pair')} nor one more pair (a pair takes {pair:.0f} "
-                f"s; {elapsed / 60:.1f} min spent): closing look after {done} at "
-                f"the error budget left ({plan.closed(completed).level(completed):.2g})"
+                f"s; {elapsed / 60:.1f} min spent): {_closing(plan, completed)}"
             )
     return ""
+
+
+def _closing(plan: design.Design, pairs: int) -> str:
+    """What a closing look after `pairs` pairs judges at."""
+    done = units.counted(pairs, "pair")
+    level = plan.closed(pairs).level(pairs)
+    if not level:
+        return f"after {done}, before the first look after {plan.fewest}: observations only"
+    return f"closing look after {done} at the error budget left ({level:.2g})"
 
 
 def _report(

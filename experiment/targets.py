@@ -11,13 +11,13 @@ inconclusive, or an observation from one repeat.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from experiment import comparison, intervals
+from experiment import comparison, figures, intervals
 from testbed import validation
 
 
@@ -84,16 +84,29 @@ class Judged:
         return i.point if i is not None and i.pairs else None
 
 
-def judge(targets: Sequence[Target], rows: Sequence[comparison.VariantRow]) -> list[Judged]:
-    """Every target on every workload whose row has both its variants (pure)."""
+def judge(
+    targets: Sequence[Target],
+    rows: Sequence[comparison.VariantRow],
+    level: Callable[[int], float] = lambda pairs: intervals.ALPHA,
+) -> list[Judged]:
+    """Every target on every workload whose row has both its variants (pure), at the test
+    level `level` gives for the pairs judged (the file's design: `design.Design.level`)."""
     out = []
     for t in targets:
         for row in rows:
             if row.metric != t.metric or row.noise:
                 continue
             a, b = row.figures.get(t.variant), row.figures.get(t.baseline)
-            interval = comparison.paired_ratio(a, b) if a and b and a.values and b.values else None
-            verdict = intervals.verdict(interval, t.threshold, at_least=t.at_least is not None)
+            kind = figures.kind(row.metric, row.unit)
+            interval = (
+                comparison.paired_ratio(a, b, kind) if a and b and a.values and b.values else None
+            )
+            verdict = intervals.verdict(
+                interval,
+                t.threshold,
+                at_least=t.at_least is not None,
+                level=level(interval.runs) if interval is not None else intervals.ALPHA,
+            )
             if undefined := [v for v in (t.variant, t.baseline) if v in row.undefined]:
                 verdict = f"not defined for {', '.join(undefined)}"
             out.append(Judged(t, row.workload, interval, verdict))

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from experiment import comparison, intervals, process_cpu, report_files, targets
+from experiment import comparison, design, intervals, process_cpu, report_files, targets
 from experiment.arms import Arm
 from experiment.comparison import ReleaseRow, VariantRow
 from experiment.figures import SCHEMA_VERSION, Doc, Figure
@@ -167,7 +167,8 @@ class Extras:
 
 
 def extras(exp: Experiment, rows: Sequence[VariantRow], results: Sequence[Any]) -> Extras:
-    return Extras(targets.judge(exp.targets, rows), process_cpu.breakdowns(results))
+    judged = targets.judge(exp.targets, rows, design.of(exp).level)
+    return Extras(judged, process_cpu.breakdowns(results))
 
 
 def to_json(

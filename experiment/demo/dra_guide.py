@@ -71,12 +71,17 @@ def guide_matrix(rows: list[Row], judging: Judging = FIXED) -> list[GuideRow]:
             continue
         if target.endswith("MB"):  # an absolute figure of the DRA arm
             interval = intervals.mean_interval(row.a.values)
-            measured = f"{row.a.median:.1f} MiB, 95 % interval {intervals.describe(interval)}"
+            level = judging.level("dra", interval.runs) if interval else intervals.ALPHA
+            measured = (
+                f"{row.a.median:.1f} MiB, {intervals.confidence(level)} interval "
+                f"{intervals.describe(interval, level=level)}"
+            )
         else:
             interval = row.interval
+            level = judging.level("dra", interval.runs) if interval else intervals.ALPHA
             overhead = f"{row.ratio - 1:+.1%} " if row.ratio is not None else ""
-            spread = intervals.describe(interval, "{:.3f}".format)
-            measured = f"{overhead}(ratio 95 % interval {spread})"
+            spread = intervals.describe(interval, "{:.3f}".format, level)
+            measured = f"{overhead}(ratio {intervals.confidence(level)} interval {spread})"
         out.append(
             GuideRow(
                 aspect,
@@ -87,7 +92,7 @@ def guide_matrix(rows: list[Row], judging: Judging = FIXED) -> list[GuideRow]:
                     interval,
                     threshold,
                     at_least=False,
-                    level=judging.level("dra", interval.runs) if interval else intervals.ALPHA,
+                    level=level,
                     pairs_left=judging.pairs_left,
                     detect_at=judging.detect_at("dra", interval.runs) if interval else None,
                 ),

@@ -5,6 +5,7 @@ and taint goals, each a verdict on a ratio's interval at the level the run's des
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from experiment import design, intervals
@@ -71,8 +72,9 @@ class Judging:
         inconclusive verdict states what could be detected (None: at the pairs there are)."""
         if self.level(comparison, paired) > 0:
             return None
-        first = self.plan.looks[0]
-        return first, self.plan.level(first)
+        planned = dataclasses.replace(self.plan, closed_at=None)
+        first = planned.looks[0]
+        return first, planned.level(first)
 
 
 FIXED = Judging(design.Design(1))
@@ -118,19 +120,28 @@ def _ratio_target(
         return Target(goal, "-", f"not measured: run --comparisons {comparison}")
     if interval is None:
         # The comparison ran, but no repeat has the figure in both arms (e.g. no throughput
-        # sample: the arm scheduled its pods within one sampling interval).
-        return Target(goal, "-", f"no data: no repeat has {metric} in both arms")
+        # sample: the arm scheduled its pods within one sampling interval), or every pair
+        # was refused (a cost of 0 or less, a value missing or infinite).
+        refused = "; ".join(_refused(row, r) for r in intervals.split(*row.pairs, row.kind)[1])
+        return Target(
+            goal,
+            "-",
+            f"no data: no repeat has {metric} in both arms" + (f" ({refused})" if refused else ""),
+        )
     ratio = f"ratio {row.ratio:.3f}" if row.ratio is not None else "ratio -"
     ran = judging.repeats(comparison, interval.runs)
     dropped = ran - interval.runs
+    level = judging.level(comparison, interval.runs)
     spread = (
         "1 repeat"
         if interval.single_run
-        else f"95 % interval {intervals.describe(interval)} over {interval.runs} paired repeats"
+        else f"{intervals.confidence(level)} interval {intervals.describe(interval, level=level)}"
+        f" over {interval.runs} paired repeats"
     )
+    why = "".join(f"; {_refused(row, r)}" for r in interval.refused)
     measured = (
         f"{row.a_name} {row.a.median:.3g} vs {row.b_name} {row.b.median:.3g}: {ratio}, {spread}"
-        f" ({dropped} of {ran} dropped)"
+        f" ({dropped} of {ran} dropped{why})"
     )
     if row.probes[0] or row.probes[1]:
         measured += "; " + "; ".join(
@@ -154,11 +165,16 @@ def _ratio_target(
         threshold,
         at_least=at_least,
         strict=strict,
-        level=judging.level(comparison, interval.runs),
+        level=level,
         pairs_left=judging.pairs_left,
         detect_at=judging.detect_at(comparison, interval.runs),
     )
     return Target(goal, measured, verdict)
+
+
+def _refused(row: Row, refused: intervals.Refused) -> str:
+    """A refused pair in one line naming the arm and the figure."""
+    return refused.line(row.a_name if refused.arm == "A" else row.b_name, row.metric)
 
 
 def _all_placed_target(rows: list[Row], goal: str, comparison: str, metric: str) -> Target:

@@ -41,15 +41,25 @@ class Row:
         return point if point == point else None
 
     @property
-    def interval(self) -> intervals.Interval | None:
-        """95 % interval of the ratio over the repeats both arms have (paired by repeat)."""
+    def pairs(self) -> tuple[list[float], list[float]]:
+        """A's and B's values of the repeats both arms have (paired by repeat; by position
+        where the figures do not know their repeats and are as long); none else."""
         if self.a.repeats and self.b.repeats:
-            a, b = intervals.paired(self.a.values, self.a.repeats, self.b.values, self.b.repeats)
-        elif len(self.a.values) == len(self.b.values):
-            a, b = self.a.values, self.b.values
-        else:
-            return None
-        return intervals.ratio_interval(a, b) if a else None
+            return intervals.paired(self.a.values, self.a.repeats, self.b.values, self.b.repeats)
+        if len(self.a.values) == len(self.b.values):
+            return self.a.values, self.b.values
+        return [], []
+
+    @property
+    def interval(self) -> intervals.Interval | None:
+        """95 % interval of the ratio over the repeats both arms have, pairs with a value
+        impossible for the figure refused (`intervals.split`)."""
+        a, b = self.pairs
+        return intervals.ratio_interval(a, b, self.kind) if a else None
+
+    @property
+    def kind(self) -> intervals.Kind:
+        return figures.kind(self.metric, self.unit)
 
     @property
     def noise(self) -> bool:

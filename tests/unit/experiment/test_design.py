@@ -42,7 +42,23 @@ def test_a_closing_look_on_a_planned_one_takes_its_place() -> None:
     assert closed.level(16) == pytest.approx(intervals.ALPHA - DEMO.spent(10))
 
 
-def test_a_budget_short_of_the_first_look_closes_with_all_of_alpha() -> None:
-    # The loaded machine's 239 s a pair: 3 pairs in 15 minutes, tested at 0.05 together.
+def test_a_budget_short_of_the_first_look_gives_observations_only() -> None:
+    # The loaded machine's 239 s a pair: 3 pairs in 15 minutes, fewer than the first look's 4.
     closed = DEMO.within(BUDGET, 60.0, 239.0)
-    assert closed.looks == (3,) and closed.level(3) == pytest.approx(intervals.ALPHA)
+    assert closed.closed_at == 3 and closed.looks == ()
+    assert closed.level(3) == closed.level(4) == 0.0
+    assert "observations only" in closed.describe()
+
+
+def test_an_interrupted_run_spends_no_share_twice() -> None:
+    # Interrupted after 12 pairs, the look at 10 taken: the pairs are judged once more, at
+    # what the looks up to 10 left, never again at the look at 10's share.
+    interrupted = DEMO.closed(12)
+    assert interrupted.looks == (4, 6, 10, 12)
+    assert interrupted.level(12) == pytest.approx(intervals.ALPHA - DEMO.spent(10))
+    assert sum(interrupted.level(n) for n in interrupted.looks) == pytest.approx(intervals.ALPHA)
+
+
+def test_a_fixed_design_judges_from_its_first_look_s_pairs() -> None:
+    assert design.Design(5).level(4) == intervals.ALPHA and design.Design(5).level(3) == 0.0
+    assert design.Design(3).level(3) == intervals.ALPHA and design.Design(3).level(2) == 0.0

@@ -125,3 +125,54 @@ def test_an_absolute_figure_is_judged_on_its_mean() -> None:
     assert iv.verdict(interval, 95.4, at_least=False) == "met"
     same = iv.mean_interval([1.0, 1.0, 1.0])
     assert same is not None and (same.low, same.high, same.runs) == (1.0, 1.0, 3)
+
+
+def test_from_ten_pairs_the_tenth_at_each_end_is_set_aside() -> None:
+    # One arm alone slowed in one repeat of ten (a background burst): the trimmed mean
+    # log-ratio stays where the other nine put it, and the interval is scipy's trimmed t.
+    a = [110.0, 111.0, 109.5, 110.5, 110.2, 109.8, 110.9, 109.1, 110.4, 55.0]
+    b = [100.0] * 10
+    interval = iv.ratio_interval(a, b, "cost")
+    assert interval is not None and interval.runs == 10
+    logs = [math.log(x / 100.0) for x in a]
+    assert interval.point == pytest.approx(math.exp(stats.trim_mean(logs, 0.1)))
+    assert interval.point == pytest.approx(1.10, abs=0.005)
+    assert statistics.geometric_mean(x / 100.0 for x in a) < 1.03  # the plain mean's estimate
+    ordered = sorted(logs)
+    winsorised = [min(max(v, ordered[1]), ordered[8]) for v in ordered]
+    se = statistics.stdev(winsorised) / (0.8 * math.sqrt(10))
+    half = stats.t.ppf(0.975, 10 - 2 - 1 - 1) * se
+    m = stats.trim_mean(logs, 0.1)
+    assert (interval.low, interval.high) == (
+        pytest.approx(math.exp(m - half)),
+        pytest.approx(math.exp(m + half)),
+    )
+
+
+def test_the_interval_beside_a_verdict_is_the_one_at_its_level() -> None:
+    a, b = [111.0, 114.0, 112.5, 113.0, 111.5, 112.0], [100.0] * 6
+    interval = iv.ratio_interval(a, b, "cost")
+    assert interval is not None
+    for level in (0.05, 0.0336, 0.0023):
+        low, high = interval.at(level)
+        decided = iv.is_verdict(iv.verdict(interval, 1.10, at_least=False, level=level))
+        assert decided == (low > 1.10 or high < 1.10)
+        assert iv.describe(interval, "{:.4f}".format, level) == f"[{low:.4f}, {high:.4f}]"
+    assert interval.at(0.05) == (interval.low, interval.high)
+    assert interval.at(0.0023)[0] < interval.low and interval.at(0.0023)[1] > interval.high
+    assert iv.confidence(0.05) == "95 %" and iv.confidence(0.0023) == "99.77 %"
+    # This one is decided at 0.05 but not at 0.0023: said beside each, its interval shows why.
+    assert iv.verdict(interval, 1.10, at_least=False, level=0.05) == "missed"
+    assert iv.verdict(interval, 1.10, at_least=False, level=0.0023).startswith("inconclusive")
+
+
+def test_an_impossible_value_is_refused_never_judged_nor_printed_as_nan() -> None:
+    interval = iv.ratio_interval([1.0, math.inf, 1.02, 1.01], [1.0, 1.0, 1.0, 1.0], "cost")
+    assert interval is not None and interval.runs == 3
+    (refused,) = interval.refused
+    assert (refused.position, refused.arm, refused.why) == (1, "A", "infinite")
+    assert refused.line("on", "CPU per pod") == "on's CPU per pod inf (infinite): pair dropped"
+    assert "nan" not in iv.verdict(interval, 1.10, at_least=False)
+    # A figure that may be 0 or less (a share of profiled CPU) keeps its pairs.
+    shares = iv.ratio_interval([0.0, 0.1, 0.2], [0.1, 0.1, 0.2], "measured")
+    assert shares is not None and shares.runs == 3 and shares.scale == "linear"

@@ -1,6 +1,6 @@
 """BENCHMARKS.md's results page against the kept result documents in docs/results/: the page
 is the one they give, and every figure on it is derived again here, independently of the
-engine (statistics.median, scipy's t), from each arm's per-repeat values."""
+engine (statistics.median, scipy's trimmed mean and t), from each arm's per-repeat values."""
 
 from __future__ import annotations
 
@@ -35,12 +35,21 @@ def _close(printed: float, exact: float) -> bool:
     return abs(printed - exact) <= max(0.005 * abs(exact), 0.5 if abs(exact) >= 100 else 0.0)
 
 
+def _trimmed_t(logs: list[float]) -> tuple[float, float, int]:
+    """The 10 % trimmed mean (scipy's), the standard error from the winsorised spread and
+    its degrees of freedom, n - 3g - 1 with g trimmed at each end (Student's t for g = 0)."""
+    n, ordered = len(logs), sorted(logs)
+    g = int(0.1 * n)
+    winsorised = [min(max(v, ordered[g]), ordered[n - g - 1]) for v in ordered]
+    se = statistics.stdev(winsorised) / ((n - 2 * g) / n * math.sqrt(n))
+    return float(stats.trim_mean(logs, 0.1)), se, n - 3 * g - 1
+
+
 def _interval(a: list[float], b: list[float]) -> tuple[float, float, float]:
-    """Geometric mean of the paired ratios and Student's t 95 % interval, from scratch."""
-    logs = [math.log(x / y) for x, y in zip(a, b, strict=True)]
-    m = statistics.fmean(logs)
-    sd = statistics.stdev(logs)
-    half = float(stats.t.ppf(0.975, len(logs) - 1)) * sd / math.sqrt(len(logs))
+    """The ratio's point (exp of the trimmed mean log-ratio: the geometric mean below 10
+    pairs) and its 95 % interval, from scratch."""
+    m, se, df = _trimmed_t([math.log(x / y) for x, y in zip(a, b, strict=True)])
+    half = float(stats.t.ppf(0.975, df)) * se
     return math.exp(m), math.exp(m - half), math.exp(m + half)
 
 
@@ -115,7 +124,8 @@ def _derive_again(block: str, docs: list[kept.Kept]) -> None:
                     low = high = d[0]
                     p = 0.0
                 else:
-                    p = float(stats.ttest_1samp(d, 0.0).pvalue)
+                    m, se, df = _trimmed_t(d)
+                    p = float(2 * stats.t.sf(abs(m / se), df))
                     _, lo_r, hi_r = _interval(row.a.values, row.b.values)
                     low, high = (
                         math.log(lo_r / row.target.threshold),
@@ -324,3 +334,56 @@ def test_keep_takes_each_arms_shares_of_the_optimum_against_the_optimums_one() -
     figure = kept.derive(row)
     assert figure.ratio is not None and figure.ratio.high < 0.95
     assert figure.verdict == "missed"
+
+
+def test_impossible_values_in_a_kept_document_drop_their_pairs_named_and_counted(
+    tmp_path: Path,
+) -> None:
+    """A negative CPU figure (a counter read across a reset), an infinite one and a missing
+    one: each pair is dropped, counted and named in one line (arm and figure), the rest
+    judged; no traceback."""
+    src = KEPT / "extender-1000x5-20261127.json"
+    doc: dict[str, Any] = json.loads(src.read_text())
+    row = doc["rows"][0]
+    assert (row["metric"], row["a"]["label"]) == ("scheduler + extender CPU per pod", "on")
+    row["a"]["values"][0] = -3.0
+    row["b"]["values"][1] = None
+    row["a"]["values"][2] = math.inf  # written as JSON's Infinity
+    path = tmp_path / src.name
+    path.write_text(json.dumps(doc))
+    figure = kept.derive(kept.load(path).rows[0])
+    assert figure.ratio is not None and figure.ratio.runs == 2
+    assert len(figure.dropped) == 3
+    assert figure.dropped[0] == (
+        "on's extender: scheduler + extender CPU per pod -3 (a cost cannot be 0 or less): "
+        "pair dropped"
+    )
+    assert {d.split(" (")[1].split(")")[0] for d in figure.dropped[1:]} == {"missing", "infinite"}
+    assert all(not math.isinf(v) and v > 0 for v in (figure.a_median, *figure.a_range))
+    # 2 pairs left of the 5 the design planned: fewer than its first look's, no verdict.
+    assert figure.verdict is not None and not figure.verdict.startswith(("met", "missed"))
+    (line,) = [
+        ln
+        for ln in results_page.section(kept.load(path))
+        if ln.startswith("| extender: scheduler + extender CPU per pod")
+    ]
+    assert "3 of 5 pairs dropped: on's extender: scheduler + extender CPU per pod -3" in line
+
+
+def test_keep_names_each_pair_it_cannot_judge_in_one_line(tmp_path: Path) -> None:
+    result = tmp_path / "demo.json"
+    demo = _demo()
+    demo["comparisons"][0]["a"]["values"] = [-9.0, 8.0]
+    result.write_text(json.dumps(demo))
+    flags = ("--kept", str(tmp_path / "kept"), "--page", str(tmp_path / "B.md"))
+    meta = (
+        *("--id", "x", "--title", "t", "--question", "cost", "--release", "1.37.2"),
+        *("--commit", "abc1234", "--date", "2026-11-27", "--machine", "m", "--load", "quiet"),
+        *("--run-command", "testbed demo"),
+    )
+    done = children.testbed("results", *flags, "keep", str(result), *meta, home=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == (
+        f"{result}: on's extender: scheduling throughput -9 (a cost cannot be 0 or less): "
+        "pair dropped"
+    )
