@@ -385,7 +385,7 @@ class Evaluator:
         if len(self._abandoned) >= MAX_ABANDONED and sel.expression not in self._proven:
             raise _Unknown(f"{len(self._abandoned)} costly CEL expressions abandoned just now")
         deadline = self.sandbox.deadline
-        within = deadline if budget is None else max(0.0, min(deadline, budget.left))
+        within = None if budget is None else max(0.0, min(deadline, budget.left))
         started = time.perf_counter()
         try:
             result = self.sandbox.evaluate(
@@ -401,12 +401,14 @@ class Evaluator:
             why = self._unjudgeable[sel.expression] = f"{e} in {sel.expression[:200]!r}"
             self._log_once(sel.expression, f"CEL expression not judged: {why}")
             raise NotJudged(why) from None
+        except sandbox.Starting as e:  # not waited for within the call's budget
+            raise NotJudged(str(e)) from None
         except sandbox.Unavailable as e:
             self._log_once("sandbox", f"CEL expression not evaluated: {e}")
             raise _Unknown(str(e)) from None
         except sandbox.TooCostly as e:
-            if within < deadline:  # the call's budget ran out first: not proven costly
-                assert budget is not None
+            if budget is not None and within is not None and within < deadline:
+                # The call's budget ran out first: the expression is not proven costly.
                 budget.charge(sel.expression, time.perf_counter() - started)
                 raise OverBudget(budget) from None
             self._abandoned.append(now)

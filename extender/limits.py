@@ -35,6 +35,11 @@ class Gate:
     """Weight of the latest judged call in `judge_seconds` (an exponential moving average)."""
     HALF_LIFE_SECONDS = 2.0
     """The estimate halves every this many seconds without a judged call to renew it."""
+    LONG_TURN_SECONDS = 0.05
+    BREATHER_SECONDS = 0.02
+    """After a turn that held the event loop longer than LONG_TURN_SECONDS (a call that spent
+    its CEL budget...), the next turn waits BREATHER_SECONDS: two long calls back to back
+    held /healthz past its 1 s."""
 
     def __init__(
         self,
@@ -113,9 +118,13 @@ class Turn:
             recent = gate.judge_seconds  # the estimate as this call's judging began
             in_time = start <= self.deadline
             yield in_time
+            took = gate.clock() - start
             if in_time:
-                took = gate.clock() - start
                 gate.judge_seconds = recent + gate.SMOOTHING * (took - recent)
+            if took > gate.LONG_TURN_SECONDS:
+                # The loop was held: let it serve others (a probe takes a few of its rounds
+                # to be read and answered) before the next call's turn holds it again.
+                await asyncio.sleep(gate.BREATHER_SECONDS)
 
 
 class Rate:

@@ -59,6 +59,10 @@ class Unavailable(Exception):
     known about the expression."""
 
 
+class Starting(Unavailable):
+    """The worker was still starting when the caller's wait (`within`) ran out; it is kept."""
+
+
 class _Worker:
     """One worker process and what it has sent that was not read yet."""
 
@@ -123,12 +127,18 @@ class Sandbox:
     ) -> Any:
         """The value of `expression` over `variables`; Failed on a runtime error, Unjudged
         where this interpreter cannot follow Kubernetes', TooCostly past `within` seconds (at
-        most the deadline; the worker is then replaced), Unavailable if no worker answers."""
+        most the deadline; the worker is then replaced), Starting when the worker is still
+        starting after `within`, Unavailable if no worker answers."""
         self.start()
         worker = self._active
         assert worker is not None and worker.proc.stdin is not None
         if not worker.ready:
-            if worker.line(time.monotonic() + START_SECONDS) != b"ready":
+            # A worker replaced by its spare a moment ago may still import the interpreter.
+            wait = START_SECONDS if within is None else min(within, START_SECONDS)
+            line = worker.line(time.monotonic() + wait)
+            if line is None and wait < START_SECONDS:
+                raise Starting(f"the CEL sandbox's worker still starting after {wait:g}s")
+            if line != b"ready":
                 self._replace()
                 raise Unavailable(f"the CEL sandbox did not start within {START_SECONDS:g}s")
             worker.ready = True
