@@ -30,6 +30,7 @@ from aiohttp import web
 
 from extender import handlers
 from testbed import vocab
+from testbed.cluster import feature_gates as fg
 from testbed.cluster import local
 from testbed.kube import errors
 from testbed.kube import resources as r
@@ -180,7 +181,10 @@ async def test_pod_refused_only_by_the_extender_is_placed_once_room_appears(
             ]
             assert refusals, "the extender never refused the pod: DRA did, the test proves nothing"
 
-            flushed_before = after_flush(_scheduler_metrics(cluster))
+            metrics = _scheduler_metrics(cluster)
+            hints = fg.enabled_in(metrics).get("SchedulerPreQueueingHints")
+            assert hints is (cluster.release() == PREVIEW), f"SchedulerPreQueueingHints {hints}"
+            flushed_before = after_flush(metrics)
             await kube.delete(r.PODS, "blocker", namespace=ns)
             gone = time.monotonic()
             await wait_for(
