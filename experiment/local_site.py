@@ -111,9 +111,11 @@ class LocalSite:
 
     @property
     def description(self) -> str:
+        # A preview's arms ran with a scheduler newer than its API server: said beside them.
+        skew = self.cluster.version_skew()
         return (
             f"local cluster {self.cluster.config.name!r}, Kubernetes {self.cluster.release()}, "
-            f"at {self._server}"
+            f"at {self._server}" + (f" ({skew})" if skew else "")
         )
 
     @property

@@ -140,9 +140,21 @@ class LocalCluster:
         except OSError:
             return None, (), None
         found = bins.Binaries(target.parent)
-        versions = bins.versions_of(str(target))
-        skew = vs.skew(versions.apiserver, versions.scheduler) if versions else None
-        return bins.release_of(str(target)), tuple(found.preview()), skew
+        return bins.release_of(str(target)), tuple(found.preview()), self._skew_of(target)
+
+    def version_skew(self) -> str | None:
+        """Why its kube-scheduler is outside the supported version skew (`versions.skew`), from
+        the binaries it runs or will run; None inside it, or binaries outside the cache."""
+        try:
+            target = Path(os.readlink(self.config.cluster_dir / "bin" / "kube-scheduler"))
+        except OSError:
+            target = self.binaries()["kube-scheduler"]
+        return self._skew_of(target)
+
+    @staticmethod
+    def _skew_of(scheduler: Path) -> str | None:
+        versions = bins.versions_of(str(scheduler))
+        return vs.skew(versions.apiserver, versions.scheduler) if versions else None
 
     def up(
         self, *, build: bool = True, notify: Callable[[str], None] = _quiet

@@ -197,3 +197,23 @@ def test_bad_kwok_shard_count_is_a_one_line_usage_error(
         err = capsys.readouterr().err.strip()
         assert err.startswith("testbed: error: --kwok-shards") and "\n" not in err
     assert list(tmp_path.iterdir()) == []  # nothing created
+
+
+def test_a_clusters_version_skew_and_release_come_from_its_schedulers_cache_directory(
+    tmp_path: Path,
+) -> None:
+    cache = tmp_path / "bin" / "kube-v1.38.0-beta.0+v1.37.2_etcd-v3.7.3_kwok-v0.8.0"
+    cache.mkdir(parents=True)
+    (cache / "kube-scheduler").touch()
+    (cache / binaries.PREVIEW_FILE).write_text("kube-scheduler v1.38.0-beta.0 ...\n")
+    cfg = local.ClusterConfig(name="skew", home=tmp_path / "home")
+    (cfg.cluster_dir / "bin").mkdir(parents=True)
+    (cfg.cluster_dir / "bin" / "kube-scheduler").symlink_to(cache / "kube-scheduler")
+    cluster = local.LocalCluster(cfg)
+    skew = cluster.version_skew()
+    assert skew is not None and "v1.38.0-beta.0 is newer than kube-apiserver v1.37.2" in skew
+    assert cluster._created_versions() == (
+        "1.38-beta",
+        ("kube-scheduler v1.38.0-beta.0 ...",),
+        skew,
+    )
