@@ -11,7 +11,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 from prometheus_client import CollectorRegistry, ProcessCollector
 
-from extender import gates, handlers, limits, runs, startup, warmup
+from extender import cpu_stages, gates, handlers, limits, runs, startup, warmup
 from extender.cache import sync
 from extender.cache.index import Index
 from extender.cache.store import Store
@@ -85,8 +85,12 @@ def build(
     registry = registry if registry is not None else CollectorRegistry()
     metrics = Metrics(registry)
     index = Index(settings, on_placement=metrics.placement)
-    store = Store(index, on_event=metrics.event)
-    core = Core(index, settings, ready=store.ready.is_set, on_unjudged=metrics.not_judged)
+    stages = cpu_stages.CpuStages()
+    registry.register(stages)
+    store = Store(index, on_event=metrics.event, stages=stages)
+    core = Core(
+        index, settings, ready=store.ready.is_set, on_unjudged=metrics.not_judged, stages=stages
+    )
     registry.register(CacheCollector(index, store.ready.is_set))
     seen = runs.Runs()
     registry.register(seen)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from itertools import chain, islice
 from typing import Any
 
-from extender import allocation, claims
+from extender import allocation, claims, cpu_stages
 from extender import demand as demand_mod
 from extender.cache.index import Index
 from extender.config import Settings
@@ -46,6 +46,7 @@ class Core:
         ready: Callable[[], bool],
         clock: Callable[[], float] = time.time,
         on_unjudged: Callable[[str], None] | None = None,
+        stages: cpu_stages.CpuStages | None = None,
     ) -> None:
         self.index = index
         self.settings = settings
@@ -53,6 +54,7 @@ class Core:
         self.clock = clock
         self.on_unjudged = on_unjudged
         """Called with a reason label for each request or pod the extender could not judge."""
+        self.stages = stages if stages is not None else cpu_stages.CpuStages()
         self._parsed: dict[str, claims.Pod] = {}
         self._parsed_classes: object = None
         self._spec_keys: dict[int, tuple[object, str]] = {}
@@ -166,7 +168,17 @@ class Core:
             # Most pods require nothing: pass them without working out their demand (which
             # prioritize does, and counts what it cannot judge, once per pod).
             return FilterOutcome(passed=names)
+        t = cpu_stages.now()
         d = self.demand(pod)
+        t = self.stages.lap("demand", t)
+        try:
+            return self._filtered(pod, d, names)
+        finally:
+            self.stages.lap("judge", t)
+
+    def _filtered(
+        self, pod: dict[str, Any], d: demand_mod.Demand, names: list[str]
+    ) -> FilterOutcome:
         if d.require_alignment is None and d.require_locality is None:
             return FilterOutcome(passed=names)  # nothing required: never reject
         sib = self.siblings(d.job)
@@ -193,8 +205,18 @@ class Core:
     def prioritize(self, pod: dict[str, Any], names: list[str]) -> list[int]:
         if not self.ready():
             return [MIN_PRIORITY] * len(names)
+        t = cpu_stages.now()
         self._check_routed(pod)
         d = self.demand(pod)
+        t = self.stages.lap("demand", t)
+        try:
+            return self._prioritized(pod, d, names)
+        finally:
+            self.stages.lap("judge", t)
+
+    def _prioritized(
+        self, pod: dict[str, Any], d: demand_mod.Demand, names: list[str]
+    ) -> list[int]:
         scored = self._scores(d, names)
         if scored is None:
             return [MIN_PRIORITY] * len(names)

@@ -20,7 +20,7 @@ import msgspec
 from aiohttp import web
 from pydantic import ValidationError
 
-from extender import decoding, expressions, limits, startup, warmup
+from extender import cpu_stages, decoding, expressions, limits, startup, warmup
 from extender.core import Core, FilterOutcome
 from extender.metrics import Metrics
 from testbed import validation
@@ -123,11 +123,15 @@ async def _call(request: web.Request, within: float) -> decoding.Call:
         raise BadRequest(f"request body over the {limit}-byte limit") from e
     if not body:
         raise BadRequest("empty request body; expected ExtenderArgs JSON")
+    stages = request.app[CORE].stages
+    t = cpu_stages.now()
     try:
         call = decoding.call(body)
     except ValidationError as e:
         where, msg = validation.first_error(e)
         raise BadRequest(f"invalid ExtenderArgs at {where or 'body'}: {msg}") from e
+    finally:
+        stages.lap("decode", t)
     limit = request.app[CORE].settings.max_node_names
     if len(call.names) > limit:
         raise BadRequest(f"{len(call.names)} candidate nodes, over the limit of {limit}")
@@ -195,6 +199,8 @@ async def filter_nodes(request: web.Request) -> web.Response:
         request, "filter", request.app[CORE].filter, lambda names: FilterOutcome(passed=names)
     )
     names = call.names
+    stages = request.app[CORE].stages
+    t = cpu_stages.now()
     reply: dict[str, Any] = {}
     if call.nodes is None:
         reply["NodeNames"] = out.passed
@@ -207,6 +213,7 @@ async def filter_nodes(request: web.Request) -> web.Response:
     reply["FailedAndUnresolvableNodes"] = out.unresolvable
     reply["Error"] = ""
     body = _encode(reply)
+    stages.lap("encode", t)
     metrics = request.app[METRICS]
     if out.failed:
         metrics.rejections.labels("alignment").inc(len(out.failed))
@@ -227,7 +234,10 @@ async def prioritize_nodes(request: web.Request) -> web.Response:
         lambda names: [MIN_PRIORITY] * len(names),
     )
     names = call.names
+    stages = request.app[CORE].stages
+    t = cpu_stages.now()
     body = encode_priorities(names, scores, request.app[HEADS])
+    stages.lap("encode", t)
     if in_time:
         _observe(request, "prioritize", started, len(names))
     return web.Response(text=body, content_type=_JSON)

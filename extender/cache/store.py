@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from extender import cpu_stages
 from extender.cache.index import Index
 from extender.config import Settings
 from testbed import vocab
@@ -104,8 +105,10 @@ class Store:
         *,
         kinds: tuple[str, ...] | None = None,
         on_event: EventObserver | None = None,
+        stages: cpu_stages.CpuStages | None = None,
     ) -> None:
         self.index = index
+        self.stages = stages if stages is not None else cpu_stages.CpuStages()
         self.watches = watches(index.settings)
         self.kinds = kinds if kinds is not None else tuple(self.watches)
         self._every_watch = kinds is None
@@ -129,10 +132,12 @@ class Store:
         return w.kind if w is not None else watch
 
     def feed(self, watch: str, item: Snapshot | Change) -> None:
+        t = cpu_stages.now()
         if isinstance(item, Snapshot):
             self.replace(watch, item.items)
         else:
             self.apply(watch, item)
+        self.stages.lap("events", t)
 
     def replace(self, watch: str, items: list[dict[str, Any]]) -> None:
         """A full list of one watch, or with a kind's name (offline files, tests) of all

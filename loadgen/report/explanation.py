@@ -10,7 +10,9 @@ never a failure of the report.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -67,6 +69,9 @@ class CpuProfile(_Doc):
     unanswered: list[tuple[float, float | None]] = []
     """Stretches (seconds since the run's start) the component did not answer its profile
     requests (killed, restarting); profiling resumed at their end (None: it never did)."""
+    source: Literal["pprof", "stages"] = "pprof"
+    """pprof: sampled CPU profiles (kube-scheduler, kube-apiserver). stages: the extender's
+    own CPU clock per stage of its work (`EXTENDER_STAGES`), read from its /metrics."""
 
     def shares(self) -> dict[str, float]:
         return {c.category: c.share for c in self.categories}
@@ -87,6 +92,39 @@ def unanswered(span: tuple[float, float | None]) -> str:
     if end is None:
         return f"did not answer its profile requests from {start:.1f}s to the end of the run"
     return f"did not answer its profile requests from {start:.1f}s to {end:.1f}s (resumed)"
+
+
+EXTENDER_STAGES = 'extender_cpu_seconds_total{stage="'
+"""The extender's CPU per stage (extender/cpu_stages.py), as loadgen's deltas key it."""
+EXTENDER_REST = "http, watch reads and event loop"
+"""What no stage of the extender's covers: its CPU less the stages'."""
+
+
+def stage_profile(deltas: Mapping[str, float], run_seconds: float) -> CpuProfile | None:
+    """Where the extender's CPU went over the run, from the deltas of its stage counters and
+    of its process CPU (None: it exposes no stages, or used no CPU)."""
+    stages = {
+        k[len(EXTENDER_STAGES) :].split('"', 1)[0]: v
+        for k, v in deltas.items()
+        if k.startswith(EXTENDER_STAGES)
+    }
+    total = deltas.get("process_cpu_seconds_total", 0.0)
+    if not stages or total <= 0:
+        return None
+    named = sum(stages.values())
+    stages[EXTENDER_REST] = max(0.0, total - named)
+    return CpuProfile(
+        profiled=True,
+        source="stages",
+        seconds_profiled=round(run_seconds, 3),
+        cpu_seconds=round(total, 3),
+        categories=[
+            CpuCategory(category=c, cpu_seconds=round(s, 3), share=round(s / total, 4))
+            for c, s in stages.items()
+        ],
+        coverage=round(min(1.0, named / total), 4),
+        run_share=1.0,
+    )
 
 
 def profile_file(component: str, i: int) -> str:
@@ -206,7 +244,7 @@ def build(
     result: outcome.RunResult, *, pods: int, claims: int, throughput: float
 ) -> Explanation | None:
     """The explanation of a run (None: nothing was sampled or profiled)."""
-    if result.scheduler_view is None and not result.profiles:
+    if result.scheduler_view is None and not result.profiles and "extender" not in result.metrics:
         return None
     tl = result.scheduler_view
     view = view_of(tl) if tl is not None else None
@@ -220,6 +258,11 @@ def build(
         )
         for name, p in result.profiles.items()
     }
+    extender = result.metrics.get("extender")
+    if extender is not None and "extender" not in profiles:
+        staged = stage_profile(extender, result.finished_mono - result.started_mono)
+        if staged is not None:
+            profiles["extender"] = staged
     e = evidence(
         view,
         profiles.get("scheduler"),

@@ -505,11 +505,16 @@ def _cpu_table(name: str, p: explanation.CpuProfile) -> list[go.Figure | str]:
         return [charts.note(f"{who} not profiled: {p.reason}")]
     rows = [(c.category, f"{c.cpu_seconds:.2f} s", units.percent(c.share)) for c in p.categories]
     of_run = "" if p.run_share is None else f", {units.percent(p.run_share)} of the run"
+    how = (
+        f"{len(p.files)} slices kept beside this report, `go tool pprof` reads them"
+        if p.source == "pprof"
+        else "its own CPU clock per stage of its work, from its /metrics"
+    )
     parts: list[go.Figure | str] = [
         charts.note(
             f"Where {who}'s CPU went: {p.cpu_seconds:.1f} s of CPU in {p.seconds_profiled:.0f} s "
-            f"profiled{of_run} ({len(p.files)} slices kept beside this report, `go tool pprof` "
-            f"reads them); named categories cover {units.percent(p.coverage)} of the samples."
+            f"profiled{of_run} ({how}); named categories cover {units.percent(p.coverage)} of "
+            "the CPU."
         ),
         charts.table(("category", "CPU", "share"), rows),
     ]
