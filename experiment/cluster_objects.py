@@ -153,8 +153,8 @@ def variant_name(
         "args": setup.extender_args,
         "config": setup.config,
     }
-    if not setup.extender_filter:  # only then, so the other set-ups keep their names
-        what["filter"] = False
+    if setup.extender_filter != "required":  # only then: the other set-ups keep their names
+        what["filter"] = False if setup.extender_filter == "none" else setup.extender_filter
     if feature_gates:
         what["gates"] = dict(feature_gates)
     key = json.dumps(what, sort_keys=True)

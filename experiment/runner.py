@@ -378,7 +378,7 @@ def _one_arm(
     p.valid[arm.name] = validity.of_arm(
         doc,
         extender=extender,
-        filter=setups[arm.scheduler].extender_filter,
+        filter=setups[arm.scheduler].extender_filter == "all",
         scheduler_skipped=validity.skipped_between(skips_before, scheduler.skips_logged())
         if extender
         else 0,

@@ -13,9 +13,11 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from experiment import validity
+
+FilterMode = Literal["required", "all", "none"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,16 +33,18 @@ class SchedulerSetup:
     {"percentageOfNodesToScore": 30}; {} is the shipped configuration."""
     extender_source: str | None = None
     """A source tree whose extender the scheduler calls instead of the installed one."""
-    extender_filter: bool = True
-    """The scheduler calls the extender's filter verb; False: prioritize only (its entry
-    without `filterVerb`), so DRA alone decides where a pod fits."""
+    extender_filter: FilterMode = "required"
+    """Which pods the scheduler sends to the extender's filter: `required`, those asking for
+    the placement resource (the shipped entries); `all`, every pod (the filter entry without
+    its `managedResources`: two calls a pod); `none`, no pod (prioritize only, DRA alone
+    decides where a pod fits)."""
 
     @property
     def shipped(self) -> bool:
         """The cluster's own scheduler as shipped: extender on (both verbs), no overrides."""
         return (
             self.extender
-            and self.extender_filter
+            and self.extender_filter == "required"
             and not self.extender_args
             and self.extender_source is None
             and not self.config
@@ -48,12 +52,20 @@ class SchedulerSetup:
 
     def extender_entries(self, shipped: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """The shipped configuration's extender entries as this set-up calls them: none
-        without the extender; for prioritize only, each without its filter verb, and an
-        entry left with no verb dropped (pure)."""
+        without the extender; for `all`, the filter's entry without the `managedResources`
+        that route only some pods to it; for `none`, each entry without its filter verb, and
+        an entry left with no verb dropped (pure)."""
         if not self.extender:
             return []
-        if self.extender_filter:
+        if self.extender_filter == "required":
             return [dict(e) for e in shipped]
+        if self.extender_filter == "all":
+            return [
+                {k: v for k, v in e.items() if k != "managedResources"}
+                if "filterVerb" in e
+                else dict(e)
+                for e in shipped
+            ]
         kept = [{k: v for k, v in e.items() if k != "filterVerb"} for e in shipped]
         return [e for e in kept if any(k.endswith("Verb") for k in e)]
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from experiment import comparison, in_process, mixed_fleet
+from experiment.site import FilterMode
 from experiment.targets import Target, unknown_variant
 from fleet import profiles as fleet_profiles
 from fleet import spec as fleet_spec
@@ -107,9 +108,11 @@ class Variant(_Model):
     """A dra-testbed source tree (a directory with extender/cli.py, relative to the file)
     whose `extender serve` the variant's scheduler calls instead of the installed one: the
     same workload against two versions of the extender. Local clusters only."""
-    extender_filter: bool = Field(True, alias="extenderFilter")
-    """false: the scheduler calls only the extender's prioritize verb (its entry without
-    `filterVerb`: one call per pod instead of two, DRA alone decides where a pod fits)."""
+    extender_filter: FilterMode = Field("required", alias="extenderFilter")
+    """Which pods the scheduler sends to the extender's filter: `required` (or true, the
+    shipped entries), only pods asking for the placement resource; `all`, every pod (two
+    calls a pod, as before the routing); `none` (or false), no pod: prioritize only, DRA
+    alone decides where a pod fits."""
     scheduler_overrides: SchedulerOverrides = Field(
         default_factory=lambda: SchedulerOverrides(), alias="scheduler"
     )
@@ -129,6 +132,13 @@ class Variant(_Model):
     through upstream's scheduler_perf in-process, on its release (`experiment.in_process`)."""
 
     _name = field_validator("name")(_check_name)
+
+    @field_validator("extender_filter", mode="before")
+    @classmethod
+    def _filter_mode(cls, value: object) -> object:
+        if isinstance(value, bool):  # the earlier spelling: true = as shipped, false = none
+            return "required" if value else "none"
+        return value
 
     @field_validator("kubernetes", mode="before")
     @classmethod
@@ -169,7 +179,7 @@ class Variant(_Model):
             in_process.check_variant(self.model_dump(by_alias=True, exclude_defaults=True))
         if self.extender_flags and not self.extender:
             raise ValueError("extenderFlags: the variant runs without the extender")
-        if not self.extender_filter and not self.extender:
+        if self.extender_filter != "required" and not self.extender:
             raise ValueError("extenderFilter: the variant runs without the extender")
         if self.extender_source is not None and not self.extender:
             raise ValueError("extenderSource: the variant runs without the extender")

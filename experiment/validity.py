@@ -21,11 +21,13 @@ Evidence, from both sides of the call:
   DeviceClass selector it does not evaluate) were left to DRA: for those pods "on" behaved as
   "off", so from UNJUDGED_LIMIT of filter calls the arm is invalid (below, its share is shown).
 
-A prioritize-only arm (`extenderFilter: false`: no filter verb in the scheduler's entry) is
-held to the same rules for its prioritize calls, save the two about filtering: it needs at
-least one prioritize call answered (kube-scheduler skips scoring where one node is
-feasible, so not one per pod) and no share of unjudged requests makes it invalid (DRA
-decides where every pod fits there; the extender only scores).
+An arm whose scheduler does not send every pod to the filter (the shipped entries filter only
+pods asking for the placement resource, `extenderFilter: required`; or prioritize only,
+`none`) is held to the same rules for its prioritize calls, save the two about filtering:
+it needs at least one prioritize call answered (kube-scheduler skips scoring where one node
+is feasible, so not one per pod) and no share of unjudged requests makes it invalid (DRA
+decides where such pods fit; the extender only scores them). Only `extenderFilter: all`
+(every pod filtered) is held to a filter call per pod scheduled.
 
 Any arm whose scrape of a component hit loadgen's series cap (`figures.capped`) is flagged in
 its reason: that component's figures are left out of it, never read as 0.
@@ -110,7 +112,7 @@ def extender_arm(
     """Whether an extender-on arm really had the extender answer every pod.
     `scheduler_skipped`: the skips kube-scheduler logged during the arm; None when its log
     could not be read (said in the reason, never taken as zero). `filter`: the scheduler
-    calls the filter verb (False: prioritize only)."""
+    sends every pod to the filter verb (False: only some pods, or none)."""
     calls = extender_calls(doc)
     if calls is None:
         return Validity(False, "the extender's /metrics was not scraped: nothing shows it ran")

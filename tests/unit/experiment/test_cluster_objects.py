@@ -146,7 +146,7 @@ def test_kwoks_cluster_wide_flow_schema_is_installed_only_when_asked() -> None:
 
 
 def test_a_prioritize_only_variant_calls_the_extender_without_its_filter_verb() -> None:
-    prio = SchedulerSetup(extender_filter=False)
+    prio = SchedulerSetup(extender_filter="none")
     assert not prio.shipped
     assert co.variant_name(prio) not in {co.variant_name(s) for s in (SHIPPED, KNOB, WEIGHTS)}
     cm, dep = render(prio)
@@ -156,8 +156,18 @@ def test_a_prioritize_only_variant_calls_the_extender_without_its_filter_verb() 
     assert any("filterVerb" in e for e in shipped) and "filterVerb" not in entry
     assert entry == scores, "the filter's own entry is dropped, the scoring one kept whole"
     assert "extender" in containers(dep)  # the sidecar still answers prioritize
-    assert SchedulerSetup(extender=False, extender_filter=False).extender_entries(shipped) == []
+    assert SchedulerSetup(extender=False, extender_filter="none").extender_entries(shipped) == []
     both = {"urlPrefix": "u", "filterVerb": "filter", "prioritizeVerb": "prioritize"}
-    assert SchedulerSetup(extender_filter=False).extender_entries([both]) == [
+    assert SchedulerSetup(extender_filter="none").extender_entries([both]) == [
         {"urlPrefix": "u", "prioritizeVerb": "prioritize"}
     ]
+
+
+def test_a_filter_every_pod_variant_drops_only_the_routing() -> None:
+    every = SchedulerSetup(extender_filter="all")
+    assert not every.shipped
+    assert co.variant_name(every) != co.variant_name(SHIPPED)
+    shipped = M.scheduler_config["extenders"]
+    entries = every.extender_entries(shipped)
+    assert len(entries) == len(shipped) and not any("managedResources" in e for e in entries)
+    assert sum("filterVerb" in e for e in entries) == 1

@@ -262,10 +262,24 @@ def test_a_gang_larger_than_the_whole_fleet_is_refused_with_the_numbers() -> Non
 
 
 def test_a_prioritize_only_variant_runs_on_a_second_scheduler_of_its_own() -> None:
-    exp = _checked(variants=[{"name": "prio", "extenderFilter": False}, {"name": "on"}])
-    prio, on = (matrix.setup(v) for v in exp.variants)
-    assert (prio.extender, prio.extender_filter, prio.shipped) == (True, False, False)
-    assert (on.extender_filter, on.shipped) == (True, True)
+    exp = _checked(
+        variants=[
+            {"name": "prio", "extenderFilter": False},
+            {"name": "on"},
+            {"name": "all", "extenderFilter": "all"},
+            {"name": "routed", "extenderFilter": True},
+        ]
+    )
+    prio, on, every, routed = (matrix.setup(v) for v in exp.variants)
+    assert (prio.extender, prio.extender_filter, prio.shipped) == (True, "none", False)
+    assert (on.extender_filter, on.shipped) == ("required", True)
+    assert (every.extender_filter, every.shipped) == ("all", False)
+    assert routed == on
+
+
+def test_an_unknown_filter_mode_is_one_line_naming_the_field() -> None:
+    with pytest.raises(specs.SpecError, match="extenderFilter"):
+        _checked(variants=[{"name": "x", "extenderFilter": "some"}])
 
 
 def test_an_extender_source_is_a_tree_relative_to_the_file(tmp_path: Path) -> None:
