@@ -26,6 +26,7 @@ import aiohttp
 import pytest
 import yaml
 
+from extender import app as app_mod
 from testbed import vocab
 from testbed.cluster import ports
 from tests.support import extender_objects as objects
@@ -215,8 +216,12 @@ async def test_a_scrape_flood_on_the_admin_port_leaves_it_accepting(
     """The scrapes give up early (as a scraper's timeout does), cancelling connections mid
     way: under uvloop such connections once held the admin port's 64 places for ever."""
     async with serving(cluster, tmp_path) as ext:
+        started = time.monotonic()
         statuses = await _flood(f"{ext.admin}/metrics", 1500)
-        assert statuses["429"] > 0, statuses  # throttled
+        # Throttled: no more scrapes served than the rate allows (on a busy machine most of
+        # the flood times out in the listen queue before any is refused with a 429).
+        allowed = 2 * app_mod.ADMIN_RATE + app_mod.ADMIN_RATE * (time.monotonic() - started)
+        assert statuses["200"] <= allowed, statuses
         assert (await _call(ext, "filter", _pod("after", "plain")))[0] == 200
         answers = [await _get(f"{ext.admin}/healthz") for _ in range(5)]
         assert all(status == 200 for status, _ in answers), answers
