@@ -73,11 +73,12 @@ def test_alerts_cover_the_issue_list() -> None:
     assert 'plugin="DynamicResources"' in exprs["DRATestbedDRASchedulingLatencyHigh"]
     assert 'plugin="DynamicResources"' in exprs["DRATestbedClaimAllocationFailures"]
     # An extender that is down, absent or timing out (the scheduler-side view: pods placed
-    # while the extender answers no filter call).
+    # while the extender answers no call).
     assert "up == 0" in exprs["DRATestbedExtenderDown"]
     assert "absent_over_time(extender_cache_ready" in exprs["DRATestbedExtenderAbsent"]
     bypassed = exprs["DRATestbedExtenderBypassed"]
     assert "scheduler_schedule_attempts_total" in bypassed and "unless" in bypassed
+    assert 'verb=~"filter|prioritize"' in bypassed, "filter calls alone are rare as shipped"
     assert 'le="1.0"' in exprs["DRATestbedExtenderNearTimeout"]
 
 
@@ -305,6 +306,20 @@ PRESENCE_TESTS = [
                     }
                 ],
             },
+        ],
+    },
+    {  # As shipped, a pod that requires nothing is only scored: prioritize calls alone.
+        "interval": "1m",
+        "input_series": [
+            series(
+                "scheduler_schedule_attempts_total",
+                {"result": "scheduled", "profile": "default-scheduler"},
+                "0+60x40",
+            ),
+            series("extender_requests_total", {"verb": "prioritize", "outcome": "ok"}, "0+60x40"),
+        ],
+        "alert_rule_test": [
+            {"eval_time": "25m", "alertname": "DRATestbedExtenderBypassed", "exp_alerts": []},
         ],
     },
     {  # 10 % of filter calls over 1 s (the scheduler waits 5 s); prioritize all fast.
