@@ -86,7 +86,8 @@ async def test_a_scheduler_killed_mid_run_is_a_fact_and_its_figures_sum_its_proc
     env = {**os.environ, "KUBECONFIG": kubeconfig}
     out = tmp_path / "run"
     apply = ("apply", "--profile", "dgx-h100", "--nodes", str(NODES), "--name", fleet)
-    assert await children.run_tool(env, "fleet", *apply) == 0
+    fleet_log = tmp_path / "fleet.log"
+    assert await children.run_tool(env, "fleet", *apply, log=fleet_log) == 0, fleet_log.read_text()
     try:
         before = await _read(url)
         loadgen = asyncio.create_task(
