@@ -168,7 +168,7 @@ class Core:
             # Most pods require nothing: pass them without working out their demand (which
             # prioritize does, and counts what it cannot judge, once per pod).
             return FilterOutcome(passed=names)
-        t = cpu_stages.now()
+        t = self.stages.start()
         d = self.demand(pod)
         t = self.stages.lap("demand", t)
         try:
@@ -205,7 +205,7 @@ class Core:
     def prioritize(self, pod: dict[str, Any], names: list[str]) -> list[int]:
         if not self.ready():
             return [MIN_PRIORITY] * len(names)
-        t = cpu_stages.now()
+        t = self.stages.start()
         self._check_routed(pod)
         d = self.demand(pod)
         t = self.stages.lap("demand", t)

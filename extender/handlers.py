@@ -20,7 +20,7 @@ import msgspec
 from aiohttp import web
 from pydantic import ValidationError
 
-from extender import cpu_stages, decoding, expressions, limits, startup, warmup
+from extender import decoding, expressions, limits, startup, warmup
 from extender.core import Core, FilterOutcome
 from extender.metrics import Metrics
 from testbed import validation
@@ -124,7 +124,7 @@ async def _call(request: web.Request, within: float) -> decoding.Call:
     if not body:
         raise BadRequest("empty request body; expected ExtenderArgs JSON")
     stages = request.app[CORE].stages
-    t = cpu_stages.now()
+    t = stages.start()
     try:
         call = decoding.call(body)
     except ValidationError as e:
@@ -200,7 +200,7 @@ async def filter_nodes(request: web.Request) -> web.Response:
     )
     names = call.names
     stages = request.app[CORE].stages
-    t = cpu_stages.now()
+    t = stages.start()
     reply: dict[str, Any] = {}
     if call.nodes is None:
         reply["NodeNames"] = out.passed
@@ -235,7 +235,7 @@ async def prioritize_nodes(request: web.Request) -> web.Response:
     )
     names = call.names
     stages = request.app[CORE].stages
-    t = cpu_stages.now()
+    t = stages.start()
     body = encode_priorities(names, scores, request.app[HEADS])
     stages.lap("encode", t)
     if in_time:

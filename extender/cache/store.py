@@ -132,7 +132,7 @@ class Store:
         return w.kind if w is not None else watch
 
     def feed(self, watch: str, item: Snapshot | Change) -> None:
-        t = cpu_stages.now()
+        t = self.stages.start()
         if isinstance(item, Snapshot):
             self.replace(watch, item.items)
         else:

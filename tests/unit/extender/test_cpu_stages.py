@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 from pathlib import Path
 
@@ -25,8 +26,8 @@ def _spin(seconds: float) -> None:
 
 
 def test_a_lap_adds_the_threads_cpu_since_the_reading_to_its_stage() -> None:
-    stages = cpu_stages.CpuStages()
-    t = cpu_stages.now()
+    stages = cpu_stages.CpuStages(period=1)
+    t = stages.start()
     _spin(0.02)
     t = stages.lap("judge", t)
     time.sleep(0.05)  # wall time, no CPU: not counted
@@ -36,10 +37,25 @@ def test_a_lap_adds_the_threads_cpu_since_the_reading_to_its_stage() -> None:
     assert set(stages.seconds) == set(cpu_stages.STAGES)
 
 
+def test_a_sampled_stretch_counts_for_the_period_and_others_cost_no_clock_reading() -> None:
+    stages = cpu_stages.CpuStages(period=4, rng=random.Random(7))
+    sampled = 0
+    for _ in range(400):
+        t = stages.start()
+        if t is not None:
+            sampled += 1
+            _spin(0.001)
+        assert (stages.lap("judge", t) is None) == (t is None)
+    assert 60 <= sampled <= 140  # about one in four
+    # Each sampled millisecond counts four times: about the 400 stretches' worth.
+    assert sampled * 4 * 0.001 <= stages.seconds["judge"] < sampled * 4 * 0.0025
+
+
 async def test_each_call_counts_its_stages_on_metrics(tmp_path: Path) -> None:
     path = tmp_path / "cluster.yaml"
     path.write_text(yaml.safe_dump_all(cluster_objects()))
     app = app_mod.build(Settings(), registry=CollectorRegistry())
+    app[app_mod.handlers.CORE].stages.period = 1  # every call timed
     async with served(app, path) as srv:
         before = app[app_mod.handlers.CORE].stages.seconds.copy()
         for _ in range(20):
