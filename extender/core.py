@@ -21,7 +21,7 @@ from extender.cache.index import Index
 from extender.config import Settings
 from extender.policies import locality, scoring
 from extender.topology import NodeView
-from testbed import vocab
+from testbed import scheduler_profiles, vocab
 from testbed.wire import MIN_PRIORITY
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,8 @@ class Core:
         self._parsed_classes: object = None
         self._spec_keys: dict[int, tuple[object, str]] = {}
         self.decisions: deque[dict[str, Any]] = deque(maxlen=settings.explain_pods)
-        self._unrouted: set[str] = set()
+        self._said: set[tuple[str, str]] = set()
+        """(what, pod) said once already (`_once`)."""
 
     def demand(self, pod: dict[str, Any]) -> demand_mod.Demand:
         d = demand_mod.of_pod(
@@ -217,6 +218,8 @@ class Core:
     def _prioritized(
         self, pod: dict[str, Any], d: demand_mod.Demand, names: list[str]
     ) -> list[int]:
+        if d.job is None:
+            self._check_gang_profile(pod)
         scored = self._scores(d, names)
         if scored is None:
             return [MIN_PRIORITY] * len(names)
@@ -245,16 +248,12 @@ class Core:
         """A pod that requires a placement but does not ask for `vocab.PLACEMENT_RESOURCE`
         never reaches the filter under the shipped configuration, so its requirement is not
         enforced: said once per pod (log and `extender_unjudged_requests_total`)."""
-        meta = pod.get("metadata") or {}
-        annotations = meta.get("annotations") or {}
+        annotations = (pod.get("metadata") or {}).get("annotations") or {}
         if not any(k in annotations for k in vocab.REQUIRE_ANNOTATIONS) or _asks_placement(pod):
             return
-        key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-        if key in self._unrouted:
+        key = self._once("unrouted", pod)
+        if key is None:
             return
-        if len(self._unrouted) >= 4096:
-            self._unrouted.clear()
-        self._unrouted.add(key)
         if self.on_unjudged is not None:
             self.on_unjudged("requirement_not_routed")
         log.warning(
@@ -266,6 +265,37 @@ class Core:
             vocab.PLACEMENT_RESOURCE,
             vocab.PLACEMENT_RESOURCE,
         )
+
+    def _check_gang_profile(self, pod: dict[str, Any]) -> None:
+        """A pod that names a gang profile (`testbed.scheduler_profiles`) but belongs to no
+        gang (no Workload API group, gang label or Job) pays for every node scored and has no
+        siblings to follow: said once per pod (log and `extender_unjudged_requests_total`)."""
+        profile = (pod.get("spec") or {}).get("schedulerName") or ""
+        if not profile.endswith(scheduler_profiles.GANG_SUFFIX):
+            return
+        key = self._once("gang", pod)
+        if key is None:
+            return
+        if self.on_unjudged is not None:
+            self.on_unjudged("gang_profile_without_gang")
+        log.warning(
+            "pod %s names the gang profile %s but belongs to no gang (no PodGroup, %s label "
+            "or Job): every node is scored for it and it has no siblings to follow",
+            key,
+            profile,
+            self.settings.gang_label,
+        )
+
+    def _once(self, what: str, pod: dict[str, Any]) -> str | None:
+        """The pod's namespace/name the first time `what` is said of it; None after."""
+        meta = pod.get("metadata") or {}
+        key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+        if (what, key) in self._said:
+            return None
+        if len(self._said) >= 4096:
+            self._said.clear()
+        self._said.add((what, key))
+        return key
 
     def warm(self, pod: dict[str, Any], names: list[str]) -> None:
         """Pay now what the first `prioritize` of a pod shaped like `pod` would pay over

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from testbed import vocab
+from testbed import scheduler_profiles, vocab
 from tests.support import extender_objects as objects
 from tests.unit.extender.helpers import cluster_objects, core_of, pair_pod
 
@@ -47,3 +47,28 @@ def test_pods_that_require_nothing_are_not_told_anything() -> None:
     core.on_unjudged = said.append
     core.prioritize(pair_pod(), ["un", "al"])
     assert "requirement_not_routed" not in said
+
+
+def test_a_pod_naming_the_gang_profile_without_a_gang_is_said_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    core = core_of(cluster_objects())
+    said: list[str] = []
+    core.on_unjudged = said.append
+    loner = pair_pod()
+    loner["spec"]["schedulerName"] = scheduler_profiles.gang_profile(None)
+    with caplog.at_level(logging.WARNING, logger="extender.core"):
+        core.prioritize(loner, ["un", "al"])
+        core.prioritize(loner, ["un", "al"])
+    assert said.count("gang_profile_without_gang") == 1
+    assert any("belongs to no gang" in r.getMessage() for r in caplog.records)
+
+
+def test_a_gang_pod_on_the_gang_profile_is_not_told_anything() -> None:
+    core = core_of(cluster_objects())
+    said: list[str] = []
+    core.on_unjudged = said.append
+    member = pair_pod(labels={vocab.LABEL_GANG: "g"})
+    member["spec"]["schedulerName"] = scheduler_profiles.gang_profile(None)
+    core.prioritize(member, ["un", "al"])
+    assert "gang_profile_without_gang" not in said
