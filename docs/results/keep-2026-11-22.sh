@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The kept documents of the runs whose result files bench/results/ holds (all 2026-11-22/23,
-# Kubernetes 1.36.3): each one's release, commit and date are those of the BENCHMARKS.md
-# section that published it. Re-running this rewrites them identically.
+# Kubernetes 1.36.3): each one's release, commit and date are those of the narrative entry
+# (docs/results/narrative/) that published it. It reads each run's summary (demo.json), which
+# bench/results/ keeps. Re-running this rewrites them identically.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 keep() { .venv/bin/testbed results keep "$@" >/dev/null; }
