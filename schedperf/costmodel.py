@@ -182,7 +182,8 @@ class Prediction:
 
 
 PREDICTION: Final = Prediction(
-    # 2026-11-27 calibration (BENCHMARKS.md, "Release to release over three releases"):
+    # 2026-11-27 calibration (docs/results/narrative/releases.md, "Release to release over
+    # three releases"):
     # 200 dgx-h100 nodes, both releases filtering ~106 nodes per pod, scheduler CPU per
     # one-GPU pod 28 ms on 1.35.8 and 39 ms on 1.36.4; with the per-pod share taken as
     # small, 1.36's per-node cost is ~1.39x 1.35's.

@@ -1,5 +1,6 @@
 """PFN's release-to-release table (pure): SchedulingThroughput per release, and the change
-from each release to the next, as markdown for release notes and BENCHMARKS.md."""
+from each release to the next, as markdown for release notes and the narrative
+(docs/results/narrative/scheduler-perf.md)."""
 
 from __future__ import annotations
 

@@ -48,7 +48,7 @@ RDMA NICs; a unit test holds the two equal), judged like any class by `selectors
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's safe loader where PyYAML has it (its wheels do): the same documents, ~7x faster
 than the pure-Python one (5,000 rendered nodes: 40 s of CPU against 283 s; JSON lines 4.4 s;
-BENCHMARKS.md, 2026-11-22, 4fbb091)."""
+docs/results/narrative/extender-cost.md, 2026-11-22, 4fbb091)."""
 
 
 def load(store: Store, paths: list[str | Path]) -> dict[str, int]:

@@ -2,7 +2,7 @@
 # Builds ClusterLoader2 (module k8s.io/perf-tests/clusterloader2, pinned below) into a cache
 # directory keyed by its version, beside the control-plane binaries, and prints that
 # directory. It holds `clusterloader` and the module's `testing/` configs, to be read and
-# patched at run time (nothing of CL2 is kept in this repo; BENCHMARKS.md's agreement check).
+# patched at run time (nothing of CL2 is kept in this repo; docs/results/narrative/clusterloader2.md's agreement check).
 # A complete cache is reused without invoking go; a second caller waits for the first.
 #
 # The source is the pinned module from the Go module proxy (`go mod download`) or, where the

@@ -196,7 +196,8 @@ def test_sequential_design_decides_a_clear_difference_early() -> None:
 
 
 RECORDED_PACE = (9.0, 34.0)
-"""The quiet run's set-up and seconds a pair (BENCHMARKS.md, "The sequential default")."""
+"""The quiet run's set-up and seconds a pair (docs/results/narrative/demo.md, "The sequential
+default")."""
 
 
 def test_the_default_demo_decides_the_headline_at_the_quiet_machines_spread() -> None:

@@ -75,7 +75,8 @@ def test_kubernetes_invalid_cases_are_refused(text: str) -> None:
     ["9" * 8000, "0." + "0" * 8000 + "1", "0" * 8000 + "1Ki", "1" + "0" * 8000 + "x", "1e999999"],
 )
 def test_very_long_quantities_are_read_or_refused_never_slowly(text: str) -> None:
-    # Their timing is bench/quantities.py's (BENCHMARKS.md); here, the right outcome.
+    # Their timing is bench/quantities.py's (docs/results/narrative/control-plane.md); here,
+    # the right outcome.
     try:
         value = units.parse_quantity(text)
     except ValueError as e:
