@@ -155,10 +155,10 @@ def _cpu_rate_at_rest(metrics_url: str, seconds: float) -> float | None:
     """The scheduler's CPU seconds per second over `seconds` with no pod to place: what the
     fleet costs it whatever the pods do (the nodes' status and lease updates through its
     informers), paid per second of a run; None when it did not answer both scrapes."""
-    before = asyncio.run(scrape.fetch({"s": metrics_url}, prefixes=(CPU_SERIES,)))
+    before = asyncio.run(scrape.fetch({"s": metrics_url}, prefixes=(CPU_SERIES,))).samples
     t0 = time.monotonic()
     time.sleep(seconds)
-    after = asyncio.run(scrape.fetch({"s": metrics_url}, prefixes=(CPU_SERIES,)))
+    after = asyncio.run(scrape.fetch({"s": metrics_url}, prefixes=(CPU_SERIES,))).samples
     if CPU_SERIES not in before.get("s", {}) or CPU_SERIES not in after.get("s", {}):
         return None
     return (after["s"][CPU_SERIES] - before["s"][CPU_SERIES]) / (time.monotonic() - t0)
