@@ -30,7 +30,7 @@ of a fixed design at the most pairs, while a clear one still stops early; with f
 share is worth testing at. Why the closing look: without it, a machine slower than planned
 spends nothing of what the looks it cannot reach hold, and the budget's last minutes run
 pairs no look uses. On the repeats of a recorded quiet run of the built-in comparisons
-(`bench/sequential_demo.py`, docs/results/narrative/demo.md "The sequential default") the
+(`bench/sequential_demo.py`; docs/results/narrative/, entry "The sequential default") the
 default's 24 pairs with a closing look decided both headline targets in 99 % of simulated runs
 at its 34 s a pair and 93 % at 60 s; 16 pairs without one, 95 % at any pace that reaches 16.
 Power-family spending (t^2, t^3) did within 2 points of this one.
