@@ -60,7 +60,7 @@ class Core:
         self._spec_keys: dict[int, tuple[object, str]] = {}
         self.decisions: deque[dict[str, Any]] = deque(maxlen=settings.explain_pods)
         self._said: set[tuple[str, str]] = set()
-        """(what, pod) said once already (`_once`)."""
+        """(reason, pod) said once already (`_say_once`)."""
 
     def demand(self, pod: dict[str, Any]) -> demand_mod.Demand:
         d = demand_mod.of_pod(
@@ -251,16 +251,12 @@ class Core:
         annotations = (pod.get("metadata") or {}).get("annotations") or {}
         if not any(k in annotations for k in vocab.REQUIRE_ANNOTATIONS) or _asks_placement(pod):
             return
-        key = self._once("unrouted", pod)
-        if key is None:
-            return
-        if self.on_unjudged is not None:
-            self.on_unjudged("requirement_not_routed")
-        log.warning(
+        self._say_once(
+            pod,
+            "requirement_not_routed",
             "pod %s requires a placement (%s) but asks for no %s: the scheduler does not call "
             "the filter for it, so the requirement is not enforced; add %s: 1 to a "
             "container's limits",
-            key,
             ", ".join(k for k in vocab.REQUIRE_ANNOTATIONS if k in annotations),
             vocab.PLACEMENT_RESOURCE,
             vocab.PLACEMENT_RESOURCE,
@@ -273,29 +269,28 @@ class Core:
         profile = (pod.get("spec") or {}).get("schedulerName") or ""
         if not profile.endswith(scheduler_profiles.GANG_SUFFIX):
             return
-        key = self._once("gang", pod)
-        if key is None:
-            return
-        if self.on_unjudged is not None:
-            self.on_unjudged("gang_profile_without_gang")
-        log.warning(
+        self._say_once(
+            pod,
+            "gang_profile_without_gang",
             "pod %s names the gang profile %s but belongs to no gang (no PodGroup, %s label "
             "or Job): every node is scored for it and it has no siblings to follow",
-            key,
             profile,
             self.settings.gang_label,
         )
 
-    def _once(self, what: str, pod: dict[str, Any]) -> str | None:
-        """The pod's namespace/name the first time `what` is said of it; None after."""
+    def _say_once(self, pod: dict[str, Any], reason: str, message: str, *args: object) -> None:
+        """Log `message` (its first argument the pod's namespace/name, then `args`) and count
+        `reason` as not judged, the first time `reason` is said of this pod."""
         meta = pod.get("metadata") or {}
         key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-        if (what, key) in self._said:
-            return None
+        if (reason, key) in self._said:
+            return
         if len(self._said) >= 4096:
             self._said.clear()
-        self._said.add((what, key))
-        return key
+        self._said.add((reason, key))
+        if self.on_unjudged is not None:
+            self.on_unjudged(reason)
+        log.warning(message, key, *args)
 
     def warm(self, pod: dict[str, Any], names: list[str]) -> None:
         """Pay now what the first `prioritize` of a pod shaped like `pod` would pay over
