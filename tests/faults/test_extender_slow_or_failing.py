@@ -4,8 +4,9 @@ The extender entry is `ignorable`, so the real kube-scheduler schedules every po
 cost shows in loadgen's figures. One run, three modes on the same small fleet, in order:
 the real extender (healthy), then a stand-in bound to the cluster's extender port that
 sleeps past `httpTimeout` on /filter and /prioritize (slow), then one that answers 500
-(failing). The faults live in this test, not in the product. Figures are printed (run with
-`-s`), never asserted against the clock.
+(failing). loadgen's pods require no placement, so as shipped the scheduler only asks them
+scored (prioritize), never filtered. The faults live in this test, not in the product.
+Figures are printed (run with `-s`), never asserted against the clock.
 """
 
 from __future__ import annotations
@@ -145,21 +146,18 @@ async def test_a_slow_or_failing_extender_costs_time_but_every_pod_runs(
                     sched_log.new_lines()  # calls refused before it listened are not its own
                     doc = await loadgen(env, fleet.suffix, tmp_path / mode)
                     seen = extender_calls(extender_port)
-                assert seen.get(("filter", "ok"), 0) >= PODS, seen
+                # loadgen's pods require no placement: scored, never filtered (as shipped).
+                assert seen.get(("filter", "ok"), 0) == 0, seen
                 assert seen.get(("prioritize", "ok"), 0) >= 1, seen
                 assert not any(o == "error" for _, o in seen), seen
             else:
                 async with stand_in(extender_port, mode, calls, timeout + 1.0):
                     doc = await loadgen(env, fleet.suffix, tmp_path / mode)
-                # The scheduler did call, per pod, and went on without the answers.
-                assert calls["filter"] >= PODS and calls["prioritize"] >= 1, calls
+                # The scheduler did call and went on without the answers (a failed
+                # prioritize is logged only at -v=5, so the log shows no skip for it).
+                assert calls["filter"] == 0 and calls["prioritize"] >= 1, calls
             skipped = [ln for ln in sched_log.new_lines() if SKIPPED in ln]
-            if mode == "healthy":
-                assert skipped == [], skipped[:3]
-            else:
-                assert len(skipped) >= PODS, f"{len(skipped)} skipped-extender lines"
-                cause = "Client.Timeout exceeded" if mode == "slow" else "code 500"
-                assert all(cause in ln for ln in skipped), skipped[:3]
+            assert skipped == [], skipped[:3]  # skips are logged for filter calls alone
             assert doc.error is None and not doc.interrupted
             assert doc.counts.pods_running == doc.counts.pods_seen == PODS
             await namespace_gone(kube, doc.run_id)  # free the GPUs for the next mode
@@ -177,6 +175,7 @@ async def test_a_slow_or_failing_extender_costs_time_but_every_pod_runs(
             f"{mode:8} {doc.duration_seconds:6.1f} {doc.throughput.Average:10.2f} "
             f"{startup.Perc50:10.0f}ms {startup.Perc99:6.0f}ms {sched.Perc99:8.0f}ms {skips:27d}"
         )
-    # Not a performance bound: the scheduler cannot place a pod before its filter call to
-    # the slow stand-in has timed out, so this only proves the fault was in the path.
+    # Not a performance bound: the scheduler cannot place a pod on one of two feasible nodes
+    # before its prioritize call to the slow stand-in has timed out, so this only proves the
+    # fault was in the path.
     assert figures["slow"][0].latency_ms["create_to_schedule"].Perc99 > timeout * 1000
