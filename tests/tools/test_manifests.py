@@ -263,7 +263,8 @@ def test_second_scheduler_config_step_renames_the_profile_and_nothing_else(tmp_p
     )
     got, want = yaml.safe_load(out.read_text()), scheduler_config()
     assert name == "dra-testbed-scheduler"
-    assert [p["schedulerName"] for p in got["profiles"]] == [name] * len(want["profiles"])
+    # Every pod's profile and the gang profile, under its own name (scheduler_profiles).
+    assert [p["schedulerName"] for p in got["profiles"]] == [name, f"{name}-gang"]
     assert "kubeconfig" not in got.get("clientConnection", {}), "in-cluster ServiceAccount"
     for cfg in (got, want):
         for p in cfg["profiles"]:
