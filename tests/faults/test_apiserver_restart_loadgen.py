@@ -19,25 +19,13 @@ import pytest
 from testbed import vocab
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from testbed.kube.watching import Snapshot, informer
-from tests.support import children
+from tests.support import children, waiting
 from tests.support.faults import RestartApiServer
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(420)]
 
 NODES = 20  # 160 GPUs
 PODS = 150  # one GPU each: all fit, so every pod must run
-
-
-async def _scheduled(kube: Kube, namespace: str, count: int) -> None:
-    """Return once `count` pods in `namespace` have a node (seen on a watch)."""
-    bound: set[str] = set()
-    async for ev in informer(kube, r.PODS, namespace=namespace):
-        for pod in ev.items if isinstance(ev, Snapshot) else [ev.object]:
-            if (pod.get("spec") or {}).get("nodeName"):
-                bound.add(pod["metadata"]["name"])
-        if len(bound) >= count:
-            return
 
 
 async def test_loadgen_counts_every_pod_once_across_an_api_server_restart(
@@ -74,7 +62,7 @@ async def test_loadgen_counts_every_pod_once_across_an_api_server_restart(
         )
         # Restart once the scheduler is demonstrably placing this run's pods, with more
         # still to come and some in flight.
-        await asyncio.wait_for(_scheduled(kube, namespace, PODS // 4), 120)
+        await asyncio.wait_for(waiting.pods_bound(kube, namespace, PODS // 4), 120)
         assert not loadgen.done(), "loadgen finished early: not a mid-run fault"
         outage = await restart_apiserver()
         assert not loadgen.done(), "loadgen gave up during the outage"

@@ -22,10 +22,8 @@ import pytest
 from loadgen import scrape, series
 from testbed import vocab
 from testbed.cluster import discovery, local, supervision
-from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from testbed.kube.watching import Snapshot, informer
-from tests.support import children
+from tests.support import children, waiting
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
 
@@ -56,17 +54,6 @@ async def _read(url: str) -> series.Samples:
 
 def _total(samples: series.Samples, prefix: str) -> float:
     return sum(v for k, v in samples.items() if k.startswith(prefix))
-
-
-async def _bound(kube: Kube, namespace: str, count: int) -> None:
-    """Return once `count` pods in `namespace` have a node (seen on a watch)."""
-    bound: set[str] = set()
-    async for ev in informer(kube, r.PODS, namespace=namespace):
-        for pod in ev.items if isinstance(ev, Snapshot) else [ev.object]:
-            if (pod.get("spec") or {}).get("nodeName"):
-                bound.add(pod["metadata"]["name"])
-        if len(bound) >= count:
-            return
 
 
 def _kill_scheduler(cluster: local.LocalCluster) -> None:
@@ -102,7 +89,7 @@ async def test_a_scheduler_killed_mid_run_is_a_fact_and_its_figures_sum_its_proc
                 within=540,
             )
         )
-        await asyncio.wait_for(_bound(kube, namespace, HELD), 180)
+        await asyncio.wait_for(waiting.pods_bound(kube, namespace, HELD), 180)
         await asyncio.sleep(6)  # loadgen's sampler (every 2 s) reads the idle scheduler
         assert not loadgen.done(), (tmp_path / "loadgen.log").read_text()[-3000:]
         old = await _read(url)

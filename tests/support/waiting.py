@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from testbed.kube import resources as r
 from testbed.kube.client import Kube
 from testbed.kube.resources import Resource
 from testbed.kube.watching import Change, Snapshot, informer
@@ -57,3 +58,14 @@ def condition(obj: Obj, kind: str) -> str | None:
         if c.get("type") == kind:
             return str(c.get("status"))
     return None
+
+
+async def pods_bound(kube: Kube, namespace: str, count: int) -> None:
+    """Return once `count` pods in `namespace` have a node (seen on a watch)."""
+    bound: set[str] = set()
+    async for ev in informer(kube, r.PODS, namespace=namespace):
+        for pod in ev.items if isinstance(ev, Snapshot) else [ev.object]:
+            if (pod.get("spec") or {}).get("nodeName"):
+                bound.add(pod["metadata"]["name"])
+        if len(bound) >= count:
+            return
