@@ -227,6 +227,14 @@ def series(name: str, labels: dict[str, str], values: str) -> dict[str, str]:
     return {"series": f"{name}{{{inner}}}", "values": values}
 
 
+PLACING = series(
+    "scheduler_schedule_attempts_total",
+    {"result": "scheduled", "profile": "default-scheduler"},
+    "0+60x40",
+)
+"""kube-scheduler placing a pod a second for 40 minutes."""
+
+
 def annotations(alert: str, **labels: str) -> dict[str, str]:
     """The alert's annotations as written, its `$labels` filled in (the rules under test)."""
     rules = yaml.safe_load(s.ALERT_RULES.read_text())
@@ -285,11 +293,7 @@ PRESENCE_TESTS = [
     {  # The scheduler keeps placing pods (1/s); the extender's filter calls stop at 10m.
         "interval": "1m",
         "input_series": [
-            series(
-                "scheduler_schedule_attempts_total",
-                {"result": "scheduled", "profile": "default-scheduler"},
-                "0+60x40",
-            ),
+            PLACING,
             series(
                 "extender_requests_total", {"verb": "filter", "outcome": "ok"}, "0+60x10 600x30"
             ),
@@ -311,11 +315,7 @@ PRESENCE_TESTS = [
     {  # As shipped, a pod that requires nothing is only scored: prioritize calls alone.
         "interval": "1m",
         "input_series": [
-            series(
-                "scheduler_schedule_attempts_total",
-                {"result": "scheduled", "profile": "default-scheduler"},
-                "0+60x40",
-            ),
+            PLACING,
             series("extender_requests_total", {"verb": "prioritize", "outcome": "ok"}, "0+60x40"),
         ],
         "alert_rule_test": [
