@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import chain, islice
-from typing import Any
+from typing import Any, TypeVar
 
 from extender import allocation, claims, cpu_stages
 from extender import demand as demand_mod
@@ -25,6 +25,7 @@ from testbed import scheduler_profiles, vocab
 from testbed.wire import MIN_PRIORITY
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 _TOP = 5
 _FAILED_SHOWN = 20
@@ -162,18 +163,25 @@ class Core:
         if not self.ready():
             return FilterOutcome(passed=names)
         annotations = (pod.get("metadata") or {}).get("annotations") or {}
-        if (
-            vocab.ANNOTATION_REQUIRE_ALIGNMENT not in annotations
-            and vocab.ANNOTATION_REQUIRE_LOCALITY not in annotations
-        ):
+        if not any(k in annotations for k in vocab.REQUIRE_ANNOTATIONS):
             # Most pods require nothing: pass them without working out their demand (which
             # prioritize does, and counts what it cannot judge, once per pod).
             return FilterOutcome(passed=names)
+        return self._staged(pod, names, self._filtered)
+
+    def _staged(
+        self,
+        pod: dict[str, Any],
+        names: list[str],
+        judge: Callable[[dict[str, Any], demand_mod.Demand, list[str]], _T],
+    ) -> _T:
+        """`judge(pod, demand, names)` after working out the pod's demand, each timed as its
+        stage (`extender.cpu_stages`)."""
         t = self.stages.start()
         d = self.demand(pod)
         t = self.stages.lap("demand", t)
         try:
-            return self._filtered(pod, d, names)
+            return judge(pod, d, names)
         finally:
             self.stages.lap("judge", t)
 
@@ -206,18 +214,12 @@ class Core:
     def prioritize(self, pod: dict[str, Any], names: list[str]) -> list[int]:
         if not self.ready():
             return [MIN_PRIORITY] * len(names)
-        t = self.stages.start()
-        self._check_routed(pod)
-        d = self.demand(pod)
-        t = self.stages.lap("demand", t)
-        try:
-            return self._prioritized(pod, d, names)
-        finally:
-            self.stages.lap("judge", t)
+        return self._staged(pod, names, self._prioritized)
 
     def _prioritized(
         self, pod: dict[str, Any], d: demand_mod.Demand, names: list[str]
     ) -> list[int]:
+        self._check_routed(pod)
         if d.job is None:
             self._check_gang_profile(pod)
         scored = self._scores(d, names)
