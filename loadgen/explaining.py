@@ -220,10 +220,15 @@ class Gathering:
                 retrying = await self._unanswered(into, started, e)
                 continue
             except (errors.KubeError, ValueError) as e:
+                if _down(into):
+                    # A process that just came back refuses (anonymous, 403) until its
+                    # delegated authentication has synced with the API server: still down.
+                    retrying = await self._unanswered(into, started, e)
+                    continue
                 into.not_profiled = why(e)
                 log.warning("not profiling %s: %s", name, into.not_profiled)
                 return
-            if into.unanswered and into.unanswered[-1].end is None:
+            if _down(into):
                 into.unanswered[-1].end = started
             into.slices.append(outcome.ProfileSlice(started, float(seconds), data))
             i, retrying = i + 1, False

@@ -124,6 +124,45 @@ async def test_profiling_resumes_once_a_killed_component_answers_and_keeps_the_g
     assert _seconds(p)[:2] == [explaining.slice_seconds(0), explaining.slice_seconds(1)]
 
 
+class RefusingAfterRestartHandler(RestartingHandler):
+    """As RestartingHandler, and once back it first refuses (403, anonymous): a new process
+    whose delegated authentication has not synced with the API server yet."""
+
+    def __init__(self, down: int, refusals: int) -> None:
+        super().__init__(down)
+        self.refusals = refusals
+
+    async def __call__(self, url: str, seconds: int) -> bytes:
+        if len(self.asked) >= 1 and not self.down and self.refusals:
+            self.refusals -= 1
+            self.asked.append(0)
+            raise errors.Forbidden('forbidden: User "system:anonymous" cannot get path')
+        return await super().__call__(url, seconds)
+
+
+async def test_a_refusal_right_after_a_restart_is_still_down_and_profiling_resumes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(explaining, "RETRY_SECONDS", 0.01)
+    p = await _run(RefusingAfterRestartHandler(down=2, refusals=2), 7)
+    assert p.not_profiled is None and len(p.slices) >= 2
+    [gap] = p.unanswered
+    assert gap.end is not None and gap.end <= p.slices[1].started
+
+
+async def test_a_refusal_before_any_restart_stops_profiling_in_one_line() -> None:
+    async def forbidden(url: str, seconds: int) -> bytes:
+        raise errors.Forbidden("forbidden: no certificate")
+
+    gathering = explaining.Gathering(NO_CLIENT, URLS, time.monotonic, 0.0, fetch=forbidden)
+    await gathering.begin()
+    await asyncio.sleep(0.05)
+    result = synthetic.run_result()
+    await asyncio.wait_for(gathering.finish(result), timeout=60)
+    p = result.profiles["apiserver"]
+    assert p.not_profiled is not None and "403" in p.not_profiled and not p.unanswered
+
+
 async def test_a_component_down_at_the_end_is_not_waited_for_and_says_why(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
