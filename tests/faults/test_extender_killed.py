@@ -13,27 +13,20 @@ import os
 import secrets
 import signal
 import time
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from testbed import vocab
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
-from tests.support import children
+from tests.support import admin_http, children
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
 
 NODES = 50  # 400 GPUs
 PODS = 300  # one GPU each: all fit, so every pod must run
-
-
-def _get(port: int, path: str) -> Any:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as resp:
-        return json.loads(resp.read())
 
 
 async def test_scheduling_survives_a_killed_extender_and_a_restart_resyncs(
@@ -96,7 +89,9 @@ async def test_scheduling_survives_a_killed_extender_and_a_restart_resyncs(
             free = {
                 (d["driver"], d["pool"], d["device"])
                 for n in nodes
-                for d in _get(extender_port, f"/debug/nodes/{n['metadata']['name']}/free")
+                for d in admin_http.get_json(
+                    extender_port, f"/debug/nodes/{n['metadata']['name']}/free"
+                )
             }
             free_gpus = {f for f in free if f[0] == vocab.GPU_DRIVER}
             assert not free_gpus & allocated

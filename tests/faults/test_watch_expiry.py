@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import secrets
 import time
@@ -32,7 +31,7 @@ from testbed import vocab
 from testbed.cluster import etcd, local, ports
 from testbed.kube import errors
 from testbed.kube.client import Kube
-from tests.support import children, fleet_objects
+from tests.support import admin_http, children, fleet_objects
 from tests.support.faults import RestartApiServer
 from tests.support.waiting import wait_for
 
@@ -41,8 +40,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.timeout(360)]
 
 def _gone_relists(port: int, metric: str) -> float:
     """Sum of `metric`'s relists (reason gone or hung) on a service's /metrics."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
-        text = resp.read().decode()
+    text = admin_http.get(port, "/metrics").decode()
     return sum(
         s.value
         for family in text_string_to_metric_families(text)
@@ -53,10 +51,8 @@ def _gone_relists(port: int, metric: str) -> float:
 
 def _free_gpus(port: int, node: str) -> int | None:
     """GPUs the extender believes free on `node`; None while it does not know the node."""
-    url = f"http://127.0.0.1:{port}/debug/nodes/{node}/free"
     try:
-        with urllib.request.urlopen(url, timeout=10) as resp:
-            devices = json.loads(resp.read())
+        devices = admin_http.get_json(port, f"/debug/nodes/{node}/free")
     except urllib.error.HTTPError as e:
         if e.code == 404:
             return None
