@@ -17,6 +17,7 @@ from extender.cache.index import Index
 from extender.cache.store import Store
 from extender.config import Settings
 from extender.core import Core
+from extender.gangs.placer import Placer
 from extender.metrics import CacheCollector, Metrics
 from testbed import runtime
 from testbed.kube import errors as kube_errors
@@ -121,7 +122,10 @@ def build(
         liveness = Liveness(kube, on_change=metrics.liveness)
         app[handlers.LIVENESS] = liveness
         wait = app[handlers.API_WAIT] = startup.ApiWait(kube.host)
-        app.cleanup_ctx.append(_watching(kube, store, metrics, liveness, seen, wait, api_timeout))
+        placer = Placer(core, settings.gang_hold_seconds, on_outcome=metrics.gang)
+        app.cleanup_ctx.append(
+            _watching(kube, store, metrics, liveness, seen, wait, api_timeout, placer)
+        )
     app.cleanup_ctx.append(warmup.after_sync(core, store, app[warmup.WARM]))
     app.on_cleanup.append(_close_sandbox)
     return app
@@ -225,6 +229,7 @@ def _watching(
     seen: runs.Runs,
     wait: startup.ApiWait,
     api_timeout: float,
+    placer: Placer,
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     tasks: list[asyncio.Task[None]] = []
 
@@ -239,6 +244,10 @@ def _watching(
         tasks.extend(sync.start(kube, store, on_restart=metrics.restart, liveness=liveness))
         follow = runs.follow(kube, seen, on_restart=metrics.restart, liveness=liveness)
         tasks.append(asyncio.create_task(follow, name="watch-loadgen-runs"))
+        tasks[-1].add_done_callback(runtime.log_exit(log))
+        # Gated gangs, off the scheduler's calls (not part of readiness: it waits for it).
+        placing = placer.run(kube, on_restart=metrics.restart, liveness=liveness)
+        tasks.append(asyncio.create_task(placing, name="gang-placer"))
         tasks[-1].add_done_callback(runtime.log_exit(log))
 
     async def ctx(app: web.Application) -> AsyncIterator[None]:

@@ -51,6 +51,10 @@ class Settings(BaseModel):
     scheduler runs other gates than the API server, or the extender may not read /metrics."""
     gang_label: str = vocab.LABEL_GANG
     """Pod label grouping a gang; takes precedence over the Job name label."""
+    gang_hold_seconds: float = Field(default=300.0, gt=0)
+    """How long the gang placer holds a placed gang's room in its blocks for pods not bound
+    yet (`extender.gangs.placer`); past it the room is offered to other gangs again (a
+    gang whose pods name a profile no scheduler serves must not keep it for ever)."""
     gpu_drivers: tuple[str, ...] = (vocab.GPU_DRIVER,)
     """Drivers whose devices count as GPUs."""
     nic_drivers: tuple[str, ...] = (vocab.NIC_DRIVER,)

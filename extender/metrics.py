@@ -94,6 +94,15 @@ class Metrics:
             ["outcome"],
             registry=registry,
         )
+        self.gangs = Counter(
+            "extender_gang_placements_total",
+            "What the gang placer did with gated gangs and pods: placed_one_block, "
+            "placed_blocks (the fewest that hold the gang), no_room (said once while the gang "
+            "waits gated), bad_input (a gated pod without gang label or size: left gated), "
+            "hold_expired (pods not bound within gang_hold_seconds of placement).",
+            ["outcome"],
+            registry=registry,
+        )
 
         # Born at zero, the children a dashboard's rate() or increase() needs from the first
         # call: one born at its first observation shows no increase until the next scrape
@@ -138,6 +147,9 @@ class Metrics:
 
     def not_judged(self, reason: str) -> None:
         self.unjudged.labels(reason).inc()
+
+    def gang(self, outcome: str) -> None:
+        self.gangs.labels(outcome).inc()
 
     def liveness(self, up: bool, reason: str) -> None:
         if not up:

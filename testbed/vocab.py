@@ -121,6 +121,14 @@ LABEL_POOL: Final = "testbed.dra.io/pool"
 LABEL_PROFILE: Final = "testbed.dra.io/profile"
 LABEL_RUN: Final = "testbed.dra.io/run"
 LABEL_GANG: Final = "testbed.dra.io/gang"
+GATE_GANG_PLACEMENT: Final = "testbed.dra.io/gang-placement"
+"""A scheduling gate: the pod waits until the extender's gang placer has chosen the fewest
+topology blocks that hold its whole gang (`LABEL_GANG`, `ANNOTATION_GANG_SIZE`), narrowed the
+pod to them with a required node affinity on `LABEL_BLOCK` and removed the gate (as Kueue's
+Topology Aware Scheduling assigns a domain to a pod set before the scheduler sees it)."""
+ANNOTATION_GANG_SIZE: Final = "testbed.dra.io/gang-size"
+"""How many pods a gang has (a positive integer on every pod of it): the placer places a
+gated gang once that many of its pods are present."""
 
 # Pod annotations the extender honours.
 ANNOTATION_REQUIRE_ALIGNMENT: Final = "testbed.dra.io/require-alignment"
