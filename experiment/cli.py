@@ -58,6 +58,11 @@ def _existing_opener(
     cluster that does not answer a runtime one."""
     if not (args.kubeconfig or args.context):
         return None
+    if faulted := [i for i, v in enumerate(exp.variants) if v.fault is not None]:
+        raise cli.UsageError(
+            f"variants.{faulted[0]}.fault: faults are made and repaired on a local cluster the "
+            "testbed brings up, not on an existing cluster (--kubeconfig/--context)"
+        )
     if any(v.extender_source for v in exp.variants):
         raise cli.UsageError(
             "extenderSource: a source tree's extender runs beside a local cluster only (an "

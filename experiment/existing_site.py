@@ -162,6 +162,12 @@ class ExistingSite:
     def processes_cpu(self) -> dict[str, float]:
         return {}  # the cluster's processes are not this machine's
 
+    def kill(self, component: str) -> float | None:
+        raise SiteError(f"{component}: faults run on a local cluster the testbed brought up")
+
+    def repair(self, component: str) -> None:
+        raise SiteError(f"{component}: faults run on a local cluster the testbed brought up")
+
     @contextlib.contextmanager
     def scheduler(self, setup: SchedulerSetup, workdir: Path) -> Iterator[Scheduler]:
         """The variant's own second scheduler, until the block ends (a setup asked for again

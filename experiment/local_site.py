@@ -14,6 +14,8 @@ import contextlib
 import dataclasses
 import hashlib
 import os
+import signal
+import subprocess
 import sys
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -24,6 +26,7 @@ from typing import Any
 import yaml
 from rich.console import Console
 
+from experiment import fault_plan
 from experiment.children import tool
 from experiment.site import Scheduler, SchedulerSetup
 from testbed import cliconv
@@ -100,6 +103,12 @@ class LocalSite:
         self.env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
         self.fleet_service = False
         """`fleet serve` runs for the site (see `fleet_service`)."""
+        self.stack = contextlib.ExitStack()
+        """What runs beside the cluster for the site's life (`opened` closes it)."""
+        self.workdir = Path()
+        self.shipped_extender: subprocess.Popen[bytes] | None = None
+        """The extender the cluster's own scheduler calls (`opened` starts it)."""
+        self._extender_starts = 0
 
     @property
     def fleet_flags(self) -> tuple[str, ...]:
@@ -130,6 +139,39 @@ class LocalSite:
             if used is not None:
                 out[c.name] = used
         return out
+
+    def start_extender(self) -> None:
+        """The shipped extender on the cluster's extender port, until the site closes; each
+        start logs to a file of its own."""
+        self._extender_starts += 1
+        n = self._extender_starts
+        log = self.workdir / ("extender.log" if n == 1 else f"extender-{n}.log")
+        self.shipped_extender = self.stack.enter_context(
+            extender(self.env, log, self.cluster.config.extender_port)
+        )
+
+    def kill(self, component: str) -> float | None:
+        if component == fault_plan.EXTENDER:
+            proc = self.shipped_extender
+            if proc is None or proc.poll() is not None:
+                raise local.ClusterError("the shipped extender is not running")
+            proc.kill()
+            proc.wait()
+            return None  # its CPU is read from its /metrics, over its processes
+        pid = supervision.read_pid(self.cluster.config.cluster_dir / "pids" / f"{component}.pid")
+        used = supervision.cpu_seconds(pid) if pid is not None else None
+        if pid is None or used is None:
+            raise local.ClusterError(f"{component} is not running")
+        os.kill(pid, signal.SIGKILL)
+        # Until it has exited it holds its ports, and `up` would take it for running.
+        supervision.wait_exited(pid)
+        return used
+
+    def repair(self, component: str) -> None:
+        if component == fault_plan.EXTENDER:
+            self.start_extender()
+        else:
+            self.cluster.up(build=False)
 
     @contextlib.contextmanager
     def scheduler(self, setup: SchedulerSetup, workdir: Path) -> Iterator[Scheduler]:
@@ -203,11 +245,13 @@ def opened(
         workdir.mkdir(parents=True, exist_ok=True)
         # Held while it runs: `testbed down` of this cluster says so instead of pulling it.
         fleet_port = prometheus.service_port(config.prometheus, prometheus.FLEET_JOB)
+        site.workdir = workdir
         with (
+            site.stack,
             holds.hold(config.home, config.name, f"experiment writing to {workdir}"),
-            extender(site.env, workdir / "extender.log", config.extender_port),
             fleet_service(site.env, workdir / "fleet-serve.log", fleet_port) as site.fleet_service,
         ):
+            site.start_extender()
             if site.fleet_service:
                 console.print(
                     f"fleet: applied through `fleet serve` on 127.0.0.1:{fleet_port}, which the "

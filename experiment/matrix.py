@@ -33,13 +33,7 @@ class Stage:
 
 
 def setup(variant: Variant) -> SchedulerSetup:
-    return SchedulerSetup(
-        extender=variant.extender,
-        extender_args=variant.extender_args,
-        config=variant.scheduler,
-        extender_filter=variant.extender_filter,
-        extender_source=variant.extender_source,
-    )
+    return variant.scheduler_setup
 
 
 def setups(exp: Experiment) -> dict[str, SchedulerSetup]:

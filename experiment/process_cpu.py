@@ -50,12 +50,25 @@ class Span:
         busy, _ = supervision.machine_cpu_seconds()
         return cls(dict(processes), supervision.children_cpu_seconds(), busy, time.monotonic())
 
-    def finish(self, processes: Mapping[str, float], *, children_as: str) -> Reading:
+    def finish(
+        self,
+        processes: Mapping[str, float],
+        *,
+        children_as: str,
+        ended: Mapping[str, float] | None = None,
+    ) -> Reading:
         """The CPU each process spent since the start (those seen at both ends), the
-        children's ended meanwhile under `children_as`."""
+        children's ended meanwhile under `children_as`. `ended`: processes killed meanwhile,
+        with their CPU just before; their successors counted from 0, so what each spent is
+        the sum over the two processes."""
         wall = max(time.monotonic() - self.started, 1e-9)
         busy, _ = supervision.machine_cpu_seconds()
-        spent = {n: processes[n] - before for n, before in self.processes.items() if n in processes}
+        ended = ended or {}
+        spent = {
+            n: processes[n] + ended[n] - before if n in ended else processes[n] - before
+            for n, before in self.processes.items()
+            if n in processes
+        }
         spent[children_as] = supervision.children_cpu_seconds() - self.children
         return Reading(spent, (busy - self.busy) / wall, wall)
 
@@ -78,14 +91,18 @@ LOADGEN_COVERS = (
 
 
 def attach_loadgen(
-    doc: dict[str, Any], span: Span, processes: Mapping[str, float], scheduler: str
+    doc: dict[str, Any],
+    span: Span,
+    processes: Mapping[str, float],
+    scheduler: str,
+    ended: Mapping[str, float] | None = None,
 ) -> None:
     """Keep a loadgen arm's CPU since `span` (`processes`: the site's at its end) with the
     scraped processes added: the measured scheduler where it is a second one (`scheduler`,
     its name: the cluster's own is among the site's processes), and the extender. Nothing is
     kept where the site's processes were not read or a scrape has no CPU figure (a partial
-    set)."""
-    reading = span.finish(processes, children_as="loadgen")
+    set). `ended`: the site's processes killed during the arm, with their CPU just before."""
+    reading = span.finish(processes, children_as="loadgen", ended=ended)
     pods = int((doc.get("counts") or {}).get("expected_pods") or 0)
     scraped = {EXTENDER: figures.scraped_cpu_seconds(doc, "extender")}
     if scheduler != DEFAULT_SCHEDULER:

@@ -18,7 +18,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,8 @@ from experiment import (
     arms,
     children,
     design,
+    fault_plan,
+    fault_run,
     fleet_shape,
     in_process,
     matrix,
@@ -44,7 +46,7 @@ from experiment.arms import Arm
 from experiment.oracle import inputs as oracle_inputs
 from experiment.site import Scheduler, SchedulerSetup, Site
 from experiment.wing import Finished, Planner, Reporter
-from testbed import charts, cliconv, units, vocab
+from testbed import charts, cliconv, files, heartbeats, units, vocab
 from testbed.kube import errors, resources
 from testbed.kube.client import Kube
 
@@ -122,8 +124,10 @@ def _run_arm(
     fleet: str,
     arrival: str = "fixed",
     flags: Sequence[str] = (),
+    around: Callable[[str], contextlib.AbstractContextManager[object]] | None = None,
 ) -> dict[str, Any]:
-    """Run `arm` with loadgen (`flags`: common ones, e.g. the request timeout)."""
+    """Run `arm` with loadgen (`flags`: common ones, e.g. the request timeout; `around`: a
+    block given loadgen's run id that the run goes on inside, e.g. a fault's)."""
     arm_dir = out_dir / arm.name
     arm_dir.mkdir(parents=True, exist_ok=True)
     scenario = arm.scenario
@@ -162,7 +166,8 @@ def _run_arm(
         cmd += ["--scrape", f"extender={scheduler.extender_metrics_url}"]
     if scheduler.name != "default-scheduler":
         cmd += ["--scheduler-name", scheduler.name]
-    code = children.run(cmd, env)
+    with around(run_id) if around else contextlib.nullcontext():
+        code = children.run(cmd, env)
     if not result.is_file():
         raise RunError(f"loadgen wrote no result for {arm.name} (exit {code})")
     try:
@@ -320,7 +325,10 @@ def _run_stage(
                 if arm.harness == in_process.HARNESS:
                     console.print(_in_process_arm(exp, arm, stage.cluster[0], out, progress))
                     continue
-                _one_arm(exp, arm, out, site, schedulers, setups, env, progress, console, flags)
+                fault = _armed_fault(exp, arm, shape.gpus)
+                _one_arm(
+                    exp, arm, out, site, schedulers, setups, env, progress, console, flags, fault
+                )
                 if arm.name in progress.by_name and not (arm.same_as or arm.latency_of):
                     _optimum(progress.by_name[arm.name], fleet_model, out / arm.name, console)
             else:
@@ -329,6 +337,20 @@ def _run_stage(
     finally:
         if fleet_applied and not config.keep:
             children.run([children.tool("fleet"), "delete", "--name", fleet, *flags], env)
+
+
+def _armed_fault(
+    exp: specs.Experiment, arm: Arm, fleet_gpus: int
+) -> tuple[fault_plan.Fault, int] | None:
+    """The fault of `arm`'s variant with the pods the arm creates (what a share of them is
+    counted against); None for a variant without one."""
+    fault = next((v.fault for v in exp.variants if v.name == arm.variant), None)
+    if fault is None:
+        return None
+    try:
+        return fault, specs.expected_pods(arm.scenario, arm.params, fleet_gpus)
+    except specs.SpecError as e:
+        raise RunError(f"arm {arm.name}: its pods cannot be counted for its fault: {e}") from e
 
 
 def _one_arm(
@@ -342,6 +364,7 @@ def _one_arm(
     p: _Progress,
     console: Console,
     flags: Sequence[str] = (),
+    fault: tuple[fault_plan.Fault, int] | None = None,
 ) -> None:
     if arm.same_as:
         # Link, so the report and every reader find the arm's own directory.
@@ -370,8 +393,20 @@ def _one_arm(
     started = time.monotonic()
     skips_before = scheduler.skips_logged() if setups[arm.scheduler].extender else None
     span = process_cpu.Span.start(site.processes_cpu())
-    doc = _run_arm(arm, out, env, qps, scheduler, exp.fleet_name, arrival, flags)
-    process_cpu.attach_loadgen(doc, span, site.processes_cpu(), scheduler.name)
+    landed: list[fault_plan.Landed] = []
+
+    @contextlib.contextmanager
+    def faulted(run_id: str) -> Iterator[None]:
+        if fault is None:
+            yield
+            return
+        with fault_run.injected(fault[0], site, run_id, fault[1]) as record:
+            landed.append(record)
+            yield
+
+    doc = _run_arm(arm, out, env, qps, scheduler, exp.fleet_name, arrival, flags, faulted)
+    ended = _fault_record(doc, landed[0], out / arm.name, console) if landed else {}
+    process_cpu.attach_loadgen(doc, span, site.processes_cpu(), scheduler.name, ended)
     p.by_name[arm.name] = doc
     p.results.append((arm, doc))
     extender = setups[arm.scheduler].extender
@@ -382,6 +417,7 @@ def _one_arm(
         scheduler_skipped=validity.skipped_between(skips_before, scheduler.skips_logged())
         if extender
         else 0,
+        faults_expected=fault is not None,
     )
     if not p.valid[arm.name].valid:
         console.print(f"[red]arm {arm.name} is invalid: {p.valid[arm.name].reason}")
@@ -390,6 +426,22 @@ def _one_arm(
     settled = time.monotonic() - started - ran
     p.timings[arm.name] = {"seconds": round(ran, 1), "cleanup_seconds": round(settled, 1)}
     console.print(f"arm {arm.name}: {ran:.0f} s, then {settled:.0f} s to clean up")
+
+
+def _fault_record(
+    doc: dict[str, Any], landed: fault_plan.Landed, arm_dir: Path, console: Console
+) -> dict[str, float]:
+    """Keep what became of the arm's fault in its result (`injected_fault`, on loadgen's run
+    clock beside the restarts it saw) and in `fault.json` beside it; returns the killed
+    process's CPU just before the kill, by name (for the arm's CPU over its processes)."""
+    record = landed.doc(heartbeats.parse_time(doc.get("started_at")))
+    doc[fault_plan.KEY] = record
+    files.write_atomic(arm_dir / "fault.json", json.dumps(record, indent=2) + "\n")
+    colour = "" if landed.done else "[red]"
+    console.print(f"{colour}fault: {fault_plan.describe(record)}")
+    if landed.cpu_at_kill is None or landed.killed_wall is None:
+        return {}
+    return {landed.fault.kill: landed.cpu_at_kill}
 
 
 def _in_process_arm(exp: specs.Experiment, arm: Arm, release: str, out: Path, p: _Progress) -> str:
@@ -550,6 +602,7 @@ def _report(
         arm.name: accounting.accounted(doc, probe_phases=planner.probe_phases(arm))
         for arm, doc in p.results
     }
+    by_name = {arm.name: doc for arm, doc in p.results}
     # Only arms that ran as labelled and accounted for every pod feed the figures; the
     # others are listed with their reason.
     results = _valid_results(p, planner)
@@ -577,6 +630,8 @@ def _report(
                 "valid": p.valid[name].valid,
                 "validity": p.valid[name].reason,
                 "unjudged_share": p.valid[name].unjudged_share,
+                "restarts": validity.restarts(by_name.get(name) or {}),
+                **({"fault": f} if (f := (by_name.get(name) or {}).get(fault_plan.KEY)) else {}),
                 **p.timings.get(name, {}),
             }
             for name, (ok, why) in accounted.items()

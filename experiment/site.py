@@ -135,3 +135,14 @@ class Site(Protocol):
         existing cluster's own scheduler does not call our extender, so there every setup gets
         a second scheduler of its own."""
         ...
+
+    def kill(self, component: str) -> float | None:
+        """SIGKILL one of the site's components (`fault_plan.COMPONENTS`) and wait until it
+        has exited; the CPU seconds it had used (None: not among `processes_cpu`). Only a
+        local site the testbed brought up can; another raises."""
+        ...
+
+    def repair(self, component: str) -> None:
+        """Start the killed `component` again as `testbed up` does, and return once the site
+        is whole (raises if it is not)."""
+        ...

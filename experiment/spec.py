@@ -23,7 +23,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from experiment import comparison, in_process, mixed_fleet
-from experiment.site import FilterMode
+from experiment.fault_plan import EXTENDER, Fault
+from experiment.site import FilterMode, SchedulerSetup
 from experiment.targets import Target, unknown_variant
 from fleet import profiles as fleet_profiles
 from fleet import spec as fleet_spec
@@ -130,6 +131,9 @@ class Variant(_Model):
     harness: Literal["loadgen", "scheduler_perf"] = "loadgen"
     """loadgen: the workloads' pods through the cluster. scheduler_perf: the same objects
     through upstream's scheduler_perf in-process, on its release (`experiment.in_process`)."""
+    fault: Fault | None = None
+    """A component killed once in each of the variant's arms and repaired as `testbed up`
+    repairs it (`experiment.fault_plan`); its arms then expect a restart. Local sites only."""
 
     _name = field_validator("name")(_check_name)
 
@@ -183,6 +187,8 @@ class Variant(_Model):
             raise ValueError("extenderFilter: the variant runs without the extender")
         if self.extender_source is not None and not self.extender:
             raise ValueError("extenderSource: the variant runs without the extender")
+        if self.fault is not None:
+            self._check_fault(self.fault)
         release = self.kubernetes or bins.DEFAULT_RELEASE
         try:
             fg.check(release, self.feature_gates, fg.known(bins.check_release(release)))
@@ -191,6 +197,37 @@ class Variant(_Model):
         except fg.GateError as e:
             raise ValueError(f"featureGates: {e}") from None
         return self
+
+    def _check_fault(self, fault: Fault) -> None:
+        if self.harness == in_process.HARNESS:
+            raise ValueError("fault: a scheduler_perf variant runs in-process, on no cluster")
+        # The kill must hit what places the variant's pods: the cluster's own scheduler and
+        # the shipped extender (a second scheduler, or an extender of the variant's own, runs
+        # beside them and would not notice).
+        if fault.kill == "kube-scheduler" and not self.scheduler_setup.shipped:
+            raise ValueError(
+                "fault.kill: kube-scheduler is the cluster's own scheduler, and this variant "
+                "runs on a second one (it sets the extender, its filter, flags, source or "
+                "scheduler overrides)"
+            )
+        if fault.kill == EXTENDER and not self.extender:
+            raise ValueError("fault.kill: the variant runs without the extender")
+        if fault.kill == EXTENDER and (self.extender_flags or self.extender_source):
+            raise ValueError(
+                "fault.kill: the shipped extender is killed, and this variant calls one of "
+                "its own (extenderFlags or extenderSource)"
+            )
+
+    @property
+    def scheduler_setup(self) -> SchedulerSetup:
+        """What the variant asks of the scheduler that places its pods."""
+        return SchedulerSetup(
+            extender=self.extender,
+            extender_args=self.extender_args,
+            config=self.scheduler,
+            extender_filter=self.extender_filter,
+            extender_source=self.extender_source,
+        )
 
     @property
     def scheduler(self) -> dict[str, Any]:
@@ -221,6 +258,7 @@ class Variant(_Model):
             tuple(sorted(self.feature_gates.items())),
             tuple(sorted(self.workload_params.items())),
             self.harness,
+            self.fault,
         )
 
 
@@ -437,6 +475,16 @@ def fleet_document(exp: Experiment) -> dict[str, Any]:
     if any(v.device_plugin for v in exp.variants) and ref.spec is None:
         doc["extendedResources"] = True  # the device-plugin arms ask for nvidia.com/gpu
     return {**doc, "name": exp.fleet_name}
+
+
+def expected_pods(scenario: str, params: dict[str, str], fleet_gpus: int) -> int:
+    """Pods an arm of `scenario` with `params` creates on a fleet of `fleet_gpus` GPUs (a
+    fault at K % of them needs the count before the arm runs); SpecError."""
+    try:
+        built = scenarios.resolve(scenarios.load(scenario, dict(params)), fleet_gpus)
+    except scenarios.ScenarioError as e:
+        raise SpecError(str(e)) from None
+    return sum(p.pods for p in built.phases)
 
 
 def unknown_extender_flags(exp: Experiment, serve_help: str) -> list[str]:

@@ -34,8 +34,11 @@ its reason: that component's figures are left out of it, never read as 0.
 
 An arm in which a component restarted (loadgen's `faults.restarts`) did not run as labelled
 either: its cost figures pay for a restart the other arms did not have. It is invalid, with
-the restart in its reason, unless the experiment asks for faults (then the restart is what
-it measures).
+the restart in its reason, unless its variant has a fault (then the restart is what it
+measures). A variant's arm whose fault (its result's `injected_fault`) was not made and
+repaired did not run as labelled: invalid. Where the fault killed the extender, the calls it
+failed and kube-scheduler skipped are the fault's cost: the arm stays valid, with them in its
+reason.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from experiment import figures
+from experiment import fault_plan, figures
 
 SCHEDULER_SKIPPED = "Skipping extender as it returned error and has ignorable flag set"
 _REQUESTS = re.compile(r"^extender_requests_total\{(?P<labels>[^}]*)\}$")
@@ -191,6 +194,16 @@ def of_arm(
     when a component restarted in it, unless `faults_expected`), flagged when a scrape hit
     loadgen's series cap."""
     v = extender_arm(doc, scheduler_skipped=scheduler_skipped, filter=filter) if extender else VALID
+    if (fault := doc.get(fault_plan.KEY)) is not None:
+        if not fault.get("done"):
+            v = Validity(
+                False,
+                f"its fault did not happen as planned ({fault_plan.describe(fault)}); {v.reason}",
+                v.unjudged_share,
+            )
+        elif fault.get("kill") == fault_plan.EXTENDER and not v.valid:
+            # Calls failed and skipped while the extender was down are what the fault costs.
+            v = Validity(True, f"ok under its fault: {v.reason}", v.unjudged_share)
     if (restarted := restarts(doc)) and not faults_expected:
         v = Validity(
             False,
