@@ -13,7 +13,7 @@ pair is what the fault costs.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
@@ -123,9 +123,9 @@ class Landed:
     """The arm's pods bound at the kill."""
     repaired_seconds: float | None = None
     """From the kill until the site was whole again (None: not repaired)."""
-    cpu_at_kill: float | None = None
-    """The killed process's CPU seconds just before the kill, so the arm's CPU figure for it
-    is the sum over its two processes (None: not one the site reads by pid)."""
+    cpu_at_kill: dict[str, float] = field(default_factory=dict)
+    """Every site process's CPU seconds just before the kill (the killed one's read last), so
+    the arm's CPU figure of one that restarted is the sum over its two processes."""
     error: str | None = None
     """Why it did not land or was not repaired; None when both happened."""
 

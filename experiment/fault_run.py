@@ -58,9 +58,11 @@ def _inject(
         landed.error = "the arm ended before the fault came due"
         return
     landed.since_first_pod, landed.bound = due
+    landed.cpu_at_kill = site.processes_cpu()
     killed = time.time()
     try:
-        landed.cpu_at_kill = site.kill(fault.kill)
+        if (used := site.kill(fault.kill)) is not None:
+            landed.cpu_at_kill[fault.kill] = used
     except Exception as e:
         landed.error = f"the kill failed: {e}"
         return

@@ -55,17 +55,24 @@ class Span:
         processes: Mapping[str, float],
         *,
         children_as: str,
-        ended: Mapping[str, float] | None = None,
+        at_fault: Mapping[str, float] | None = None,
+        killed: str = "",
     ) -> Reading:
         """The CPU each process spent since the start (those seen at both ends), the
-        children's ended meanwhile under `children_as`. `ended`: processes killed meanwhile,
-        with their CPU just before; their successors counted from 0, so what each spent is
-        the sum over the two processes."""
+        children's ended meanwhile under `children_as`. `at_fault`: every process's CPU
+        just before `killed` was killed meanwhile. A restarted process counts from 0 again,
+        so what it spent is the sum over its two processes: the killed one, and any whose
+        CPU went down since (one that died of the fault, as a counter's drop shows a reset;
+        what it spent between the kill and its end is not seen)."""
         wall = max(time.monotonic() - self.started, 1e-9)
         busy, _ = supervision.machine_cpu_seconds()
-        ended = ended or {}
+        at_fault = at_fault or {}
+
+        def restarted(n: str) -> bool:
+            return n in at_fault and (n == killed or processes[n] < at_fault[n])
+
         spent = {
-            n: processes[n] + ended[n] - before if n in ended else processes[n] - before
+            n: processes[n] + at_fault[n] - before if restarted(n) else processes[n] - before
             for n, before in self.processes.items()
             if n in processes
         }
@@ -95,14 +102,16 @@ def attach_loadgen(
     span: Span,
     processes: Mapping[str, float],
     scheduler: str,
-    ended: Mapping[str, float] | None = None,
+    at_fault: Mapping[str, float] | None = None,
+    killed: str = "",
 ) -> None:
     """Keep a loadgen arm's CPU since `span` (`processes`: the site's at its end) with the
     scraped processes added: the measured scheduler where it is a second one (`scheduler`,
     its name: the cluster's own is among the site's processes), and the extender. Nothing is
     kept where the site's processes were not read or a scrape has no CPU figure (a partial
-    set). `ended`: the site's processes killed during the arm, with their CPU just before."""
-    reading = span.finish(processes, children_as="loadgen", ended=ended)
+    set). `at_fault`, `killed`: the site's processes just before `killed` was killed in the
+    arm (`Span.finish`)."""
+    reading = span.finish(processes, children_as="loadgen", at_fault=at_fault, killed=killed)
     pods = int((doc.get("counts") or {}).get("expected_pods") or 0)
     scraped = {EXTENDER: figures.scraped_cpu_seconds(doc, "extender")}
     if scheduler != DEFAULT_SCHEDULER:

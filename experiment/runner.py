@@ -405,8 +405,14 @@ def _one_arm(
             yield
 
     doc = _run_arm(arm, out, env, qps, scheduler, exp.fleet_name, arrival, flags, faulted)
-    ended = _fault_record(doc, landed[0], out / arm.name, console) if landed else {}
-    process_cpu.attach_loadgen(doc, span, site.processes_cpu(), scheduler.name, ended)
+    killed = ""
+    if landed:
+        _fault_record(doc, landed[0], out / arm.name, console)
+        killed = landed[0].fault.kill if landed[0].killed_wall is not None else ""
+    at_fault = landed[0].cpu_at_kill if killed else None
+    process_cpu.attach_loadgen(
+        doc, span, site.processes_cpu(), scheduler.name, at_fault=at_fault, killed=killed
+    )
     p.by_name[arm.name] = doc
     p.results.append((arm, doc))
     extender = setups[arm.scheduler].extender
@@ -430,18 +436,14 @@ def _one_arm(
 
 def _fault_record(
     doc: dict[str, Any], landed: fault_plan.Landed, arm_dir: Path, console: Console
-) -> dict[str, float]:
+) -> None:
     """Keep what became of the arm's fault in its result (`injected_fault`, on loadgen's run
-    clock beside the restarts it saw) and in `fault.json` beside it; returns the killed
-    process's CPU just before the kill, by name (for the arm's CPU over its processes)."""
+    clock beside the restarts it saw) and in `fault.json` beside it."""
     record = landed.doc(heartbeats.parse_time(doc.get("started_at")))
     doc[fault_plan.KEY] = record
     files.write_atomic(arm_dir / "fault.json", json.dumps(record, indent=2) + "\n")
     colour = "" if landed.done else "[red]"
     console.print(f"{colour}fault: {fault_plan.describe(record)}")
-    if landed.cpu_at_kill is None or landed.killed_wall is None:
-        return {}
-    return {landed.fault.kill: landed.cpu_at_kill}
 
 
 def _in_process_arm(exp: specs.Experiment, arm: Arm, release: str, out: Path, p: _Progress) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from experiment import fault_plan, matrix, validity
+from experiment import fault_plan, matrix, process_cpu, validity
 from experiment import spec as specs
 from experiment.fault_plan import Fault, Landed
 
@@ -174,3 +174,24 @@ def test_calls_the_extender_missed_while_killed_are_the_faults_cost_not_an_inval
     assert not validity.of_arm(
         other, extender=True, scheduler_skipped=12, faults_expected=True
     ).valid
+
+
+def test_a_process_restarted_by_the_fault_spends_the_sum_over_its_two_processes() -> None:
+    span = process_cpu.Span(
+        {"kube-scheduler": 100.0, "kube-controller-manager": 50.0, "etcd": 10.0},
+        children=0.0,
+        busy=0.0,
+        started=0.0,
+    )
+    at_fault = {"kube-scheduler": 104.0, "kube-controller-manager": 53.0, "etcd": 12.0}
+    # The killed scheduler's successor used 3 s; the controller manager died of the fault
+    # (its CPU went down); etcd lived through it.
+    after = {"kube-scheduler": 3.0, "kube-controller-manager": 1.5, "etcd": 14.0}
+    spent = span.finish(
+        after, children_as="loadgen", at_fault=at_fault, killed="kube-scheduler"
+    ).cpu_seconds
+    assert spent["kube-scheduler"] == 7.0
+    assert spent["kube-controller-manager"] == 4.5
+    assert spent["etcd"] == 4.0
+    # Without the fault's reading, end minus start (what the figure would read mixed).
+    assert span.finish(after, children_as="loadgen").cpu_seconds["kube-scheduler"] == -97.0
