@@ -504,6 +504,11 @@ class _Waiting:
                 f" (they name the gang profile {self.profile!r}: does the scheduler serve it? "
                 "manifests/scheduler/kube-scheduler-config.yaml has it)"
             )
+        if self.phase.gang_gated and "gate" in reason:
+            reason += (
+                f" (they wait for the extender's gang placer to remove "
+                f"{vocab.GATE_GANG_PLACEMENT}: its log says why a gang is not placed)"
+            )
         return f"; {sum(pending.values())} pending, {n} of them: {reason}"
 
 

@@ -221,6 +221,8 @@ def pod_spec(
         spec["restartPolicy"] = "Never"
     if node_selector:
         spec["nodeSelector"] = dict(node_selector)
+    if phase.gang_gated:
+        spec["schedulingGates"] = [{"name": vocab.GATE_GANG_PLACEMENT}]
     if phase.gang_profile:
         spec["schedulerName"] = scheduler_profiles.gang_profile(scheduler_name)
     elif scheduler_name:
@@ -354,6 +356,10 @@ def build(
         spec = spec | group_ref(name, workload_version)
     elif phase.gang:
         template_meta["labels"][vocab.LABEL_GANG] = name
+        if phase.gang_gated:
+            # The placer places a gang once this many of its pods are present.
+            annotations = template_meta.setdefault("annotations", {})
+            annotations[vocab.ANNOTATION_GANG_SIZE] = str(phase.concurrent)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",

@@ -323,6 +323,10 @@ class Phase(_Model):
     """Gangs only: the pods name their scheduler's gang profile (`S-gang`,
     `testbed.scheduler_profiles`), which scores every feasible node, so a gang's later pods
     are offered the block its first pods took."""
+    gang_gated: bool = False
+    """Gangs only (labelled): the pods are created with the scheduling gate
+    `testbed.dra.io/gang-placement` and their gang's size, and wait until the extender's gang
+    placer has narrowed them to the fewest topology blocks that hold the whole gang."""
     run_time: Duration | None = None
     """How long each pod runs before kwok completes it (Jobs only; bare pods run on)."""
     qps: float | None = Field(None, gt=0)
@@ -355,6 +359,10 @@ class Phase(_Model):
             raise ValueError("native_gang applies to gangs (gang: true)")
         if self.gang_profile and not self.gang:
             raise ValueError("gang_profile applies to gangs (gang: true)")
+        if self.gang_gated and (not self.gang or self.native_gang):
+            raise ValueError(
+                "gang_gated applies to labelled gangs (gang: true, native_gang: false)"
+            )
         if self.sizing != "fixed" and (self.claim.gpus < 1 or self.claim.device_plugin):
             raise ValueError("fill/free sizing needs DRA GPU claims")
         if self.claim.shared_by > 1 and self.kind != "pods":

@@ -71,6 +71,16 @@ class GangParams(_Params):
     """The pods name their scheduler's gang profile (`S-gang`: every feasible node scored,
     so later pods are offered the block the first took); false: the scheduler's own profile,
     whose adaptive window offers a rotating part of the fleet."""
+    placement: Literal["scheduler", "gated"] = "scheduler"
+    """`gated`: each gang waits behind a scheduling gate until the extender's gang placer has
+    narrowed it to the fewest topology blocks that hold it whole (labelled gangs only);
+    `scheduler`: its pods go to the scheduler as they are created."""
+
+    @model_validator(mode="after")
+    def _gated_labelled(self) -> GangParams:
+        if self.placement == "gated" and self.native:
+            raise ValueError("placement gated applies to labelled gangs (native: false)")
+        return self
 
 
 class AlignmentParams(_Params):
@@ -326,6 +336,8 @@ def _cl2_dra(p: Cl2DraParams) -> Scenario:
 def _gang(p: GangParams) -> Scenario:
     how = "native PodGroup" if p.native else "labelled"
     view = "the gang profile" if p.profile else "the default window"
+    if p.placement == "gated":
+        view += ", gated until placed in the fewest blocks"
     return Scenario(
         name="gang",
         description=(
@@ -341,6 +353,7 @@ def _gang(p: GangParams) -> Scenario:
                 gang=True,
                 native_gang=p.native,
                 gang_profile=p.profile,
+                gang_gated=p.placement == "gated",
                 run_time=p.run_time,
                 claim=p.claim(),
             )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadgen import templates
+from loadgen import scenarios, templates
 from loadgen.scenarios.model import Claim, Phase
 from testbed import vocab
 
@@ -96,6 +96,35 @@ def test_gang_pods_name_their_schedulers_gang_profile() -> None:
 def test_only_gangs_take_the_gang_profile() -> None:
     with pytest.raises(ValueError, match="gang_profile applies to gangs"):
         Phase(name="p", kind="jobs", count=1, gang_profile=True)
+
+
+def test_a_gated_gang_job_carries_the_placement_gate_and_its_size() -> None:
+    phase = Phase(name="g", kind="jobs", count=1, parallelism=4, completions=4, gang=True)
+    gated = phase.model_copy(update={"gang_gated": True})
+    job = templates.build(gated, 0, "r1", templates.pod_spec(gated, {}))
+    template = job["spec"]["template"]
+    assert template["spec"]["schedulingGates"] == [{"name": vocab.GATE_GANG_PLACEMENT}]
+    assert template["metadata"]["annotations"][vocab.ANNOTATION_GANG_SIZE] == "4"
+    assert template["metadata"]["labels"][vocab.LABEL_GANG] == "g-000000"
+    plain = templates.build(phase, 0, "r1", templates.pod_spec(phase, {}))["spec"]["template"]
+    assert "schedulingGates" not in plain["spec"]
+    assert vocab.ANNOTATION_GANG_SIZE not in plain["metadata"].get("annotations", {})
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_only_labelled_gangs_are_gated(native: bool) -> None:
+    with pytest.raises(ValueError, match="gang_gated applies to labelled gangs"):
+        Phase(name="p", kind="jobs", count=1, gang=native, native_gang=native, gang_gated=True)
+
+
+def test_the_gang_scenario_gates_on_request_and_refuses_native_gated_gangs() -> None:
+    (phase,) = scenarios.load("gang", {"placement": "gated", "profile": False}).phases
+    assert phase.gang_gated and not phase.gang_profile
+    with pytest.raises(
+        scenarios.ScenarioError,
+        match="^scenario gang: .*placement gated applies to labelled gangs",
+    ):
+        scenarios.load("gang", {"placement": "gated", "native": True})
 
 
 def _gpu_request(claim: Claim) -> dict[str, object]:
