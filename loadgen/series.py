@@ -37,6 +37,8 @@ INTERESTING = (
     "apiserver_request_total",
     "process_cpu_seconds_total",
     "extender_",
+    # kube-controller-manager's Job pods made, where it is scraped (`--scrape`).
+    "job_controller_job_pods_creation_total",
 )
 GAUGES = ("process_resident_memory_bytes",)
 SERIES_LIMIT = 300
