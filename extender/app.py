@@ -127,12 +127,14 @@ def build(
             _watching(kube, store, metrics, liveness, seen, wait, api_timeout, placer)
         )
     app.cleanup_ctx.append(warmup.after_sync(core, store, app[warmup.WARM]))
-    app.on_cleanup.append(_close_sandbox)
+    app.on_shutdown.append(_close_sandbox)
     return app
 
 
 async def _close_sandbox(app: web.Application) -> None:
-    """Stop the CEL sandbox's worker process, if one was started."""
+    """Stop the CEL sandbox's worker process, if one was started: at shutdown, before the
+    calls in flight are waited for, so that one judged off the event loop on a busy worker
+    ends at once (not judged) rather than at its CEL budget (`extender.judging`)."""
     app[STORE].index.evaluator.close()
 
 

@@ -6,11 +6,12 @@ the store is ready nothing is judged: the filter passes every candidate and ever
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import chain, islice
 from typing import Any, TypeVar
@@ -62,6 +63,16 @@ class Core:
         self.decisions: deque[dict[str, Any]] = deque(maxlen=settings.explain_pods)
         self._said: set[tuple[str, str]] = set()
         """(reason, pod) said once already (`_say_once`)."""
+
+    @contextlib.contextmanager
+    def unjudged_into(self, sink: Callable[[str], None] | None) -> Iterator[None]:
+        """Inside the block what cannot be judged goes to `sink` (None: nowhere), not to
+        `on_unjudged`."""
+        counting, self.on_unjudged = self.on_unjudged, sink
+        try:
+            yield
+        finally:
+            self.on_unjudged = counting
 
     def demand(self, pod: dict[str, Any]) -> demand_mod.Demand:
         d = demand_mod.of_pod(
@@ -299,11 +310,8 @@ class Core:
         `names` (its claims parsed, compiled and judged on each node, its scores remembered),
         without recording it or counting what cannot be judged: it is no scheduler call
         (start-up's warm-up, `extender.warmup`)."""
-        counting, self.on_unjudged = self.on_unjudged, None
-        try:
+        with self.unjudged_into(None):
             self._scores(self.demand(pod), names)
-        finally:
-            self.on_unjudged = counting
 
     def _scores(
         self, d: demand_mod.Demand, names: list[str]

@@ -104,6 +104,11 @@ class OverBudget(NotJudged):
         self.budget = budget
 
 
+class NeedsSandbox(Exception):
+    """An evaluation inline only (`Evaluator.inline_only`) needs the sandbox: the caller
+    judges the whole call again off the event loop (`extender.judging`)."""
+
+
 class Budget:
     """The CEL time one call may still spend, and what spent it (per expression)."""
 
@@ -213,6 +218,8 @@ class Evaluator:
         when first needed); `close()` stops it."""
         self._budget: Budget | None = None
         """The CEL time the call being judged may still spend (`spending`); None: unbounded."""
+        self._inline_only = False
+        """Set by `inline_only`: an evaluation that needs the sandbox raises NeedsSandbox."""
 
     @contextlib.contextmanager
     def spending(self, budget: Budget) -> Iterator[Budget]:
@@ -224,8 +231,20 @@ class Evaluator:
         finally:
             self._budget = outer
 
+    @contextlib.contextmanager
+    def inline_only(self) -> Iterator[None]:
+        """Inside the block an evaluation that needs the sandbox (not cached) raises
+        NeedsSandbox rather than wait for a worker: on the event loop, no wait is allowed."""
+        self._inline_only = True
+        try:
+            yield
+        finally:
+            self._inline_only = False
+
     def close(self) -> None:
-        """Stop the sandbox's worker, if one runs."""
+        """Stop the sandbox's worker, if one runs; from then on nothing is evaluated (a call
+        still being judged, in a thread too, ends at its next evaluation, not judged).
+        Callable from the event loop while a thread judges (`sandbox.Sandbox.close`)."""
         self.sandbox.close()
 
     def compile_selector(self, expression: str) -> Selector:
@@ -348,6 +367,8 @@ class Evaluator:
         expression proved too costly."""
         if sel.expression in self._costly:
             raise _Failed
+        if self.sandbox.closed:
+            raise NotJudged("the extender is stopping: CEL expressions are no longer evaluated")
         why = self._unjudgeable.get(sel.expression)
         if why is not None:
             raise NotJudged(why)
@@ -384,6 +405,8 @@ class Evaluator:
             self._abandoned.popleft()
         if len(self._abandoned) >= MAX_ABANDONED and sel.expression not in self._proven:
             raise _Unknown(f"{len(self._abandoned)} costly CEL expressions abandoned just now")
+        if self._inline_only:
+            raise NeedsSandbox(sel.expression)
         deadline = self.sandbox.deadline
         within = None if budget is None else max(0.0, min(deadline, budget.left))
         started = time.perf_counter()
@@ -404,6 +427,8 @@ class Evaluator:
         except sandbox.Starting as e:  # not waited for within the call's budget
             raise NotJudged(str(e)) from None
         except sandbox.Unavailable as e:
+            if self.sandbox.closed:
+                raise NotJudged(f"the extender is stopping: {e}") from None
             self._log_once("sandbox", f"CEL expression not evaluated: {e}")
             raise _Unknown(str(e)) from None
         except sandbox.TooCostly as e:

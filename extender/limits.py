@@ -8,10 +8,12 @@ call's deadline first). It is refused at once (`Overloaded`: a 503, counted) whe
 `max_inflight` calls (waiting or judged) are in already, or when the calls ahead of it would
 take longer to judge than its deadline (their number times the recent time to judge one): a
 burst cannot queue up unbounded memory and work, and a call is not admitted only to wait for
-a turn it cannot get in time. A call whose turn still comes after its deadline is not judged
-(the handler answers "every node passes, every score 0", counted): the scheduler gets an
-answer it can use within its timeout rather than a late one it drops, and the backlog drains
-at the cost of an answer, not of a computation.
+a turn it cannot get in time. A call whose deadline passes before its turn comes is not
+judged (the handler answers "every node passes, every score 0" at once, counted, logged once
+per burst): the scheduler gets an answer it can use within its timeout rather than a late one
+it drops, and the backlog drains at the cost of an answer, not of a computation. The deadline
+counts from the call's arrival in the kernel (`extender.arrival`), not from its handler's
+start, which a busy event loop delays.
 
 The gate cannot latch shut: the recent time to judge one call decays with time (one costly
 call, a long GC pause or a stopped process raise it only for a while), and a call is always
@@ -57,6 +59,8 @@ class Gate:
         self._refused_at: float | None = None
         self._refused_why = ""
         self._turn = asyncio.Lock()
+        self.late = Burst(deadline_seconds, clock)
+        """Calls answered not judged past their deadline: said (logged) once per burst."""
 
     @property
     def judge_seconds(self) -> float:
@@ -110,10 +114,23 @@ class Turn:
 
     @contextlib.asynccontextmanager
     async def judging(self) -> AsyncIterator[bool]:
-        """Wait for this call's turn to be judged; yields False if the deadline has passed
-        by then (answer "not judged"), True otherwise."""
+        """Wait for this call's turn to be judged, until its deadline at most; yields False
+        if the deadline has passed first (answer "not judged" at once, without the turn),
+        True otherwise. A turn judged off the event loop (`extender.judging`) leaves the loop
+        free, so a call behind it is answered at its deadline, not when the turn ends."""
         gate = self._gate
-        async with gate._turn:
+        left = self.deadline - gate.clock()
+        turn = left > 0
+        if turn:
+            try:
+                async with asyncio.timeout(left):
+                    await gate._turn.acquire()
+            except TimeoutError:
+                turn = False
+        if not turn:
+            yield False
+            return
+        try:
             start = gate.clock()
             recent = gate.judge_seconds  # the estimate as this call's judging began
             in_time = start <= self.deadline
@@ -125,6 +142,29 @@ class Turn:
                 # The loop was held: let it serve others (a probe takes a few of its rounds
                 # to be read and answered) before the next call's turn holds it again.
                 await asyncio.sleep(gate.BREATHER_SECONDS)
+        finally:
+            gate._turn.release()
+
+
+class Burst:
+    """Says a thing once per burst of it: `say()` is the number of times it went unsaid
+    since last said (0 the first time) when it is to be said now, else None. A burst ends
+    `quiet` seconds after the last time."""
+
+    def __init__(self, quiet: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.quiet = quiet
+        self.clock = clock
+        self._last: float | None = None
+        self._unsaid = 0
+
+    def say(self) -> int | None:
+        now = self.clock()
+        last, self._last = self._last, now
+        if last is not None and now - last <= self.quiet:
+            self._unsaid += 1
+            return None
+        unsaid, self._unsaid = self._unsaid, 0
+        return unsaid
 
 
 class Rate:

@@ -105,9 +105,14 @@ class Sandbox:
         self.deadline = deadline
         self._active: _Worker | None = None
         self._spare: _Worker | None = None
+        self.closed = False
+        """Set by `close()`: no worker starts again."""
 
     def start(self, *, spare: bool = False) -> None:
-        """Start the worker (and with `spare` its spare) unless running, without waiting."""
+        """Start the worker (and with `spare` its spare) unless running, without waiting;
+        Unavailable once closed."""
+        if self.closed:
+            raise Unavailable("the CEL sandbox is closed")
         if self._active is None:
             self._active, self._spare = self._spare or _Worker(), None
         if spare and self._spare is None:
@@ -152,6 +157,8 @@ class Sandbox:
         wait = self.deadline if within is None else min(within, self.deadline)
         line = worker.line(time.monotonic() + wait)
         if line is None:
+            if self.closed:  # killed by `close()` while this evaluation waited
+                raise Unavailable("the CEL sandbox is closed")
             self._replace()
             raise TooCostly(f"no result within {wait:g}s")
         reply = json.loads(line)
@@ -169,10 +176,15 @@ class Sandbox:
         self.start(spare=True)
 
     def close(self) -> None:
-        """Stop the workers, if any."""
+        """Kill the workers, if any, and start none again. Safe while another thread waits
+        on a worker (a call judged off the event loop, `extender.judging`): that wait ends
+        at once (Unavailable). The workers are only killed here; each one's pipes are closed
+        and its process reaped when the last holder lets it go (`_Worker.stop`), so no
+        descriptor is closed under a thread still polling it."""
+        self.closed = True
         for worker in (self._active, self._spare):
             if worker is not None:
-                worker.stop()
+                worker.proc.kill()
         self._active = self._spare = None
 
 

@@ -17,6 +17,7 @@ The warm-up, in order:
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import json
 import logging
@@ -26,10 +27,11 @@ from typing import Any, Final
 
 from aiohttp import web
 
-from extender import expressions
+from extender import expressions, judging
 from extender.cache.index import Index
 from extender.cache.store import Store
 from extender.core import Core
+from extender.topology import NodeView
 
 log = logging.getLogger(__name__)
 
@@ -79,17 +81,16 @@ def stand_ins(index: Index, limit: int = SHAPES) -> list[dict[str, Any]]:
 async def warm(core: Core, index: Index) -> None:
     """The warm-up (see the module), yielding to the event loop as it goes. The summaries,
     and each pod shape, spend at most the CEL time of one call (`cel_budget_seconds`): what
-    is past it is paid by the first calls, within theirs."""
+    is past it is paid by the first calls, within theirs. A step that waits on the CEL
+    sandbox runs off the loop, as a call would (`extender.judging`)."""
     started = time.monotonic()
     views = [v for v in index.nodes.values() if v.known]
     seconds = core.settings.cel_budget_seconds
-    evaluator = index.evaluator
     budget = expressions.Budget(seconds)
     try:
         for at in range(0, len(views), _NODES_PER_STEP):
-            with evaluator.spending(budget):
-                for view in views[at : at + _NODES_PER_STEP]:
-                    index.summary(view)
+            step = views[at : at + _NODES_PER_STEP]
+            await judging.judged(index, budget, functools.partial(_summarise, index, step))
             await asyncio.sleep(0)
     except expressions.NotJudged as e:
         log.warning("warm: node summaries left to the first calls: %s", str(e)[:600])
@@ -99,8 +100,8 @@ async def warm(core: Core, index: Index) -> None:
         budget = expressions.Budget(seconds)
         try:
             for at in range(0, len(names), _NODES_PER_STEP):
-                with evaluator.spending(budget):
-                    core.warm(pod, names[at : at + _NODES_PER_STEP])
+                some = names[at : at + _NODES_PER_STEP]
+                await judging.judged(index, budget, functools.partial(core.warm, pod, some))
                 await asyncio.sleep(0)
         except expressions.NotJudged as e:
             name = pod["metadata"]["name"].removeprefix("warm-up-")
@@ -114,6 +115,11 @@ async def warm(core: Core, index: Index) -> None:
         time.monotonic() - started,
         gc.get_freeze_count(),
     )
+
+
+def _summarise(index: Index, views: list[NodeView]) -> None:
+    for view in views:
+        index.summary(view)
 
 
 def after_sync(

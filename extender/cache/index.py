@@ -15,6 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from extender import allocation, cel_functions, claims, demand, expressions, selectors, topology
+from extender.cache import loan
 from extender.config import Settings
 from extender.expressions import Outcome as Verdict
 from extender.topology import ClassSummary, DeviceKey, NodeView, Outcome, Summary
@@ -46,6 +47,9 @@ class Index:
         self.nodes: dict[str, NodeView] = {}
         self.evaluator = expressions.Evaluator()
         """Compiles and evaluates the CEL selectors of classes and requests (its caches)."""
+        self.loan = loan.Loan()
+        """Lends all of this to a thread judging a call off the event loop (`extender.judging`);
+        the loop's readers and writers wait for it to come back."""
         self.classes: dict[str, selectors.DeviceClassSelector] = {}
         """DeviceClasses by name, compiled."""
         self.classes_version = object()

@@ -41,6 +41,8 @@ async def watch_kind(
         stop=stop,
         liveness=liveness,
     ):
+        # Not while a call is judged on the index in a thread (`extender.cache.loan`).
+        await store.index.loan.back()
         store.feed(name, item)
         # One watch read can hold dozens of events; kube-scheduler waits on every call, so
         # let a pending call in between events rather than after the whole burst.

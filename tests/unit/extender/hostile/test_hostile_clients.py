@@ -154,6 +154,9 @@ async def test_one_costly_call_does_not_latch_the_gate(tmp_path: Path) -> None:
     admitted; with a call in flight it is refused only while the estimate decays, and
     /readyz says it is refusing meanwhile."""
     async with serving(tmp_path) as srv:
+        # Warmed up first (its costly selector waits on the sandbox off the event loop, so
+        # the calls below may come before): /readyz then names the gate alone.
+        await _back_to_normal(srv)
         gate = srv.app[handlers.GATE]
         gate.judge_seconds = 2.74
         assert _answered(*await _filter(srv))  # nothing in flight: admitted
