@@ -106,6 +106,8 @@ class NodeView:
     block: str | None = None
     rack: str | None = None
     host: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    """All of the Node's labels (the gang placer matches a pod's nodeSelector on them)."""
     devices: dict[DeviceKey, Device] = field(default_factory=dict)
     summary: Summary | None = None
     """None when stale; the index recomputes it when it is next read."""

@@ -200,6 +200,7 @@ class Index:
         view.block = labels.get(self.settings.block_label)
         view.rack = labels.get(self.settings.rack_label)
         view.host = labels.get(self.settings.host_label)
+        view.labels = labels
         self._touch(view.name)
 
     def _delete_node(self, obj: dict[str, Any]) -> None:

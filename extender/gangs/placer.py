@@ -219,13 +219,19 @@ class Placer:
         )
 
     def _slots(self, pod: dict[str, Any]) -> Iterator[tuple[str | None, int]]:
-        """(block, pods of `pod`'s shape the node holds now) of every known node in a block:
+        """(block, pods of `pod`'s shape the node holds now) of every known node in a block
+        that the pod's nodeSelector allows (its own required node affinity is not read):
         DRA's verdict on its claims (judged by the extender's allocator, remembered per node
         until the node changes, as the scheduler's calls share it), then how many times its
         GPU and NIC counts go into the node's free ones."""
         core = self.core
         index = core.index
-        names = [n for n, v in index.nodes.items() if v.known and v.block is not None]
+        wanted = ((pod.get("spec") or {}).get("nodeSelector") or {}).items()
+        names = [
+            n
+            for n, v in index.nodes.items()
+            if v.known and v.block is not None and all(v.labels.get(k) == x for k, x in wanted)
+        ]
         d = core.demand(pod)
         verdicts = core.verdicts(d, names)
         for name in names:

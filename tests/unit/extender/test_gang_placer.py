@@ -139,11 +139,16 @@ def test_pods_not_gated_are_not_followed() -> None:
     assert placer.due() == [] and placer.gangs == {}
 
 
-def test_a_hold_runs_out_and_is_said_once(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_gang_on_a_profile_no_scheduler_serves_is_named_when_its_hold_runs_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     outcomes: list[str] = []
     clock = [0.0]
     placer = _placer(outcomes, clock)
-    placer.feed(_snapshot([_member("a", i, 2) for i in range(2)]))
+    gang = [_member("a", i, 2) for i in range(2)]
+    for pod in gang:
+        pod["spec"]["schedulerName"] = "no-such-scheduler"
+    placer.feed(_snapshot(gang))
     placer.due()
     clock[0] = 61.0
     with caplog.at_level(logging.WARNING):
@@ -151,4 +156,15 @@ def test_a_hold_runs_out_and_is_said_once(caplog: pytest.LogCaptureFixture) -> N
         placer.due()
     assert outcomes == ["placed_one_block", "hold_expired"]
     assert placer.gangs["ns/a"].held == {}
-    assert "not bound 60s after it was placed in b1" in caplog.records[0].getMessage()
+    said = caplog.records[0].getMessage()
+    assert "not bound 60s after it was placed in b1" in said
+    assert "their profile no-such-scheduler" in said
+
+
+def test_only_nodes_the_pods_node_selector_allows_are_counted() -> None:
+    placer = _placer([])
+    gang = [_member("g", i, 2) for i in range(2)]
+    for pod in gang:  # b1 would be the best fit; the pods may only go to b0's rack
+        pod["spec"]["nodeSelector"] = {vocab.LABEL_RACK: "b0-r0"}
+    placer.feed(_snapshot(gang))
+    assert _blocks_of(placer.due()) == {("b0",)}
