@@ -287,6 +287,7 @@ class Placer:
     ) -> None:
         """Follow pending gang pods and release placed ones, until cancelled (or `stop`)."""
         wake = asyncio.Event()
+        loan = self.core.index.loan
         limit = asyncio.Semaphore(PATCHES_AT_ONCE)
         sending: set[asyncio.Task[None]] = set()
 
@@ -304,6 +305,8 @@ class Placer:
                 stop=stop,
                 liveness=liveness,
             ):
+                # Not while a call is judged on the index in a thread (`extender.cache.loan`).
+                await loan.back()
                 self.feed(item)
                 wake.set()
 
@@ -324,6 +327,7 @@ class Placer:
         watch = asyncio.create_task(follow(), name="watch-pending-gangs")
         try:
             while not watch.done() and (stop is None or not stop.is_set()):
+                await loan.back()  # `due` reads the index: with no await until it returns
                 for pod, patch in self.due():
                     task = asyncio.create_task(send(pod, patch))
                     sending.add(task)
