@@ -20,7 +20,7 @@ import msgspec
 from aiohttp import web
 from pydantic import ValidationError
 
-from extender import decoding, expressions, limits, startup, warmup
+from extender import arrival, decoding, expressions, judging, limits, startup, warmup
 from extender.core import Core, FilterOutcome
 from extender.metrics import Metrics
 from testbed import validation
@@ -147,6 +147,12 @@ def _observe(request: web.Request, verb: str, started: float, candidates: int) -
     request.app[METRICS].answered(verb, ready, seconds, candidates, gone=gone)
 
 
+def _arrived(request: web.Request) -> float:
+    """When the call arrived, on the gate's clock: as the kernel saw its last byte, which
+    may be well before its handler started (`extender.arrival`)."""
+    return request.app[GATE].clock() - arrival.age(request.transport)
+
+
 async def _in_turn(
     request: web.Request,
     verb: str,
@@ -154,42 +160,75 @@ async def _in_turn(
     not_judged: Callable[[list[str]], T],
 ) -> tuple[decoding.Call, T, bool]:
     """The call decoded and judged (`judge(pod, names)`) in its turn at the gate, and whether
-    in time: a turn that came past its deadline (`extender.limits`) is not judged but answered
-    with `not_judged(names)`, and counted. The body is read before the gate admits the call,
-    within the call's deadline."""
+    in time: a call whose deadline (from its arrival) passed before its turn came
+    (`extender.limits`) is not judged but answered with `not_judged(names)` at once, counted
+    and logged once per burst. The body is read before the gate admits the call, within the
+    call's deadline."""
     gate = request.app[GATE]
-    arrived = gate.clock()
+    arrived = _arrived(request)
     call = await _call(request, gate.deadline_seconds)
     async with gate.admitted(arrived) as turn, turn.judging() as in_time:
         if in_time:
-            out, in_time = _within_budget(request, verb, judge, not_judged, call)
+            out, in_time = await _within_budget(request, verb, judge, not_judged, call)
         else:
             out = not_judged(call.names)
-            request.app[METRICS].requests.labels(verb, "deadline").inc()
+            _late(request, verb, gate.clock() - arrived)
     return call, out, in_time
 
 
-def _within_budget(
+def _late(request: web.Request, verb: str, waited: float) -> None:
+    """Count a call answered not judged past its deadline; log the first of a burst."""
+    metrics = request.app[METRICS]
+    metrics.requests.labels(verb, "deadline").inc()
+    metrics.not_judged("deadline")
+    unsaid = request.app[GATE].late.say()
+    if unsaid is not None:
+        log.warning(
+            "%s not judged: %.2fs since it arrived, past the %gs call deadline before its "
+            "turn came (calls queued behind a slow one, or a stalled extender); the rest of "
+            'this burst is counted, not logged (extender_requests_total{outcome="deadline"})'
+            "%s",
+            verb,
+            waited,
+            request.app[GATE].deadline_seconds,
+            f"; {unsaid} more since the last such line" if unsaid else "",
+        )
+
+
+async def _within_budget(
     request: web.Request,
     verb: str,
     judge: Callable[[dict[str, Any], list[str]], T],
     not_judged: Callable[[list[str]], T],
     call: decoding.Call,
 ) -> tuple[T, bool]:
-    """`judge(pod, names)` within the call's CEL budget, and whether it was judged: past the
+    """`judge(pod, names)` within the call's CEL budget (inline, or off the event loop when
+    it waits on the CEL sandbox: `extender.judging`), and whether it was judged: past the
     budget, or on an expression not judged here (`expressions.NotJudged`), the answer is
     `not_judged(names)`, logged with the expressions that spent it, and counted."""
     core = request.app[CORE]
     budget = expressions.Budget(core.settings.cel_budget_seconds)
+    # What the judging finds not judged is counted once it is done: an attempt inline
+    # abandoned for the sandbox is judged again in full, and would count twice.
+    held: list[str] = []
+
+    def attempt() -> T:
+        held.clear()
+        with core.unjudged_into(held.append):
+            return judge(call.pod, call.names)
+
     try:
-        with core.index.evaluator.spending(budget):
-            return judge(call.pod, call.names), True
+        return await judging.judged(core.index, budget, attempt), True
     except expressions.NotJudged as e:
         log.warning("%s not judged: %s", verb, str(e)[:600])
         metrics = request.app[METRICS]
         metrics.requests.labels(verb, e.reason).inc()
         metrics.not_judged(e.reason)
         return not_judged(call.names), False
+    finally:
+        if core.on_unjudged is not None:
+            for reason in held:
+                core.on_unjudged(reason)
 
 
 async def filter_nodes(request: web.Request) -> web.Response:
@@ -261,6 +300,7 @@ def not_ready(app: web.Application) -> str | None:
 async def decisions(request: web.Request) -> web.Response:
     """Recent per-pod decisions with each term's value; `?pod=namespace/name` narrows."""
     pod = request.query.get("pod")
+    await request.app[CORE].index.loan.back()  # not while a thread judges (appends)
     items: list[dict[str, Any]] = [
         d for d in request.app[CORE].decisions if pod is None or d["pod"] == pod
     ]
@@ -272,7 +312,7 @@ async def judge(request: web.Request) -> web.Response:
     now (DRA's request semantics): `fits` true, false, or null when not judged. Takes the
     body of a scheduler call (ExtenderArgs); for checks against the real allocator."""
     gate = request.app[GATE]
-    arrived = gate.clock()
+    arrived = _arrived(request)
     call = await _call(request, gate.deadline_seconds)
     async with gate.admitted(arrived) as turn:
         core = request.app[CORE]
@@ -286,7 +326,7 @@ async def judge(request: web.Request) -> web.Response:
                 return web.json_response(
                     {"error": "not judged: past the call deadline"}, status=503
                 )
-            (d, verdicts), in_budget = _within_budget(
+            (d, verdicts), in_budget = await _within_budget(
                 request, "other", judged, lambda _names: (None, None), call
             )
             if not in_budget:
@@ -302,6 +342,7 @@ async def free_devices(request: web.Request) -> web.Response:
     """The devices the extender believes free on one node (for checks and debugging)."""
     node = request.match_info["node"]
     index = request.app[CORE].index
+    await index.loan.back()  # not while a thread judges on it (`extender.cache.loan`)
     if node not in index.nodes:
         return web.json_response({"error": f"node {node} unknown"}, status=404)
     free = sorted(index.free_devices(node))

@@ -1,9 +1,11 @@
 """Attacks on a running `extender serve --from-files` (uvloop, loopback, a small fleet): costly
 selectors (a regular expression on every GPU, a comprehension just under the sandbox's
-deadline, one hidden behind `//` comments), a scrape flood on either port, and unfinished
-request heads at a low descriptor limit. Throughout, every real /filter and /prioritize is
-answered within kube-scheduler's 5 s, /healthz within 1 s, the admin port accepts after the
-flood, and SIGTERM ends the process within 5 s. Every loop is bounded in count and time."""
+deadline, one hidden behind `//` comments), a sandbox worker kept busy for seconds, calls that
+wait past their deadline (behind a busy call, or unread in a stopped extender's socket), a
+scrape flood on either port, and unfinished request heads at a low descriptor limit.
+Throughout, every real /filter and /prioritize is answered within kube-scheduler's 5 s,
+/healthz within 1 s, the admin port accepts after the flood, and SIGTERM ends the process
+within 5 s. Every loop is bounded in count and time."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ import pytest
 import yaml
 
 from extender import app as app_mod
+from extender import warmup
 from testbed import vocab
 from testbed.cluster import ports
 from tests.support import extender_objects as objects
@@ -76,6 +79,29 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return [fleet, templates]
 
 
+_L20 = "[" + ",".join(str(i) for i in range(20)) + "]"
+BUSY = (
+    "device.attributes['gpu.nvidia.com'].uuid != '' && "
+    f"{_L20}.all(a, {_L20}.all(b, {_L20}.all(c, a + b + c >= 0)))"
+)
+"""3-deep over 20 elements: ~10-30 ms a GPU in the sandbox here, far under its deadline (so
+never abandoned), a new evaluation per GPU (keyed on its uuid): seconds for one call."""
+
+
+@pytest.fixture(scope="module")
+def busy_cluster(cluster: list[Path], tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The fleet, with claim templates: `warmup.SHAPES` cheap ones (`a-00`...), which the
+    warm-up judges, and `zz-busy` with the BUSY selector, past them, so that its first call
+    pays it (in the sandbox) rather than the warm-up."""
+    templates = tmp_path_factory.mktemp("busy") / "templates.yaml"
+    cheap = [
+        _template(f"a-{i:02d}", f"device.attributes['gpu.nvidia.com'].uuid != 'cheap-{i}'")
+        for i in range(warmup.SHAPES)
+    ]
+    templates.write_text(yaml.safe_dump_all([*cheap, _template("zz-busy", BUSY)]))
+    return [cluster[0], templates]
+
+
 def _names(fleet: Path) -> list[str]:
     out = []
     for line in fleet.read_text().splitlines():
@@ -96,15 +122,25 @@ class Extender:
 
 @contextlib.asynccontextmanager
 async def serving(
-    files: list[Path], tmp_path: Path, *, admin: bool = True, nofile: int | None = None
+    files: list[Path],
+    tmp_path: Path,
+    *,
+    admin: bool = True,
+    nofile: int | None = None,
+    settings: dict[str, Any] | None = None,
 ) -> AsyncIterator[Extender]:
-    """`extender serve --from-files` on loopback ports, ready (bounded wait); killed after."""
+    """`extender serve --from-files` on loopback ports, with `settings` (`--config`), ready
+    (bounded wait); killed after."""
     port, admin_port = ports.free_port(), ports.free_port()
     argv = [sys.executable, "-c", "from extender.cli import main; main()", "serve",
             "--from-files", *map(str, files),
             "--address", "127.0.0.1", "--port", str(port)]  # fmt: skip
     if admin:
         argv += ["--admin-address", "127.0.0.1", "--admin-port", str(admin_port)]
+    if settings:
+        config = tmp_path / "config.yaml"
+        config.write_text(yaml.safe_dump(settings))
+        argv += ["--config", str(config)]
 
     def limit() -> None:
         if nofile is not None:
@@ -208,6 +244,89 @@ async def test_costly_selectors_leave_calls_probes_and_signals_answered(
     log = ext.log.read_text()
     assert "Traceback" not in log, log[-3000:]
     assert "not judged" in log  # the costly expressions are named
+
+
+async def _worker_busy(ext: Extender) -> bool:
+    """A child of the extender (a CEL sandbox worker) has used CPU within the last 0.5 s."""
+
+    def cpu() -> int:
+        total = 0
+        for task in Path(f"/proc/{ext.proc.pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                for child in (task / "children").read_text().split():
+                    stat = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
+                    total += int(stat[11]) + int(stat[12])  # utime + stime, in ticks
+        return total
+
+    before = cpu()
+    await asyncio.sleep(0.5)
+    return cpu() > before
+
+
+async def _counted(ext: Extender, verb: str, outcome: str) -> float:
+    """extender_requests_total{verb, outcome} as /metrics says now."""
+    async with aiohttp.ClientSession() as s, s.get(f"{ext.admin}/metrics") as r:
+        text = await r.text()
+    wanted = f'extender_requests_total{{outcome="{outcome}",verb="{verb}"}} '
+    for line in text.splitlines():
+        if line.startswith(wanted):
+            return float(line.removeprefix(wanted))
+    return 0.0
+
+
+async def test_a_busy_sandbox_worker_leaves_probes_calls_and_sigterm_answered(
+    busy_cluster: list[Path], tmp_path: Path
+) -> None:
+    """A call whose selector keeps a sandbox worker busy for seconds (a CEL budget of 30 s,
+    the setting's far end, so that it is still busy when the signal comes) is judged off the
+    event loop: /healthz answers within 1 s meanwhile, a call queued behind it is answered
+    "not judged" at its deadline (1.5 s here), not when the busy call ends, and SIGTERM ends
+    the process within 5 s while the worker is still busy."""
+    settings = {"cel_budget_seconds": 30.0, "call_deadline_seconds": 1.5}
+    async with serving(busy_cluster, tmp_path, settings=settings) as ext:
+        async with probing(ext) as probes:
+            busy = asyncio.create_task(_call(ext, "filter", _pod("busy", "zz-busy")))
+            await asyncio.sleep(0.3)
+            queued = await _call(ext, "filter", _pod("queued", "a-00"))
+            assert queued[0] == 200 and queued[1] < SCHEDULER_TIMEOUT, queued
+            assert await _counted(ext, "filter", "deadline") == 1
+            busy_now = await _worker_busy(ext)
+            assert busy_now and not busy.done(), "the busy call ended too soon to test"
+        took = _sigterm_within(ext, 5.0)
+        await busy  # answered (not judged) or cut off: either way over
+    assert probes and all(status == 200 for status, _ in probes), probes
+    assert max(seconds for _, seconds in probes) < PROBE_TIMEOUT
+    assert took < 5.0
+    log = ext.log.read_text()
+    assert "Traceback" not in log, log[-3000:]
+
+
+async def test_calls_that_waited_unread_past_their_deadline_are_answered_not_judged_at_once(
+    cluster: list[Path], tmp_path: Path
+) -> None:
+    """The extender stopped (SIGSTOP: as a long stall of its event loop) while a burst of
+    calls arrives: once it runs again, each is answered "not judged" at once, its deadline
+    (1 s here) counted from its arrival in the kernel, not from its handler's start; the
+    burst is counted per call and logged once."""
+    async with serving(cluster, tmp_path, settings={"call_deadline_seconds": 1.0}) as ext:
+        ext.proc.send_signal(signal.SIGSTOP)
+        try:
+            calls = [
+                asyncio.create_task(_call(ext, verb, _pod(f"w{i}", "plain")))
+                for i, verb in enumerate(["filter", "prioritize", "filter"])
+            ]
+            await asyncio.sleep(1.5)
+        finally:
+            ext.proc.send_signal(signal.SIGCONT)
+        answers = await asyncio.gather(*calls)
+        assert all(status == 200 and took < SCHEDULER_TIMEOUT for status, took in answers)
+        assert await _counted(ext, "filter", "deadline") == 2
+        assert await _counted(ext, "prioritize", "deadline") == 1
+        # Judged again in time once the stall is over.
+        assert (await _call(ext, "filter", _pod("after", "plain")))[0] == 200
+        assert await _counted(ext, "filter", "deadline") == 2
+    log = ext.log.read_text()
+    assert log.count("past the 1s call deadline") == 1, log[-3000:]
 
 
 async def test_a_scrape_flood_on_the_admin_port_leaves_it_accepting(
