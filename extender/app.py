@@ -45,28 +45,24 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     counted, so a scheduler seeing failed calls can be matched with the extender's view."""
     try:
         return await handler(request)
-    except handlers.BadRequest as e:
-        request.app[handlers.METRICS].requests.labels(_verb(request), "bad_request").inc()
-        return web.json_response({"error": str(e)}, status=400)
-    except handlers.ClientGone as e:
-        # Nobody to answer; a client's doing, not the extender's: one line at debug level.
-        log.debug("%s %s: %s", request.method, request.path, e)
-        request.app[handlers.METRICS].requests.labels(_verb(request), "bad_request").inc()
-        return web.Response(status=400)
-    except handlers.SlowBody as e:
-        request.app[handlers.METRICS].requests.labels(_verb(request), "slow_body").inc()
-        response = web.json_response({"error": str(e)}, status=408)
-        response.force_close()  # the rest of the body is not waited for
-        return response
-    except limits.Overloaded as e:
-        request.app[handlers.METRICS].requests.labels(_verb(request), "overloaded").inc()
-        return web.json_response({"error": f"overloaded: {e}"}, status=503)
     except web.HTTPException:
         raise
-    except Exception:
-        log.exception("unexpected error answering %s %s", request.method, request.path)
-        request.app[handlers.METRICS].requests.labels(_verb(request), "error").inc()
-        return web.json_response({"error": "internal error; see the extender log"}, status=500)
+    except Exception as e:
+        refused = handlers.refusal(e)
+        error: str | None
+        if refused is None:
+            log.exception("unexpected error answering %s %s", request.method, request.path)
+            status, outcome, error = 500, "error", "internal error; see the extender log"
+        else:
+            status, outcome, error = refused
+        request.app[handlers.METRICS].requests.labels(_verb(request), outcome).inc()
+        if error is None:
+            log.debug("%s %s: %s", request.method, request.path, e)
+            return web.Response(status=status)
+        response = web.json_response({"error": error}, status=status)
+        if isinstance(e, handlers.SlowBody):
+            response.force_close()  # the rest of the body is not waited for
+        return response
 
 
 def build(

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from extender import app as app_mod
-from extender import config
+from extender import config, fast_calls
 from extender.cache import files
 from testbed import cliconv, runtime, vocab
 from testbed.kube import errors
@@ -215,6 +215,7 @@ async def serve(ns: argparse.Namespace, settings: config.Settings) -> None:
                     backlog=settings.listen_backlog,
                     idle_timeout=settings.idle_timeout_seconds,
                     max_connections=settings.max_connections,
+                    connection=fast_calls.connections(application),
                 )
             )
             log.info("serving on %s", url)

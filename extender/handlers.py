@@ -104,9 +104,29 @@ class BadRequest(Exception):
 class SlowBody(Exception):
     """The request body did not arrive within the call's deadline."""
 
+    @classmethod
+    def after(cls, within: float) -> SlowBody:
+        return cls(f"request body not received within {within:g}s")
+
 
 class ClientGone(Exception):
     """The client closed its connection before its body had arrived."""
+
+
+def refusal(e: Exception) -> tuple[int, str, str | None] | None:
+    """How a call that raised `e` is answered: its status, its `outcome` label in
+    `extender_requests_total` and its one-line error (None: no body); None when `e` is
+    unexpected (a logged 500). Both ways of serving a call (`extender.app`'s middleware,
+    `extender.fast_calls`) answer with this."""
+    if isinstance(e, BadRequest):
+        return 400, "bad_request", str(e)
+    if isinstance(e, ClientGone):  # nobody to answer: a client's doing, not the extender's
+        return 400, "bad_request", None
+    if isinstance(e, SlowBody):  # the connection is closed: the rest of the body not waited for
+        return 408, "slow_body", str(e)
+    if isinstance(e, limits.Overloaded):
+        return 503, "overloaded", f"overloaded: {e}"
+    return None
 
 
 async def _call(request: web.Request, within: float) -> decoding.Call:
@@ -115,15 +135,20 @@ async def _call(request: web.Request, within: float) -> decoding.Call:
         async with asyncio.timeout(within):
             body = await request.read()
     except TimeoutError as e:
-        raise SlowBody(f"request body not received within {within:g}s") from e
+        raise SlowBody.after(within) from e
     except ConnectionResetError as e:  # aiohttp's "Connection lost", and its subclasses
         raise ClientGone("the client closed the connection before its body arrived") from e
     except web.HTTPRequestEntityTooLarge as e:
         limit = request.app[CORE].settings.max_body_bytes
         raise BadRequest(f"request body over the {limit}-byte limit") from e
+    return decoded(request.app, body)
+
+
+def decoded(app: web.Application, body: bytes) -> decoding.Call:
+    """The call in `body` (timed as the `decode` stage); BadRequest when it is no call."""
     if not body:
         raise BadRequest("empty request body; expected ExtenderArgs JSON")
-    stages = request.app[CORE].stages
+    stages = app[CORE].stages
     t = stages.start()
     try:
         call = decoding.call(body)
@@ -132,56 +157,62 @@ async def _call(request: web.Request, within: float) -> decoding.Call:
         raise BadRequest(f"invalid ExtenderArgs at {where or 'body'}: {msg}") from e
     finally:
         stages.lap("decode", t)
-    limit = request.app[CORE].settings.max_node_names
+    limit = app[CORE].settings.max_node_names
     if len(call.names) > limit:
         raise BadRequest(f"{len(call.names)} candidate nodes, over the limit of {limit}")
     return call
 
 
-def _observe(request: web.Request, verb: str, started: float, candidates: int) -> None:
-    ready = request.app[CORE].ready()
+def _observe(
+    app: web.Application,
+    verb: str,
+    started: float,
+    candidates: int,
+    transport: asyncio.BaseTransport | None,
+) -> None:
+    ready = app[CORE].ready()
     # The scheduler hangs up at its httpTimeout: an answer to a closed connection is late.
-    transport = request.transport
     gone = transport is None or transport.is_closing()
     seconds = time.perf_counter() - started
-    request.app[METRICS].answered(verb, ready, seconds, candidates, gone=gone)
+    app[METRICS].answered(verb, ready, seconds, candidates, gone=gone)
 
 
-def _arrived(request: web.Request) -> float:
-    """When the call arrived, on the gate's clock: as the kernel saw its last byte, which
-    may be well before its handler started (`extender.arrival`)."""
-    return request.app[GATE].clock() - arrival.age(request.transport)
+def arrived_at(app: web.Application, transport: asyncio.BaseTransport | None) -> float:
+    """When the call whose head was just read on `transport` arrived, on the gate's clock: as
+    the kernel saw its last byte, which may be well before its handler started
+    (`extender.arrival`)."""
+    return app[GATE].clock() - arrival.age(transport)
 
 
 async def _in_turn(
-    request: web.Request,
+    app: web.Application,
     verb: str,
     judge: Callable[[dict[str, Any], list[str]], T],
     not_judged: Callable[[list[str]], T],
-) -> tuple[decoding.Call, T, bool]:
-    """The call decoded and judged (`judge(pod, names)`) in its turn at the gate, and whether
-    in time: a call whose deadline (from its arrival) passed before its turn came
+    call: decoding.Call,
+    arrived: float,
+) -> tuple[T, bool]:
+    """The call judged (`judge(pod, names)`) in its turn at the gate, and whether in time: a
+    call whose deadline (from `arrived`, on the gate's clock) passed before its turn came
     (`extender.limits`) is not judged but answered with `not_judged(names)` at once, counted
     and logged once per burst. The body is read before the gate admits the call, within the
     call's deadline."""
-    gate = request.app[GATE]
-    arrived = _arrived(request)
-    call = await _call(request, gate.deadline_seconds)
+    gate = app[GATE]
     async with gate.admitted(arrived) as turn, turn.judging() as in_time:
         if in_time:
-            out, in_time = await _within_budget(request, verb, judge, not_judged, call)
+            out, in_time = await _within_budget(app, verb, judge, not_judged, call)
         else:
             out = not_judged(call.names)
-            _late(request, verb, gate.clock() - arrived)
-    return call, out, in_time
+            _late(app, verb, gate.clock() - arrived)
+    return out, in_time
 
 
-def _late(request: web.Request, verb: str, waited: float) -> None:
+def _late(app: web.Application, verb: str, waited: float) -> None:
     """Count a call answered not judged past its deadline; log the first of a burst."""
-    metrics = request.app[METRICS]
+    metrics = app[METRICS]
     metrics.requests.labels(verb, "deadline").inc()
     metrics.not_judged("deadline")
-    unsaid = request.app[GATE].late.say()
+    unsaid = app[GATE].late.say()
     if unsaid is not None:
         log.warning(
             "%s not judged: %.2fs since it arrived, past the %gs call deadline before its "
@@ -190,13 +221,13 @@ def _late(request: web.Request, verb: str, waited: float) -> None:
             "%s",
             verb,
             waited,
-            request.app[GATE].deadline_seconds,
+            app[GATE].deadline_seconds,
             f"; {unsaid} more since the last such line" if unsaid else "",
         )
 
 
 async def _within_budget(
-    request: web.Request,
+    app: web.Application,
     verb: str,
     judge: Callable[[dict[str, Any], list[str]], T],
     not_judged: Callable[[list[str]], T],
@@ -206,7 +237,7 @@ async def _within_budget(
     it waits on the CEL sandbox: `extender.judging`), and whether it was judged: past the
     budget, or on an expression not judged here (`expressions.NotJudged`), the answer is
     `not_judged(names)`, logged with the expressions that spent it, and counted."""
-    core = request.app[CORE]
+    core = app[CORE]
     budget = expressions.Budget(core.settings.cel_budget_seconds)
     # What the judging finds not judged is counted once it is done: an attempt inline
     # abandoned for the sandbox is judged again in full, and would count twice.
@@ -221,7 +252,7 @@ async def _within_budget(
         return await judging.judged(core.index, budget, attempt), True
     except expressions.NotJudged as e:
         log.warning("%s not judged: %s", verb, str(e)[:600])
-        metrics = request.app[METRICS]
+        metrics = app[METRICS]
         metrics.requests.labels(verb, e.reason).inc()
         metrics.not_judged(e.reason)
         return not_judged(call.names), False
@@ -233,12 +264,38 @@ async def _within_budget(
 
 async def filter_nodes(request: web.Request) -> web.Response:
     started = time.perf_counter()
+    gate = request.app[GATE]
+    arrived = arrived_at(request.app, request.transport)
+    call = await _call(request, gate.deadline_seconds)
+    body = await filtered(request.app, call, arrived, started, request.transport)
+    return web.Response(body=body, content_type=_JSON)
+
+
+async def prioritize_nodes(request: web.Request) -> web.Response:
+    started = time.perf_counter()
+    gate = request.app[GATE]
+    arrived = arrived_at(request.app, request.transport)
+    call = await _call(request, gate.deadline_seconds)
+    body = await prioritized(request.app, call, arrived, started, request.transport)
+    return web.Response(body=body, content_type=_JSON)
+
+
+async def filtered(
+    app: web.Application,
+    call: decoding.Call,
+    arrived: float,
+    started: float,
+    transport: asyncio.BaseTransport | None,
+) -> bytes:
+    """The answer to a filter call (ExtenderFilterResult), judged in its turn; `arrived`
+    (the gate's clock) and `started` (perf_counter) when it arrived, `transport` its
+    connection (answered once it is closed: late)."""
     # Not judged: every node passes.
-    call, out, in_time = await _in_turn(
-        request, "filter", request.app[CORE].filter, lambda names: FilterOutcome(passed=names)
+    out, in_time = await _in_turn(
+        app, "filter", app[CORE].filter, lambda names: FilterOutcome(passed=names), call, arrived
     )
     names = call.names
-    stages = request.app[CORE].stages
+    stages = app[CORE].stages
     t = stages.start()
     reply: dict[str, Any] = {}
     if call.nodes is None:
@@ -253,33 +310,41 @@ async def filter_nodes(request: web.Request) -> web.Response:
     reply["Error"] = ""
     body = _encode(reply)
     stages.lap("encode", t)
-    metrics = request.app[METRICS]
+    metrics = app[METRICS]
     if out.failed:
         metrics.rejections.labels("alignment").inc(len(out.failed))
     if out.unresolvable:
         metrics.rejections.labels("locality").inc(len(out.unresolvable))
     if in_time:
-        _observe(request, "filter", started, len(names))
-    return web.Response(body=body, content_type=_JSON)
+        _observe(app, "filter", started, len(names), transport)
+    return body
 
 
-async def prioritize_nodes(request: web.Request) -> web.Response:
-    started = time.perf_counter()
+async def prioritized(
+    app: web.Application,
+    call: decoding.Call,
+    arrived: float,
+    started: float,
+    transport: asyncio.BaseTransport | None,
+) -> bytes:
+    """The answer to a prioritize call (HostPriorityList), as `filtered` answers a filter."""
     # Not judged: no preference.
-    call, scores, in_time = await _in_turn(
-        request,
+    scores, in_time = await _in_turn(
+        app,
         "prioritize",
-        request.app[CORE].prioritize,
+        app[CORE].prioritize,
         lambda names: [MIN_PRIORITY] * len(names),
+        call,
+        arrived,
     )
     names = call.names
-    stages = request.app[CORE].stages
+    stages = app[CORE].stages
     t = stages.start()
-    body = encode_priorities(names, scores, request.app[HEADS])
+    body = encode_priorities(names, scores, app[HEADS]).encode()
     stages.lap("encode", t)
     if in_time:
-        _observe(request, "prioritize", started, len(names))
-    return web.Response(text=body, content_type=_JSON)
+        _observe(app, "prioritize", started, len(names), transport)
+    return body
 
 
 def not_ready(app: web.Application) -> str | None:
@@ -312,7 +377,7 @@ async def judge(request: web.Request) -> web.Response:
     now (DRA's request semantics): `fits` true, false, or null when not judged. Takes the
     body of a scheduler call (ExtenderArgs); for checks against the real allocator."""
     gate = request.app[GATE]
-    arrived = _arrived(request)
+    arrived = arrived_at(request.app, request.transport)
     call = await _call(request, gate.deadline_seconds)
     async with gate.admitted(arrived) as turn:
         core = request.app[CORE]
@@ -327,7 +392,7 @@ async def judge(request: web.Request) -> web.Response:
                     {"error": "not judged: past the call deadline"}, status=503
                 )
             (d, verdicts), in_budget = await _within_budget(
-                request, "other", judged, lambda _names: (None, None), call
+                request.app, "other", judged, lambda _names: (None, None), call
             )
             if not in_budget:
                 return web.json_response({"error": "not judged: CEL budget"}, status=503)

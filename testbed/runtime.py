@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 import socket
@@ -89,6 +90,7 @@ async def listening(
     backlog: int = 128,
     idle_timeout: float = 75.0,
     max_connections: int | None = None,
+    connection: Callable[..., web.RequestHandler] | None = None,
 ) -> AsyncIterator[str]:
     """Serve `app` on `host:port` until the block ends, yielding its base URL (with the port
     bound, when `port` is 0); the runner (and with it the app's cleanup contexts) is cleaned
@@ -110,7 +112,10 @@ async def listening(
     descriptor and lock out the ones that do. A client's protocol error (a header over
     8 KiB, a malformed request line) is answered 400 and logged in one line at debug level.
     With every connection busy, new ones wait in the kernel's queue (BUSY_PAUSE_SECONDS at a
-    time): a flood on one port cannot take the whole event loop from another's."""
+    time): a flood on one port cannot take the whole event loop from another's.
+
+    `connection(server, **kwargs)` makes each connection's handler in place of aiohttp's own
+    (`RequestHandler(server, **kwargs)`, which it subclasses)."""
     kwargs: dict[str, Any] = {
         "handle_signals": False,
         "keepalive_timeout": idle_timeout,
@@ -121,6 +126,12 @@ async def listening(
         kwargs["access_log"] = None
     runner = web.AppRunner(app, **kwargs)
     await runner.setup()
+    server = runner.server
+    if server is None:
+        raise RuntimeError("the app runner was not set up")
+    protocols: Callable[[], web.RequestHandler] = server
+    if connection is not None:
+        protocols = functools.partial(connection, server, loop=server._loop, **server._kwargs)
     cap = max_connections if max_connections is not None else default_max_connections()
     try:
         with contextlib.ExitStack() as stack:
@@ -130,7 +141,9 @@ async def listening(
                 raise ListenError(f"cannot listen on {host}:{port}: {e.strerror or e}") from e
             for sock in socks:
                 stack.enter_context(
-                    _accepting(sock, runner.server, ssl_context, cap=cap, handshake=idle_timeout)
+                    _accepting(
+                        sock, server, protocols, ssl_context, cap=cap, handshake=idle_timeout
+                    )
                 )
             bound = socks[0].getsockname()[1] if socks else port
             shown = f"[{host}]" if ":" in host else host
@@ -197,23 +210,23 @@ def _listen_sockets(host: str, port: int, backlog: int) -> list[socket.socket]:
 @contextlib.contextmanager
 def _accepting(
     sock: socket.socket,
-    server: web.Server | None,
+    server: web.Server,
+    protocols: Callable[[], web.RequestHandler],
     ssl_context: ssl.SSLContext | None,
     *,
     cap: int,
     handshake: float,
 ) -> Iterator[None]:
-    """Accept every waiting connection whenever `sock` is readable and hand it to
-    `server`, until the block ends; past `cap` connections, make room first (`_make_room`)."""
-    if server is None:
-        raise RuntimeError("the app runner was not set up")
+    """Accept every waiting connection whenever `sock` is readable and hand it to a handler
+    of `server` made by `protocols`, until the block ends; past `cap` connections, make room
+    first (`_make_room`)."""
     loop = asyncio.get_running_loop()
     handshakes: dict[asyncio.Task[Any], None] = {}  # in the order they began
 
     async def connect(conn: socket.socket) -> None:
         try:
             await loop.connect_accepted_socket(
-                server,
+                protocols,
                 conn,
                 ssl=ssl_context,
                 ssl_handshake_timeout=handshake if ssl_context is not None else None,

@@ -14,7 +14,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from extender import app as app_mod
-from extender import warmup
+from extender import fast_calls, warmup
 from extender.cache import files
 from extender.config import Settings
 from testbed import runtime
@@ -72,6 +72,7 @@ async def listening(
             access_log=False,
             idle_timeout=settings.idle_timeout_seconds,
             max_connections=settings.max_connections,
+            connection=fast_calls.connections(app),
         ) as main,
         runtime.listening(
             app_mod.admin(app),
