@@ -77,6 +77,38 @@ async def test_a_turn_that_comes_past_the_deadline_is_not_judged() -> None:
             assert not in_time
 
 
+async def test_a_call_behind_a_long_turn_is_answered_at_its_deadline_not_at_the_turns_end() -> None:
+    """A turn judged off the event loop leaves it free: the call behind it waits for its
+    turn until its own deadline at most, then is answered not judged without the turn."""
+    gate = limits.Gate(max_inflight=4, deadline_seconds=0.2)
+    holding = asyncio.Event()
+
+    async def hold() -> None:
+        async with gate.admitted() as turn, turn.judging():
+            holding.set()
+            await asyncio.sleep(3.0)  # a call judged in a thread for 3 s
+
+    long = asyncio.create_task(hold())
+    await holding.wait()
+    started = gate.clock()
+    async with gate.admitted(started) as turn, turn.judging() as in_time:
+        assert not in_time
+    assert gate.clock() - started < 1.0
+    long.cancel()
+    async with gate.admitted() as turn, turn.judging() as in_time:  # the turn is given back
+        assert in_time
+
+
+def test_a_burst_is_said_once_and_the_next_one_counts_what_went_unsaid() -> None:
+    now = [0.0]
+    burst = limits.Burst(1.0, clock=lambda: now[0])
+    said = []
+    for t in (0.0, 0.5, 0.9, 1.8, 5.0, 5.5, 9.0):
+        now[0] = t
+        said.append(burst.say())
+    assert said == [0, None, None, None, 3, None, 1]
+
+
 async def test_a_gate_refuses_a_call_that_would_wait_past_its_deadline() -> None:
     """Below the cap, a call is still refused when the calls ahead of it, at the recent time
     to judge one, would take it past its deadline; admitted again once they are done."""
