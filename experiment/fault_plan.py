@@ -124,8 +124,9 @@ class Landed:
     repaired_seconds: float | None = None
     """From the kill until the site was whole again (None: not repaired)."""
     cpu_at_kill: dict[str, float] = field(default_factory=dict)
-    """Every site process's CPU seconds just before the kill (the killed one's read last), so
-    the arm's CPU figure of one that restarted is the sum over its two processes."""
+    """Every site process's CPU seconds at the kill (the killed one's just before it, the
+    others' just after), so the arm's CPU figure of one that restarted is the sum over its
+    two processes."""
     error: str | None = None
     """Why it did not land or was not repaired; None when both happened."""
 
@@ -133,24 +134,33 @@ class Landed:
     def done(self) -> bool:
         return self.killed_wall is not None and self.repaired_seconds is not None
 
-    def doc(self, run_started_wall: float | None) -> dict[str, Any]:
-        """As kept in the arm's result; `run_started_wall`: loadgen's run start (epoch s),
-        so the kill sits on the clock of the restarts loadgen saw."""
+    def doc(self, run_started_wall: float | None, run_ended_wall: float | None) -> dict[str, Any]:
+        """As kept in the arm's result; `run_started_wall`, `run_ended_wall`: loadgen's run
+        (epoch s), so the kill sits on the clock of the restarts loadgen saw. A kill after
+        the run ended hit nothing it measured: not done."""
         killed = (
             round(self.killed_wall - run_started_wall, 3)
             if self.killed_wall is not None and run_started_wall is not None
             else None
         )
+        done, error = self.done, self.error
+        late = (
+            self.killed_wall is not None
+            and run_ended_wall is not None
+            and self.killed_wall >= run_ended_wall
+        )
+        if done and late:
+            done, error = False, "it came after the run had ended"
         return {
             "kill": self.fault.kill,
             "at": self.fault.at,
             "planned": self.planned,
-            "done": self.done,
+            "done": done,
             "killed_seconds": killed,
             "since_first_pod_seconds": _rounded(self.since_first_pod),
             "pods_bound": self.bound,
             "repaired_seconds": _rounded(self.repaired_seconds),
-            "error": self.error,
+            "error": error,
         }
 
 

@@ -439,7 +439,9 @@ def _fault_record(
 ) -> None:
     """Keep what became of the arm's fault in its result (`injected_fault`, on loadgen's run
     clock beside the restarts it saw) and in `fault.json` beside it."""
-    record = landed.doc(heartbeats.parse_time(doc.get("started_at")))
+    record = landed.doc(
+        heartbeats.parse_time(doc.get("started_at")), heartbeats.parse_time(doc.get("finished_at"))
+    )
     doc[fault_plan.KEY] = record
     files.write_atomic(arm_dir / "fault.json", json.dumps(record, indent=2) + "\n")
     colour = "" if landed.done else "[red]"

@@ -141,7 +141,7 @@ def test_the_record_sits_on_loadgens_clock_and_a_fault_that_landed_keeps_the_arm
     landed = Landed(Fault(kill="kube-scheduler", at="30%"), "at 30% of 100 pods bound (30)")
     landed.killed_wall, landed.since_first_pod, landed.bound = 1_000.5, 3.25, 31
     landed.repaired_seconds = 2.0
-    record = landed.doc(run_started_wall=970.0)
+    record = landed.doc(run_started_wall=970.0, run_ended_wall=1_010.0)
     assert record["done"] and record["killed_seconds"] == 30.5 and record["error"] is None
     assert fault_plan.describe(record) == (
         "kube-scheduler killed 30.5 s into the run (31 pods bound), repaired in 2.0 s"
@@ -155,18 +155,28 @@ def test_the_record_sits_on_loadgens_clock_and_a_fault_that_landed_keeps_the_arm
 def test_a_fault_that_did_not_land_makes_its_arm_invalid() -> None:
     landed = Landed(Fault(kill="etcd", at="90s"), "90 s after the arm's first pod was created")
     landed.error = "the arm ended before the fault came due"
-    d = _faulted_doc(landed.doc(run_started_wall=970.0))
+    d = _faulted_doc(landed.doc(run_started_wall=970.0, run_ended_wall=1_010.0))
     del d["faults"]
     v = validity.of_arm(d, extender=True, scheduler_skipped=0, faults_expected=True)
     assert not v.valid and "did not happen as planned" in v.reason
     assert "ended before the fault came due" in v.reason
+    # A kill that came once loadgen's run had ended hit nothing it measured.
+    landed = Landed(Fault(kill="kube-scheduler", at="30%"), "at 30% of 40 pods bound (12)")
+    landed.killed_wall, landed.since_first_pod, landed.bound = 1_000.5, 3.25, 16
+    landed.repaired_seconds = 13.5
+    late = landed.doc(run_started_wall=992.0, run_ended_wall=998.0)
+    assert not late["done"] and late["error"] == "it came after the run had ended"
+    v = validity.of_arm(
+        _faulted_doc(late), extender=True, scheduler_skipped=0, faults_expected=True
+    )
+    assert not v.valid and "came after the run had ended" in v.reason
 
 
 def test_calls_the_extender_missed_while_killed_are_the_faults_cost_not_an_invalid_arm() -> None:
     landed = Landed(Fault(kill="extender", at="30%"), "at 30% of 100 pods bound (30)")
     landed.killed_wall, landed.since_first_pod, landed.bound = 1_000.5, 3.25, 31
     landed.repaired_seconds = 1.5
-    d = _faulted_doc(landed.doc(run_started_wall=970.0), component="extender")
+    d = _faulted_doc(landed.doc(970.0, 1_010.0), component="extender")
     v = validity.of_arm(d, extender=True, scheduler_skipped=12, faults_expected=True)
     assert v.valid and "ok under its fault" in v.reason and "skipped the extender 12" in v.reason
     # Another component's fault does not excuse skipped extender calls.
