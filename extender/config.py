@@ -72,17 +72,20 @@ class Settings(BaseModel):
     more is answered 503 at once and counted (`extender_requests_total{result="overloaded"}`).
     The scheduler treats the ignorable extender's 503 as no opinion."""
     call_deadline_seconds: float = Field(default=2.5, gt=0)
-    """A call still waiting for its turn this long after it arrived is answered "not judged"
-    (every node passes, every score 0; counted as `outcome="deadline"`) rather than late: within
-    kube-scheduler's 5 s `httpTimeout` of the shipped configuration. A call whose body has
-    not arrived by then is answered 408 and its connection closed."""
+    """A call still waiting for its turn this long after it arrived (in the kernel: a call
+    left unread while the event loop was busy has been waiting too, `extender.arrival`) is
+    answered "not judged" at once (every node passes, every score 0; counted as
+    `outcome="deadline"`, logged once per burst) rather than late: half of kube-scheduler's 5 s
+    `httpTimeout` of the shipped configuration, the extender's only view of it. A call whose
+    body has not arrived by then is answered 408 and its connection closed."""
     cel_budget_seconds: float = Field(default=0.5, gt=0)
     """CEL time one scheduler call (or one pod shape of the start-up's warm-up) may spend,
     evaluations inline and in the sandbox together: past it the call is answered "not judged"
     (every node passes, every score 0; counted as `outcome="cel_budget"`) and the expressions
-    that spent it are logged. Well within `call_deadline_seconds`; also the longest the event
-    loop waits on CEL for one call, so /healthz and signals are served between calls. Results
-    are cached, so the next call goes on where this one stopped."""
+    that spent it are logged. Well within `call_deadline_seconds`. A call that waits on the
+    sandbox spends it off the event loop (`extender.judging`); inline evaluations hold the loop
+    for at most this long per call. Results are cached, so the next call goes on where this
+    one stopped."""
     listen_backlog: int = Field(default=1024, gt=0)
     """Connections the kernel may hold completed before the extender accepts them (capped by
     net.core.somaxconn). Past it the kernel drops connection attempts and the client retries

@@ -1,14 +1,14 @@
 """The extender bounding its own work: how many scheduler calls it admits at once, and how
 late it may answer one.
 
-The core judges a call synchronously on the event loop, so calls are judged one at a time
-anyway; the `Gate` makes that a FIFO turn with bounds around it. A call is admitted once its
-body is read (a client trickling its body holds no place: the handler reads it against the
-call's deadline first). It is refused at once (`Overloaded`: a 503, counted) when
-`max_inflight` calls (waiting or judged) are in already, or when the calls ahead of it would
-take longer to judge than its deadline (their number times the recent time to judge one): a
-burst cannot queue up unbounded memory and work, and a call is not admitted only to wait for
-a turn it cannot get in time. A call whose deadline passes before its turn comes is not
+The core judges one call at a time (inline on the event loop, or in a thread when it waits on
+the CEL sandbox: `extender.judging`); the `Gate` makes that a FIFO turn with bounds around it.
+A call is admitted once its body is read (a client trickling its body holds no place: the
+handler reads it against the call's deadline first). It is refused at once (`Overloaded`: a
+503, counted) when `max_inflight` calls (waiting or judged) are in already, or when the calls
+ahead of it would take longer to judge than its deadline (their number times the recent time
+to judge one): a burst cannot queue up unbounded memory and work, and a call is not admitted
+only to wait for a turn it cannot get in time. A call whose deadline passes before its turn comes is not
 judged (the handler answers "every node passes, every score 0" at once, counted, logged once
 per burst): the scheduler gets an answer it can use within its timeout rather than a late one
 it drops, and the backlog drains at the cost of an answer, not of a computation. The deadline

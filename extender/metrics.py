@@ -38,11 +38,11 @@ class Metrics:
             "extender_requests_total",
             "Scheduler calls by verb and outcome (ok, not_ready, late = answered after the "
             "scheduler's httpTimeout or after it hung up, bad_request, error, overloaded = "
-            "refused with 503 beyond the in-flight cap, deadline = its turn came past the call "
-            "deadline, answered not judged, slow_body = its body not received within the call "
-            "deadline, 408; cel_budget = its CEL time budget spent, cel_not_judged = an "
-            "expression this interpreter cannot follow Kubernetes' on: both answered not "
-            "judged, the expressions named in the log).",
+            "refused with 503 beyond the in-flight cap, deadline = the call deadline, from its "
+            "arrival, passed before its turn came: answered not judged at once, slow_body = "
+            "its body not received within the call deadline, 408; cel_budget = its CEL time "
+            "budget spent, cel_not_judged = an expression this interpreter cannot follow "
+            "Kubernetes' on: both answered not judged, the expressions named in the log).",
             ["verb", "outcome"],
             registry=registry,
         )
@@ -83,7 +83,7 @@ class Metrics:
         self.unjudged = Counter(
             "extender_unjudged_requests_total",
             "Requests (or whole pods) the extender could not judge and left to DRA, by reason "
-            "(unknown_class, unsupported_function, does_not_compile, too_complex...).",
+            "(unknown_class, unsupported_function, does_not_compile, too_complex, deadline...).",
             ["reason"],
             registry=registry,
         )

@@ -5,9 +5,10 @@ no cost: an expression with nested comprehensions (`.all`, `.exists`, `.map`...)
 literal list can run for seconds (5-deep `.all` over 25 elements: ~10 million steps), and
 inline it would stop the event loop, /healthz and every other call with it. Such
 expressions are evaluated here instead: the extender waits at most `deadline` seconds for
-the answer, then kills the worker (and starts the next one at once) and reports the
-expression as too costly. Expressions without a comprehension run inline: their work is
-bounded by their length and the device's (Kubernetes-limited) attributes.
+the answer (in a thread, the event loop free meanwhile: `extender.judging`), then kills the
+worker (and starts the next one at once) and reports the expression as too costly.
+Expressions without a comprehension run inline: their work is bounded by their length and
+the device's (Kubernetes-limited) attributes.
 
 The worker reads one JSON request per line (`{"e": expression, "v": variables}`) and answers
 one JSON line (`{"ok": result}` or `{"error": message}`); it ends when its input closes.
