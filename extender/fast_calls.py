@@ -105,6 +105,8 @@ class Connection(RequestHandler):
         """The call whose body is being read: verb, head's end, whole length, arrival (gate's
         clock, perf_counter)."""
         self._slow: asyncio.TimerHandle | None = None
+        self._paused = False
+        """Reading paused while a call is answered (see `data_received`)."""
 
     def data_received(self, data: bytes) -> None:
         if self._aiohttp:
@@ -115,6 +117,15 @@ class Connection(RequestHandler):
         self._held += data
         if not self._answering:
             self._next()
+        self._hold_back()
+
+    def _hold_back(self) -> None:
+        """Calls sent ahead while one is answered wait in the kernel, not in memory: reading
+        pauses past a head's worth of them, until the answer is out."""
+        if self._answering and len(self._held) > MAX_HEAD and not self._paused:
+            self._paused = True
+            if self.transport is not None:
+                self.transport.pause_reading()
 
     def _next(self) -> None:
         """Read the calls held whole, one at a time (the next once the last is answered)."""
@@ -174,12 +185,16 @@ class Connection(RequestHandler):
             self._handler_waiter.set_result(None)  # a shutdown waits for the call's answer
         if self.transport is None or self._force_close or self._close:
             return
+        if self._paused:
+            self._paused = False
+            self.transport.resume_reading()
         # Idle from now: aiohttp's keep-alive timer closes the connection after its timeout.
         self._next_keepalive_close_time = self._loop.time() + self._keepalive_timeout
         if self._keepalive_handle is None and self._keepalive_timeout > 0:
             close_at = self._next_keepalive_close_time
             self._keepalive_handle = self._loop.call_at(close_at, self._process_keepalive)
         self._next()
+        self._hold_back()
 
     def _refuse(self, verb: str, e: Exception) -> None:
         """Answer as `extender.app`'s middleware answers a call that raised `e`."""

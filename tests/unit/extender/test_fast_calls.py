@@ -126,6 +126,14 @@ async def test_a_call_in_pieces_and_two_at_once_are_answered_in_order(tmp_path: 
         assert [first.status, second.status] == [200, 200]
         assert isinstance(json.loads(first.body), list)  # prioritize's HostPriorityList
         assert "NodeNames" in json.loads(second.body)
+        # More sent ahead than a head holds: read as the answers go out, all in order.
+        ahead = [call(verb, args()) for verb in ["prioritize", "filter"] * 10]
+        await conn.send(b"".join(ahead))
+        answers = [await conn.answer() for _ in ahead]
+        assert [a.status for a in answers] == [200] * len(ahead)
+        assert [isinstance(json.loads(a.body), list) for a in answers] == [True, False] * 10
+        await conn.send(call("filter", args()))  # and it reads again once they are out
+        assert (await conn.answer()).status == 200
 
 
 async def test_a_probe_makes_the_connection_aiohttps_and_calls_still_answer(
