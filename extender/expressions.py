@@ -218,8 +218,9 @@ class Evaluator:
         when first needed); `close()` stops it."""
         self._budget: Budget | None = None
         """The CEL time the call being judged may still spend (`spending`); None: unbounded."""
-        self._inline_only = False
-        """Set by `inline_only`: an evaluation that needs the sandbox raises NeedsSandbox."""
+        self.inline_only = False
+        """Set (by `extender.judging`, on the event loop): an evaluation that needs the
+        sandbox (not cached) raises NeedsSandbox rather than wait for a worker."""
 
     @contextlib.contextmanager
     def spending(self, budget: Budget) -> Iterator[Budget]:
@@ -230,16 +231,6 @@ class Evaluator:
             yield budget
         finally:
             self._budget = outer
-
-    @contextlib.contextmanager
-    def inline_only(self) -> Iterator[None]:
-        """Inside the block an evaluation that needs the sandbox (not cached) raises
-        NeedsSandbox rather than wait for a worker: on the event loop, no wait is allowed."""
-        self._inline_only = True
-        try:
-            yield
-        finally:
-            self._inline_only = False
 
     def close(self) -> None:
         """Stop the sandbox's worker, if one runs; from then on nothing is evaluated (a call
@@ -405,10 +396,12 @@ class Evaluator:
             self._abandoned.popleft()
         if len(self._abandoned) >= MAX_ABANDONED and sel.expression not in self._proven:
             raise _Unknown(f"{len(self._abandoned)} costly CEL expressions abandoned just now")
-        if self._inline_only:
+        if self.inline_only:
             raise NeedsSandbox(sel.expression)
         deadline = self.sandbox.deadline
-        within = None if budget is None else max(0.0, min(deadline, budget.left))
+        # All the budget left: the sandbox waits at most its deadline for the evaluation, and
+        # for a worker still starting (off the event loop: `extender.judging`) up to this.
+        within = None if budget is None else max(0.0, budget.left)
         started = time.perf_counter()
         try:
             result = self.sandbox.evaluate(

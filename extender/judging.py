@@ -31,10 +31,15 @@ async def judged(index: Index, budget: expressions.Budget, work: Callable[[], T]
     """`work()` within `budget`'s CEL time, inline if it needs no sandbox worker, else off
     the loop (see the module). Raises what `work` raises (`expressions.NotJudged`...)."""
     evaluator = index.evaluator
-    await index.loan.back()
+    if index.loan.out:
+        await index.loan.back()
     try:
-        with evaluator.spending(budget), evaluator.inline_only():
-            return work()
+        with evaluator.spending(budget):
+            evaluator.inline_only = True  # an attribute, not a context: the common path
+            try:
+                return work()
+            finally:
+                evaluator.inline_only = False
     except expressions.NeedsSandbox:
         pass
 
