@@ -55,8 +55,14 @@ def is_unschedulable(status: dict[str, Any]) -> bool:
 
 def scheduling_verdict(status: dict[str, Any]) -> str | None:
     """The scheduler's message on an unscheduled pod (PodScheduled False), without the
-    preemption post-script: pods refused for the same reason share the same text."""
-    for c in status.get("conditions") or []:
+    preemption post-script: pods refused for the same reason share the same text. A gated
+    pod the extender's gang placer cannot release yet says why in a condition of its own,
+    which comes first (the scheduler only says the pod is gated)."""
+    conditions = status.get("conditions") or []
+    for c in conditions:
+        if c.get("type") == vocab.CONDITION_GANG_PLACEMENT and c.get("status") == "False":
+            return str(c.get("message") or c.get("reason"))
+    for c in conditions:
         if c.get("type") == "PodScheduled" and c.get("status") == "False":
             message = str(c.get("message") or c.get("reason") or "unschedulable")
             return message.split(" preemption:", 1)[0].strip()

@@ -126,6 +126,10 @@ GATE_GANG_PLACEMENT: Final = "testbed.dra.io/gang-placement"
 topology blocks that hold its whole gang (`LABEL_GANG`, `ANNOTATION_GANG_SIZE`), narrowed the
 pod to them with a required node affinity on `LABEL_BLOCK` and removed the gate (as Kueue's
 Topology Aware Scheduling assigns a domain to a pod set before the scheduler sees it)."""
+CONDITION_GANG_PLACEMENT: Final = "testbed.dra.io/GangPlacement"
+"""A pod condition the gang placer sets False on gated pods it cannot release yet (reason
+NoRoom: the gang fits in no blocks now; BadInput: the pod names no gang size), its message
+the line the extender logged: `kubectl describe pod` and loadgen's pending reasons show it."""
 ANNOTATION_GANG_SIZE: Final = "testbed.dra.io/gang-size"
 """How many pods a gang has (a positive integer on every pod of it): the placer places a
 gated gang once that many of its pods are present."""

@@ -1,4 +1,5 @@
-"""The patch that releases a gated pod into its gang's blocks (pure).
+"""The patches the placer sends a gated pod (pure): its release into its gang's blocks, or
+the condition that says why it still waits.
 
 A pod still gated may only be narrowed (KEP-3838): a required node affinity may be set when
 it has none, or requirements added to each of its terms, and gates removed. One merge patch
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from testbed import vocab
 
 
 def gated(spec: Mapping[str, Any], gate: str) -> bool:
@@ -48,3 +51,16 @@ def released(
             "schedulingGates": gates or None,
         },
     }
+
+
+def waiting(reason: str, message: str, *, placed: bool = False) -> dict[str, Any]:
+    """A strategic merge patch of the pod's status (conditions merge by type, so the
+    scheduler's own are kept): `vocab.CONDITION_GANG_PLACEMENT` False for `reason`, or
+    with `placed` True (a pod that was said to wait, released at last)."""
+    condition = {
+        "type": vocab.CONDITION_GANG_PLACEMENT,
+        "status": "True" if placed else "False",
+        "reason": reason,
+        "message": message,
+    }
+    return {"status": {"conditions": [condition]}}

@@ -13,7 +13,8 @@ extender's scores still choose inside the blocks.
 
 Off the scheduler's calls: it reads pending pods of gangs only (its own watch) and the
 index as the informers keep it, and no call waits for it. A gang that fits nowhere stays
-gated and is said once; its pods are never lost or placed half.
+gated and is said once (log, metric, and a condition on its pods, `vocab.CONDITION_GANG_
+PLACEMENT`); its pods are never lost or placed half.
 
 State: `Placer.feed` (watch items) and `Placer.due` (decisions, patches to send); I/O: `run`.
 """
@@ -24,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -47,6 +48,19 @@ PATCHES_AT_ONCE: Final = 8
 Outcome = Callable[[str], None]
 """Called with what became of a gang or pod: placed_one_block, placed_blocks, no_room,
 bad_input, hold_expired (the metric's label)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """A patch to send a pod: its release (spec), or a condition on its status."""
+
+    pod: dict[str, Any]
+    patch: dict[str, Any]
+    status: bool = False
+
+
+REASONS: Final = {"no_room": "NoRoom", "bad_input": "BadInput"}
+"""The condition reason of what is said of a waiting pod (the rest is said in the log only)."""
 
 
 @dataclass(slots=True)
@@ -75,6 +89,10 @@ class Placer:
     _sent: dict[str, str] = field(default_factory=dict)
     """Pod key -> the resourceVersion a release was last sent for (not sent again for it)."""
     _said: set[str] = field(default_factory=set)
+    _notes: list[Write] = field(default_factory=list)
+    """Conditions to write on pods said to wait (`_say`), sent with the next `due`."""
+    _waited: set[str] = field(default_factory=set)
+    """Pods whose condition says they wait: set True when they are released."""
     _seen: int = 0
 
     # -- what the watch says -------------------------------------------------------------
@@ -115,6 +133,7 @@ class Placer:
                 else f"gang size ({vocab.ANNOTATION_GANG_SIZE} annotation, a positive integer)",
                 self.core.settings.gang_label,
                 vocab.ANNOTATION_GANG_SIZE,
+                pods=(pod,),
             )
             return
         gang_key = f"{meta.get('namespace') or 'default'}/{name}"
@@ -130,6 +149,7 @@ class Placer:
         gang held for it is released (in the block it went to, if bound)."""
         gang_key = self._of_pod.pop(key, None)
         self._sent.pop(key, None)
+        self._waited.discard(key)
         if gang_key is None:
             return
         gang = self.gangs[gang_key]
@@ -148,15 +168,15 @@ class Placer:
 
     # -- decisions -----------------------------------------------------------------------
 
-    def due(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    def due(self) -> list[Write]:
         """Place every gang whose pods are all present (first come, first served) and let
-        go of holds that ran out; the (pod, patch) releases to send now."""
+        go of holds that ran out; the releases and conditions to send now."""
         now = self.clock()
         if self.core.ready():
             for gang_key, gang in sorted(self.gangs.items(), key=lambda kv: kv[1].order):
                 if gang.blocks is None:
                     self._place(gang_key, gang, now)
-        out = []
+        out, self._notes = self._notes, []
         for gang_key, gang in self.gangs.items():
             if gang.blocks is None:
                 continue
@@ -170,9 +190,12 @@ class Placer:
                     continue
                 self._sent[key] = version
                 label = self.core.settings.block_label
-                out.append(
-                    (pod, affinity.released(pod, vocab.GATE_GANG_PLACEMENT, label, gang.blocks))
-                )
+                release = affinity.released(pod, vocab.GATE_GANG_PLACEMENT, label, gang.blocks)
+                out.append(Write(pod, release))
+                if key in self._waited:
+                    self._waited.discard(key)
+                    where = f"placed in {', '.join(gang.blocks)}"
+                    out.append(Write(pod, affinity.waiting("Placed", where, placed=True), True))
         return out
 
     def _place(self, gang_key: str, gang: Gang, now: float) -> None:
@@ -200,6 +223,7 @@ class Placer:
                 sum(room.values()),
                 len(room),
                 max(room.values(), default=0),
+                pods=gated,
             )
             return
         self._said.discard(gang_key)  # said again if it ever waits again
@@ -264,8 +288,16 @@ class Placer:
         )
         gang.held = {}
 
-    def _say(self, key: str, outcome: str, message: str, *args: object) -> None:
-        """Log `message` and count `outcome`, the first time it is said of `key`."""
+    def _say(
+        self,
+        key: str,
+        outcome: str,
+        message: str,
+        *args: object,
+        pods: Sequence[dict[str, Any]] = (),
+    ) -> None:
+        """Log `message` and count `outcome`, the first time it is said of `key`; the
+        `pods` it is said of carry it in their condition too (`REASONS`)."""
         if key in self._said:
             return
         if len(self._said) >= 4096:
@@ -274,6 +306,11 @@ class Placer:
         if self.on_outcome is not None:
             self.on_outcome(outcome)
         log.warning(message, *args)
+        reason = REASONS.get(outcome)
+        if reason is not None:
+            line = message % args
+            self._notes += [Write(p, affinity.waiting(reason, line), status=True) for p in pods]
+            self._waited.update(resources.key_of(p) for p in pods)
 
     # -- I/O -----------------------------------------------------------------------------
 
@@ -310,26 +347,34 @@ class Placer:
                 self.feed(item)
                 wake.set()
 
-        async def send(pod: dict[str, Any], patch: dict[str, Any]) -> None:
-            meta = pod.get("metadata") or {}
+        async def send(w: Write) -> None:
+            meta = w.pod.get("metadata") or {}
+            key = resources.key_of(w.pod)
             async with limit:
                 try:
                     await kube.patch(
-                        resources.PODS, meta["name"], patch, namespace=meta.get("namespace")
+                        resources.PODS,
+                        meta["name"],
+                        w.patch,
+                        namespace=meta.get("namespace"),
+                        patch_type="strategic" if w.status else "merge",
+                        subresource="status" if w.status else None,
                     )
                 except (errors.NotFound, errors.Conflict):
                     pass  # gone, or changed meanwhile: the watch brings its new version
                 except errors.KubeError as e:
-                    log.warning("cannot release pod %s: %s", resources.key_of(pod), e)
-                    self._sent.pop(resources.key_of(pod), None)  # tried again next tick
+                    what = "say why it waits on" if w.status else "release"
+                    log.warning("cannot %s pod %s: %s", what, key, e)
+                    if not w.status:
+                        self._sent.pop(key, None)  # tried again next tick
             wake.set()
 
         watch = asyncio.create_task(follow(), name="watch-pending-gangs")
         try:
             while not watch.done() and (stop is None or not stop.is_set()):
                 await loan.back()  # `due` reads the index: with no await until it returns
-                for pod, patch in self.due():
-                    task = asyncio.create_task(send(pod, patch))
+                for w in self.due():
+                    task = asyncio.create_task(send(w))
                     sending.add(task)
                     task.add_done_callback(sending.discard)
                 wake.clear()

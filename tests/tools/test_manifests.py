@@ -96,7 +96,8 @@ def extender_rules() -> list[Obj]:
 def test_extender_role_reads_and_only_patches_pods() -> None:
     for rule in extender_rules():
         if rule["verbs"] == ["patch"]:  # the gang placer's release of gated pods
-            assert rule["apiGroups"] == [""] and rule["resources"] == ["pods"], rule
+            assert rule["apiGroups"] == [""], rule
+            assert rule["resources"] == ["pods", "pods/status"], rule
             continue
         assert set(rule["verbs"]) <= {"get", "list", "watch"}, rule
         if "nonResourceURLs" in rule:  # the API server's gates, read at start

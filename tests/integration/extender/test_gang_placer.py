@@ -10,7 +10,6 @@ its pods pinned to them (nodeSelector on the run label, which the placer honours
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -54,10 +53,23 @@ def _running(pod: Obj) -> bool:
     return bool(pod["spec"].get("nodeName")) and pod.get("status", {}).get("phase") == "Running"
 
 
-async def _still_gated(kube: Kube, w: World, name: str) -> None:
+def _told(pod: Obj) -> bool:
+    conditions = pod.get("status", {}).get("conditions") or []
+    return any(c["type"] == vocab.CONDITION_GANG_PLACEMENT for c in conditions)
+
+
+async def _still_gated(kube: Kube, w: World, name: str) -> dict[str, Any]:
+    """The pod, still gated and placed nowhere; its placer condition."""
     pod = await kube.get(r.PODS, name, w.namespace)
     assert pod["spec"].get("schedulingGates") == [{"name": vocab.GATE_GANG_PLACEMENT}], name
     assert not pod["spec"].get("nodeName") and "affinity" not in pod["spec"], name
+    said = [
+        c
+        for c in pod.get("status", {}).get("conditions") or []
+        if c["type"] == vocab.CONDITION_GANG_PLACEMENT
+    ]
+    assert len(said) == 1 and said[0]["status"] == "False", (name, pod.get("status"))
+    return dict(said[0])
 
 
 async def test_gated_gangs_run_in_the_fewest_blocks_and_one_that_fits_nowhere_waits(
@@ -104,10 +116,14 @@ async def test_gated_gangs_run_in_the_fewest_blocks_and_one_that_fits_nowhere_wa
             extender, lambda: _placements(extender, "no_room") > no_room, "gang c said to wait"
         )
         await until(extender, lambda: any("d-0" in m for m in caplog.messages), "pod d-0 named")
-        await asyncio.sleep(2)  # a few of the placer's ticks: nothing released meanwhile
+        for name in ("c-0", "c-1", "d-0"):  # their conditions written (the placer's ticks)
+            await wait_for(kube, r.PODS, _told, name=name, namespace=world.namespace, timeout=60)
     said = "\n".join(caplog.messages)
     assert f"gang {world.namespace}/c of 2 pods fits in no blocks now" in said
     assert f"pod {world.namespace}/d-0 is gated for gang placement" in said
     assert "names no gang size" in said
-    for name in ("c-0", "c-1", "d-0"):
-        await _still_gated(kube, world, name)
+    for name in ("c-0", "c-1"):
+        condition = await _still_gated(kube, world, name)
+        assert condition["reason"] == "NoRoom"
+        assert condition["message"].startswith(f"gang {world.namespace}/c of 2 pods fits in no")
+    assert (await _still_gated(kube, world, "d-0"))["reason"] == "BadInput"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from extender.gangs.placer import Placer
+from extender.gangs.placer import Placer, Write
 from testbed import vocab
 from testbed.kube.watching import Change, Snapshot
 from tests.support import extender_objects as objects
@@ -46,10 +46,11 @@ def _placer(outcomes: list[str], clock: list[float] | None = None) -> Placer:
     return Placer(core_of(_fleet()), 60.0, clock=lambda: now[0], on_outcome=outcomes.append)
 
 
-def _blocks_of(patches: list[tuple[dict[str, Any], dict[str, Any]]]) -> set[tuple[str, ...]]:
+def _blocks_of(writes: list[Write]) -> set[tuple[str, ...]]:
     out = set()
-    for _, patch in patches:
-        terms = patch["spec"]["affinity"]["nodeAffinity"][
+    for w in writes:
+        assert not w.status, w
+        terms = w.patch["spec"]["affinity"]["nodeAffinity"][
             "requiredDuringSchedulingIgnoredDuringExecution"
         ]["nodeSelectorTerms"]
         out.add(tuple(terms[0]["matchExpressions"][-1]["values"]))
@@ -67,7 +68,7 @@ def test_a_gang_waits_until_all_its_pods_are_present() -> None:
     assert placer.due() == []
     placer.feed(Change("ADDED", _member("g", 1, 2)))
     patches = placer.due()
-    assert sorted(p["metadata"]["name"] for p, _ in patches) == ["g-0", "g-1"]
+    assert sorted(w.pod["metadata"]["name"] for w in patches) == ["g-0", "g-1"]
     # The fullest block that holds 2: b1 (2 nodes), not b0 (3).
     assert _blocks_of(patches) == {("b1",)}
     assert outcomes == ["placed_one_block"]
@@ -111,11 +112,20 @@ def test_a_gang_that_fits_nowhere_stays_gated_and_is_said_once(
     placer = _placer(outcomes)
     placer.feed(_snapshot([_member("huge", i, 7) for i in range(7)]))
     with caplog.at_level(logging.WARNING):
-        assert placer.due() == []
+        first = placer.due()
         assert placer.due() == []
     said = [r.getMessage() for r in caplog.records]
     assert len(said) == 1 and "gang ns/huge of 7 pods fits in no blocks now" in said[0]
     assert outcomes == ["no_room"]
+    # Each pod's condition carries the same line (kubectl describe, loadgen's pending reasons).
+    assert len(first) == 7 and all(w.status for w in first)
+    (condition,) = first[0].patch["status"]["conditions"]
+    assert condition == {
+        "type": vocab.CONDITION_GANG_PLACEMENT,
+        "status": "False",
+        "reason": "NoRoom",
+        "message": said[0],
+    }
     assert len(placer.gangs["ns/huge"].pods) == 7  # followed still, nothing lost
 
 
@@ -127,10 +137,12 @@ def test_a_gated_pod_without_a_gang_size_is_said_once_and_left_gated(
     with caplog.at_level(logging.WARNING):
         placer.feed(_snapshot([_member("g", 0, None)]))
         placer.feed(Change("MODIFIED", _member("g", 0, None)))
+        (written,) = placer.due()
         assert placer.due() == []
     said = [r.getMessage() for r in caplog.records]
     assert len(said) == 1 and "names no gang size" in said[0], said
     assert outcomes == ["bad_input"]
+    assert written.status and written.patch["status"]["conditions"][0]["reason"] == "BadInput"
 
 
 def test_pods_not_gated_are_not_followed() -> None:
@@ -168,3 +180,34 @@ def test_only_nodes_the_pods_node_selector_allows_are_counted() -> None:
         pod["spec"]["nodeSelector"] = {vocab.LABEL_RACK: "b0-r0"}
     placer.feed(_snapshot(gang))
     assert _blocks_of(placer.due()) == {("b0",)}
+
+
+def test_a_gang_that_waited_is_told_so_and_then_placed() -> None:
+    outcomes: list[str] = []
+    placer = _placer(outcomes)
+    first = [_member("a", i, 3) for i in range(3)]
+    placer.feed(_snapshot(first))
+    assert _blocks_of(placer.due()) == {("b0",)}
+    for i in range(4):  # b0 is held for gang a: 3 pods of room left, in b1 and b2
+        placer.feed(Change("ADDED", _member("b", i, 4)))
+    told = placer.due()
+    assert [w.patch["status"]["conditions"][0]["reason"] for w in told] == ["NoRoom"] * 4
+    for pod in first:  # gang a goes away before binding: its hold with it
+        placer.feed(Change("DELETED", pod))
+    writes = placer.due()
+    releases = [w for w in writes if not w.status]
+    placed = [w.patch["status"]["conditions"][0] for w in writes if w.status]
+    assert _blocks_of(releases) == {("b0", "b2")}
+    assert (
+        placed
+        == [
+            {
+                "type": vocab.CONDITION_GANG_PLACEMENT,
+                "status": "True",
+                "reason": "Placed",
+                "message": "placed in b0, b2",
+            }
+        ]
+        * 4
+    )
+    assert outcomes == ["placed_one_block", "no_room", "placed_blocks"]
