@@ -122,7 +122,7 @@ def test_the_gang_scenario_gates_on_request_and_refuses_native_gated_gangs() -> 
     assert phase.gang_gated and not phase.gang_profile
     with pytest.raises(
         scenarios.ScenarioError,
-        match="^scenario gang: .*placement gated applies to labelled gangs",
+        match=r"^scenario gang: .*placement gated applies to labelled gangs",
     ):
         scenarios.load("gang", {"placement": "gated", "native": True})
 
