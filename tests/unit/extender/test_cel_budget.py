@@ -4,6 +4,7 @@ interpreter cannot compile as Kubernetes does left not judged."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import aiohttp
@@ -13,7 +14,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from extender import app as app_mod
-from extender import costs, expressions, topology
+from extender import cel_functions, costs, expressions, topology
 from extender.config import Settings
 from testbed import vocab
 from tests.support import extender_objects as objects
@@ -65,17 +66,61 @@ def _gpu(uuid: str) -> topology.Device:
     )
 
 
+_TAKING = "isSemver('1.0.0') && device.attributes['gpu.nvidia.com'].uuid != ''"
+"""A trivial selector but for the time its call of `isSemver` is made to take."""
+
+
+def _taking(monkeypatch: pytest.MonkeyPatch, *, on_cpu: bool) -> list[None]:
+    """Each evaluation of `_TAKING` takes twice MAX_EVALUATION_SECONDS, spinning on the CPU or
+    asleep (its thread not running); the list returned grows by one per evaluation."""
+    calls: list[None] = []
+    is_semver = cel_functions.FUNCTIONS["isSemver"]
+    seconds = 2 * expressions.MAX_EVALUATION_SECONDS
+
+    def slow(text: object) -> object:
+        calls.append(None)
+        if on_cpu:
+            end = time.thread_time() + seconds
+            while time.thread_time() < end:
+                pass
+        else:
+            time.sleep(seconds)
+        return is_semver(text)
+
+    monkeypatch.setitem(cel_functions.FUNCTIONS, "isSemver", slow)
+    return calls
+
+
 def test_an_expression_found_too_costly_is_never_evaluated_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Within the call that found it too: keyed on a GPU's uuid, each GPU is a new evaluation
     (one /filter ran a 57 ms expression on every GPU of 500 nodes, 180 s)."""
+    calls = _taking(monkeypatch, on_cpu=True)
     evaluator = expressions.Evaluator()
-    sel = evaluator.compile_selector("device.attributes['gpu.nvidia.com'].uuid != ''")
-    monkeypatch.setattr(expressions, "MAX_EVALUATION_SECONDS", -1.0)  # every one overruns
-    assert evaluator.evaluate(sel, _gpu("a")) is expressions.Outcome.MATCH
-    monkeypatch.setattr(expressions, "MAX_EVALUATION_SECONDS", 0.05)
+    sel = evaluator.compile_selector(_TAKING)
+    assert sel.judged and not sel.sandboxed
+    assert evaluator.evaluate(sel, _gpu("a")) is expressions.Outcome.MATCH  # this one counts
+    assert len(calls) == 2  # once more to confirm on the CPU clock
     assert evaluator.evaluate(sel, _gpu("b")) is expressions.Outcome.ERROR  # not evaluated
+    assert len(calls) == 2
+    assert not evaluator.compile_selector(_TAKING).judged
+
+
+def test_a_selector_that_overran_only_while_its_thread_was_not_running_is_still_judged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A preempted process is not a costly expression: trivial selectors took 50-98 ms of
+    wall time at load 15 on 2 cores, were found too costly and verdicts changed."""
+    _taking(monkeypatch, on_cpu=False)  # as if preempted, in every evaluation
+    evaluator = expressions.Evaluator()
+    sel = evaluator.compile_selector(_TAKING)
+    with evaluator.spending(expressions.Budget(10.0)) as budget:
+        assert evaluator.evaluate(sel, _gpu("a")) is expressions.Outcome.MATCH
+        assert evaluator.evaluate(sel, _gpu("b")) is expressions.Outcome.MATCH  # evaluated
+    assert evaluator.compile_selector(_TAKING).judged
+    # The call waited for each evaluation and its confirmation: its budget paid for both.
+    assert budget.spent[_TAKING] >= 8 * expressions.MAX_EVALUATION_SECONDS
 
 
 def test_past_the_budget_an_evaluation_is_not_made_and_what_was_cached_still_is() -> None:
