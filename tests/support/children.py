@@ -99,14 +99,15 @@ TESTBED = [sys.executable, "-m", "testbed"]
 
 
 def testbed(
-    *args: str, home: Path, timeout: float = 300, **env: str
+    *args: str, home: Path, timeout: float = 300, cwd: Path | None = None, **env: str
 ) -> subprocess.CompletedProcess[str]:
-    """`testbed ARGS` with its state in `home` (DRA_TESTBED_HOME), to completion."""
+    """`testbed ARGS` with its state in `home` (DRA_TESTBED_HOME), run in `cwd`, to completion."""
     full_env = {**os.environ, "DRA_TESTBED_HOME": str(home), **env}
     return subprocess.run(
         [*TESTBED, *args],
         capture_output=True,
         text=True,
+        cwd=cwd,
         env=full_env,
         timeout=timeout,
         check=False,

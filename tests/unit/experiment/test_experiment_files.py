@@ -4,9 +4,7 @@ the local site's cluster per release, and the CLI's one-line errors (exit 2, not
 from __future__ import annotations
 
 import dataclasses
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ from experiment.demo import command as demo
 from experiment.demo import plan, wing
 from testbed import cli
 from testbed.cluster import binaries, local, second_scheduler
+from tests.support import children
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -446,15 +445,7 @@ def test_a_variants_scheduler_overrides_reach_the_second_schedulers_configuratio
 
 
 def _testbed(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DRA_TESTBED_HOME": str(cwd / "state")}
-    return subprocess.run(
-        [sys.executable, "-m", "testbed", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        check=False,
-    )
+    return children.testbed(*args, home=cwd / "state", cwd=cwd)
 
 
 def test_every_shipped_example_and_the_builtin_demo_pass_the_clis_checks() -> None:

@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +13,7 @@ import yaml
 from experiment import fault_plan, matrix, process_cpu, validity
 from experiment import spec as specs
 from experiment.fault_plan import Fault, Landed
+from tests.support import children
 
 
 def _doc(fault: dict[str, Any] | None, **variant: Any) -> dict[str, Any]:
@@ -83,15 +82,7 @@ def test_a_bad_fault_is_one_line_naming_the_field(
 
 
 def _testbed(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DRA_TESTBED_HOME": str(cwd / "state")}
-    return subprocess.run(
-        [sys.executable, "-m", "testbed", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        check=False,
-    )
+    return children.testbed(*args, home=cwd / "state", cwd=cwd)
 
 
 def test_bad_input_and_a_fault_on_an_existing_site_are_exit_2_and_start_nothing(

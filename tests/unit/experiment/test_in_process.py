@@ -4,9 +4,7 @@ process kept in an arm's result, and a file's targets judged by the paired inter
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +26,7 @@ from experiment import (
 )
 from experiment import spec as specs
 from experiment.arms import Arm
+from tests.support import children
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "experiments" / "loadgen-vs-schedperf.yaml"
@@ -192,15 +191,7 @@ def test_explicit_defaults_that_change_nothing_are_accepted() -> None:
 
 
 def _testbed(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DRA_TESTBED_HOME": str(cwd / "state")}
-    return subprocess.run(
-        [sys.executable, "-m", "testbed", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        check=False,
-    )
+    return children.testbed(*args, home=cwd / "state", cwd=cwd)
 
 
 def test_validate_refuses_a_profile_scheduler_perf_cannot_express_in_one_line_exit_2(
