@@ -15,7 +15,6 @@ calls the extender on $DRA_TESTBED_EXTENDER_PORT, where this module serves it in
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import secrets
@@ -32,11 +31,10 @@ from extender import handlers
 from testbed import vocab
 from testbed.cluster import feature_gates as fg
 from testbed.cluster import local
-from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
+from tests.support import device_classes, own_clusters, pinned_pods
 from tests.support import extender_objects as objects
-from tests.support import own_clusters, pinned_pods
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
@@ -71,10 +69,8 @@ def cluster(
 
 @pytest.fixture(scope="module")
 async def cluster_kube(cluster: local.LocalCluster) -> AsyncIterator[Kube]:
-    async with own_clusters.client(str(cluster.config.kubeconfig)) as client:
-        for cls in objects.classes():  # the testbed's shared classes; created only if missing
-            with contextlib.suppress(errors.AlreadyExists):
-                await client.create(r.DEVICE_CLASSES, cls)
+    kubeconfig = str(cluster.config.kubeconfig)
+    async with own_clusters.client(kubeconfig) as client, device_classes.present(client):
         yield client
 
 

@@ -27,6 +27,7 @@ from testbed.cluster import ports
 from testbed.kube import errors
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
+from tests.support import device_classes
 from tests.support import extender_objects as objects
 from tests.support.waiting import condition, wait_for
 
@@ -64,9 +65,12 @@ async def extender(kube: Kube, extender_port: int) -> AsyncIterator[web.Applicat
             f"127.0.0.1:{extender_port} is busy; these tests run the extender there for the "
             "cluster's kube-scheduler. Stop whatever listens on it and re-run."
         )
-    for cls in objects.classes():  # the testbed's shared classes; created only if missing
-        with contextlib.suppress(errors.AlreadyExists):
-            await kube.create(r.DEVICE_CLASSES, cls)
+    async with device_classes.present(kube), _served(kube, extender_port) as app:
+        yield app
+
+
+@contextlib.asynccontextmanager
+async def _served(kube: Kube, extender_port: int) -> AsyncIterator[web.Application]:
     app = app_mod.build(Settings(), registry=CollectorRegistry(), kube=kube)
     store = app[app_mod.STORE]
     changed = app[CHANGED] = asyncio.Event()
