@@ -136,8 +136,10 @@ def _derive_again(block: str, docs: list[kept.Kept]) -> None:
             cells = [c for c in mine if c.startswith(f"| {row.name} ({row.unit}) | {row.a.label} ")]
             assert len(cells) == 1, f"{doc.id}: {row.name} [{row.a.label}] not on the page once"
             _, a_cell, b_cell, ratio_cell, _, verdict = cells[0].strip("| ").split(" | ")
-            for cell, values in ((a_cell, row.a.values), (b_cell, row.b.values)):
-                printed = _numbers(cell)
+            for cell, arm in ((a_cell, row.a), (b_cell, row.b)):
+                values = arm.values
+                assert cell.startswith(f"{arm.label} "), cell
+                printed = _numbers(cell.removeprefix(arm.label))  # a label may hold digits
                 expected = [statistics.median(values)]
                 if doc.repeats > 1:
                     expected += [min(values), max(values)]
