@@ -7,8 +7,8 @@ a filter of a pod that requires nothing, one that requires alignment, and a prio
 
 Side by side with another commit: the extender on PYTHONPATH is the one timed, so
 
-    git archive <commit> | tar -x -C /tmp/other
-    PYTHONPATH=/tmp/other .venv/bin/python bench/extender_turn.py
+    git archive <commit> | tar -x -C ../other
+    PYTHONPATH=../other .venv/bin/python bench/extender_turn.py
     .venv/bin/python bench/extender_turn.py
 
 and compare the two (alternate runs a few times on a shared machine).
