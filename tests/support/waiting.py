@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -69,3 +70,26 @@ async def pods_bound(kube: Kube, namespace: str, count: int) -> None:
                 bound.add(pod["metadata"]["name"])
         if len(bound) >= count:
             return
+
+
+async def until_changed(
+    changed: asyncio.Event,
+    predicate: Callable[[], bool],
+    what: str,
+    timeout: float = 120.0,  # noqa: ASYNC109 (one deadline over many short waits)
+    state: Callable[[], object] = lambda: None,
+) -> None:
+    """Re-check `predicate` after each `changed` (a watch event applied) or each second (a
+    relist applies without events), until `timeout`; on failure the message carries
+    `state()`. The deadline is the loop's clock, not an outer `asyncio.timeout`: on Python
+    3.11 a `wait_for` whose inner wait finishes as the outer timeout cancels it returns
+    normally and the cancellation is lost, so the wait went on for ever on a busy cluster."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        left = deadline - loop.time()
+        if left <= 0:
+            raise AssertionError(f"never reached in {timeout:.0f} s: {what} (now {state()!r})")
+        changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(changed.wait(), min(1.0, left))

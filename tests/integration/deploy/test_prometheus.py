@@ -151,6 +151,15 @@ async def warm_up(kube: Kube, env: w.Env, extender: int) -> bytes:
         name="fits",
         namespace=env.namespace,
     )
+    # An unschedulable attempt too: the load's own (cannot-allocate) must be an increase.
+    await kube.create(r.PODS, w.pod(env, "cannot-allocate-first", "two-gpus"))
+    await wait_for(
+        kube,
+        r.PODS,
+        lambda p: condition(p, "PodScheduled") == "False",
+        name="cannot-allocate-first",
+        namespace=env.namespace,
+    )
     pod = await kube.get(r.PODS, "fits", env.namespace)
     body = json.dumps({"Pod": pod, "NodeNames": [env.node]}).encode()
     await asyncio.to_thread(_post_many, extender, body, 1)
@@ -263,6 +272,7 @@ async def stack(
             for expr in (
                 'sum(extender_requests_total{outcome="bad_request"})',
                 'sum(scheduler_schedule_attempts_total{result="scheduled"})',
+                'sum(scheduler_schedule_attempts_total{result="unschedulable"})',
             ):
                 await asyncio.to_thread(wait_for_query, stack, expr)
             await small_load(kube, env, ports["extender"], body)
@@ -272,6 +282,7 @@ async def stack(
                 f'sum(rate(extender_requests_total{{outcome="bad_request"}}[{RATE_WINDOW}]))',
                 f"sum(rate(extender_requests_total[{RATE_WINDOW}]))",
                 f'sum(rate(scheduler_schedule_attempts_total{{result="scheduled"}}[{RATE_WINDOW}]))',
+                f'sum(rate(scheduler_schedule_attempts_total{{result!="scheduled"}}[{RATE_WINDOW}]))',
                 'sum(scheduler_unschedulable_pods{plugin="DynamicResources"})',
             ):
                 await asyncio.to_thread(wait_for_query, stack, expr)

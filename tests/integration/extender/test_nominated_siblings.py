@@ -11,8 +11,6 @@ scheduler that does not exist, so no scheduler binds it, and the test writes
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Callable
 
 import pytest
 from aiohttp import web
@@ -24,20 +22,9 @@ from testbed import vocab
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
 from tests.support import own_clusters
+from tests.support.waiting import until_changed
 
 pytestmark = pytest.mark.cluster
-
-
-async def _until(changed: asyncio.Event, predicate: Callable[[], bool], what: str) -> None:
-    """Re-check `predicate` after each watch event the extender applies (one deadline)."""
-    try:
-        async with asyncio.timeout(120):
-            while not predicate():
-                changed.clear()
-                with contextlib.suppress(TimeoutError):  # a relist applies without events
-                    await asyncio.wait_for(changed.wait(), 1.0)
-    except TimeoutError:
-        raise AssertionError(f"extender cache never reached: {what}") from None
 
 
 async def test_a_nominated_unbound_gang_pod_counts_at_its_nominated_node(kube: Kube) -> None:
@@ -68,8 +55,19 @@ async def test_a_nominated_unbound_gang_pod_counts_at_its_nominated_node(kube: K
                 namespace=ns,
                 subresource="status",
             )
-            await _until(changed, lambda: jobs.get(f"{ns}/g") == {"chosen-node": 1}, "nominated")
+            gang = f"{ns}/g"
+            await until_changed(
+                changed,
+                lambda: jobs.get(gang) == {"chosen-node": 1},
+                "nominated",
+                state=lambda: jobs.get(gang),
+            )
             await kube.delete(r.PODS, "g-0", ns, grace_seconds=0)
-            await _until(changed, lambda: f"{ns}/g" not in jobs, "deleted pod forgotten")
+            await until_changed(
+                changed,
+                lambda: gang not in jobs,
+                "deleted pod forgotten",
+                state=lambda: jobs.get(gang),
+            )
         finally:
             await runner.cleanup()

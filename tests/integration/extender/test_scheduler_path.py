@@ -29,7 +29,7 @@ from testbed.kube import resources as r
 from testbed.kube.client import Kube
 from tests.support import device_classes
 from tests.support import extender_objects as objects
-from tests.support.waiting import condition, wait_for
+from tests.support.waiting import condition, until_changed, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -47,15 +47,7 @@ async def until(
 ) -> None:
     """Wait for the extender's own cache (fed by its watches) to reach a state, re-checking
     after each watch event it applies."""
-    changed = app[CHANGED]
-    try:
-        async with asyncio.timeout(timeout):
-            while not predicate():
-                changed.clear()
-                with contextlib.suppress(TimeoutError):  # a relist applies without events
-                    await asyncio.wait_for(changed.wait(), 1.0)
-    except TimeoutError:
-        raise AssertionError(f"extender cache never reached: {what}") from None
+    await until_changed(app[CHANGED], predicate, f"extender cache: {what}", timeout)
 
 
 @pytest.fixture(scope="module")
