@@ -49,31 +49,29 @@ MAX_POINTS = 300
 """Timeline samples kept: beyond, every other one is dropped (10 min at 2 s, then 4 s...),
 so a long run's result.json keeps ~200 KB of it at most."""
 SLICE_SECONDS = (5, 10, 15)
-"""Profile slices grow to 15 s. A slice in flight when the run ends is lost (Go's pprof cannot
-end a profile early, and waiting for it would lengthen every run: at most 15 s go
-unprofiled), except the first (below)."""
+"""Profile slices grow to 15 s, and longer in long runs (`slice_seconds`). A slice in flight
+when the run ends is lost (Go's pprof cannot end a profile early, and waiting for it would
+lengthen every run: at most one slice goes unprofiled), except the first (below)."""
 FIRST_SLICE_GRACE = 10.0
 """A run that ends during its first slice waits for it, at most this long beyond the slice's
 own seconds (a slow reply on a loaded machine): a run shorter than the first slice (a demo
 arm takes 3-6 s) is profiled whole, at a cost of a few seconds to such runs only. (Shorter
 first slices would profile only a short run's first seconds, a few dozen samples.)"""
-CONSECUTIVE = 60
-"""Slices taken back to back (15 min); after them, the gaps between slices grow."""
-MAX_SLICES = 120
+LONG_SLICES = ((60, 30), (80, 60))
+"""(from slice i, seconds): after 15 min of 15 s slices, 30 s for 10 min, then 60 s. Back to
+back throughout: a long run is profiled whole but for its last slice and any outage (gaps
+between slices lost a sixth of a 21-minute run's CPU), in at most MAX_SLICES files."""
+MAX_SLICES = 200
+"""About 2 h 25 min of profiles (~60 KB a slice); a longer run says where they stopped."""
 BUSY = "already in use"
 """What Go's pprof handler answers (500) while another CPU profile of the process runs."""
 
 
 def slice_seconds(i: int) -> int:
+    for start, seconds in reversed(LONG_SLICES):
+        if i >= start:
+            return seconds
     return int(SLICE_SECONDS[min(i, len(SLICE_SECONDS) - 1)])
-
-
-def pause_before(i: int) -> float:
-    """Seconds left unprofiled before slice `i`: none for the first CONSECUTIVE, then gaps
-    of 15 s, 45 s, 105 s... growing every 20 slices (a two-hour run keeps ~100 slices)."""
-    if i < CONSECUTIVE:
-        return 0.0
-    return 15.0 * ((2 << ((i - CONSECUTIVE) // 20)) - 1)
 
 
 def profile_url(metrics_url: str) -> str | None:
@@ -194,36 +192,34 @@ class Gathering:
                     component.max_gap = self._max_gap(name)
 
     async def _profile_loop(self, name: str, url: str, into: outcome.Profiled) -> None:
-        i, retrying = 0, False
+        i = 0
         while i < MAX_SLICES:
             if i > 0 and self.ending.is_set():
                 return
-            if not retrying:
-                await asyncio.sleep(pause_before(i))
             seconds = slice_seconds(i)
             started = self.clock()
             try:
                 data = await self.fetch(url, seconds)
             except errors.ServerError as e:
                 if BUSY not in str(e):
-                    retrying = await self._unanswered(into, started, e)
+                    await self._unanswered(into, started, e)
                     continue
                 # Someone else profiles it (Go allows one CPU profile at a time): this slice
                 # is theirs; try again after it.
                 into.busy_slices += 1
                 await asyncio.sleep(seconds)
-                i, retrying = i + 1, False
+                i += 1
                 continue
             except (errors.Unreachable, OSError) as e:
                 # Not answering (killed, restarting): tried again until it does, without
                 # using up a slice.
-                retrying = await self._unanswered(into, started, e)
+                await self._unanswered(into, started, e)
                 continue
             except (errors.KubeError, ValueError) as e:
                 if _down(into):
                     # A process that just came back refuses (anonymous, 403) until its
                     # delegated authentication has synced with the API server: still down.
-                    retrying = await self._unanswered(into, started, e)
+                    await self._unanswered(into, started, e)
                     continue
                 into.not_profiled = why(e)
                 log.warning("not profiling %s: %s", name, into.not_profiled)
@@ -231,15 +227,15 @@ class Gathering:
             if _down(into):
                 into.unanswered[-1].end = started
             into.slices.append(outcome.ProfileSlice(started, float(seconds), data))
-            i, retrying = i + 1, False
+            i += 1
+        into.not_profiled = f"profiling stopped after {MAX_SLICES} slices (the run went on)"
 
-    async def _unanswered(self, into: outcome.Profiled, since: float, e: Exception) -> bool:
+    async def _unanswered(self, into: outcome.Profiled, since: float, e: Exception) -> None:
         """A component that did not answer: the stretch without an answer noted (once),
-        and a pause before the next try; True (retrying)."""
+        and a pause before the next try."""
         if not into.unanswered or into.unanswered[-1].end is not None:
             into.unanswered.append(outcome.Unanswered(start=since, reason=why(e)))
         await asyncio.sleep(RETRY_SECONDS)
-        return True
 
     async def finish(self, result: outcome.RunResult) -> None:
         """Stop sampling and profiling (a slice in flight is dropped, unless it is the

@@ -74,6 +74,35 @@ async def test_slices_grow_and_the_one_in_flight_at_the_end_is_dropped() -> None
     assert _seconds(p) == sorted(_seconds(p)) and explaining.slice_seconds(5) == 15
 
 
+async def test_a_long_run_is_profiled_back_to_back_in_longer_slices(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A 15-minute stretch of 15 s slices and then 30 s and 60 s ones, scaled down: every
+    # slice begins where the one before ended (no gaps: a 21-minute run lost a sixth of its
+    # CPU to them), so the profiles cover the run but for its last slice.
+    monkeypatch.setattr(explaining, "SLICE_SECONDS", (5, 10))
+    monkeypatch.setattr(explaining, "LONG_SLICES", ((3, 20), (5, 40)))
+    handler = PprofHandler(hang=frozenset({7}))
+    p = await _run(handler, 8)
+    assert _seconds(p) == [5, 10, 10, 20, 20, 40, 40]
+    for before, after in zip(p.slices, p.slices[1:], strict=False):
+        assert after.started - (before.started + before.seconds / 100) < 0.25
+
+
+async def test_profiling_that_reaches_its_last_slice_says_where_it_stopped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(explaining, "MAX_SLICES", 2)
+    handler = PprofHandler()
+    gathering = explaining.Gathering(NO_CLIENT, URLS, time.monotonic, 0.0, fetch=handler)
+    await gathering.begin()
+    await asyncio.wait_for(gathering.profilers["apiserver"], timeout=10)
+    result = synthetic.run_result()
+    await asyncio.wait_for(gathering.finish(result), timeout=60)
+    p = result.profiles["apiserver"]
+    assert len(p.slices) == 2 and p.not_profiled is not None and "after 2 slices" in p.not_profiled
+
+
 async def test_a_first_slice_that_never_comes_back_says_why(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
