@@ -17,6 +17,16 @@ def accounted(doc: Doc, *, probe_phases: tuple[str, ...] = ()) -> tuple[bool, st
         # scheduler_perf's measured createPods step waits until every pod is scheduled, and
         # a run that did not get there fails and writes no result (`in_process.run_arm`).
         return True, "ok (scheduler_perf: every measured pod scheduled)"
+    if figures.clusterloader2(doc):
+        # One observer per ClusterLoader2 measurement: each of its pods measured.
+        pods = doc[figures.CL2_SOURCE]["pods"]
+        if short := [
+            f"{i} {p['measured']} of {p['expected']}"
+            for i, p in pods.items()
+            if p["measured"] != p["expected"]
+        ]:
+            return False, f"pods measured: {'; '.join(short)}"
+        return True, "ok (ClusterLoader2: every pod of both measurements measured)"
     # A phase that waits until each pod is placed or refused (`wait: settled`) is a probe
     # by its own definition, whoever planned it (an experiment file's `alignment` scenario).
     settled = tuple(

@@ -70,10 +70,10 @@ def _existing_opener(
         )
     from experiment import in_process
 
-    if any(v.harness != in_process.LOADGEN for v in exp.variants):
+    if other := next((v.harness for v in exp.variants if v.harness != in_process.LOADGEN), None):
         raise cli.UsageError(
-            "harness: scheduler_perf runs beside a local cluster only (on its release; an "
-            "existing cluster's processes are not this machine's to measure)"
+            f"harness: {other} runs beside a local cluster only (on its release, with kwok's "
+            "fake pods; an existing cluster's processes are not this machine's to measure)"
         )
     from experiment import existing_site as es
 

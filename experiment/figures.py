@@ -285,6 +285,20 @@ def _bandwidth(doc: Doc) -> float | None:
     return bandwidth_model.payoff(claims.get("pcie_aligned_pairs", 0), pairs).mean_gbps
 
 
+CL2_SOURCE = "clusterloader2"
+"""`scenario.source` of a ClusterLoader2 arm's result, and its section of ClusterLoader2's
+figures and agreement rows (`experiment.clusterloader2`)."""
+CL2_AGREEMENT = "loadgen observe within tolerance of ClusterLoader2"
+
+
+def _cl2_agreement(doc: Doc) -> float | None:
+    """Share of the agreement rows (loadgen observe beside ClusterLoader2's PerfData) within
+    tolerance; None for an arm without ClusterLoader2."""
+    section = doc.get(CL2_SOURCE) or {}
+    rows = section.get("rows") or []
+    return sum(bool(r["ok"]) for r in rows) / len(rows) if rows else None
+
+
 UNSATURATED = ", unsaturated"
 
 # Every figure of a saturating (throughput) arm, by name. The placeability ones read a probe
@@ -382,6 +396,7 @@ THROUGHPUT_METRICS: list[Metric] = [
         )
         for p, stat in (("p50", "Perc50"), ("p99", "Perc99"))
     ),
+    (CL2_AGREEMENT, "share", _cl2_agreement),
 ]
 
 # Latency arms (Poisson arrivals below the sustained rate): pod startup as service time.
@@ -446,14 +461,28 @@ definition, and the CPU of the whole path (there, the benchmark's process tree).
 figures) it does not measure: its result holds zeros there, which are not figures."""
 
 
+CL2_METRICS = frozenset({CL2_AGREEMENT, *(n for n in METRICS if n.startswith("churn "))})
+"""What a ClusterLoader2 arm's result (`experiment.clusterloader2`: loadgen observe on
+testing/dra's pods) defines: its churn phase's latencies and the agreement with ClusterLoader2.
+Its other figures cover other pods than a loadgen arm's (no scrape, one observer per phase)."""
+
+
 def in_process(doc: Doc) -> bool:
     return (doc.get("scenario") or {}).get("source") == IN_PROCESS_SOURCE
+
+
+def clusterloader2(doc: Doc) -> bool:
+    return (doc.get("scenario") or {}).get("source") == CL2_SOURCE
 
 
 def defined(metric: str, doc: Doc) -> bool:
     """Whether `metric` is defined for the arm whose result is `doc` (not: whether it has a
     value)."""
-    return not in_process(doc) or metric in IN_PROCESS_METRICS
+    if in_process(doc):
+        return metric in IN_PROCESS_METRICS
+    if clusterloader2(doc):
+        return metric in CL2_METRICS
+    return metric != CL2_AGREEMENT
 
 
 def metric(name: str) -> Metric:

@@ -38,7 +38,7 @@ def setup(variant: Variant) -> SchedulerSetup:
 
 def setups(exp: Experiment) -> dict[str, SchedulerSetup]:
     """Scheduler key (`Arm.scheduler`, the variant's name) -> what it asks of the site."""
-    return {v.name: setup(v) for v in exp.variants if v.harness == in_process.LOADGEN}
+    return {v.name: setup(v) for v in exp.variants if v.harness != in_process.HARNESS}
 
 
 def _arm(workload: Workload, variant: Variant, rep: int) -> Arm:
@@ -48,7 +48,8 @@ def _arm(workload: Workload, variant: Variant, rep: int) -> Arm:
         variant=variant.name,
         scenario=workload.scenario,
         params={} if is_file else workload.loadgen_params(variant),
-        scheduler=variant.name if variant.harness == in_process.LOADGEN else "",
+        # loadgen's and ClusterLoader2's pods go to the site's scheduler of the variant.
+        scheduler=variant.name if variant.harness != in_process.HARNESS else "",
         repeat=rep,
         harness=variant.harness,
     )

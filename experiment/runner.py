@@ -30,6 +30,7 @@ from experiment import (
     accounting,
     arms,
     children,
+    clusterloader2,
     design,
     fault_plan,
     fault_run,
@@ -325,6 +326,16 @@ def _run_stage(
                 if arm.harness == in_process.HARNESS:
                     console.print(_in_process_arm(exp, arm, stage.cluster[0], out, progress))
                     continue
+                if arm.harness == clusterloader2.HARNESS:
+                    where = clusterloader2.Where(
+                        site.kubeconfig,
+                        fleet,
+                        shape.nodes,
+                        shape.gpus // max(1, shape.nodes),
+                        schedulers[arm.scheduler].name,
+                    )
+                    console.print(_cl2_arm(arm, out, where, progress))
+                    continue
                 fault = _armed_fault(exp, arm, shape.gpus)
                 _one_arm(
                     exp, arm, out, site, schedulers, setups, env, progress, console, flags, fault
@@ -458,6 +469,20 @@ def _in_process_arm(exp: specs.Experiment, arm: Arm, release: str, out: Path, p:
         p.results.append((arm, doc))
     p.timings[arm.name] = {"seconds": round(time.monotonic() - started, 1)}
     return f"arm {arm.name}: {p.timings[arm.name]['seconds']:.0f} s, {p.valid[arm.name].reason}"
+
+
+def _cl2_arm(arm: Arm, out: Path, where: clusterloader2.Where, p: _Progress) -> str:
+    """Run the arm through ClusterLoader2's DRA test on the site's cluster, loadgen observing
+    its pods (`clusterloader2`); the line to print."""
+    started = time.monotonic()
+    doc, p.valid[arm.name] = clusterloader2.run_arm(arm, out, where)
+    if doc is not None:
+        p.by_name[arm.name] = doc
+        p.results.append((arm, doc))
+    p.timings[arm.name] = {"seconds": round(time.monotonic() - started, 1)}
+    said = "; ".join(clusterloader2.agreement_lines([(arm, doc)] if doc else []))
+    seconds = p.timings[arm.name]["seconds"]
+    return f"arm {arm.name}: {seconds:.0f} s, {said or p.valid[arm.name].reason}"
 
 
 def _optimum(

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from experiment import comparison, in_process, mixed_fleet
+from experiment import clusterloader2, comparison, in_process, mixed_fleet
 from experiment.fault_plan import EXTENDER, Fault
 from experiment.site import FilterMode, SchedulerSetup
 from experiment.targets import Target, unknown_variant
@@ -128,9 +128,11 @@ class Variant(_Model):
     """Scenario parameters laid over every workload's in this variant's arms, e.g.
     {native: true} (gangs as Workload API PodGroups) or {numa: true} (the in-tree NUMA
     constraint): what the variant changes is then the pods' own request."""
-    harness: Literal["loadgen", "scheduler_perf"] = "loadgen"
+    harness: Literal["loadgen", "scheduler_perf", "clusterloader2"] = "loadgen"
     """loadgen: the workloads' pods through the cluster. scheduler_perf: the same objects
-    through upstream's scheduler_perf in-process, on its release (`experiment.in_process`)."""
+    through upstream's scheduler_perf in-process, on its release (`experiment.in_process`).
+    clusterloader2: ClusterLoader2's own DRA test on the cluster, `loadgen observe` watching
+    its pods, each phase's percentiles held against its PerfData (`experiment.clusterloader2`)."""
     fault: Fault | None = None
     """A component killed once in each of the variant's arms and repaired as `testbed up`
     repairs it (`experiment.fault_plan`); its arms then expect a restart. Local sites only."""
@@ -181,6 +183,8 @@ class Variant(_Model):
     def _consistent(self) -> Variant:
         if self.harness == in_process.HARNESS:
             in_process.check_variant(self.model_dump(by_alias=True, exclude_defaults=True))
+        if self.harness == clusterloader2.HARNESS:
+            clusterloader2.check_variant(self.model_dump(by_alias=True, exclude_defaults=True))
         if self.extender_flags and not self.extender:
             raise ValueError("extenderFlags: the variant runs without the extender")
         if self.extender_filter != "required" and not self.extender:
@@ -535,6 +539,10 @@ def check(exp: Experiment) -> list[str]:
     gpu_profiles = sorted(n for n, p in fleet_profiles.builtin().items() if p.gpu_count)
     if in_proc and (why := in_process.fleet_problem(exp.fleet.profile, gpu_profiles)):
         raise SpecError(why)
+    if any(v.harness == clusterloader2.HARNESS for v in exp.variants) and (
+        why := clusterloader2.fleet_problem(exp.fleet.profile, gpu_profiles)
+    ):
+        raise SpecError(why)
     releases = []
     for i, v in enumerate(exp.variants):
         source = v.extender_source
@@ -575,6 +583,10 @@ def check(exp: Experiment) -> list[str]:
                     built.phases,
                     scenarios.load(in_process.SCENARIO, {}).phases,
                 )
+            ):
+                raise SpecError(f"workloads.{i} (variant {v.name}): {why}")
+            if v.harness == clusterloader2.HARNESS and (
+                why := clusterloader2.workload_problem(w.scenario, w.params)
             ):
                 raise SpecError(f"workloads.{i} (variant {v.name}): {why}")
             # A gang larger than the whole fleet: loadgen would refuse it only after the

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from experiment import comparison, design, intervals, process_cpu, report_files, targets
+from experiment import (
+    clusterloader2,
+    comparison,
+    design,
+    intervals,
+    process_cpu,
+    report_files,
+    targets,
+)
 from experiment.arms import Arm
 from experiment.comparison import ReleaseRow, VariantRow
 from experiment.figures import SCHEMA_VERSION, Doc, Figure
@@ -139,6 +147,17 @@ def console_tables(
         out.print(rt)
 
 
+def agreement_table(cl2: Sequence[tuple[Arm, Doc]]) -> Table:
+    """ClusterLoader2's arms' rows: each phase's p50/p90/p99 by loadgen observe and by its
+    PerfData, the difference and what max(20 ms, 5 %) allows."""
+    table = Table(title="ClusterLoader2 agreement (loadgen observe - ClusterLoader2, ms)")
+    for i, col in enumerate(clusterloader2.AGREEMENT_COLUMNS):
+        table.add_column(col, justify="left" if i < 4 else "right")
+    for cells in clusterloader2.agreement_cells(cl2):
+        table.add_row(*map(escape, cells))
+    return table
+
+
 def figure_json(f: Figure) -> dict[str, Any]:
     return {
         "values": [None if math.isnan(v) else v for v in f.values],
@@ -154,9 +173,14 @@ class Extras:
 
     judged: list[targets.Judged]
     breakdowns: list[process_cpu.Breakdown]
+    cl2: list[tuple[Arm, Doc]] = field(default_factory=list)
+    """The ClusterLoader2 arms, whose rows are held against its PerfData."""
 
     def lines(self) -> list[str]:
         out = []
+        if self.cl2:
+            out += ["ClusterLoader2 agreement (loadgen observe beside its PerfData):"]
+            out += [f"  {line}" for line in clusterloader2.agreement_lines(self.cl2)]
         if self.judged:
             out += ["targets (ratio, its paired 95 % interval and verdict):"]
             out += [f"  {targets.line(j)}" for j in self.judged]
@@ -168,7 +192,8 @@ class Extras:
 
 def extras(exp: Experiment, rows: Sequence[VariantRow], results: Sequence[Any]) -> Extras:
     judged = targets.judge(exp.targets, rows, design.of(exp).level)
-    return Extras(judged, process_cpu.breakdowns(results))
+    cl2 = [(arm, doc) for arm, doc in results if clusterloader2.KEY in doc]
+    return Extras(judged, process_cpu.breakdowns(results), cl2)
 
 
 def to_json(
@@ -219,6 +244,7 @@ def to_json(
             {
                 "targets": targets.to_json(more.judged),
                 "process_cpu": process_cpu.to_json(more.breakdowns),
+                **({"clusterloader2": clusterloader2.to_json(more.cl2)} if more.cl2 else {}),
             }
             if more is not None
             else {}
@@ -262,6 +288,10 @@ def write(
         lead.append(charts.Section("Release to release", [table]))
     if more is not None and (text := more.lines()):
         lead.append(charts.Section("Targets and CPU by process", [charts.note(t) for t in text]))
+    if more is not None and more.cl2:
+        cells = clusterloader2.agreement_cells(more.cl2)
+        table = charts.table(clusterloader2.AGREEMENT_COLUMNS, cells, text_columns=4)
+        lead.append(charts.Section("ClusterLoader2 agreement", [table]))
     facts = [
         ("experiment", exp.name),
         *(("description", exp.description) for _ in [0] if exp.description),
@@ -294,6 +324,8 @@ class Reporter:
         releases = comparison.release_rows(results, exp.release_pairs(), exp.metrics)
         console_tables(rows, releases, console)
         more = extras(exp, rows, results)
+        if more.cl2:
+            console.print(agreement_table(more.cl2))
         for line in more.lines():
             console.print(escape(line))
         return write(run.out_dir, exp, run.meta, rows, releases, run.arms, more=more)

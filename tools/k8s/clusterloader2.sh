@@ -6,8 +6,10 @@
 # A complete cache is reused without invoking go; a second caller waits for the first.
 #
 # The source is the pinned module from the Go module proxy (`go mod download`) or, where the
-# proxy does not serve it, a checkout of kubernetes/perf-tests given with --source (its
-# top directory or its clusterloader2/ directory; a git checkout must be at the pinned commit).
+# proxy does not serve it, a checkout of kubernetes/perf-tests given with --source or
+# $DRA_TESTBED_CL2_SOURCE (its top directory or its clusterloader2/ directory; a git checkout
+# must be at the pinned commit). The proxy here refused the module (403, 2026-11-22 and
+# 2026-11-29).
 #
 # Usage: tools/k8s/clusterloader2.sh [--source DIR] [--print-dir]
 # Exit status: 0 built or cached, 1 build failed, 2 usage.
@@ -22,13 +24,13 @@ VERSION=v0.0.0-20260807161653-4b3415444f4c
 MODULE=k8s.io/perf-tests/clusterloader2
 
 main() {
-  local source="" print_dir=""
+  local source="${DRA_TESTBED_CL2_SOURCE:-}" print_dir=""
   while [[ $# -gt 0 ]]; do
     case "$1" in
       --source) source="${2:-}"; shift ;;
       --source=*) source="${1#*=}" ;;
       --print-dir) print_dir=1 ;;
-      -h | --help) sed -n '2,13s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+      -h | --help) sed -n '2,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
       *) echo "error: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift

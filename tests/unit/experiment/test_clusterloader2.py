@@ -1,0 +1,237 @@
+"""`harness: clusterloader2`'s pure parts: how ClusterLoader2's DRA test is adapted (synthetic
+files of the same shape here), sized and parameterised, what a file may ask of the variant,
+and how an arm's agreement rows are judged and shown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from experiment import accounting, figures, matrix
+from experiment import clusterloader2 as cl2
+from experiment import spec as specs
+from experiment.arms import Arm
+from testbed import vocab
+
+CONFIG = """\
+{{$n := DefaultParam .CL2_X 1}}
+name: some-test
+namespace:
+  number: {{$n}}
+dependencies:
+- name: install a driver
+  Method: SomeDriver
+  Params:
+    Count: {{.Nodes}}
+  Timeout: 5m
+steps:
+- name: first
+"""
+
+JOB = """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{.Name}}
+spec:
+  template:
+    metadata:
+      labels:
+        job-type: short-lived
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: c
+        args: [{{.Sleep}}]
+"""
+
+
+def test_the_config_loses_its_dependencies_and_gets_the_namespace_prefix() -> None:
+    patched = cl2.patch_config(CONFIG, "cl2-abc")
+    assert "dependencies" not in patched and "SomeDriver" not in patched
+    assert "namespace:\n  prefix: cl2-abc\n  number: {{$n}}\n" in patched
+    assert patched.endswith("steps:\n- name: first\n")
+    with pytest.raises(cl2.ShapeError):
+        cl2.patch_config("name: x\n", "p")  # no namespace block: refused, never guessed
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "named"), [("default-scheduler", None), ("plain-scheduler", "plain-scheduler")]
+)
+def test_a_job_template_gets_the_kwok_delay_toleration_fleet_and_scheduler(
+    scheduler: str, named: str | None
+) -> None:
+    rendered = cl2.patch_job(JOB, "fleet-1", scheduler)
+    pod = yaml.safe_load(rendered.replace("{{.Name}}", "j").replace("{{.Sleep}}", "5s"))
+    pod = pod["spec"]["template"]
+    assert pod["metadata"]["annotations"] == {vocab.KWOK_POD_COMPLETE_DELAY: "5s"}
+    assert pod["metadata"]["labels"] == {"job-type": "short-lived"}
+    assert pod["spec"]["tolerations"] == [
+        {"key": vocab.KWOK_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+    ]
+    assert pod["spec"]["nodeSelector"] == {vocab.LABEL_FLEET: "fleet-1"}
+    assert pod["spec"].get("schedulerName") == named
+    with pytest.raises(cl2.ShapeError):
+        cl2.patch_job("kind: Job\n", "f", scheduler)
+
+
+def test_the_workloads_parameters_become_clusterloader2s_overrides() -> None:
+    settings = cl2.overrides({"run_time": "5s", "fill_qps": "20"}, 8)
+    assert settings == {
+        "CL2_NODES_PER_NAMESPACE": 10,
+        "CL2_GPUS_PER_NODE": 8,
+        "CL2_FILL_PERCENTAGE": 90,
+        "CL2_LONG_JOB_RUNNING_TIME": "3600s",
+        "CL2_JOB_RUNNING_TIME": "5s",
+        "CL2_LOAD_TEST_THROUGHPUT": 20.0,
+        "CL2_STEADY_STATE_QPS": 5.0,
+    }
+
+
+def test_the_test_sizes_as_clusterloader2_does() -> None:
+    settings = cl2.overrides({}, 8)
+    assert cl2.expected_pods(100, settings) == {
+        "FastFillPodStartupLatency": 720,
+        "ChurnPodStartupLatency": 800,
+    }
+    assert cl2.expected_pods(20, settings) == {
+        "FastFillPodStartupLatency": 144,
+        "ChurnPodStartupLatency": 160,
+    }
+    # Fewer nodes than a namespace takes: one namespace of them all.
+    assert cl2.expected_pods(2, settings) == {
+        "FastFillPodStartupLatency": 14,
+        "ChurnPodStartupLatency": 20,
+    }
+
+
+def _file(**changes: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "name": "cl2",
+        "fleet": {"profile": "dgx-h100", "nodes": 2},
+        "variants": [{"name": "cl2", "harness": "clusterloader2"}, {"name": "loadgen"}],
+        "workloads": [{"name": "w", "scenario": "cl2-dra", "params": {"run_time": "1s"}}],
+    }
+    return {**doc, **changes}
+
+
+def test_a_file_with_a_clusterloader2_variant_plans_it_on_the_sites_scheduler() -> None:
+    exp = specs.parse(_file())
+    specs.check(exp)
+    (stage,) = matrix.stages(exp)
+    assert [(a.harness, a.scheduler) for a in stage.arms] == [
+        ("clusterloader2", "cl2"),
+        ("loadgen", "loadgen"),
+    ]
+    assert set(matrix.setups(exp)) == {"cl2", "loadgen"}
+
+
+@pytest.mark.parametrize(
+    ("changes", "says"),
+    [
+        (
+            {"variants": [{"name": "a", "harness": "clusterloader2", "devicePlugin": True}]},
+            "devicePlugin: a clusterloader2 variant sets only its cluster and scheduler",
+        ),
+        (
+            {"workloads": [{"name": "w", "scenario": "pods", "params": {"pods": 4}}]},
+            "runs ClusterLoader2's DRA test",
+        ),
+        (
+            {"workloads": [{"name": "w", "scenario": "cl2-dra", "params": {"completions": 3}}]},
+            "testing/dra's churn Jobs have 10 completions",
+        ),
+        (
+            {"workloads": [{"name": "w", "scenario": "cl2-dra", "params": {"fill": 0.905}}]},
+            "whole percentage",
+        ),
+        ({"fleet": {"profile": "cpu-only", "nodes": 2}}, "a profile fleet of one GPU profile"),
+    ],
+)
+def test_what_clusterloader2_cannot_run_is_one_line(changes: dict[str, Any], says: str) -> None:
+    with pytest.raises(specs.SpecError, match=says):
+        doc = _file(**changes)
+        if len(doc["variants"]) == 1:
+            doc["variants"].append({"name": "loadgen"})
+        specs.check(specs.parse(doc))
+
+
+def _rows(ok: bool) -> list[dict[str, Any]]:
+    diff = 1.0 if ok else 500.0
+    return [
+        {
+            "measurement": ident,
+            "phase": phase,
+            "stat": stat,
+            "loadgen_ms": 100.0 + diff,
+            "cl2_ms": 100.0,
+            "diff_ms": diff,
+            "allowed_ms": 20.0,
+            "ok": ok or stat != "Perc99",
+        }
+        for ident in cl2.MEASUREMENTS
+        for phase in ("create_to_schedule", "schedule_to_run", "pod_startup")
+        for stat in ("Perc50", "Perc90", "Perc99")
+    ]
+
+
+def _doc(ok: bool = True, *, missing: str = "", observed: int = 14) -> dict[str, Any]:
+    rows = _rows(ok)
+    return {
+        "scenario": {"source": cl2.SOURCE, "name": cl2.SCENARIO},
+        cl2.KEY: {
+            "version": "v0",
+            "exit_code": 0,
+            "tolerance": "max(20 ms, 5%)",
+            "figures_ms": {
+                i: ({} if i == missing else {"pod_startup": {}}) for i in cl2.MEASUREMENTS
+            },
+            "pods": {
+                "FastFillPodStartupLatency": {
+                    "expected": 14,
+                    "observed": observed,
+                    "measured": observed,
+                },
+                "ChurnPodStartupLatency": {"expected": 20, "observed": 20, "measured": 20},
+            },
+            "rows": rows,
+            "within": sum(r["ok"] for r in rows),
+        },
+    }
+
+
+def test_an_arm_without_perfdata_or_with_pods_unseen_is_not_valid() -> None:
+    assert cl2.judge(_doc()).valid
+    missing = cl2.judge(_doc(missing="ChurnPodStartupLatency"))
+    assert not missing.valid and "no PodStartupLatency PerfData for ChurnPodStartupLatency" in (
+        missing.reason
+    )
+    short = cl2.judge(_doc(observed=13))
+    assert not short.valid and "FastFillPodStartupLatency 13 of 14" in short.reason
+    assert accounting.accounted(_doc()) == (
+        True,
+        "ok (ClusterLoader2: every pod of both measurements measured)",
+    )
+    assert not accounting.accounted(_doc(observed=13))[0]
+
+
+def test_the_agreement_is_a_figure_of_clusterloader2_arms_only() -> None:
+    _, get, _ = figures.METRICS[figures.CL2_AGREEMENT]
+    assert get(_doc()) == 1.0
+    assert get(_doc(ok=False)) == pytest.approx(12 / 18)
+    assert figures.defined(figures.CL2_AGREEMENT, _doc())
+    assert figures.defined("churn pod startup p99", _doc())
+    assert not figures.defined("scheduling throughput", _doc())
+    assert not figures.defined(figures.CL2_AGREEMENT, {"scenario": {"name": "cl2-dra"}})
+
+
+def test_the_report_rows_pair_each_percentile_and_say_which_missed() -> None:
+    arm = Arm("w", "cl2", "cl2-dra", harness=cl2.HARNESS)
+    cells = cl2.agreement_cells([(arm, _doc(ok=False))])
+    assert len(cells) == 18 and len(cells[0]) == len(cl2.AGREEMENT_COLUMNS)
+    assert cells[0][:4] == ("w-cl2-0", "FastFill", "create_to_schedule", "Perc50")
+    assert [c[-1] for c in cells].count("MISS") == 6
+    (line,) = cl2.agreement_lines([(arm, _doc(ok=False))])
+    assert line.startswith("w-cl2-0: 12 of 18 rows within max(20 ms, 5%)")
