@@ -25,6 +25,7 @@ from testbed.cluster import (
     health,
     holds,
     in_use,
+    kwok_leases,
     kwok_shards,
     locks,
     paths,
@@ -324,6 +325,7 @@ class LocalCluster:
                 if not {"kube-apiserver", "etcd"} & set(stopped):
                     notify(f"cluster {cfg.name!r}: waiting for the API server's /healthz first")
                     self.wait_ready(cfg.wait_seconds, "/healthz")
+                    self._release_kwok_leases(b, stopped, notify)
                 self._run([str(b["kwokctl"]), "start", "cluster", "--name", cfg.name], b)
                 self._after_kwokctl()
             try:
@@ -333,6 +335,14 @@ class LocalCluster:
                     raise
                 time.sleep(2.0 * attempt)
         raise AssertionError("unreachable")
+
+    def _release_kwok_leases(
+        self, b: bins.Binaries, stopped: list[str], notify: Callable[[str], None]
+    ) -> None:
+        """Delete the stopped kwok controllers' node leases (`kwok_leases`)."""
+        dead = kwok_leases.identities(self.config.cluster_dir / "logs", stopped)
+        if dead and (n := kwok_leases.release(b["kubectl"], self.config.kubeconfig, dead)):
+            notify(f"cluster {self.config.name!r}: released {n} node leases of the stopped kwok")
 
     def _healthy_or_raise(self, timeout: float = 90.0) -> Status:
         """Wait until every component is healthy; a component that is not running a few
