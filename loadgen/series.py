@@ -37,8 +37,9 @@ INTERESTING = (
     "apiserver_request_total",
     "process_cpu_seconds_total",
     "extender_",
-    # kube-controller-manager's Job pods made, where it is scraped (`--scrape`).
+    # kube-controller-manager's Job pods made, and etcd's writes, where they are scraped.
     "job_controller_job_pods_creation_total",
+    "etcd_mvcc_put_total",
 )
 GAUGES = ("process_resident_memory_bytes",)
 SERIES_LIMIT = 300

@@ -4,6 +4,8 @@ and profiles it without being told where it listens.
 
     discovery.endpoints("https://127.0.0.1:34567")
     # {"apiserver": "kube:/metrics", "scheduler": "https://127.0.0.1:40123/metrics",
+    #  "controller-manager": "https://127.0.0.1:40125/metrics",
+    #  "etcd": "http://127.0.0.1:40126/metrics", "kwok": "http://127.0.0.1:40121/metrics",
     #  "extender": "http://127.0.0.1:8888/metrics"}
 
 Read-only: it looks at the state directory's kubeconfigs and the components' command lines.
@@ -68,6 +70,16 @@ def endpoints(server: str, home: Path | None = None) -> dict[str, str]:
     port = _flag(cluster_dir, "kube-scheduler", "secure-port")
     if port:
         out["scheduler"] = f"https://127.0.0.1:{port}/metrics"
+    # The rest of the control plane, so a restart of any of them is a fact of the run.
+    port = _flag(cluster_dir, "kube-controller-manager", "secure-port")
+    if port:
+        out["controller-manager"] = f"https://127.0.0.1:{port}/metrics"
+    urls = _flag(cluster_dir, "etcd", "listen-client-urls")
+    if urls and urls.startswith("http://"):
+        out["etcd"] = urls.split(",")[0].strip().rstrip("/") + "/metrics"
+    address = _flag(cluster_dir, "kwok-controller", "server-address")
+    if address:
+        out["kwok"] = f"http://{address}/metrics"
     config = _flag(cluster_dir, "kube-scheduler", "config")
     extender = _extender_url(Path(config)) if config else None
     if extender:
