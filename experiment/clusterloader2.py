@@ -301,38 +301,60 @@ def command(
     ]
 
 
-def _observer(out: Path, prefix: str, selector: str, kubeconfig: Path) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(
-        [children.tool("loadgen"), "observe", "--namespace-prefix", prefix + "-", "-l", selector,
-         "--kubeconfig", str(kubeconfig), "--output-dir", str(out), "-q"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert proc.stderr is not None
-    line = proc.stderr.readline()  # "observing pods in ...": its watches have listed
-    if "observing pods" not in line:
-        proc.kill()
-        proc.wait()
-        raise RuntimeError(f"loadgen observe did not start: {line.strip() or 'no output'}")
-    return proc
+def _observers(arm_dir: Path, prefix: str, kubeconfig: Path) -> list[subprocess.Popen[str]]:
+    """One `loadgen observe` per measurement, started together; each has listed its watches
+    (its first line says so) when this returns."""
+    procs = [
+        subprocess.Popen(
+            [
+                children.tool("loadgen"),
+                "observe",
+                "--namespace-prefix",
+                prefix + "-",
+                "-l",
+                selector,
+                "--kubeconfig",
+                str(kubeconfig),
+                "--output-dir",
+                str(arm_dir / f"observe-{ident}"),
+                "-q",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for ident, (_, selector) in MEASUREMENTS.items()
+    ]
+    for proc in procs:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()  # "observing pods in ...": its watches have listed
+        if "observing pods" not in line:
+            _stop(procs)
+            raise RuntimeError(f"loadgen observe did not start: {line.strip() or 'no output'}")
+    return procs
+
+
+def _stop(procs: Sequence[subprocess.Popen[str]]) -> None:
+    """Ctrl-C to each observer: it writes its report and exits."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+    for proc in procs:
+        try:
+            proc.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
 
 
 @contextlib.contextmanager
 def _observing(arm_dir: Path, prefix: str, kubeconfig: Path) -> Iterator[None]:
-    """Both observers for the block; each writes its report on SIGINT and exits."""
-    procs: list[subprocess.Popen[str]] = []
+    """Both observers for the block."""
+    procs = _observers(arm_dir, prefix, kubeconfig)
     try:
-        for ident, (_, selector) in MEASUREMENTS.items():
-            procs.append(_observer(arm_dir / f"observe-{ident}", prefix, selector, kubeconfig))
         yield
     finally:
-        for proc in procs:
-            proc.send_signal(signal.SIGINT)
-        for proc in procs:
-            try:
-                proc.communicate(timeout=300)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
+        _stop(procs)
 
 
 async def _ensure_class(kubeconfig: Path) -> bool:
@@ -467,11 +489,7 @@ def compose(
             else 0,
         }
     doc = dict(observed["ChurnPodStartupLatency"])
-    phases = []
-    for ident, (phase, _) in MEASUREMENTS.items():
-        (record,) = observed[ident]["phases"]
-        phases.append({**record, "name": phase})
-    doc["phases"] = phases
+    doc["phases"] = [_phase(phase, observed[ident]) for ident, (phase, _) in MEASUREMENTS.items()]
     counts = {k: sum(int(o["counts"].get(k, 0)) for o in observed.values()) for k in doc["counts"]}
     counts["expected_pods"] = sum(expected.values())
     doc["counts"] = counts
@@ -489,6 +507,35 @@ def compose(
         "met": agreement.met(rows),
     }
     return doc
+
+
+_NONE = {
+    "count": 0,
+    "min": 0.0,
+    "max": 0.0,
+    "avg": 0.0,
+    "Perc50": 0.0,
+    "Perc90": 0.0,
+    "Perc99": 0.0,
+}
+
+
+def _phase(name: str, observed: Mapping[str, Any]) -> dict[str, Any]:
+    """An observer's pods as a phase of the arm's result (loadgen's `PhaseDoc`): its counts,
+    latencies and throughput; it created nothing."""
+    return {
+        "name": name,
+        "kind": "observed",
+        "objects": 0,
+        "waves": 0,
+        "timed_out": False,
+        "duration_seconds": observed["duration_seconds"],
+        "create_seconds": 0.0,
+        "counts": observed["counts"],
+        "latency_ms": observed["latency_ms"],
+        "throughput": observed["throughput"],
+        "create_request_ms": _NONE,
+    }
 
 
 def row_json(r: agreement.Row) -> dict[str, Any]:

@@ -356,8 +356,13 @@ class Experiment(_Model):
         ):
             if dup := sorted({n for n in names if names.count(n) > 1}):
                 raise ValueError(f"{field_name}: name {dup[0]!r} is used twice")
-        if len(self.variants) < 2:
-            raise ValueError("variants: an experiment compares at least two")
+        # A ClusterLoader2 arm compares within itself: its two tools over the same pods.
+        alone = len(self.variants) == 1 and self.variants[0].harness == clusterloader2.HARNESS
+        if len(self.variants) < 2 and not alone:
+            raise ValueError(
+                "variants: an experiment compares at least two (or one clusterloader2 variant "
+                "with loadgen observe)"
+            )
         names = [v.name for v in self.variants]
         if why := unknown_variant(self.targets, names) or in_process.pairing_problem(self.variants):
             raise ValueError(why)

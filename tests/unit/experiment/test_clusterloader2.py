@@ -235,3 +235,10 @@ def test_the_report_rows_pair_each_percentile_and_say_which_missed() -> None:
     assert [c[-1] for c in cells].count("MISS") == 6
     (line,) = cl2.agreement_lines([(arm, _doc(ok=False))])
     assert line.startswith("w-cl2-0: 12 of 18 rows within max(20 ms, 5%)")
+
+
+def test_a_clusterloader2_variant_may_run_alone_since_its_arm_compares_two_tools() -> None:
+    alone = specs.parse(_file(variants=[{"name": "cl2", "harness": "clusterloader2"}]))
+    assert [v.name for v in alone.variants] == ["cl2"]
+    with pytest.raises(specs.SpecError, match="compares at least two"):
+        specs.parse(_file(variants=[{"name": "loadgen"}]))
