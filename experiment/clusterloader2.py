@@ -587,7 +587,17 @@ AGREEMENT_COLUMNS = (
 )
 
 
-def agreement_cells(results: Sequence[tuple[Arm, Mapping[str, Any]]]) -> list[tuple[str, ...]]:
+Sections = Mapping[str, Mapping[str, Any]]
+"""Arm name -> its result's ClusterLoader2 section (`KEY`): what the reports show, kept as is
+in experiment.json (so `testbed report` shows it again)."""
+
+
+def sections(results: Sequence[tuple[Arm, Mapping[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """The ClusterLoader2 arms' sections, by arm name."""
+    return {arm.name: dict(doc[KEY]) for arm, doc in results if KEY in doc}
+
+
+def agreement_cells(kept: Sections) -> list[tuple[str, ...]]:
     """Each ClusterLoader2 arm's rows, loadgen observe beside ClusterLoader2's PerfData."""
 
     def fmt(v: float | None) -> str:
@@ -595,7 +605,7 @@ def agreement_cells(results: Sequence[tuple[Arm, Mapping[str, Any]]]) -> list[tu
 
     return [
         (
-            arm.name,
+            arm,
             r["measurement"].removesuffix("PodStartupLatency"),
             r["phase"],
             r["stat"],
@@ -605,24 +615,15 @@ def agreement_cells(results: Sequence[tuple[Arm, Mapping[str, Any]]]) -> list[tu
             fmt(r["allowed_ms"]),
             "ok" if r["ok"] else "MISS",
         )
-        for arm, doc in results
-        if KEY in doc
-        for r in doc[KEY]["rows"]
+        for arm, section in kept.items()
+        for r in section["rows"]
     ]
 
 
-def agreement_lines(results: Sequence[tuple[Arm, Mapping[str, Any]]]) -> list[str]:
+def agreement_lines(kept: Sections) -> list[str]:
     """One line per ClusterLoader2 arm: rows within tolerance, and its exit code."""
-    out = []
-    for arm, doc in results:
-        if KEY in doc:
-            s = doc[KEY]
-            out.append(
-                f"{arm.name}: {s['within']} of {len(s['rows'])} rows within {s['tolerance']} of "
-                f"ClusterLoader2 {s['version']} (exit {s['exit_code']})"
-            )
-    return out
-
-
-def to_json(results: Sequence[tuple[Arm, Mapping[str, Any]]]) -> dict[str, Any]:
-    return {arm.name: {k: v for k, v in doc[KEY].items()} for arm, doc in results if KEY in doc}
+    return [
+        f"{arm}: {s['within']} of {len(s['rows'])} rows within {s['tolerance']} of "
+        f"ClusterLoader2 {s['version']} (exit {s['exit_code']})"
+        for arm, s in kept.items()
+    ]

@@ -123,7 +123,9 @@ def experiment_page(directory: Path, doc: Mapping[str, Any]) -> Path:
     pairs = {(row.workload, v) for row in rows for v in row.figures}
     arms = arms_from_names(doc.get("arms") or {}, pairs)
     more = variants_report.Extras(
-        targets.judge(exp.targets, rows), process_cpu.from_json(doc.get("process_cpu") or [])
+        targets.judge(exp.targets, rows),
+        process_cpu.from_json(doc.get("process_cpu") or []),
+        doc.get("clusterloader2") or {},
     )
     return variants_report.write(
         directory, exp, dict(doc), rows, releases, arms, keep_json=True, more=more

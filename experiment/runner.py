@@ -480,7 +480,9 @@ def _cl2_arm(arm: Arm, out: Path, where: clusterloader2.Where, p: _Progress) -> 
         p.by_name[arm.name] = doc
         p.results.append((arm, doc))
     p.timings[arm.name] = {"seconds": round(time.monotonic() - started, 1)}
-    said = "; ".join(clusterloader2.agreement_lines([(arm, doc)] if doc else []))
+    said = "; ".join(
+        clusterloader2.agreement_lines(clusterloader2.sections([(arm, doc)] if doc else []))
+    )
     seconds = p.timings[arm.name]["seconds"]
     return f"arm {arm.name}: {seconds:.0f} s, {said or p.valid[arm.name].reason}"
 

@@ -147,7 +147,7 @@ def console_tables(
         out.print(rt)
 
 
-def agreement_table(cl2: Sequence[tuple[Arm, Doc]]) -> Table:
+def agreement_table(cl2: clusterloader2.Sections) -> Table:
     """ClusterLoader2's arms' rows: each phase's p50/p90/p99 by loadgen observe and by its
     PerfData, the difference and what max(20 ms, 5 %) allows."""
     table = Table(title="ClusterLoader2 agreement (loadgen observe - ClusterLoader2, ms)")
@@ -173,8 +173,8 @@ class Extras:
 
     judged: list[targets.Judged]
     breakdowns: list[process_cpu.Breakdown]
-    cl2: list[tuple[Arm, Doc]] = field(default_factory=list)
-    """The ClusterLoader2 arms, whose rows are held against its PerfData."""
+    cl2: clusterloader2.Sections = field(default_factory=dict)
+    """The ClusterLoader2 arms' rows held against its PerfData, by arm name."""
 
     def lines(self) -> list[str]:
         out = []
@@ -192,8 +192,7 @@ class Extras:
 
 def extras(exp: Experiment, rows: Sequence[VariantRow], results: Sequence[Any]) -> Extras:
     judged = targets.judge(exp.targets, rows, design.of(exp).level)
-    cl2 = [(arm, doc) for arm, doc in results if clusterloader2.KEY in doc]
-    return Extras(judged, process_cpu.breakdowns(results), cl2)
+    return Extras(judged, process_cpu.breakdowns(results), clusterloader2.sections(results))
 
 
 def to_json(
@@ -244,7 +243,7 @@ def to_json(
             {
                 "targets": targets.to_json(more.judged),
                 "process_cpu": process_cpu.to_json(more.breakdowns),
-                **({"clusterloader2": clusterloader2.to_json(more.cl2)} if more.cl2 else {}),
+                **({"clusterloader2": dict(more.cl2)} if more.cl2 else {}),
             }
             if more is not None
             else {}

@@ -229,11 +229,13 @@ def test_the_agreement_is_a_figure_of_clusterloader2_arms_only() -> None:
 
 def test_the_report_rows_pair_each_percentile_and_say_which_missed() -> None:
     arm = Arm("w", "cl2", "cl2-dra", harness=cl2.HARNESS)
-    cells = cl2.agreement_cells([(arm, _doc(ok=False))])
+    kept = cl2.sections([(arm, _doc(ok=False)), (Arm("w", "lg", "cl2-dra"), {"scenario": {}})])
+    assert list(kept) == ["w-cl2-0"]
+    cells = cl2.agreement_cells(kept)
     assert len(cells) == 18 and len(cells[0]) == len(cl2.AGREEMENT_COLUMNS)
     assert cells[0][:4] == ("w-cl2-0", "FastFill", "create_to_schedule", "Perc50")
     assert [c[-1] for c in cells].count("MISS") == 6
-    (line,) = cl2.agreement_lines([(arm, _doc(ok=False))])
+    (line,) = cl2.agreement_lines(kept)
     assert line.startswith("w-cl2-0: 12 of 18 rows within max(20 ms, 5%)")
 
 
