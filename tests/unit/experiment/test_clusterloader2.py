@@ -4,6 +4,7 @@ and how an arm's agreement rows are judged and shown."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -244,3 +245,20 @@ def test_a_clusterloader2_variant_may_run_alone_since_its_arm_compares_two_tools
     assert [v.name for v in alone.variants] == ["cl2"]
     with pytest.raises(specs.SpecError, match="compares at least two"):
         specs.parse(_file(variants=[{"name": "loadgen"}]))
+
+
+def test_without_clusterloader2_the_arm_is_invalid_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = tmp_path / "clusterloader2.sh"
+    script.write_text(
+        "#!/bin/sh\necho 'building' >&2\necho 'error: could not download the module (403)' >&2\n"
+        "exit 1\n"
+    )
+    script.chmod(0o755)
+    monkeypatch.setattr(cl2.paths, "k8s_tools", lambda: tmp_path)
+    monkeypatch.setattr(cl2, "_built", {})
+    where = cl2.Where(tmp_path / "kubeconfig", "f", 2, 8, "default-scheduler")
+    doc, valid = cl2.run_arm(Arm("w", "cl2", "cl2-dra", harness=cl2.HARNESS), tmp_path, where)
+    assert doc is None and not valid.valid
+    assert valid.reason == "ClusterLoader2 is not available: could not download the module (403)"
