@@ -121,6 +121,14 @@ def paired_ratio(
     )
 
 
+def refused(a: Figure, b: Figure, kind: intervals.Kind = "measured") -> list[intervals.Refused]:
+    """The pairs `paired_ratio` leaves out for a value impossible for a figure of `kind`
+    (`intervals.split`), their positions among the repeats both figures have."""
+    a_repeats = a.repeats or list(range(len(a.values)))
+    b_repeats = b.repeats or list(range(len(b.values)))
+    return intervals.split(*intervals.paired(a.values, a_repeats, b.values, b_repeats), kind)[1]
+
+
 def _figure(docs: Sequence[tuple[int, Doc]], get: Callable[[Doc], float | None]) -> Figure:
     """One variant's values of a metric with the repeat each came from."""
     got = [(repeat, x) for repeat, d in docs if (x := get(d)) is not None]

@@ -11,19 +11,27 @@ log(threshold), one and the same: the interval at a test's level excludes the th
 exactly when the test is significant. Below 10 pairs nothing is trimmed and it is Student's t.
 
 Why trimmed: a shared machine slows one arm alone now and then (a background burst), which
-skews the log-ratios to one side; Student's t on their mean then gave up to 12.5 % false
+skews the log-ratios to one side; Student's t on their mean then gave up to 12.6 % false
 verdicts where it promised 5 % (one arm slowed by 5 sd in 1 pair of 10, the 24-pair sequential
-design of `experiment.design`). Set aside at an end, such a pair moves the estimate little.
-Chosen by simulation over normal, t (3 df), symmetric and one-sided outlier noise, every look
-of that design and closing looks after 5, 8, 13 and 20 pairs (200,000 worlds a cell): at most
-5.0 % false verdicts with normal noise (Student's t's own, where nothing is trimmed) and 4.5 %
-with one-sided outliers, against Student's t's 12.5 %, 20 % trimming's 6.4 %, Wilcoxon's
-signed ranks' 9 % and 8-15 % for dropping the pairs past 3-4 MADs and testing the rest; and at
-34 s a pair a true 1.134 against 1.10 at a log-ratio spread of 0.028 is decided in 99.7 % of
-runs (Student's t: 99.9 %; at 60 s a pair, closing after 14, 94.7 % and 96.1 %). The fewer
-degrees of freedom are what Tukey and McLaughlin's statistic needs to hold its level with normal
-noise at these pair counts: with n - 2g - 1, each test rejects 3-29 % more often than its level
-at 10-24 pairs (400,000 worlds a pair count).
+design of `experiment.design`; 18 % in a fixed design of 24). Set aside at an end, such a pair
+moves the estimate little. Where one side has more outliers (past OUTLIER_MADS robust standard
+deviations of the median) than the test sets aside, at least one is in the estimate, and there
+is no verdict (`_lopsided`): the trimmed t alone still gave 6.6 % at 24 fixed pairs. Outliers
+are reported beside the verdict (`outliers`).
+Chosen by simulation (`bench/verdict_methods.py`, 200,000 worlds a cell;
+docs/results/narrative/demo.md, "Which test the verdicts use") over normal, t (3 df),
+symmetric and one-sided outlier noise, every look of that design, closing looks after 5, 8,
+13 and 20 pairs and fixed designs of 8, 16 and 24: at most 5.1 % false verdicts with normal
+noise (Student's t's own, where nothing is trimmed) and 4.9 % with one-sided outliers, against
+Student's t's 18 %, the trimmed t without the outlier rule's 6.6 %, 20 % trimming's 7.1 %,
+Wilcoxon's signed ranks' 11.7 % and 6-14 % for dropping the pairs past 3.5 MADs and testing
+the rest; and at 34 s a pair a true 1.134 against 1.10 at a log-ratio spread of 0.028 is
+decided in 99.3 % of runs (Student's t: 99.8 %; at 60 s a pair, closing after 14, 91.6 % and
+96.1 %). Bursts of 3 sd are flagged less often and still give up to 8.8 % (6.7 % with every
+planned look; every method tried: 8.5-14.7 % in its worst cell). The fewer degrees of freedom
+are what Tukey and McLaughlin's statistic needs to hold its level with normal noise at these
+pair counts: with n - 2g - 1, each test rejects 3-29 % more often than its level at 10-24
+pairs (400,000 worlds a pair count).
 Assumptions: the repeats are independent, and the log-ratios' noise is roughly symmetric,
 outliers aside (order effects cancel because the order alternates; a constant order effect
 only widens the interval). `tests/unit/experiment/test_calibration.py` checks the false-verdict
@@ -68,6 +76,16 @@ TRIM = 0.1
 DF_PER_TRIMMED = 1
 """Degrees of freedom given up per pair trimmed from each end, beyond Tukey and McLaughlin's
 n - 2g - 1: what keeps the trimmed t at its level with normal noise at 10-24 pairs."""
+OUTLIER_MADS = 3.0
+"""A pair whose difference from the threshold (its log-ratio's, for a ratio) lies more than
+this many robust standard deviations (1.4826 x the median absolute deviation) from the pairs'
+median is an outlier (Iglewicz and Hoaglin's modified z-score): reported beside the verdict,
+and from 10 pairs a verdict is withheld when one side has more of them than the trimmed test
+sets aside (`decisions`). Normal noise flags one or more in about 1 run in 5 (withheld: 4 % of
+runs at 10-16 pairs, 1 % at 24); a pair one arm slowed alone by 5 standard deviations is
+flagged in 86-93 % of runs at 10-24 pairs."""
+OUTLIERS_FROM = 4
+"""Fewest pairs outliers are looked for in (fewer have no "others" to lie outside of)."""
 OBSERVATION = "observation (1 repeat), no verdict"
 METHOD = (
     "each repeat's two arms ran back to back (order alternating), so repeats are pairs: "
@@ -75,7 +93,10 @@ METHOD = (
     f"{TRIM:.0%} lowest and highest set aside from 10 pairs on, winsorised spread, "
     f"{DF_PER_TRIMMED} degree of freedom fewer per pair set aside at each end) gives the "
     "interval of the ratio and a two-sided test against the threshold (scipy.stats): one arm "
-    "slowed alone in a repeat moves it little. Assumes independent repeats and roughly "
+    "slowed alone in a repeat moves it little; pairs past "
+    f"{OUTLIER_MADS:g} robust sd of the median are reported as outliers, and from 10 pairs "
+    "there is no verdict while one side has more of them than the test sets aside. Assumes "
+    "independent repeats and roughly "
     "symmetric log-ratio noise; calibrated by simulation (false-verdict rate with normal, "
     "heavy-tailed and outlier noise). A cost (CPU, time, throughput) 0 or less, or a value "
     "missing or infinite, drops its pair (counted); a repeat with a 0 in a figure that may be "
@@ -159,6 +180,84 @@ class Interval:
             low, high = _bounds([math.log(x / y) for x, y in self.pairs], level)
             return math.exp(low), math.exp(high)
         return _bounds([x for x, _ in self.pairs], level)
+
+
+def _modified_z(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Per row of `x`, each value's distance from the row's median in robust standard
+    deviations (0 throughout a row whose median absolute deviation is 0)."""
+    mid = np.median(x, axis=1, keepdims=True)
+    scale = 1.4826 * np.median(np.abs(x - mid), axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(scale > 0, (x - mid) / np.where(scale > 0, scale, 1.0), 0.0)
+
+
+def _lopsided(x: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+    """Per row of `x` (worlds x n), whether one side has more outliers (`OUTLIER_MADS`) than
+    the trimmed test sets aside at each end: the test's estimate then carries one of them, and
+    one arm slowed alone in a few repeats would lean the verdict its way. Only where the test
+    trims (from 10 pairs): below, Student's t on the mean holds its level with one arm slowed
+    by 5 sd in 1 pair of 10 (its spread grows with the outlier), and stays exact for normal
+    noise."""
+    n = x.shape[1]
+    if not trimmed(n):
+        return np.zeros(x.shape[0], dtype=bool)
+    z = _modified_z(x)
+    flagged = np.maximum((z > OUTLIER_MADS).sum(axis=1), (z < -OUTLIER_MADS).sum(axis=1))
+    lopsided: npt.NDArray[np.bool_] = flagged > trimmed(n)
+    return lopsided
+
+
+@dataclass(frozen=True)
+class Outlier:
+    """A pair whose log-ratio lies far outside the others' (`outliers`)."""
+
+    position: int
+    """Its index in the interval's pairs."""
+    ratio: float
+    distance: float
+    """Robust standard deviations from the pairs' median log-ratio (above it: positive)."""
+    set_aside: bool
+    """Whether the trimmed test left it out (one of the `trimmed` most extreme on its side)."""
+    trimmed: int = 0
+    """Pairs the test set aside at each end."""
+
+    def line(self) -> str:
+        side = "above" if self.distance > 0 else "below"
+        if self.set_aside:
+            fate = "set aside by the trimmed test"
+        elif self.trimmed:
+            fate = f"more on its side than the {self.trimmed} the test sets aside: no verdict"
+        else:
+            fate = f"in the test: under {round(1 / TRIM)} pairs it sets none aside"
+        return (
+            f"pair {self.position + 1} ratio {self.ratio:.3g}, {abs(self.distance):.1f} robust "
+            f"sd {side} the median ({fate})"
+        )
+
+
+def outliers(interval: Interval | None) -> tuple[Outlier, ...]:
+    """The pairs of a ratio whose log-ratio lies past OUTLIER_MADS robust standard deviations
+    from the median (one arm slowed or sped alone in that repeat, as a background burst on a
+    shared machine does), for the report beside the verdict. None looked for below
+    OUTLIERS_FROM pairs, without spread, or where there is no log-ratio (a repeat measured 0)."""
+    if interval is None or interval.scale != "log" or len(interval.pairs) < OUTLIERS_FROM:
+        return ()
+    r = np.log([[x / y for x, y in interval.pairs]])
+    z = _modified_z(r)[0]
+    n, g = r.shape[1], trimmed(r.shape[1])
+    rank = np.empty(n, dtype=int)
+    rank[np.argsort(r[0], kind="stable")] = np.arange(n)
+    return tuple(
+        Outlier(i, math.exp(float(r[0, i])), float(z[i]), bool(rank[i] < g or rank[i] >= n - g), g)
+        for i in range(n)
+        if abs(z[i]) > OUTLIER_MADS
+    )
+
+
+def outliers_text(interval: Interval | None) -> str:
+    """`outliers` in one clause ("" when there are none): "outliers: pair 7 ratio 1.42, ..."."""
+    found = outliers(interval)
+    return "outliers: " + "; ".join(o.line() for o in found) if found else ""
 
 
 def median(values: Sequence[float]) -> float:
@@ -305,7 +404,9 @@ def decisions(
     """Per row of `d` (worlds x repeats: the differences from the threshold), +1 when the
     two-sided trimmed t-test at `level` puts the trimmed mean above 0, -1 below, 0 when it
     cannot tell. The (1 - level) interval excludes 0 exactly then, so this is also "the
-    interval strictly past the threshold". Every verdict is made here, one world or 20,000
+    interval strictly past the threshold", except that a row with more outliers on one side
+    than the test sets aside (`_lopsided`) does not decide: that is what keeps one arm slowed
+    alone in 1 pair of 10 within the 5 %. Every verdict is made here, one world or 20,000
     at once (the calibration test). A row without spread decides by its sign only when
     `exact` (a count: 0 when on the threshold), else not at all (a measured figure the
     same in every repeat is not known to be exact); a level of 0 (before a design's first
@@ -319,6 +420,7 @@ def decisions(
     half = _t(df, 1 - level / 2) * se
     out[m - half > 0] = 1
     out[m + half < 0] = -1
+    out[_lopsided(x)] = 0
     flat = se == 0
     out[flat] = np.sign(m[flat]).astype(np.int8) if exact else 0
     return out
@@ -387,7 +489,22 @@ def verdict(
     detect = _detect_text(interval, threshold, pairs, detect_level)
     if level <= 0:
         return "inconclusive (before the design's first look" + (f"; {detect})" if detect else ")")
+    if _lopsided(np.asarray([d], dtype=float))[0]:
+        return f"inconclusive ({_lopsided_text(d)}" + (f"; {detect})" if detect else ")")
     return f"inconclusive ({detect})" if detect else "inconclusive"
+
+
+def _lopsided_text(d: Sequence[float]) -> str:
+    """Why `_lopsided` withholds the verdict on the differences `d`, in one clause."""
+    z = _modified_z(np.asarray([d], dtype=float))[0]
+    above, below = int((z > OUTLIER_MADS).sum()), int((z < -OUTLIER_MADS).sum())
+    count, side = (above, "above") if above >= below else (below, "below")
+    g = trimmed(len(d))
+    return (
+        f"{count} outlier pair{'s' if count != 1 else ''} {side} the median, more than the "
+        f"{g} the test sets aside at each end: no verdict while one arm may have been slowed "
+        "alone"
+    )
 
 
 def is_verdict(text: str) -> bool:
@@ -407,7 +524,8 @@ def describe(
     level: float = ALPHA,
 ) -> str:
     """`[low, high]` at `level` (the interval a verdict at that level used; `confidence`
-    names it); the point and "1 repeat"; or why there is none."""
+    names it), said to be exact (a count) or without spread where every repeat gave the same;
+    the point and "1 repeat"; or why there is none."""
     if interval is None:
         return "-"
     if interval.single_run:
@@ -415,4 +533,9 @@ def describe(
     if not interval.defined:
         return "- (a repeat measured 0: tested on differences)"
     low, high = interval.at(level if level > 0 else ALPHA)
+    if low == high:
+        # No spread: exact only where the figure is a count; a measured one is not judged.
+        return f"[{fmt(low)}, {fmt(high)}] " + (
+            "exact" if interval.kind == "count" else "no spread"
+        )
     return f"[{fmt(low)}, {fmt(high)}]"

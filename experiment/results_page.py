@@ -72,12 +72,14 @@ def _ratio(f: kept.Figure) -> str:
 
 
 def _verdict(f: kept.Figure, repeats: int) -> str:
-    """The verdict, and the pairs dropped for an impossible value (each named)."""
-    if not f.dropped:
-        return f.verdict or "-"
-    return (
-        f"{f.verdict or '-'} ({len(f.dropped)} of {repeats} pairs dropped: {'; '.join(f.dropped)})"
-    )
+    """The verdict, the pairs dropped for an impossible value (each named) and, beside a
+    verdict, the outlier pairs (`intervals.outliers`)."""
+    notes = []
+    if f.dropped:
+        notes.append(f"{len(f.dropped)} of {repeats} pairs dropped: {'; '.join(f.dropped)}")
+    if f.verdict is not None and (found := intervals.outliers_text(f.ratio)):
+        notes.append(found)
+    return f"{f.verdict or '-'} ({'; '.join(notes)})" if notes else f.verdict or "-"
 
 
 def _row(f: kept.Figure, repeats: int) -> str:

@@ -77,11 +77,26 @@ class Judged:
     workload: str
     interval: intervals.Interval | None
     verdict: str
+    level: float = intervals.ALPHA
+    """The test level the verdict was taken at (0: none taken); the interval stated is the
+    (1 - level) one."""
+    refused: tuple[str, ...] = ()
+    """One line per pair dropped for an impossible value, naming the variant and the figure."""
 
     @property
     def ratio(self) -> float | None:
         i = self.interval
         return i.point if i is not None and i.pairs else None
+
+    @property
+    def notes(self) -> str:
+        """The pairs dropped and the outliers found, in one clause ("" when none)."""
+        parts = []
+        if self.refused:
+            parts.append(f"{len(self.refused)} pairs dropped: " + "; ".join(self.refused))
+        if found := intervals.outliers_text(self.interval):
+            parts.append(found)
+        return "; ".join(parts)
 
 
 def judge(
@@ -98,26 +113,30 @@ def judge(
                 continue
             a, b = row.figures.get(t.variant), row.figures.get(t.baseline)
             kind = figures.kind(row.metric, row.unit)
-            interval = (
-                comparison.paired_ratio(a, b, kind) if a and b and a.values and b.values else None
-            )
+            both = bool(a and b and a.values and b.values)
+            interval = comparison.paired_ratio(a, b, kind) if a and b and both else None
+            refused = comparison.refused(a, b, kind) if a and b and both else []
+            at = level(interval.runs) if interval is not None else intervals.ALPHA
             verdict = intervals.verdict(
-                interval,
-                t.threshold,
-                at_least=t.at_least is not None,
-                level=level(interval.runs) if interval is not None else intervals.ALPHA,
+                interval, t.threshold, at_least=t.at_least is not None, level=at
             )
             if undefined := [v for v in (t.variant, t.baseline) if v in row.undefined]:
                 verdict = f"not defined for {', '.join(undefined)}"
-            out.append(Judged(t, row.workload, interval, verdict))
+            names = {"A": t.variant, "B": t.baseline}
+            lines = tuple(r.line(names[r.arm], row.metric) for r in refused)
+            out.append(Judged(t, row.workload, interval, verdict, at, lines))
     return out
 
 
 def line(j: Judged) -> str:
+    """The target, its ratio, the interval at the level the verdict was taken at (its
+    confidence said), the verdict, and the pairs dropped and outliers found."""
     ratio = f"{j.ratio:.2f}" if j.ratio is not None else "-"
+    notes = f" ({j.notes})" if j.notes else ""
     return (
-        f"{j.workload}: {j.target.describe}: ratio {ratio}, 95 % interval "
-        f"{intervals.describe(j.interval, '{:.2f}'.format)}: {j.verdict}"
+        f"{j.workload}: {j.target.describe}: ratio {ratio}, {intervals.confidence(j.level)} "
+        f"interval {intervals.describe(j.interval, '{:.2f}'.format, j.level)}: {j.verdict}"
+        f"{notes}"
     )
 
 
@@ -134,8 +153,14 @@ def to_json(judged: Sequence[Judged]) -> list[dict[str, Any]]:
             "ratio": j.ratio,
             "interval": None
             if j.interval is None or not j.interval.defined or j.interval.single_run
-            else {"low": j.interval.low, "high": j.interval.high, "repeats": j.interval.runs},
+            else dict(
+                zip(("low", "high"), j.interval.at(j.level or intervals.ALPHA), strict=True),
+                confidence=1 - (j.level or intervals.ALPHA),
+                repeats=j.interval.runs,
+            ),
             "verdict": j.verdict,
+            "dropped": list(j.refused),
+            "outliers": [o.line() for o in intervals.outliers(j.interval)],
         }
         for j in judged
     ]

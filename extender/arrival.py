@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
+from typing import Any
 
 _TCP_INFO_BYTES = 104
 """struct tcp_info up to its fields of Linux 2.6 (stable ABI; longer on newer kernels)."""
@@ -26,12 +27,29 @@ _LAST_DATA_RECV_OFFSET = 52
 def age(transport: asyncio.BaseTransport | None) -> float:
     """Seconds since the connection of `transport` last received data; 0 when unknown (not
     TCP, not Linux, closed)."""
+    return age_of(tcp_socket(transport))
+
+
+def tcp_socket(transport: asyncio.BaseTransport | None) -> Any:
+    """The TCP socket of `transport` to read `age_of`, or None (not TCP, not Linux, closed).
+    A connection may keep it: uvloop makes a new one at each asking (a getsockname call)."""
     if transport is None or not hasattr(socket, "TCP_INFO"):
-        return 0.0
-    sock = transport.get_extra_info("socket")
+        return None
     try:
+        sock = transport.get_extra_info("socket")
         if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
-            return 0.0
+            return None
+    except OSError:
+        return None
+    return sock
+
+
+def age_of(sock: Any) -> float:
+    """Seconds since the connection of the TCP socket `sock` (`tcp_socket`) last received
+    data; 0 when unknown (None, closed)."""
+    if sock is None:
+        return 0.0
+    try:
         info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_BYTES)
         (ms,) = _LAST_DATA_RECV.unpack_from(info, _LAST_DATA_RECV_OFFSET)
     except (OSError, struct.error):

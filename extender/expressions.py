@@ -226,6 +226,12 @@ class Evaluator:
         """Set (by `extender.judging`, on the event loop): an evaluation that needs the
         sandbox (not cached) raises NeedsSandbox rather than wait for a worker."""
 
+    def spend(self, budget: Budget | None) -> Budget | None:
+        """Evaluations from now on charge `budget` (None: none); returns the one they
+        charged before, to be put back (`spending` as two calls)."""
+        outer, self._budget = self._budget, budget
+        return outer
+
     @contextlib.contextmanager
     def spending(self, budget: Budget) -> Iterator[Budget]:
         """Evaluations inside the block charge `budget`; one past it raises OverBudget (and

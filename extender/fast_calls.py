@@ -25,14 +25,14 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Generator
 from typing import Any, Final
 
 import msgspec
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
-from extender import handlers
+from extender import arrival, handlers
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +107,10 @@ class Connection(RequestHandler):
         self._slow: asyncio.TimerHandle | None = None
         self._paused = False
         """Reading paused while a call is answered (see `data_received`)."""
+        self._sock: Any = False
+        """The connection's TCP socket to date its calls by (`extender.arrival`; None: not
+        TCP), once a call asked for it."""
+        self._gate = app[handlers.GATE]
 
     def data_received(self, data: bytes) -> None:
         if self._aiohttp:
@@ -143,13 +147,15 @@ class Connection(RequestHandler):
                     self._hand_over()
                     return
                 verb, length = parsed
-                arrived = handlers.arrived_at(self._app, self.transport)
+                if self._sock is False:
+                    self._sock = arrival.tcp_socket(self.transport)
+                arrived = self._gate.clock() - arrival.age_of(self._sock)
                 self._call = (verb, end + 4, end + 4 + length, arrived, time.perf_counter())
                 self._request_in_progress = True  # the connection cap does not close it now
             verb, start, whole, arrived, started = self._call
             if len(held) < whole:
                 if self._slow is None:
-                    within = self._app[handlers.GATE].deadline_seconds
+                    within = self._gate.deadline_seconds
                     self._slow = self._loop.call_later(within, self._too_slow, verb, within)
                 return
             body = bytes(held[start:whole])
@@ -159,8 +165,34 @@ class Connection(RequestHandler):
                 self._slow.cancel()
                 self._slow = None
             self._answering = True
-            task = self._loop.create_task(self._answer(verb, body, arrived, started))
-            task.add_done_callback(self._answered)
+            if self._answered_at_once(self._answer(verb, body, arrived, started)) and held:
+                # Calls sent ahead are answered one a round of the loop, as they were as
+                # tasks: a client that queues many does not hold the loop for all of them.
+                self._loop.call_soon(self._read_on)
+                return
+
+    def _answered_at_once(self, answer: Coroutine[Any, Any, None]) -> bool:
+        """Start answering a call here, not in a task: a call that never waits (the gate
+        free, judged inline: nearly every call) is answered before this returns (True),
+        without a task's allocations and the loop's extra round before it runs. One that
+        waits (for its turn, the CEL sandbox, a breather) goes on in a task (False)."""
+        try:
+            waited = answer.send(None)
+        except StopIteration:
+            self._answered(None)
+            return True
+        except BaseException:
+            self._answered(None)
+            raise
+        task = self._loop.create_task(_resumed(answer, waited))
+        task.add_done_callback(self._answered)
+        return False
+
+    def _read_on(self) -> None:
+        if self._answering or self.transport is None or self._force_close or self._close:
+            return
+        self._next()
+        self._hold_back()
 
     def _hand_over(self) -> None:
         """The connection becomes aiohttp's, with what was read of it."""
@@ -178,7 +210,10 @@ class Connection(RequestHandler):
         except Exception as e:
             self._refuse(verb, e)
 
-    def _answered(self, _task: asyncio.Task[None]) -> None:
+    def _answered(self, task: asyncio.Task[None] | None) -> None:
+        """The call is answered: the connection idles (its keep-alive timer armed) and the
+        next call is read; `task` is the task it went on in (None: answered at once, and the
+        caller reads on)."""
         self._answering = False
         self._request_in_progress = False
         if self._handler_waiter is not None and not self._handler_waiter.done():
@@ -193,8 +228,9 @@ class Connection(RequestHandler):
         if self._keepalive_handle is None and self._keepalive_timeout > 0:
             close_at = self._next_keepalive_close_time
             self._keepalive_handle = self._loop.call_at(close_at, self._process_keepalive)
-        self._next()
-        self._hold_back()
+        if task is not None:
+            self._next()
+            self._hold_back()
 
     def _refuse(self, verb: str, e: Exception) -> None:
         """Answer as `extender.app`'s middleware answers a call that raised `e`."""
@@ -237,6 +273,41 @@ class Connection(RequestHandler):
             self._app[handlers.METRICS].requests.labels(self._call[0], "bad_request").inc()
             self._call = None
         super().connection_lost(exc)
+
+
+class _Waited:
+    """What a coroutine started outside a task waited on, awaited again by the task it goes
+    on in (`_resumed`), so that task waits for it as it would have."""
+
+    __slots__ = ("waited",)
+
+    def __init__(self, waited: Any) -> None:
+        self.waited = waited
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        return (yield self.waited)
+
+
+async def _resumed(started: Coroutine[Any, Any, None], waited: Any) -> None:
+    """The rest of the coroutine `started`, which began outside a task and now waits on
+    `waited`, driven as a task drives a coroutine: what it waited on awaited first, then
+    each result sent (or exception thrown, a cancellation too) into it."""
+    while True:
+        try:
+            sent = await _Waited(waited)
+        except GeneratorExit:
+            started.close()
+            raise
+        except BaseException as e:
+            try:
+                waited = started.throw(e)
+            except StopIteration:
+                return
+        else:
+            try:
+                waited = started.send(sent)
+            except StopIteration:
+                return
 
 
 def _may_be_call(held: bytearray) -> bool:

@@ -33,15 +33,17 @@ async def judged(index: Index, budget: expressions.Budget, work: Callable[[], T]
     evaluator = index.evaluator
     if index.loan.out:
         await index.loan.back()
+    # `evaluator.spending(budget)` and `inline_only`, without a context's generator: the
+    # common path, every call.
+    outer = evaluator.spend(budget)
+    evaluator.inline_only = True
     try:
-        with evaluator.spending(budget):
-            evaluator.inline_only = True  # an attribute, not a context: the common path
-            try:
-                return work()
-            finally:
-                evaluator.inline_only = False
+        return work()
     except expressions.NeedsSandbox:
         pass
+    finally:
+        evaluator.inline_only = False
+        evaluator.spend(outer)
 
     def off_loop() -> T:
         with evaluator.spending(budget):

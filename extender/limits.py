@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 
 class Overloaded(Exception):
@@ -82,54 +82,90 @@ class Gate:
             return None
         return f"refusing scheduler calls: {self._refused_why}"
 
-    @contextlib.asynccontextmanager
-    async def admitted(self, arrived: float | None = None) -> AsyncIterator[Turn]:
-        """The call's place, from its admission (its body read) to its answer; raises
-        Overloaded when `max_inflight` calls are in already, or when those would take longer
-        than the deadline to judge. The deadline counts from `arrived` (the gate's clock;
-        now if not given)."""
-        wait = (self.inflight + 1) * self.judge_seconds  # the calls ahead, then this one
+    def admitted(self, arrived: float | None = None) -> _Admitted:
+        """The call's place, from its admission (its body read) to its answer (an async
+        context yielding its `Turn`); raises Overloaded when `max_inflight` calls are in
+        already, or when those would take longer than the deadline to judge. The deadline
+        counts from `arrived` (the gate's clock; now if not given). A class, not an
+        asynccontextmanager: every call passes here, and the generator cost more than the
+        check."""
+        return _Admitted(self, arrived)
+
+
+class _Admitted:
+    __slots__ = ("_gate", "_arrived")
+
+    def __init__(self, gate: Gate, arrived: float | None) -> None:
+        self._gate = gate
+        self._arrived = arrived
+
+    async def __aenter__(self) -> Turn:
+        gate = self._gate
+        wait = (gate.inflight + 1) * gate.judge_seconds  # the calls ahead, then this one
         why = None
-        if self.inflight >= self.max_inflight:
-            why = f"{self.inflight} calls in flight, the most admitted"
-        elif self.inflight and wait > self.deadline_seconds:
+        if gate.inflight >= gate.max_inflight:
+            why = f"{gate.inflight} calls in flight, the most admitted"
+        elif gate.inflight and wait > gate.deadline_seconds:
             why = (
-                f"{self.inflight} calls ahead: judged in about {wait:.2f}s, past the "
-                f"{self.deadline_seconds:g}s call deadline"
+                f"{gate.inflight} calls ahead: judged in about {wait:.2f}s, past the "
+                f"{gate.deadline_seconds:g}s call deadline"
             )
         if why is not None:
-            self._refused_at, self._refused_why = self.clock(), why
+            gate._refused_at, gate._refused_why = gate.clock(), why
             raise Overloaded(why)
-        self.inflight += 1
-        start = self.clock() if arrived is None else arrived
-        try:
-            yield Turn(self, start + self.deadline_seconds)
-        finally:
-            self.inflight -= 1
+        gate.inflight += 1
+        start = gate.clock() if self._arrived is None else self._arrived
+        return Turn(gate, start + gate.deadline_seconds)
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._gate.inflight -= 1
 
 
 class Turn:
+    __slots__ = ("_gate", "deadline", "_start", "_recent", "_in_time", "_held")
+
     def __init__(self, gate: Gate, deadline: float) -> None:
         self._gate = gate
         self.deadline = deadline
+        self._held = False
 
-    @contextlib.asynccontextmanager
-    async def judging(self) -> AsyncIterator[bool]:
-        """Wait for this call's turn to be judged, until its deadline at most; yields False
-        if the deadline has passed first (answer "not judged" at once, without the turn),
-        True otherwise. A turn judged off the event loop (`extender.judging`) leaves the loop
-        free, so a call behind it is answered at its deadline, not when the turn ends."""
+    def judging(self) -> Turn:
+        """Wait for this call's turn to be judged, until its deadline at most (an async
+        context); yields False if the deadline has passed first (answer "not judged" at
+        once, without the turn), True otherwise. A turn judged off the event loop
+        (`extender.judging`) leaves the loop free, so a call behind it is answered at its
+        deadline, not when the turn ends. Once per turn."""
+        return self
+
+    async def __aenter__(self) -> bool:
         gate = self._gate
-        if not await gate._turn.take(self.deadline - gate.clock()):
-            yield False
-            return
+        turn = gate._turn
+        if not turn._held and not turn._waiting:
+            turn._held = True  # free, as for nearly every call: `take` without its coroutine
+        elif not await turn.take(self.deadline - gate.clock()):
+            return False
+        self._held = True
         try:
-            start = gate.clock()
-            recent = gate.judge_seconds  # the estimate as this call's judging began
-            in_time = start <= self.deadline
-            yield in_time
-            took = gate.clock() - start
-            if in_time:
+            self._start = start = gate.clock()
+            self._recent = gate.judge_seconds  # the estimate as this call's judging began
+            self._in_time = in_time = start <= self.deadline
+        except BaseException:
+            self._held = False
+            turn.give()
+            raise
+        return in_time
+
+    async def __aexit__(self, exc_type: object, *exc: object) -> None:
+        if not self._held:
+            return
+        self._held = False
+        gate = self._gate
+        try:
+            if exc_type is not None:
+                return
+            took = gate.clock() - self._start
+            if self._in_time:
+                recent = self._recent
                 gate.judge_seconds = recent + gate.SMOOTHING * (took - recent)
             if took > gate.LONG_TURN_SECONDS:
                 # The loop was held: let it serve others (a probe takes a few of its rounds

@@ -65,6 +65,10 @@ class Judging:
         return max(paired, (self.ran or {}).get(comparison, paired))
 
     def level(self, comparison: str, paired: int) -> float:
+        """The level of the look the repeats run have reached; 0 (no verdict) when fewer
+        pairs than the first look's are left to judge (repeats dropped or refused)."""
+        if paired < self.plan.fewest:
+            return 0.0
         return self.plan.level(self.repeats(comparison, paired))
 
     def detect_at(self, comparison: str, paired: int) -> tuple[int, float] | None:
@@ -129,7 +133,8 @@ def _ratio_target(
             f"no data: no repeat has {metric} in both arms" + (f" ({refused})" if refused else ""),
         )
     ratio = f"ratio {row.ratio:.3f}" if row.ratio is not None else "ratio -"
-    ran = judging.repeats(comparison, interval.runs)
+    # A pair refused for an impossible value ran: it counts among the repeats dropped.
+    ran = judging.repeats(comparison, interval.runs + len(interval.refused))
     dropped = ran - interval.runs
     level = judging.level(comparison, interval.runs)
     spread = (
@@ -143,6 +148,8 @@ def _ratio_target(
         f"{row.a_name} {row.a.median:.3g} vs {row.b_name} {row.b.median:.3g}: {ratio}, {spread}"
         f" ({dropped} of {ran} dropped{why})"
     )
+    if found := intervals.outliers_text(interval):
+        measured += f"; {found}"
     if row.probes[0] or row.probes[1]:
         measured += "; " + "; ".join(
             f"{name}: {_probe_text(outcomes)}"

@@ -59,8 +59,28 @@ def terms(
 ) -> Terms:
     if node is None or summary is None or not node.known:
         return Terms(None, None, None, MIN_PRIORITY)
-    a = alignment.score(demand, summary, w.numa_credit)
-    p = packing.score(demand, summary)
+    # The device terms depend on the summary (immutable) and the pod's shape only: each
+    # summary works them out once per shape (the decision log explains the best nodes of
+    # every call, mostly the same few summaries).
+    key = (
+        "terms",
+        demand.gpu_class,
+        demand.gpus,
+        demand.nic_class,
+        demand.nics,
+        demand.aligned_in_tree,
+        w.numa_credit,
+    )
+    memo = summary.memo
+    device_terms = memo.get(key)
+    if device_terms is None:
+        if len(memo) >= _MEMO_LIMIT:
+            memo.clear()
+        device_terms = memo[key] = (
+            alignment.score(demand, summary, w.numa_credit),
+            packing.score(demand, summary),
+        )
+    a, p = device_terms
     loc = locality.score(siblings, node.rack, node.block, w.block_credit)
     return Terms(a, p, loc, _combine(w, a, p, loc))
 

@@ -17,7 +17,9 @@ The noise is shaped like recorded arms (bench/results: demo runs of 2026-11-22/2
 Asserted:
 - fixed design at n = 3, 5, 8: on the threshold the false verdicts (met or missed, both false
   there) are 5 % within 3 standard errors for normal noise, and no more with outliers (the
-  95 % interval misses the truth exactly as often);
+  95 % interval misses the truth exactly as often); at n = 3-24 no more with one-sided
+  outliers (trimmed t, no verdict where one side has more outliers than it sets aside: the
+  trimmed t alone gave 6.6 % at 24 pairs);
 - sequential design (the demo's 24 pairs and looks, and the same closed by the time budget
   after 5, 8, 13 and 20 pairs, its closing look spending what was left): false verdicts at
   most 5 % (and 2 standard errors) counting every look, for every noise;
@@ -100,6 +102,31 @@ def test_fixed_design_false_verdicts_are_five_percent_on_the_threshold(
 def test_fixed_design_stays_calibrated_with_slow_outlier_arms(n: int) -> None:
     rate = _false_verdicts("outliers", 0.05, n)
     assert rate <= PROMISED + 3 * STANDARD_ERROR, f"false verdicts {rate:.2%}"
+
+
+@pytest.mark.parametrize("n", [3, 5, 8, 16, 24])
+def test_fixed_design_stays_calibrated_with_one_arm_slowed_alone(n: int) -> None:
+    rate = _false_verdicts("one-sided", 0.1, n)
+    assert rate <= PROMISED + 3 * STANDARD_ERROR, f"false verdicts {rate:.2%}"
+
+
+def test_more_outliers_on_one_side_than_the_test_sets_aside_give_no_verdict() -> None:
+    """24 pairs clearly under the threshold, but 3 of them (more than the 2 set aside at each
+    end) far below the rest: one arm may have been slowed alone, so no verdict, and the
+    report names the outliers; with 2 of them, both are set aside and the verdict stands."""
+    rng = np.random.default_rng(list(b"lopsided"))
+    clean = np.exp(rng.normal(math.log(1.05), 0.02, 24))
+    for slowed, decided in ((2, True), (3, False)):
+        ratios = clean.copy()
+        ratios[:slowed] *= 0.5
+        interval = intervals.ratio_interval(list(ratios), [1.0] * 24, "cost")
+        text = intervals.verdict(interval, THRESHOLD, at_least=False)
+        assert intervals.is_verdict(text) == decided, text
+        found = intervals.outliers(interval)
+        assert [o.position for o in found] == list(range(slowed))
+        assert sum(o.set_aside for o in found) == 2  # the test sets 2 aside at each end
+        if not decided:
+            assert text.startswith("inconclusive (3 outlier pairs below the median, more than")
 
 
 def test_fixed_design_decides_a_clear_difference() -> None:

@@ -390,3 +390,39 @@ def test_the_default_demo_gives_verdicts_from_five_alternated_repeats() -> None:
             for r in range(w.repeat)
         ]
         assert len(set(firsts)) == 2 and abs(firsts.count(firsts[0]) * 2 - w.repeat) <= 1
+
+
+def test_a_cost_of_zero_or_less_drops_its_pair_named_and_never_a_verdict_alone() -> None:
+    """A CPU delta read across a counter reset: that pair is dropped, the report names the arm
+    and the figure in one line, and the other pairs decide; every pair so: no data, no
+    verdict, no traceback."""
+
+    def ms(a: list[float], b: list[float]) -> summary.Row:
+        return summary.Row("extender", COST, "ms", "on", Figure(a), "off", Figure(b))
+
+    on, off = [10.4, 10.3, -3.0, 10.3, 10.4, 10.2], [10.0, 9.9, 10.1, 10.0, 10.1, 10.0]
+    (got,) = project_targets.headline([ms(on, off)])
+    assert got.verdict == "met"
+    assert f"(1 of 6 dropped; on's {COST} -3 (a cost cannot be 0 or less): pair dropped)" in (
+        got.measured
+    )
+    (none,) = project_targets.headline([ms([-1.0] * 4, off[:4])])
+    assert not intervals.is_verdict(none.verdict) and none.verdict.startswith("no data")
+    assert f"on's {COST} -1 (a cost cannot be 0 or less): pair dropped" in none.verdict
+
+
+def test_a_verdict_needs_the_first_look_s_pairs_after_the_drops() -> None:
+    """A sequential run closed after 5 pairs whose 2 were refused: 3 pairs judge nothing."""
+    from experiment import design
+
+    judging = project_targets.Judging(design.Design(24, sequential=True).closed(5))
+    assert judging.level("extender", 3) == 0.0 and judging.level("extender", 5) > 0.04
+
+
+def test_outlier_pairs_are_reported_beside_the_verdict() -> None:
+    on = [10.4, 10.3, 10.2, 10.3, 10.4, 10.2, 10.3, 10.4, 10.3, 15.0]
+    (got,) = project_targets.headline(
+        [summary.Row("extender", COST, "ms", "on", Figure(on), "off", Figure([10.0] * 10))]
+    )
+    assert "; outliers: pair 10 ratio 1.5, " in got.measured
+    assert "robust sd above the median (set aside by the trimmed test)" in got.measured

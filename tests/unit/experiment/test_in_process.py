@@ -15,6 +15,7 @@ from rich.console import Console
 from experiment import (
     accounting,
     comparison,
+    design,
     figures,
     in_process,
     intervals,
@@ -421,3 +422,39 @@ def test_a_rebuilt_page_still_says_not_defined_and_shows_the_cpu_split(tmp_path:
     assert variants_report.NOT_DEFINED in page
     assert "gpus: loadgen / perf scheduling throughput &gt;= 0.8" in page
     assert "where the CPU goes" in page
+
+
+def test_a_targets_line_names_its_dropped_pairs_and_its_level_s_interval() -> None:
+    """A throughput of 0 or less (a counter read across a reset) drops its pair, named by
+    variant and figure, and the verdict comes from the pairs left; the interval printed is the
+    one at the level the verdict used (a fixed design of 5: 95 %)."""
+    exp = specs.parse(_doc(repeats=5))
+    rows = comparison.rows(
+        _pairs([0.95, 0.97, -0.5, 0.96, 0.94]), ["perf", "loadgen"], ["scheduling throughput"]
+    )
+    (judged,) = targets.judge(exp.targets, rows, design.of(exp).level)
+    assert judged.interval is not None and judged.interval.runs == 4
+    assert judged.verdict == "met" and judged.level == pytest.approx(0.05)
+    assert judged.refused == (
+        "loadgen's scheduling throughput -10 (a cost cannot be 0 or less): pair dropped",
+    )
+    line = targets.line(judged)
+    assert "95 % interval [" in line and line.endswith(
+        "met (1 pairs dropped: loadgen's scheduling throughput -10 (a cost cannot be 0 or "
+        "less): pair dropped)"
+    )
+    (out,) = targets.to_json([judged])
+    assert out["dropped"] == list(judged.refused) and out["interval"]["confidence"] == 0.95
+
+
+def test_a_target_from_fewer_pairs_than_its_design_s_first_look_is_no_verdict() -> None:
+    """A fixed design of 5 left with 3 pairs (2 refused): observations, not a verdict at 0.05
+    from 2 degrees of freedom, whatever the figures say."""
+    exp = specs.parse(_doc(repeats=5))
+    rows = comparison.rows(
+        _pairs([0.95, -2.0, 0.96, -1.0, 0.95]), ["perf", "loadgen"], ["scheduling throughput"]
+    )
+    (judged,) = targets.judge(exp.targets, rows, design.of(exp).level)
+    assert judged.interval is not None and judged.interval.runs == 3
+    assert judged.level == 0.0 and not intervals.is_verdict(judged.verdict)
+    assert len(judged.refused) == 2
