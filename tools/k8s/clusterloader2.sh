@@ -2,7 +2,8 @@
 # Builds ClusterLoader2 (module k8s.io/perf-tests/clusterloader2, pinned below) into a cache
 # directory keyed by its version, beside the control-plane binaries, and prints that
 # directory. It holds `clusterloader` and the module's `testing/` configs, to be read and
-# patched at run time (nothing of CL2 is kept in this repo; docs/results/narrative/clusterloader2.md's agreement check).
+# patched at run time by the experiment engine's `harness: clusterloader2`
+# (experiment/clusterloader2.py; nothing of CL2 is kept in this repo).
 # A complete cache is reused without invoking go; a second caller waits for the first.
 #
 # The source is the pinned module from the Go module proxy (`go mod download`) or, where the
@@ -30,7 +31,7 @@ main() {
       --source) source="${2:-}"; shift ;;
       --source=*) source="${1#*=}" ;;
       --print-dir) print_dir=1 ;;
-      -h | --help) sed -n '2,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+      -h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
       *) echo "error: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
