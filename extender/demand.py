@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Literal
 
 from extender import expressions, selectors
@@ -210,7 +211,7 @@ def _add_claim(
     in-tree NUMA constraint over GPUs and NICs."""
     devices = spec.get("devices") or {}
     per_request: dict[str, tuple[Role, int]] = {}
-    derived: dict[str, dict[str, str]] = {}
+    derived: dict[str, Mapping[str, str]] = {}
     for req in devices.get("requests") or []:
         if not isinstance(req, dict):
             continue
@@ -279,9 +280,14 @@ _LEVELS = {a.rpartition("/")[2]: a for a in (vocab.ATTR_PCIE_ROOT, vocab.ATTR_NU
 with these names."""
 
 
-def _derived_of(exactly: Any) -> dict[str, str]:
+_NO_DERIVED: Mapping[str, str] = MappingProxyType({})
+
+
+def _derived_of(exactly: Any) -> Mapping[str, str]:
     """A request's derived attributes: name -> CEL expression."""
     items = exactly.get("derivedAttributes") if isinstance(exactly, dict) else None
+    if not items:
+        return _NO_DERIVED  # nearly every request: no dict made for it
     return {
         str(d.get("name")): str(d.get("expression"))
         for d in items or ()

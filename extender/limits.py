@@ -93,7 +93,7 @@ class Gate:
 
 
 class _Admitted:
-    __slots__ = ("_gate", "_arrived")
+    __slots__ = ("_arrived", "_gate")
 
     def __init__(self, gate: Gate, arrived: float | None) -> None:
         self._gate = gate
@@ -122,7 +122,7 @@ class _Admitted:
 
 
 class Turn:
-    __slots__ = ("_gate", "deadline", "_start", "_recent", "_in_time", "_held")
+    __slots__ = ("_gate", "_held", "_in_time", "_recent", "_start", "deadline")
 
     def __init__(self, gate: Gate, deadline: float) -> None:
         self._gate = gate
