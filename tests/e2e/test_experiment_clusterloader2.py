@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from experiment import clusterloader2
 from testbed.cluster import local
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(1800)]
@@ -30,6 +31,10 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "experiments" / "cl
 def test_clusterloader2_and_loadgen_observe_measure_the_same_pods(
     kubeconfig: str, extender_port: int, cluster_config: local.ClusterConfig, tmp_path: Path
 ) -> None:
+    try:  # built by .ci/run; here on first use (minutes), named in one line if it cannot be
+        clusterloader2.build()
+    except clusterloader2.BuildError as e:
+        pytest.fail(f"{e} (tools/k8s/clusterloader2.sh --help says where it comes from)")
     doc = yaml.safe_load(EXAMPLE.read_text())
     doc["fleet"]["nodes"] = 2
     doc["workloads"][0]["params"]["run_time"] = "1s"
