@@ -438,6 +438,9 @@ def run_arm(
     except RuntimeError as e:
         asyncio.run(_clean(where.kubeconfig, prefix, made_class, 300))
         return None, validity.Validity(False, str(e))
+    except KeyboardInterrupt:  # the observers have written their reports; nothing left behind
+        asyncio.run(_clean(where.kubeconfig, prefix, made_class, 60))
+        raise
     wall = time.time() - started
     cleaned = asyncio.run(_clean(where.kubeconfig, prefix, made_class, 300))
     try:

@@ -2,7 +2,8 @@
 examples/experiments/cl2-agreement.yaml's ClusterLoader2 variant alone, on 2 nodes with 1 s
 churn pods (14 fill pods, 2 churn Jobs of 10 completions): ClusterLoader2 built from its pinned
 module (.ci/run builds it before the tests; tools/k8s/clusterloader2.sh) and run on its adapted
-DRA test while loadgen observes the same pods. ~1 min after the build on 2 cores.
+DRA test while loadgen observes the same pods: 96-139 s after the build on 2 cores at load
+10-14 (2026-11-29; the arm itself ~70 s, ClusterLoader2's test 30 s of it).
 
 What it holds: both tools measured every pod, each of the 18 rows has a figure from each, and
 the report shows them. Not whether the rows agree: on a shared 2-core machine a p99 of 14 pods
