@@ -24,6 +24,7 @@ render is not counted), whether every optimum was proven, and the largest gap le
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -32,7 +33,7 @@ from typing import Any
 
 from rich.console import Console
 
-from experiment import fleet_shape, kept, mixed_fleet, optimum_report
+from experiment import arm_record, fleet_shape, kept, mixed_fleet, optimum_report
 from experiment.arms import Arm
 from experiment.demo import plan
 from experiment.oracle import arms, inputs, solve
@@ -64,7 +65,7 @@ def _result(scenario: model.Scenario, gpus: int) -> dict[str, Any]:
 def _as_placed_by_the_online_optimum(
     doc: dict[str, Any], fleet: inputs.Fleet, limit: float
 ) -> None:
-    workload = inputs.workload_of(doc)
+    workload = inputs.workload_of(arm_record.modelled(doc))
     if workload.gangs or not any(p.refusable for p in workload.phases):
         return
     oracle = solve.Oracle(fleet, workload, limit)
@@ -84,17 +85,17 @@ def kept_run(run: Path, nodes: int, limit: float, output: Path | None) -> int:
         comparison, variant, repeat = path.stem.rsplit("-", 2)
         if not repeat.isdigit():
             continue  # latency arms and other files
-        doc = json.loads(path.read_text())
-        got = arms.arm_optimum(doc, fleet, limit)
+        rec = arm_record.build(path.read_text())
+        got = arms.arm_optimum(rec, fleet, limit)
         if got is not None:
-            doc["optimum"] = got
-            results.append((Arm(comparison, variant, "file", repeat=int(repeat)), doc))
+            arm = Arm(comparison, variant, "file", repeat=int(repeat))
+            results.append((arm, dataclasses.replace(rec, optimum=got)))
     invalid = json.loads((run / "demo.json").read_text()).get("invalid_arms") or []
     return _table(run, results, invalid, output)
 
 
 def _table(
-    run: Path, results: list[tuple[Arm, dict[str, Any]]], invalid: Any, output: Path | None
+    run: Path, results: list[tuple[Arm, arm_record.ArmRecord]], invalid: Any, output: Path | None
 ) -> int:
     """Print the run's table; `output`: write its section as a document
     `testbed results keep` takes."""
@@ -198,7 +199,7 @@ def main() -> int:
         doc = _result(scenario, gpus)
         started = time.monotonic()
         _as_placed_by_the_online_optimum(doc, fleet, args.time_limit)
-        got = arms.arm_optimum(doc, fleet, args.time_limit)
+        got = arms.arm_optimum(arm_record.modelled(doc), fleet, args.time_limit)
         seconds = time.monotonic() - started
         figures = (got or {}).get("figures") or []
         proven = all(f["batch"]["optimal"] and f["online"]["optimal"] for f in figures)

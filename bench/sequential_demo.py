@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from experiment import design, figures, intervals
+from experiment import arm_record, design, figures, intervals
 from experiment.demo import command as demo
 from experiment.demo import project_targets
 
@@ -53,9 +53,10 @@ def _log_ratios(run: Path, metrics: list[str]) -> dict[int, list[float]]:
     docs = _arm_docs(run)
     out: dict[int, list[float]] = {}
     for repeat in sorted({r for _, r in docs}):
-        on, off = docs.get(("on", repeat)), docs.get(("off", repeat))
-        if on is None or off is None:
+        on_doc, off_doc = docs.get(("on", repeat)), docs.get(("off", repeat))
+        if on_doc is None or off_doc is None:
             continue
+        on, off = arm_record.build(on_doc), arm_record.build(off_doc)
         row = []
         for metric in metrics:
             get = figures.metric(metric)[2]
@@ -73,7 +74,7 @@ def _present(run: Path) -> list[str]:
     return [
         m
         for _, m in project_targets.HEADLINE
-        if docs and all(figures.metric(m)[2](d) for d in docs)
+        if docs and all(figures.metric(m)[2](arm_record.build(d)) for d in docs)
     ]
 
 

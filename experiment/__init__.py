@@ -28,7 +28,9 @@ each to its place):
       comparison.py        a file's variants compared metric by metric; release to release
       variants_report.py   a file's console tables, experiment.json and index.html; Reporter
       arms.py              `Arm` (one loadgen run) and the latency arms' arrival rule
-      figures.py           the metric catalogue read from loadgen results; `Figure`
+      arm_record.py        `ArmRecord`: an arm's loadgen result, parsed, and the engine's own
+                           fields (process CPU, fault, optimum, validity), kept as arm.json
+      figures.py           the metric catalogue read from arm records; `Figure`
       accounting.py        whether an arm accounted for every pod it asked for
       arm_charts.py        charts and sections every report shares
       report_files.py      the JSON document and index.html every report writes

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiment import children, validity
+from experiment import arm_record, children, validity
 from experiment.arms import Arm
 from loadgen import agreement, scenarios
 from loadgen.report import document
@@ -404,7 +404,7 @@ class Where:
 
 def run_arm(
     arm: Arm, out_dir: Path, where: Where
-) -> tuple[dict[str, Any] | None, validity.Validity]:
+) -> tuple[arm_record.ArmRecord | None, validity.Validity]:
     """Run testing/dra with both observers; the arm's result (None without one) and its
     validity."""
     arm_dir = out_dir / arm.name
@@ -450,7 +450,8 @@ def run_arm(
     doc[KEY].update(command=" ".join(cmd), wall_seconds=round(wall, 1), cleaned_up=cleaned)
     doc["cleaned_up"] = cleaned
     files.write_atomic(arm_dir / "result.json", json.dumps(doc, indent=1) + "\n")
-    return doc, judge(doc)
+    section = doc.pop(KEY)
+    return arm_record.build(doc, clusterloader2=section), judge({KEY: section})
 
 
 def _version(cl2_dir: Path) -> str:
@@ -595,9 +596,11 @@ Sections = Mapping[str, Mapping[str, Any]]
 in experiment.json (so `testbed report` shows it again)."""
 
 
-def sections(results: Sequence[tuple[Arm, Mapping[str, Any]]]) -> dict[str, dict[str, Any]]:
+def sections(results: Sequence[tuple[Arm, arm_record.ArmRecord]]) -> dict[str, dict[str, Any]]:
     """The ClusterLoader2 arms' sections, by arm name."""
-    return {arm.name: dict(doc[KEY]) for arm, doc in results if KEY in doc}
+    return {
+        arm.name: dict(rec.clusterloader2) for arm, rec in results if rec.clusterloader2 is not None
+    }
 
 
 def agreement_cells(kept: Sections) -> list[tuple[str, ...]]:

@@ -16,8 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from experiment import figures, intervals
+from experiment.arm_record import ArmRecord
 from experiment.arms import Arm
-from experiment.figures import METRICS, NOISY_IF_NEGATIVE, UNSATURATED, Doc, Figure, defined
+from experiment.figures import METRICS, NOISY_IF_NEGATIVE, UNSATURATED, Figure, defined
 
 DEFAULT_METRICS = (
     "scheduling throughput",
@@ -129,17 +130,21 @@ def refused(a: Figure, b: Figure, kind: intervals.Kind = "measured") -> list[int
     return intervals.split(*intervals.paired(a.values, a_repeats, b.values, b_repeats), kind)[1]
 
 
-def _figure(docs: Sequence[tuple[int, Doc]], get: Callable[[Doc], float | None]) -> Figure:
+def _figure(
+    docs: Sequence[tuple[int, ArmRecord]], get: Callable[[ArmRecord], float | None]
+) -> Figure:
     """One variant's values of a metric with the repeat each came from."""
     got = [(repeat, x) for repeat, d in docs if (x := get(d)) is not None]
     return Figure([x for _, x in got], [r for r, _ in got])
 
 
-Docs = list[tuple[int, Doc]]
+Docs = list[tuple[int, ArmRecord]]
 """(repeat, result) of one variant's arms."""
 
 
-def _by_workload(results: Sequence[tuple[Arm, Doc]]) -> dict[tuple[str, str], dict[str, Docs]]:
+def _by_workload(
+    results: Sequence[tuple[Arm, ArmRecord]],
+) -> dict[tuple[str, str], dict[str, Docs]]:
     out: dict[tuple[str, str], dict[str, Docs]] = {}
     for arm, doc in results:
         by_variant = out.setdefault((arm.comparison, arm.measure), {})
@@ -152,7 +157,7 @@ def _wanted(metrics: Sequence[str]) -> list[str]:
 
 
 def rows(
-    results: Sequence[tuple[Arm, Doc]], variants: Sequence[str], metrics: Sequence[str] = ()
+    results: Sequence[tuple[Arm, ArmRecord]], variants: Sequence[str], metrics: Sequence[str] = ()
 ) -> list[VariantRow]:
     """One row per workload and metric that some arm has a value for. Pass valid arms only."""
     out = []
@@ -174,7 +179,7 @@ def rows(
 
 
 def release_rows(
-    results: Sequence[tuple[Arm, Doc]],
+    results: Sequence[tuple[Arm, ArmRecord]],
     pairs: Sequence[tuple[str, str, str, str]],
     metrics: Sequence[str] = (),
 ) -> list[ReleaseRow]:

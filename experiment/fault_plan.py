@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from testbed import units, validation
 
 KEY = "injected_fault"
-"""Where an arm's result keeps its `Landed.doc`."""
+"""The run's facts' name for an arm's `Landed.doc` (`ArmRecord.fault`)."""
 EXTENDER = "extender"
 COMPONENTS = (
     "kube-apiserver",
@@ -112,7 +112,7 @@ class Fault(BaseModel):
 
 @dataclass
 class Landed:
-    """What became of one arm's fault (the arm's result keeps it as `injected_fault`)."""
+    """What became of one arm's fault (its record keeps it as `ArmRecord.fault`)."""
 
     fault: Fault
     planned: str
@@ -135,7 +135,7 @@ class Landed:
         return self.killed_wall is not None and self.repaired_seconds is not None
 
     def doc(self, run_started_wall: float | None, run_ended_wall: float | None) -> dict[str, Any]:
-        """As kept in the arm's result; `run_started_wall`, `run_ended_wall`: loadgen's run
+        """As kept in the arm's record; `run_started_wall`, `run_ended_wall`: loadgen's run
         (epoch s), so the kill sits on the clock of the restarts loadgen saw. A kill after
         the run ended hit nothing it measured: not done."""
         killed = (
@@ -171,11 +171,11 @@ def _rounded(value: float | None) -> float | None:
 def describe(doc: dict[str, Any]) -> str:
     """A kept record in words, for the console and the reason of an arm's validity."""
     what = f"{doc['kill']} killed"
-    if not doc.get("done"):
-        return f"{what} {doc['planned']}: not done ({doc.get('error')})"
+    if not doc["done"]:
+        return f"{what} {doc['planned']}: not done ({doc['error']})"
     when = (
         f"{doc['killed_seconds']:.1f} s into the run"
-        if doc.get("killed_seconds") is not None
+        if doc["killed_seconds"] is not None
         else f"{doc['since_first_pod_seconds']:.1f} s after the first pod"
     )
     return (

@@ -19,13 +19,12 @@ for it (`figures.defined`), which reports say rather than show a 0.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from experiment import children, process_cpu, validity
+from experiment import arm_record, children, process_cpu, validity
 from experiment.arms import Arm
 
 HARNESS = "scheduler_perf"
@@ -148,7 +147,7 @@ class FleetLike(Protocol):
 
 def run_arm(
     arm: Arm, out_dir: Path, release: str, fleet: FleetLike
-) -> tuple[dict[str, Any] | None, validity.Validity]:
+) -> tuple[arm_record.ArmRecord | None, validity.Validity]:
     """Run the arm through scheduler_perf on `release` and the file's profile `fleet`
     (`spec.check` refuses any other for this harness); its result (None without one) and
     validity. The CPU of its whole process tree is the children's CPU the command adds (it
@@ -166,6 +165,5 @@ def run_arm(
         return None, validity.Validity(
             False, f"testbed perf run exited {code} without a result (see {summary})"
         )
-    doc: dict[str, Any] = json.loads(result.read_text())
-    process_cpu.attach(doc, span.finish({}, children_as=HARNESS), int(arm.params["pods"]), COVERS)
-    return doc, validity.VALID
+    cpu = process_cpu.kept(span.finish({}, children_as=HARNESS), int(arm.params["pods"]), COVERS)
+    return arm_record.build(arm_record.read_result(result), process_cpu=cpu), validity.VALID

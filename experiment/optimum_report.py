@@ -1,6 +1,7 @@
 """Each placement arm against its optimum (`experiment.oracle`): computed once per arm beside
-its result (`optimum.json`), then one table over the repeats on the console, in the run's
-JSON document (its `optimum` section) and on its page, with any arm past a limit flagged.
+its result (`optimum.json`, its record's `optimum`), then one table over the repeats on the
+console, in the run's JSON document (its `optimum` section) and on its page, with any arm past
+a limit flagged.
 
 Every report gets it the same way: the runner puts the section into the run's facts, which
 both reporters write into their JSON, and `report_files` draws it from there.
@@ -18,8 +19,8 @@ from rich.console import Console
 from rich.table import Table
 
 from experiment import intervals, optimum_losses
+from experiment.arm_record import ArmRecord
 from experiment.arms import Arm
-from experiment.figures import Doc
 from experiment.oracle import arms as oracle_arms
 from experiment.oracle import inputs
 from testbed import charts, files
@@ -39,20 +40,21 @@ NOTE = (
 )
 
 
-def attach(doc: Doc, fleet: Callable[[], inputs.Fleet], arm_dir: Path, console: Console) -> None:
-    """Compute the arm's optima (reading the fleet only if the arm asks a placement
-    question), keep them in its directory and under `doc["optimum"]`, print one line each."""
-    if not inputs.asks_placement(doc):
-        return
-    got = oracle_arms.arm_optimum(doc, fleet())
-    if got is None:
-        return
-    doc["optimum"] = got
-    files.write_atomic(arm_dir / FILE, json.dumps(doc["optimum"], indent=2) + "\n")
-    optimum = doc["optimum"]
-    if optimum.get("error"):
+def compute(
+    rec: ArmRecord, fleet: Callable[[], inputs.Fleet], arm_dir: Path, console: Console
+) -> dict[str, Any] | None:
+    """The arm's optima (reading the fleet only if the arm asks a placement question), kept
+    in its directory (`optimum.json`, for its record's `optimum`), one line printed each;
+    None when it asks none."""
+    if not inputs.asks_placement(rec):
+        return None
+    optimum = oracle_arms.arm_optimum(rec, fleet())
+    if optimum is None:
+        return None
+    files.write_atomic(arm_dir / FILE, json.dumps(optimum, indent=2) + "\n")
+    if optimum["error"]:
         console.print(f"[yellow]optimum: not computed: {optimum['error']}")
-        return
+        return optimum
     for f in optimum["figures"]:
         measured = "-" if f["measured"] is None else f"{f['measured']:.4g}"
         line = (
@@ -60,6 +62,7 @@ def attach(doc: Doc, fleet: Callable[[], inputs.Fleet], arm_dir: Path, console: 
             f"batch {_bound(f['batch'])} ({optimum['seconds']:.1f} s)"
         )
         console.print(f"[red]{line}: {f['beats']}" if f["beats"] else line)
+    return optimum
 
 
 def _bound(b: Mapping[str, Any] | None) -> str:
@@ -102,7 +105,7 @@ def _interval_json(interval: intervals.Interval | None) -> dict[str, Any] | None
     return {"low": interval.low, "high": interval.high, "point": interval.point}
 
 
-def section(results: Sequence[tuple[Arm, Doc]]) -> dict[str, Any]:
+def section(results: Sequence[tuple[Arm, ArmRecord]]) -> dict[str, Any]:
     """The run's `optimum` section: per comparison, arm and metric, medians over repeats of
     the arm's figure, both optima and its shares (per repeat, and their intervals); arms
     past a limit; arms not computed; per arm short of its online optimum, the decisions
@@ -110,13 +113,12 @@ def section(results: Sequence[tuple[Arm, Doc]]) -> dict[str, Any]:
     groups: dict[tuple[str, str, str], list[tuple[Arm, dict[str, Any]]]] = {}
     errors: dict[str, str] = {}
     losses: dict[str, list[dict[str, Any]]] = {}
-    for arm, doc in sorted(results, key=lambda r: r[0].repeat):
-        optimum = doc.get("optimum") or {}
-        if optimum.get("error"):
-            errors[arm.name] = optimum["error"]
-        for f in optimum.get("figures") or []:
+    for arm, rec in sorted(results, key=lambda r: r[0].repeat):
+        if rec.optimum_error:
+            errors[arm.name] = rec.optimum_error
+        for f in rec.optimum_figures:
             groups.setdefault((arm.comparison, arm.variant, f["metric"]), []).append((arm, f))
-        lost = optimum_losses.of_arm(doc, optimum.get("figures") or [])
+        lost = optimum_losses.of_arm(rec, rec.optimum_figures)
         if lost:
             losses[arm.name] = lost
     rows = []

@@ -1,5 +1,5 @@
 """Where an arm's path spends its CPU: each process's CPU seconds over the arm, kept in the
-arm's result as `process_cpu` (`figures` reads its total per pod as "whole-path CPU per
+arm's record as `process_cpu` (`figures` reads its total per pod as "whole-path CPU per
 pod", the reports show it process by process).
 
 A loadgen arm's path is every process of the site this machine can read (the cluster's
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from experiment import figures
+from experiment.arm_record import ArmRecord, ProcessCpu, ResultDoc
 from testbed.cluster import supervision
 
-KEY = "process_cpu"
 DEFAULT_SCHEDULER = "default-scheduler"
 """The cluster's own scheduler's name: a pid-file process of the site, not scraped apart."""
 MEASURED_SCHEDULER = "scheduler (measured)"
@@ -80,15 +80,15 @@ class Span:
         return Reading(spent, (busy - self.busy) / wall, wall)
 
 
-def attach(doc: dict[str, Any], reading: Reading, pods: int, covers: str) -> None:
-    """Keep `reading` in the arm's result `doc`."""
-    doc[KEY] = {
-        "covers": covers,
-        "pods": pods,
-        "cpu_seconds": {n: round(v, 4) for n, v in sorted(reading.cpu_seconds.items())},
-        "busy_cores": round(reading.busy_cores, 3),
-        "wall_seconds": round(reading.wall_seconds, 2),
-    }
+def kept(reading: Reading, pods: int, covers: str) -> ProcessCpu:
+    """`reading` as an arm's record keeps it."""
+    return ProcessCpu(
+        covers=covers,
+        pods=pods,
+        cpu_seconds={n: round(v, 4) for n, v in sorted(reading.cpu_seconds.items())},
+        busy_cores=round(reading.busy_cores, 3),
+        wall_seconds=round(reading.wall_seconds, 2),
+    )
 
 
 LOADGEN_COVERS = (
@@ -97,37 +97,30 @@ LOADGEN_COVERS = (
 )
 
 
-def attach_loadgen(
-    doc: dict[str, Any],
+def of_loadgen(
+    result: ResultDoc,
     span: Span,
     processes: Mapping[str, float],
     scheduler: str,
     at_fault: Mapping[str, float] | None = None,
     killed: str = "",
-) -> None:
-    """Keep a loadgen arm's CPU since `span` (`processes`: the site's at its end) with the
+) -> ProcessCpu | None:
+    """A loadgen arm's CPU since `span` (`processes`: the site's at its end) with the
     scraped processes added: the measured scheduler where it is a second one (`scheduler`,
-    its name: the cluster's own is among the site's processes), and the extender. Nothing is
-    kept where the site's processes were not read or a scrape has no CPU figure (a partial
-    set). `at_fault`, `killed`: the site's processes just before `killed` was killed in the
-    arm (`Span.finish`)."""
+    its name: the cluster's own is among the site's processes), and the extender. None where
+    the site's processes were not read or a scrape has no CPU figure (a partial set).
+    `at_fault`, `killed`: the site's processes just before `killed` was killed in the arm
+    (`Span.finish`)."""
     reading = span.finish(processes, children_as="loadgen", at_fault=at_fault, killed=killed)
-    pods = int((doc.get("counts") or {}).get("expected_pods") or 0)
-    scraped = {EXTENDER: figures.scraped_cpu_seconds(doc, "extender")}
+    pods = result.counts.expected_pods
+    scraped_of = ArmRecord(result)
+    scraped = {EXTENDER: figures.scraped_cpu_seconds(scraped_of, "extender")}
     if scheduler != DEFAULT_SCHEDULER:
-        scraped[MEASURED_SCHEDULER] = figures.scraped_cpu_seconds(doc, "scheduler")
+        scraped[MEASURED_SCHEDULER] = figures.scraped_cpu_seconds(scraped_of, "scheduler")
     if not processes or not pods or None in scraped.values():
-        return
-    cpu = {**reading.cpu_seconds, **{n: v for n, v in scraped.items() if v is not None}}
-    attach(doc, Reading(cpu, reading.busy_cores, reading.wall_seconds), pods, LOADGEN_COVERS)
-
-
-def per_pod_ms(doc: Mapping[str, Any]) -> dict[str, float] | None:
-    """Each process's CPU per pod (ms) in an arm's result; None where it was not measured."""
-    kept = doc.get(KEY)
-    if not kept or not kept.get("pods"):
         return None
-    return {n: s / kept["pods"] * 1000 for n, s in kept["cpu_seconds"].items()}
+    cpu = {**reading.cpu_seconds, **{n: v for n, v in scraped.items() if v is not None}}
+    return kept(Reading(cpu, reading.busy_cores, reading.wall_seconds), pods, LOADGEN_COVERS)
 
 
 @dataclass(frozen=True)
@@ -146,22 +139,22 @@ class Breakdown:
         return {n: statistics.median(v) for n, v in self.ms_per_pod.items()}
 
 
-def breakdowns(results: Sequence[tuple[Any, Mapping[str, Any]]]) -> list[Breakdown]:
+def breakdowns(results: Sequence[tuple[Any, ArmRecord]]) -> list[Breakdown]:
     """Per workload and variant (in the order the arms ran), the arms' CPU by process; arms
-    without a reading are left out (pure). `results`: (arm, its result) pairs."""
-    grouped: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-    for arm, doc in results:
-        if arm.measure == "throughput" and per_pod_ms(doc) is not None:
-            grouped.setdefault((arm.comparison, arm.variant), []).append(doc)
+    without a reading are left out (pure). `results`: (arm, its record) pairs."""
+    grouped: dict[tuple[str, str], list[ProcessCpu]] = {}
+    for arm, rec in results:
+        cpu = rec.process_cpu
+        if arm.measure == "throughput" and cpu is not None and cpu.per_pod_ms() is not None:
+            grouped.setdefault((arm.comparison, arm.variant), []).append(cpu)
     out = []
-    for (workload, variant), docs in grouped.items():
+    for (workload, variant), cpus in grouped.items():
         values: dict[str, list[float]] = {}
-        for d in docs:
-            for name, ms in (per_pod_ms(d) or {}).items():
+        for c in cpus:
+            for name, ms in (c.per_pod_ms() or {}).items():
                 values.setdefault(name, []).append(ms)
-        covers = str(docs[0][KEY]["covers"])
-        busy = [float(d[KEY]["busy_cores"]) for d in docs]
-        out.append(Breakdown(workload, variant, covers, values, busy))
+        busy = [c.busy_cores for c in cpus]
+        out.append(Breakdown(workload, variant, cpus[0].covers, values, busy))
     return out
 
 

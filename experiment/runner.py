@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import secrets
@@ -28,6 +29,7 @@ from rich.console import Console
 
 from experiment import (
     accounting,
+    arm_record,
     arms,
     children,
     clusterloader2,
@@ -43,6 +45,7 @@ from experiment import (
     variants_report,
 )
 from experiment import spec as specs
+from experiment.arm_record import ArmRecord, ResultDoc
 from experiment.arms import Arm
 from experiment.oracle import inputs as oracle_inputs
 from experiment.site import Scheduler, SchedulerSetup, Site
@@ -126,7 +129,7 @@ def _run_arm(
     arrival: str = "fixed",
     flags: Sequence[str] = (),
     around: Callable[[str], contextlib.AbstractContextManager[object]] | None = None,
-) -> dict[str, Any]:
+) -> ResultDoc:
     """Run `arm` with loadgen (`flags`: common ones, e.g. the request timeout; `around`: a
     block given loadgen's run id that the run goes on inside, e.g. a fault's)."""
     arm_dir = out_dir / arm.name
@@ -172,12 +175,11 @@ def _run_arm(
     if not result.is_file():
         raise RunError(f"loadgen wrote no result for {arm.name} (exit {code})")
     try:
-        doc: dict[str, Any] = json.loads(result.read_text())
+        doc = arm_record.read_result(result)
     except (OSError, ValueError) as e:
         raise RunError(f"loadgen's result for {arm.name} is unreadable: {e}") from e
-    if not isinstance(doc, dict) or doc.get("run_id") != run_id:
-        found = doc.get("run_id") if isinstance(doc, dict) else None
-        raise RunError(f"{result} is run {found!r}'s, not this arm's run {run_id}")
+    if doc.run_id != run_id:
+        raise RunError(f"{result} is run {doc.run_id!r}'s, not this arm's run {run_id}")
     return doc
 
 
@@ -206,15 +208,15 @@ def _fleet_for(
     return doc, out / f"fleet-{nodes or 'spec'}{'-' + variant if variant else ''}.yaml"
 
 
-def _latency_qps(arm: Arm, by_name: dict[str, dict[str, Any]]) -> float | None:
+def _latency_qps(arm: Arm, by_name: dict[str, ArmRecord]) -> float | None:
     """The latency arm's rate by arms.latency_rate, from the rate its throughput arm
     sustained (None if it has none)."""
-    sustained = ((by_name.get(arm.latency_of) or {}).get("throughput") or {}).get("Average")
-    return arms.latency_rate(float(sustained) if sustained is not None else None)
+    sustained = by_name.get(arm.latency_of)
+    return arms.latency_rate(sustained.result.throughput.Average if sustained else None)
 
 
-def _settle(kubeconfig: Path, doc: dict[str, Any], console: Console) -> None:
-    namespace = doc.get("namespace")
+def _settle(kubeconfig: Path, doc: ResultDoc, console: Console) -> None:
+    namespace = doc.namespace
     if namespace and not asyncio.run(_free_devices(kubeconfig, namespace, 300)):
         console.print(f"[yellow]namespace {namespace} still holds pods or claims after 300s")
 
@@ -228,10 +230,10 @@ def _scheduler_dir(out: Path, key: str) -> Path:
 class _Progress:
     """What the arms measured so far: kept whatever stops the run."""
 
-    results: list[tuple[Arm, dict[str, Any]]]
+    results: list[tuple[Arm, ArmRecord]]
     valid: dict[str, validity.Validity]
     timings: dict[str, dict[str, float | str]]
-    by_name: dict[str, dict[str, Any]]
+    by_name: dict[str, ArmRecord]
     sites: list[str]
     done: int = 0
     should_stop: Callable[[int], str] = lambda completed: ""
@@ -338,10 +340,19 @@ def _run_stage(
                     continue
                 fault = _armed_fault(exp, arm, shape.gpus)
                 _one_arm(
-                    exp, arm, out, site, schedulers, setups, env, progress, console, flags, fault
+                    exp,
+                    arm,
+                    out,
+                    site,
+                    schedulers,
+                    setups,
+                    env,
+                    progress,
+                    console,
+                    flags,
+                    fault,
+                    fleet_model,
                 )
-                if arm.name in progress.by_name and not (arm.same_as or arm.latency_of):
-                    _optimum(progress.by_name[arm.name], fleet_model, out / arm.name, console)
             else:
                 if repeat >= 0:
                     progress.repeat_seconds.append(time.monotonic() - repeat_started)
@@ -376,7 +387,10 @@ def _one_arm(
     console: Console,
     flags: Sequence[str] = (),
     fault: tuple[fault_plan.Fault, int] | None = None,
+    fleet_model: Callable[[], oracle_inputs.Fleet] | None = None,
 ) -> None:
+    """Run the arm and keep its record (`arm.json` beside loadgen's result): its process CPU,
+    its fault, its validity and, for a throughput arm given `fleet_model`, its optimum."""
     if arm.same_as:
         # Link, so the report and every reader find the arm's own directory.
         link = out / arm.name
@@ -416,19 +430,18 @@ def _one_arm(
             yield
 
     doc = _run_arm(arm, out, env, qps, scheduler, exp.fleet_name, arrival, flags, faulted)
-    killed = ""
+    killed, fault_doc = "", None
     if landed:
-        _fault_record(doc, landed[0], out / arm.name, console)
+        fault_doc = _fault_record(doc, landed[0], out / arm.name, console)
         killed = landed[0].fault.kill if landed[0].killed_wall is not None else ""
     at_fault = landed[0].cpu_at_kill if killed else None
-    process_cpu.attach_loadgen(
+    cpu = process_cpu.of_loadgen(
         doc, span, site.processes_cpu(), scheduler.name, at_fault=at_fault, killed=killed
     )
-    p.by_name[arm.name] = doc
-    p.results.append((arm, doc))
+    rec = arm_record.build(doc, process_cpu=cpu, fault=fault_doc)
     extender = setups[arm.scheduler].extender
     p.valid[arm.name] = validity.of_arm(
-        doc,
+        rec,
         extender=extender,
         filter=setups[arm.scheduler].extender_filter == "all",
         scheduler_skipped=validity.skipped_between(skips_before, scheduler.skips_logged())
@@ -436,6 +449,8 @@ def _one_arm(
         else 0,
         faults_expected=fault is not None,
     )
+    rec = dataclasses.replace(rec, validity=p.valid[arm.name])
+    _keep(arm, rec, out, p)
     if not p.valid[arm.name].valid:
         console.print(f"[red]arm {arm.name} is invalid: {p.valid[arm.name].reason}")
     ran = time.monotonic() - started
@@ -443,30 +458,43 @@ def _one_arm(
     settled = time.monotonic() - started - ran
     p.timings[arm.name] = {"seconds": round(ran, 1), "cleanup_seconds": round(settled, 1)}
     console.print(f"arm {arm.name}: {ran:.0f} s, then {settled:.0f} s to clean up")
+    if fleet_model is not None and not arm.latency_of:
+        optimum = _optimum(rec, fleet_model, out / arm.name, console)
+        _keep(arm, dataclasses.replace(rec, optimum=optimum), out, p)
+
+
+def _keep(arm: Arm, rec: ArmRecord, out: Path, p: _Progress) -> None:
+    """Keep the arm's record (again, once it is completed) beside its result and among the
+    run's: what an interrupt leaves measured."""
+    arm_record.write(rec, out / arm.name)
+    if arm.name in p.by_name:
+        p.results = [(a, rec if a.name == arm.name else r) for a, r in p.results]
+    else:
+        p.results.append((arm, rec))
+    p.by_name[arm.name] = rec
 
 
 def _fault_record(
-    doc: dict[str, Any], landed: fault_plan.Landed, arm_dir: Path, console: Console
-) -> None:
-    """Keep what became of the arm's fault in its result (`injected_fault`, on loadgen's run
-    clock beside the restarts it saw) and in `fault.json` beside it."""
+    doc: ResultDoc, landed: fault_plan.Landed, arm_dir: Path, console: Console
+) -> dict[str, Any]:
+    """What became of the arm's fault (for its record, on loadgen's run clock beside the
+    restarts it saw), kept in `fault.json` too."""
     record = landed.doc(
-        heartbeats.parse_time(doc.get("started_at")), heartbeats.parse_time(doc.get("finished_at"))
+        heartbeats.parse_time(doc.started_at), heartbeats.parse_time(doc.finished_at)
     )
-    doc[fault_plan.KEY] = record
-    files.write_atomic(arm_dir / "fault.json", json.dumps(record, indent=2) + "\n")
+    files.write_atomic(arm_dir / arm_record.FAULT, json.dumps(record, indent=2) + "\n")
     colour = "" if landed.done else "[red]"
     console.print(f"{colour}fault: {fault_plan.describe(record)}")
+    return record
 
 
 def _in_process_arm(exp: specs.Experiment, arm: Arm, release: str, out: Path, p: _Progress) -> str:
     """Run the arm through scheduler_perf on the stage's release and the file's profile
     fleet (`in_process`); the line to print."""
     started = time.monotonic()
-    doc, p.valid[arm.name] = in_process.run_arm(arm, out, release, exp.fleet)
-    if doc is not None:
-        p.by_name[arm.name] = doc
-        p.results.append((arm, doc))
+    rec, p.valid[arm.name] = in_process.run_arm(arm, out, release, exp.fleet)
+    if rec is not None:
+        _keep(arm, dataclasses.replace(rec, validity=p.valid[arm.name]), out, p)
     p.timings[arm.name] = {"seconds": round(time.monotonic() - started, 1)}
     return f"arm {arm.name}: {p.timings[arm.name]['seconds']:.0f} s, {p.valid[arm.name].reason}"
 
@@ -475,31 +503,31 @@ def _cl2_arm(arm: Arm, out: Path, where: clusterloader2.Where, p: _Progress) -> 
     """Run the arm through ClusterLoader2's DRA test on the site's cluster, loadgen observing
     its pods (`clusterloader2`); the line to print."""
     started = time.monotonic()
-    doc, p.valid[arm.name] = clusterloader2.run_arm(arm, out, where)
-    if doc is not None:
-        p.by_name[arm.name] = doc
-        p.results.append((arm, doc))
+    rec, p.valid[arm.name] = clusterloader2.run_arm(arm, out, where)
+    if rec is not None:
+        _keep(arm, dataclasses.replace(rec, validity=p.valid[arm.name]), out, p)
     p.timings[arm.name] = {"seconds": round(time.monotonic() - started, 1)}
     said = "; ".join(
-        clusterloader2.agreement_lines(clusterloader2.sections([(arm, doc)] if doc else []))
+        clusterloader2.agreement_lines(clusterloader2.sections([(arm, rec)] if rec else []))
     )
     seconds = p.timings[arm.name]["seconds"]
     return f"arm {arm.name}: {seconds:.0f} s, {said or p.valid[arm.name].reason}"
 
 
 def _optimum(
-    doc: dict[str, Any],
+    rec: ArmRecord,
     fleet: Callable[[], oracle_inputs.Fleet],
     arm_dir: Path,
     console: Console,
-) -> None:
+) -> dict[str, Any] | None:
     """The arm's placement against its optimum; a failure of the oracle is reported and
     never stops the run."""
     try:
-        optimum_report.attach(doc, fleet, arm_dir, console)
+        return optimum_report.compute(rec, fleet, arm_dir, console)
     except Exception as e:
-        doc["optimum"] = {"error": f"the oracle failed: {e!r}", "figures": []}
-        console.print(f"[yellow]optimum: {doc['optimum']['error']}")
+        failed = {"error": f"the oracle failed: {e!r}", "figures": []}
+        console.print(f"[yellow]optimum: {failed['error']}")
+        return failed
 
 
 def run(
@@ -563,7 +591,7 @@ def run(
     return _report(exp, planner, reporter, p, out, time.monotonic() - started, console)
 
 
-def _valid_results(p: _Progress, planner: Planner) -> list[tuple[Arm, dict[str, Any]]]:
+def _valid_results(p: _Progress, planner: Planner) -> list[tuple[Arm, ArmRecord]]:
     """The arms that ran as labelled and accounted for every pod (no error, no timeout
     outside a probe): the only ones any figure or verdict is made of."""
     return [
@@ -661,8 +689,8 @@ def _report(
                 "valid": p.valid[name].valid,
                 "validity": p.valid[name].reason,
                 "unjudged_share": p.valid[name].unjudged_share,
-                "restarts": validity.restarts(by_name.get(name) or {}),
-                **({"fault": f} if (f := (by_name.get(name) or {}).get(fault_plan.KEY)) else {}),
+                "restarts": validity.restarts(by_name[name]) if name in by_name else [],
+                **({"fault": f} if name in by_name and (f := by_name[name].fault) else {}),
                 **p.timings.get(name, {}),
             }
             for name, (ok, why) in accounted.items()

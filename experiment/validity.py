@@ -44,10 +44,10 @@ reason.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
 
-from experiment import fault_plan, figures
+from experiment import arm_record, fault_plan, figures
+from experiment.arm_record import ArmRecord
 
 SCHEDULER_SKIPPED = "Skipping extender as it returned error and has ignorable flag set"
 _REQUESTS = re.compile(r"^extender_requests_total\{(?P<labels>[^}]*)\}$")
@@ -55,29 +55,27 @@ _UNJUDGED = re.compile(r"^extender_unjudged_requests_total(\{(?P<labels>[^}]*)\}
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 
-@dataclass(frozen=True)
-class Validity:
-    valid: bool
-    reason: str
-    unjudged_share: float | None = None
-    """Requests the extender left to DRA unjudged, per filter call answered (None: not an
-    extender arm, or no filter call)."""
-
-
-VALID = Validity(True, "ok")
+Validity = arm_record.Validity
+VALID = arm_record.VALID
 UNJUDGED_LIMIT = 0.01
 """Share of filter calls with requests left to DRA unjudged from which an "on" arm is not
 an extender arm any more."""
 
 
-def extender_calls(doc: dict[str, Any]) -> dict[tuple[str, str], float] | None:
+def _extender_deltas(rec: ArmRecord) -> Mapping[str, float] | None:
+    """The extender's changed series over the arm; None when it was not scraped."""
+    metrics = rec.result.metrics
+    return metrics["extender"].deltas if "extender" in metrics else None
+
+
+def extender_calls(rec: ArmRecord) -> dict[tuple[str, str], float] | None:
     """(verb, outcome) -> calls during the arm, from loadgen's scrape of the extender; None
     when the extender was not scraped."""
-    extender = (doc.get("metrics") or {}).get("extender")
-    if not extender:
+    deltas = _extender_deltas(rec)
+    if deltas is None:
         return None
     out: dict[tuple[str, str], float] = {}
-    for key, value in (extender.get("deltas") or {}).items():
+    for key, value in deltas.items():
         if m := _REQUESTS.match(key):
             labels = dict(_LABEL.findall(m.group("labels")))
             k = (labels.get("verb", ""), labels.get("outcome", ""))
@@ -85,11 +83,10 @@ def extender_calls(doc: dict[str, Any]) -> dict[tuple[str, str], float] | None:
     return out
 
 
-def unjudged(doc: dict[str, Any]) -> dict[str, float]:
+def unjudged(rec: ArmRecord) -> dict[str, float]:
     """reason -> requests the extender could not judge during the arm."""
-    extender = (doc.get("metrics") or {}).get("extender") or {}
     out: dict[str, float] = {}
-    for key, value in (extender.get("deltas") or {}).items():
+    for key, value in (_extender_deltas(rec) or {}).items():
         if m := _UNJUDGED.match(key):
             reason = dict(_LABEL.findall(m.group("labels") or "")).get("reason", "")
             out[reason] = out.get(reason, 0.0) + float(value)
@@ -109,18 +106,16 @@ def skipped_between(before: int | None, after: int | None) -> int | None:
     return after - before
 
 
-def extender_arm(
-    doc: dict[str, Any], *, scheduler_skipped: int | None, filter: bool = True
-) -> Validity:
+def extender_arm(rec: ArmRecord, *, scheduler_skipped: int | None, filter: bool = True) -> Validity:
     """Whether an extender-on arm really had the extender answer every pod.
     `scheduler_skipped`: the skips kube-scheduler logged during the arm; None when its log
     could not be read (said in the reason, never taken as zero). `filter`: the scheduler
     sends every pod to the filter verb (False: only some pods, or none)."""
-    calls = extender_calls(doc)
+    calls = extender_calls(rec)
     if calls is None:
         return Validity(False, "the extender's /metrics was not scraped: nothing shows it ran")
     answered = int(calls.get(("filter", "ok"), 0.0))
-    unjudged_calls = sum(unjudged(doc).values())
+    unjudged_calls = sum(unjudged(rec).values())
     share = unjudged_calls / answered if answered and filter else None
     late = {k: v for k, v in calls.items() if k[1] == "late" and v}
     if late:
@@ -145,7 +140,7 @@ def extender_arm(
         return Validity(
             False, f"kube-scheduler skipped the extender {scheduler_skipped} times (its log)", share
         )
-    scheduled = int((doc.get("counts") or {}).get("pods_scheduled") or 0)
+    scheduled = rec.result.counts.pods_scheduled
     if not filter:
         if scheduled and not calls.get(("prioritize", "ok")):
             return Validity(
@@ -170,20 +165,19 @@ def extender_arm(
     return Validity(True, "ok", share)
 
 
-def restarts(doc: dict[str, Any]) -> list[str]:
+def restarts(rec: ArmRecord) -> list[str]:
     """The arm's component restarts in words (`kube-scheduler at 332.1 s`); a result written
     before loadgen recorded them has none."""
     names = {"scheduler": "kube-scheduler", "apiserver": "kube-apiserver"}
     out = []
-    for r in (doc.get("faults") or {}).get("restarts") or []:
-        at = r.get("started_seconds")
-        at = r.get("seen_seconds") if at is None else at
-        out.append(f"{names.get(r.get('component'), r.get('component'))} at {float(at):.1f} s")
+    for r in rec.result.faults.restarts:
+        at = r.seen_seconds if r.started_seconds is None else r.started_seconds
+        out.append(f"{names.get(r.component, r.component)} at {at:.1f} s")
     return out
 
 
 def of_arm(
-    doc: dict[str, Any],
+    rec: ArmRecord,
     *,
     extender: bool,
     scheduler_skipped: int | None,
@@ -193,25 +187,25 @@ def of_arm(
     """An arm's validity (`extender_arm` on the extender's scheduler, else valid; invalid
     when a component restarted in it, unless `faults_expected`), flagged when a scrape hit
     loadgen's series cap."""
-    v = extender_arm(doc, scheduler_skipped=scheduler_skipped, filter=filter) if extender else VALID
-    if (fault := doc.get(fault_plan.KEY)) is not None:
-        if not fault.get("done"):
+    v = extender_arm(rec, scheduler_skipped=scheduler_skipped, filter=filter) if extender else VALID
+    if (fault := rec.fault) is not None:
+        if not fault["done"]:
             v = Validity(
                 False,
                 f"its fault did not happen as planned ({fault_plan.describe(fault)}); {v.reason}",
                 v.unjudged_share,
             )
-        elif fault.get("kill") == fault_plan.EXTENDER and not v.valid:
+        elif fault["kill"] == fault_plan.EXTENDER and not v.valid:
             # Calls failed and skipped while the extender was down are what the fault costs.
             v = Validity(True, f"ok under its fault: {v.reason}", v.unjudged_share)
-    if (restarted := restarts(doc)) and not faults_expected:
+    if (restarted := restarts(rec)) and not faults_expected:
         v = Validity(
             False,
             f"a component restarted during the arm ({', '.join(restarted)}): its cost figures "
             f"pay for the restart; {v.reason}",
             v.unjudged_share,
         )
-    if capped := figures.capped(doc):
+    if capped := figures.capped(rec):
         flag = (
             f"flagged: the scrape of {', '.join(capped)} hit loadgen's {figures.SERIES_CAP}-"
             "series cap, its figures are left out"

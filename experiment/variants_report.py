@@ -28,9 +28,10 @@ from experiment import (
     report_files,
     targets,
 )
+from experiment.arm_record import ArmRecord
 from experiment.arms import Arm
 from experiment.comparison import ReleaseRow, VariantRow
-from experiment.figures import SCHEMA_VERSION, Doc, Figure
+from experiment.figures import SCHEMA_VERSION, Figure
 from experiment.spec import Experiment
 from experiment.wing import Finished
 from testbed import charts, units
@@ -330,7 +331,7 @@ class Reporter:
         return write(run.out_dir, exp, run.meta, rows, releases, run.arms, more=more)
 
     def undecided(
-        self, exp: Experiment, results: list[tuple[Arm, Doc]], arms: list[Arm]
+        self, exp: Experiment, results: list[tuple[Arm, ArmRecord]], arms: list[Arm]
     ) -> list[str]:
         """A file's variants have no headline targets (a sequential design is refused for
         them: `spec`), so nothing waits for a verdict."""

@@ -18,8 +18,8 @@ from typing import Any, Protocol
 
 from rich.console import Console
 
+from experiment.arm_record import ArmRecord
 from experiment.arms import Arm
-from experiment.figures import Doc
 from experiment.fleet_shape import FleetShape
 from experiment.matrix import Stage
 from experiment.site import SchedulerSetup
@@ -57,7 +57,7 @@ class Finished:
     """What a run hands its reporter."""
 
     exp: Experiment
-    results: list[tuple[Arm, Doc]]
+    results: list[tuple[Arm, ArmRecord]]
     """The valid arms' results: the only ones any figure is made of."""
     arms: list[Arm]
     """Every arm run."""
@@ -74,7 +74,7 @@ class Reporter(Protocol):
         ...
 
     def undecided(
-        self, exp: Experiment, results: list[tuple[Arm, Doc]], arms: list[Arm]
+        self, exp: Experiment, results: list[tuple[Arm, ArmRecord]], arms: list[Arm]
     ) -> list[str]:
         """The headline targets still without a verdict over the valid `results` so far
         (`arms`: every arm run): a sequential run stops once there are none."""

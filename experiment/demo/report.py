@@ -13,12 +13,13 @@ from rich.console import Console
 from rich.table import Table
 
 from experiment import bandwidth_model, design, figures, intervals, rebuild, report_files
+from experiment.arm_record import ArmRecord
 from experiment.arms import LATENCY_RATE_DEFINITION, Arm
 from experiment.demo import dra_guide, project_targets, summary, wing
 from experiment.demo.dra_guide import GuideRow
 from experiment.demo.project_targets import Target
 from experiment.demo.summary import Row
-from experiment.figures import SCHEMA_VERSION, Doc
+from experiment.figures import SCHEMA_VERSION
 from experiment.spec import Experiment
 from experiment.wing import Finished
 from testbed import charts, units
@@ -371,7 +372,7 @@ class Reporter:
         return write(run.out_dir, rows, meta, run.arms, goals, guide)
 
     def undecided(
-        self, exp: Experiment, results: list[tuple[Arm, Doc]], arms: list[Arm]
+        self, exp: Experiment, results: list[tuple[Arm, ArmRecord]], arms: list[Arm]
     ) -> list[str]:
         return project_targets.undecided(summary.rows(results), _judging(exp, arms))
 

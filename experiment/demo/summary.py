@@ -13,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from experiment import figures, intervals
+from experiment.arm_record import ArmRecord
 from experiment.arms import Arm
 from experiment.demo import plan
-from experiment.figures import LATENCY_METRICS, Doc, Figure, Metric, ProbeOutcome
+from experiment.figures import LATENCY_METRICS, Figure, Metric, ProbeOutcome
 
 
 @dataclass(frozen=True)
@@ -182,10 +183,10 @@ METRICS: dict[str, list[Metric]] = {
 """Each comparison's rows, from the catalogue (`figures.METRICS`)."""
 
 
-def rows(results: list[tuple[Arm, Doc]]) -> list[Row]:
+def rows(results: list[tuple[Arm, ArmRecord]]) -> list[Row]:
     """One row per comparison metric: arm A (first variant) vs arm B, medians over repeats.
     Pass valid arms only."""
-    by_comparison: dict[tuple[str, str], dict[str, list[tuple[int, Doc]]]] = {}
+    by_comparison: dict[tuple[str, str], dict[str, list[tuple[int, ArmRecord]]]] = {}
     order: dict[tuple[str, str], list[str]] = {}
     for arm, doc in results:
         key = (arm.comparison, arm.measure)
@@ -216,12 +217,12 @@ def rows(results: list[tuple[Arm, Doc]]) -> list[Row]:
     return out
 
 
-def _figure(docs: list[tuple[int, Doc]], get: figures.Getter) -> Figure:
+def _figure(docs: list[tuple[int, ArmRecord]], get: figures.Getter) -> Figure:
     got = [(r, v) for r, d in docs if (v := get(d)) is not None]
     return Figure([v for _, v in got], [r for r, _ in got])
 
 
-def _probes(docs: list[tuple[int, Doc]], metric: str) -> list[ProbeOutcome]:
+def _probes(docs: list[tuple[int, ArmRecord]], metric: str) -> list[ProbeOutcome]:
     phase = figures.PROBE_PHASES.get(metric)
     if phase is None:
         return []

@@ -1,11 +1,11 @@
 """An arm's optima, metric by metric, in the units of the metric catalogue (`figures`), and
 the check that the arm beat none of them (pure; the solves take seconds).
 
-Each figure is kept as JSON beside the arm's result (`optimum.json`) and under its `optimum`
-key, so every report reads it as data. Which metrics: the probe phases' placed shares (the
-most any placer fits), GPUs stranded, pairs aligned on a PCIe root or a NUMA node and the
-bus bandwidth they model (the best for the pods the arm placed), and gangs' blocks and racks
-(the fewest with every gang whole).
+Each figure is kept as JSON beside the arm's result (`optimum.json`) and in its record
+(`ArmRecord.optimum`), so every report reads it as data. Which metrics: the probe phases'
+placed shares (the most any placer fits), GPUs stranded, pairs aligned on a PCIe root or a
+NUMA node and the bus bandwidth they model (the best for the pods the arm placed), and gangs'
+blocks and racks (the fewest with every gang whole).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from experiment import bandwidth_model, figures
+from experiment.arm_record import ArmRecord
 from experiment.oracle import inputs, patterns, solve
 from experiment.oracle.solve import Bound, Sense
 from testbed import vocab
@@ -111,8 +112,8 @@ def _both(get: Callable[[bool], Bound | None]) -> tuple[Bound, Bound | None]:
     return batch, get(True)
 
 
-def _measured(doc: dict[str, Any], metric: str) -> float | None:
-    return figures.metric(metric)[2](doc)
+def _measured(rec: ArmRecord, metric: str) -> float | None:
+    return figures.metric(metric)[2](rec)
 
 
 def _unit(metric: str) -> str:
@@ -120,13 +121,13 @@ def _unit(metric: str) -> str:
 
 
 def placement_figures(
-    doc: dict[str, Any], fleet: inputs.Fleet, time_limit: float = solve.DEFAULT_TIME_LIMIT
+    rec: ArmRecord, fleet: inputs.Fleet, time_limit: float = solve.DEFAULT_TIME_LIMIT
 ) -> list[Figure]:
     """The arm's figures against their optima (NotHeld, Unsupported, TooManyPatterns or
     TimeoutError if they cannot be had)."""
-    workload = inputs.workload_of(doc)
+    workload = inputs.workload_of(rec)
     if workload.gangs:
-        return _gang_figures(doc, fleet, workload, time_limit)
+        return _gang_figures(rec, fleet, workload, time_limit)
     oracle = solve.Oracle(fleet, workload, time_limit)
     out: list[Figure] = []
     by_phase = {phase: metric for metric, phase in figures.PROBE_PHASES.items()}
@@ -142,12 +143,12 @@ def placement_figures(
             return oracle.most_placed(name, online=online)
 
         placed = _both(most)
-        measured = _measured(doc, metric)
+        measured = _measured(rec, metric)
         out.append(Figure(metric, _unit(metric), "max", measured, *_scaled(placed, share, "share")))
     if not any(p.demand.gpus for p in workload.phases if p.placed):
         return out
     stranded = _both(lambda o: oracle.least_stranded(online=o))
-    out.append(Figure(STRANDED, _unit(STRANDED), "min", _measured(doc, STRANDED), *stranded))
+    out.append(Figure(STRANDED, _unit(STRANDED), "min", _measured(rec, STRANDED), *stranded))
     pairs = sum(p.placed * p.demand.pairs for p in workload.phases)
     if pairs:
         pcie = _both(lambda o: oracle.most_aligned("pcie", online=o))
@@ -165,38 +166,38 @@ def placement_figures(
             (BANDWIDTH, pcie, gbps),
         ):
             scaled = _scaled(bounds, f, _unit(metric))
-            out.append(Figure(metric, _unit(metric), "max", _measured(doc, metric), *scaled))
+            out.append(Figure(metric, _unit(metric), "max", _measured(rec, metric), *scaled))
     return out
 
 
 def _gang_figures(
-    doc: dict[str, Any], fleet: inputs.Fleet, workload: inputs.Workload, time_limit: float
+    rec: ArmRecord, fleet: inputs.Fleet, workload: inputs.Workload, time_limit: float
 ) -> list[Figure]:
     """Blocks and racks per gang. With every gang placed whole in the optimum (else
     NotHeld), any placement is reachable in arrival order: online = batch. An arm that left a
     gang not whole counts that gang's spans over fewer pods, so it is not compared."""
-    gangs = doc.get("gangs") or []
+    gangs = rec.result.gangs
     size = workload.phases[0].gang_size
     whole = len(gangs) == sum(p.gangs for p in workload.phases) and all(
-        g.get("pods") == (g.get("size") or size) for g in gangs
+        g.pods == (g.size or size) for g in gangs
     )
     out = []
     for metric, level in GANG_LEVELS.items():
         best = solve.gang_spans(fleet, workload, level, time_limit)
-        measured = _measured(doc, metric) if whole else None
+        measured = _measured(rec, metric) if whole else None
         out.append(Figure(metric, _unit(metric), "min", measured, best, best))
     return out
 
 
 def arm_optimum(
-    doc: dict[str, Any], fleet: inputs.Fleet, time_limit: float = solve.DEFAULT_TIME_LIMIT
+    rec: ArmRecord, fleet: inputs.Fleet, time_limit: float = solve.DEFAULT_TIME_LIMIT
 ) -> dict[str, Any] | None:
     """What `optimum.json` holds for an arm; None when the arm asks no placement question."""
-    if not inputs.asks_placement(doc):
+    if not inputs.asks_placement(rec):
         return None
     started = time.monotonic()
     try:
-        got = placement_figures(doc, fleet, time_limit)
+        got = placement_figures(rec, fleet, time_limit)
     except (
         inputs.Unsupported,
         solve.NotHeld,

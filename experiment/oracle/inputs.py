@@ -1,5 +1,5 @@
 """The oracle's inputs as plain data: a fleet's nodes by hardware shape and labels, read from
-its ResourceSlices and Nodes, and a workload's phases, read from a loadgen result (pure)."""
+its ResourceSlices and Nodes, and a workload's phases, read from an arm's record (pure)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from experiment.arm_record import ArmRecord, ScenarioPhase
 from testbed import vocab
 
 
@@ -149,65 +150,55 @@ _UNMODELLED = (
 )
 
 
-def _demand(phase: Mapping[str, Any]) -> Demand:
-    claim = phase.get("claim") or {}
-    name = phase.get("name")
+def _demand(phase: ScenarioPhase) -> Demand:
+    claim, name = phase.claim, phase.name
     for key in _UNMODELLED:
-        if claim.get(key):
+        if getattr(claim, key):
             raise Unsupported(f"phase {name}: the oracle does not model claims with {key}")
-    if claim.get("first_available"):
+    if claim.first_available:
         raise Unsupported(f"phase {name}: the oracle does not model firstAvailable claims")
-    if int(claim.get("shared_by") or 1) > 1:
+    if claim.shared_by > 1:
         raise Unsupported(f"phase {name}: the oracle does not model shared claims")
-    nics = int(claim.get("nics") or 0)
-    if not int(claim.get("gpus", 1)) and not nics:
+    if not claim.gpus and not claim.nics:
         raise Unsupported(f"phase {name}: pods without devices fit anywhere: nothing to place")
     return Demand(
-        gpus=int(claim.get("gpus", 1)),
-        nics=nics,
-        align=bool(claim.get("align", True)) and nics > 0,
-        numa=bool(claim.get("numa")),
+        gpus=claim.gpus, nics=claim.nics, align=claim.align and claim.nics > 0, numa=claim.numa
     )
 
 
-def asks_placement(result: Mapping[str, Any]) -> bool:
-    """Whether a loadgen result's workload asks a placement question: a probe phase
-    (`wait: settled`), gangs, or claims with NICs. Others (pods that all fit, throughput
-    arms) are not held against an optimum."""
-    return any(
-        p.get("wait") == "settled" or p.get("gang") or (p.get("claim") or {}).get("nics")
-        for p in (result.get("scenario") or {}).get("phases") or []
+def asks_placement(rec: ArmRecord) -> bool:
+    """Whether an arm's workload asks a placement question: a probe phase (`wait:
+    settled`), gangs, or claims with NICs. Others (pods that all fit, throughput arms) are
+    not held against an optimum."""
+    scenario = rec.scenario
+    return scenario is not None and any(
+        p.wait == "settled" or p.gang or p.claim.nics for p in scenario.phases
     )
 
 
-def workload_of(result: Mapping[str, Any]) -> Workload:
-    """The phases of a loadgen result (its `scenario` as run, sizes resolved, and each phase's
-    counts). Pods never leave in the modelled runs: a phase whose pods complete and are
-    replaced (Jobs with completions > parallelism) is refused."""
-    scenario = result.get("scenario") or {}
-    counts = {p.get("name"): p.get("counts") or {} for p in result.get("phases") or []}
+def workload_of(rec: ArmRecord) -> Workload:
+    """The phases of an arm (its `scenario` as run, sizes resolved, and each phase's counts).
+    Pods never leave in the modelled runs: a phase whose pods complete and are replaced
+    (Jobs with completions > parallelism) is refused."""
+    scenario = rec.scenario
+    if scenario is None:
+        raise Unsupported("the result has no scenario phases")
     phases = []
-    for p in scenario.get("phases") or []:
-        name = str(p.get("name"))
-        parallelism, completions = int(p.get("parallelism") or 1), int(p.get("completions") or 1)
-        if p.get("kind") == "jobs" and completions > parallelism:
-            raise Unsupported(f"phase {name}: pods that leave and are replaced are not modelled")
-        c = counts.get(name) or {}
-        pods = int(c.get("expected_pods") or 0)
-        gang = parallelism if p.get("kind") == "jobs" and p.get("gang") else 0
+    for p in scenario.phases:
+        if p.kind == "jobs" and p.completions > p.parallelism:
+            raise Unsupported(f"phase {p.name}: pods that leave and are replaced are not modelled")
+        ran = rec.phase(p.name)
         phases.append(
             Phase(
-                name=name,
+                name=p.name,
                 demand=_demand(p),
-                pods=pods,
-                placed=int(c.get("pods_scheduled") or 0),
-                refusable=p.get("wait") == "settled",
-                gang_size=gang,
+                pods=ran.counts.expected_pods if ran else 0,
+                placed=ran.counts.pods_scheduled if ran else 0,
+                refusable=p.wait == "settled",
+                gang_size=p.parallelism if p.kind == "jobs" and p.gang else 0,
             )
         )
-    if not phases:
-        raise Unsupported("the result has no scenario phases")
-    workload = Workload(tuple(phases), dict(scenario.get("node_selector") or {}))
+    workload = Workload(tuple(phases), dict(scenario.node_selector))
     if workload.gangs and not all(p.gang_size for p in phases):
         raise Unsupported("the oracle models gangs only in runs of gangs alone")
     return workload

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from experiment import accounting, figures, matrix
+from experiment import accounting, arm_record, figures, matrix
 from experiment import clusterloader2 as cl2
 from experiment import spec as specs
 from experiment.arms import Arm
@@ -203,6 +203,12 @@ def _doc(ok: bool = True, *, missing: str = "", observed: int = 14) -> dict[str,
     }
 
 
+def _rec(ok: bool = True, *, observed: int = 14) -> arm_record.ArmRecord:
+    """`_doc` as the arm's record: the observers' result, ClusterLoader2's section beside."""
+    doc = _doc(ok, observed=observed)
+    return arm_record.modelled(doc, clusterloader2=doc.pop(cl2.KEY))
+
+
 def test_an_arm_without_perfdata_or_with_pods_unseen_is_not_valid() -> None:
     assert cl2.judge(_doc()).valid
     missing = cl2.judge(_doc(missing="ChurnPodStartupLatency"))
@@ -211,26 +217,29 @@ def test_an_arm_without_perfdata_or_with_pods_unseen_is_not_valid() -> None:
     )
     short = cl2.judge(_doc(observed=13))
     assert not short.valid and "FastFillPodStartupLatency 13 of 14" in short.reason
-    assert accounting.accounted(_doc()) == (
+    assert accounting.accounted(_rec()) == (
         True,
         "ok (ClusterLoader2: every pod of both measurements measured)",
     )
-    assert not accounting.accounted(_doc(observed=13))[0]
+    assert not accounting.accounted(_rec(observed=13))[0]
 
 
 def test_the_agreement_is_a_figure_of_clusterloader2_arms_only() -> None:
     _, get, _ = figures.METRICS[figures.CL2_AGREEMENT]
-    assert get(_doc()) == 1.0
-    assert get(_doc(ok=False)) == pytest.approx(12 / 18)
-    assert figures.defined(figures.CL2_AGREEMENT, _doc())
-    assert figures.defined("churn pod startup p99", _doc())
-    assert not figures.defined("scheduling throughput", _doc())
-    assert not figures.defined(figures.CL2_AGREEMENT, {"scenario": {"name": "cl2-dra"}})
+    assert get(_rec()) == 1.0
+    assert get(_rec(ok=False)) == pytest.approx(12 / 18)
+    assert figures.defined(figures.CL2_AGREEMENT, _rec())
+    assert figures.defined("churn pod startup p99", _rec())
+    assert not figures.defined("scheduling throughput", _rec())
+    assert not figures.defined(
+        figures.CL2_AGREEMENT, arm_record.modelled({"scenario": {"name": "cl2-dra"}})
+    )
 
 
 def test_the_report_rows_pair_each_percentile_and_say_which_missed() -> None:
     arm = Arm("w", "cl2", "cl2-dra", harness=cl2.HARNESS)
-    kept = cl2.sections([(arm, _doc(ok=False)), (Arm("w", "lg", "cl2-dra"), {"scenario": {}})])
+    other = arm_record.modelled({"scenario": {}})
+    kept = cl2.sections([(arm, _rec(ok=False)), (Arm("w", "lg", "cl2-dra"), other)])
     assert list(kept) == ["w-cl2-0"]
     cells = cl2.agreement_cells(kept)
     assert len(cells) == 18 and len(cells[0]) == len(cl2.AGREEMENT_COLUMNS)

@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pytest
 from rich.console import Console
 
-from experiment import comparison, rebuild, variants_report
+from experiment import arm_record, comparison, rebuild, variants_report
 from experiment.arms import Arm
 
+R = arm_record.modelled
+"""An arm's record of a result given in part (the rest zero)."""
 
-def _doc(throughput: float, p99: float) -> dict[str, Any]:
-    return {
-        "throughput": {"Average": throughput},
-        "latency_ms": {
-            "pod_startup": {"count": 10, "Perc50": p99 / 2, "Perc90": p99, "Perc99": p99}
-        },
-    }
+
+def _doc(throughput: float, p99: float) -> arm_record.ArmRecord:
+    return arm_record.modelled(
+        {
+            "throughput": {"Average": throughput},
+            "latency_ms": {
+                "pod_startup": {"count": 10, "Perc50": p99 / 2, "Perc90": p99, "Perc99": p99}
+            },
+        }
+    )
 
 
 def _arm(workload: str, variant: str, rep: int, latency: bool = False) -> Arm:
@@ -129,10 +133,12 @@ def test_experiment_json_keeps_the_repeats_so_a_rebuilt_page_pairs_them_alike() 
     assert interval.low == pytest.approx(0.5) and interval.high == pytest.approx(0.5)
 
 
-def _memory_doc(growth_mib: float) -> dict[str, Any]:
+def _memory_doc(growth_mib: float) -> arm_record.ArmRecord:
     """An arm whose API server and scheduler grew by `growth_mib` each (GC can shrink it)."""
     grown = {"summary": {"rss_growth_bytes": growth_mib * 2**20}, "deltas": {}}
-    return {"counts": {"expected_pods": 1000}, "metrics": {"apiserver": grown, "scheduler": grown}}
+    return arm_record.modelled(
+        {"counts": {"expected_pods": 1000}, "metrics": {"apiserver": grown, "scheduler": grown}}
+    )
 
 
 def test_a_memory_growth_that_went_negative_is_noise_never_a_ratio() -> None:

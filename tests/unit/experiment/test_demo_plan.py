@@ -2,7 +2,7 @@ import itertools
 
 import pytest
 
-from experiment import intervals
+from experiment import arm_record, intervals
 from experiment.accounting import accounted
 from experiment.arms import LATENCY_PODS, Arm
 from experiment.demo import dra_guide, plan, project_targets, summary
@@ -10,6 +10,9 @@ from experiment.figures import Figure
 from experiment.fleet_shape import FleetShape, shape_of
 from testbed import vocab
 from tests.support import demo_workloads
+
+R = arm_record.modelled
+"""An arm's record of a result given in part (the rest zero)."""
 
 
 def test_fleet_spec_splits_nodes_across_profiles_exactly() -> None:
@@ -103,11 +106,15 @@ def test_fragmentation_probes_every_8_gpu_node_perfect_packing_keeps_whole() -> 
     }
 
 
-def _doc(thr: float, p99: float) -> dict[str, object]:
-    return {
-        "throughput": {"Average": thr},
-        "latency_ms": {"pod_startup": {"count": 1, "Perc50": p99, "Perc90": p99, "Perc99": p99}},
-    }
+def _doc(thr: float, p99: float) -> arm_record.ArmRecord:
+    return arm_record.modelled(
+        {
+            "throughput": {"Average": thr},
+            "latency_ms": {
+                "pod_startup": {"count": 1, "Perc50": p99, "Perc90": p99, "Perc99": p99}
+            },
+        }
+    )
 
 
 def test_rows_pair_the_two_variants_by_repeat() -> None:
@@ -132,7 +139,7 @@ def test_rows_pair_the_two_variants_by_repeat() -> None:
 def test_an_arm_without_a_throughput_sample_has_no_throughput() -> None:
     on, off = Arm("extender", "on", "pods"), Arm("extender", "off", "pods")
     empty = {"throughput": dict.fromkeys(("Average", "Perc50", "Perc90", "Perc95", "Perc99"), 0.0)}
-    rows = summary.rows([(on, empty), (off, _doc(10, 100))])
+    rows = summary.rows([(on, R(empty)), (off, _doc(10, 100))])
     thr = next(r for r in rows if r.metric == "scheduling throughput")
     assert thr.a.values == [] and thr.ratio is None
     # Throughput is a reported figure, not a target; a headline figure no arm has is "no
@@ -157,10 +164,10 @@ def test_accounting_allows_only_the_probe_phase_to_time_out() -> None:
         "error": "phase whole: 2 of 5 pods Running after 60s",
         "phases": [{"name": "whole", "timed_out": True}],
     }
-    assert accounted(probe, probe_phases=("whole",)) == (True, "ok")
-    assert not accounted(probe)[0]
+    assert accounted(R(probe), probe_phases=("whole",)) == (True, "ok")
+    assert not accounted(R(probe))[0]
     missing = {"counts": _counts(10, 9, 9), "error": None, "phases": []}
-    assert accounted(missing) == (False, "saw 9 of 10 pods")
+    assert accounted(R(missing)) == (False, "saw 9 of 10 pods")
     # A settled probe: 3 pods found unschedulable are its measurement, not lost pods, and one
     # placed but not yet Running when the probe ended is placed.
     settled = {
@@ -168,18 +175,22 @@ def test_accounting_allows_only_the_probe_phase_to_time_out() -> None:
         "error": None,
         "phases": [{"name": "whole", "timed_out": False}],
     }
-    assert accounted(settled, probe_phases=("whole",)) == (True, "ok")
-    assert accounted(settled) == (False, "6 of 10 pods ran")
+    assert accounted(R(settled), probe_phases=("whole",)) == (True, "ok")
+    assert accounted(R(settled)) == (False, "6 of 10 pods ran")
     # A scenario whose phase waits `settled` is a probe whoever planned it (an experiment
     # file's alignment scenario): the result says so itself.
-    declared = {**settled, "scenario": {"phases": [{"name": "whole", "wait": "settled"}]}}
-    assert accounted(declared) == (True, "ok")
+    scenario = {
+        "name": "probe",
+        "phases": [{"name": "whole", "kind": "pods", "count": 1, "wait": "settled"}],
+    }
+    declared = {**settled, "scenario": scenario}
+    assert accounted(R(declared)) == (True, "ok")
 
 
 def test_completed_pods_are_counted_once() -> None:
     # Ten Job pods that ran and succeeded: pods_running already counts them.
     jobs = {"counts": {**_counts(10, 10, 10), "pods_succeeded": 10}, "error": None, "phases": []}
-    assert accounted(jobs) == (True, "ok")
+    assert accounted(R(jobs)) == (True, "ok")
 
 
 def test_the_fragmentation_probe_waits_until_each_pod_is_placed_or_refused() -> None:
@@ -272,9 +283,9 @@ def test_repeats_give_a_verdict_only_when_the_interval_clears_the_threshold() ->
     assert got["8-GPU placeability gain"].verdict == "missed"
 
 
-def _probe_doc(expected: int, placed: int, refused: int) -> dict[str, object]:
+def _probe_doc(expected: int, placed: int, refused: int) -> arm_record.ArmRecord:
     counts = {"expected_pods": expected, "pods_scheduled": placed, "pods_unschedulable": refused}
-    return {"phases": [{"name": "aligned8", "counts": counts}]}
+    return arm_record.modelled({"phases": [{"name": "aligned8", "counts": counts}]})
 
 
 def test_a_placeability_verdict_needs_the_probes_to_have_settled() -> None:
@@ -297,8 +308,10 @@ def test_a_placeability_verdict_needs_the_probes_to_have_settled() -> None:
 
 
 def test_constant_alignment_rows_are_dropped_and_varying_ones_kept() -> None:
-    def gang(aligned: int) -> dict[str, object]:
-        return {"claims": {"gpu_nic_pairs": 8, "pcie_aligned_pairs": aligned}, "gangs": []}
+    def gang(aligned: int) -> arm_record.ArmRecord:
+        return arm_record.modelled(
+            {"claims": {"gpu_nic_pairs": 8, "pcie_aligned_pairs": aligned}, "gangs": []}
+        )
 
     on, off = Arm("placement", "on", "gang"), Arm("placement", "off", "gang")
     constant = summary.rows([(on, gang(8)), (off, gang(8))])

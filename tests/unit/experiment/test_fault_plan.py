@@ -10,10 +10,15 @@ from typing import Any
 import pytest
 import yaml
 
-from experiment import fault_plan, matrix, process_cpu, validity
+from experiment import arm_record, fault_plan, matrix, process_cpu, validity
 from experiment import spec as specs
 from experiment.fault_plan import Fault, Landed
 from tests.support import children
+
+
+def R(doc: dict[str, Any]) -> arm_record.ArmRecord:
+    """The arm's record of a result given in part (the rest zero), with its fault's record."""
+    return arm_record.modelled(doc, fault=doc.get(fault_plan.KEY))
 
 
 def _doc(fault: dict[str, Any] | None, **variant: Any) -> dict[str, Any]:
@@ -138,9 +143,9 @@ def test_the_record_sits_on_loadgens_clock_and_a_fault_that_landed_keeps_the_arm
         "kube-scheduler killed 30.5 s into the run (31 pods bound), repaired in 2.0 s"
     )
     d = _faulted_doc(record)
-    assert validity.of_arm(d, extender=True, scheduler_skipped=0, faults_expected=True).valid
+    assert validity.of_arm(R(d), extender=True, scheduler_skipped=0, faults_expected=True).valid
     # The same restart in a variant without a fault is not what it measures.
-    assert not validity.of_arm(d, extender=True, scheduler_skipped=0).valid
+    assert not validity.of_arm(R(d), extender=True, scheduler_skipped=0).valid
 
 
 def test_a_fault_that_did_not_land_makes_its_arm_invalid() -> None:
@@ -148,7 +153,7 @@ def test_a_fault_that_did_not_land_makes_its_arm_invalid() -> None:
     landed.error = "the arm ended before the fault came due"
     d = _faulted_doc(landed.doc(run_started_wall=970.0, run_ended_wall=1_010.0))
     del d["faults"]
-    v = validity.of_arm(d, extender=True, scheduler_skipped=0, faults_expected=True)
+    v = validity.of_arm(R(d), extender=True, scheduler_skipped=0, faults_expected=True)
     assert not v.valid and "did not happen as planned" in v.reason
     assert "ended before the fault came due" in v.reason
     # A kill that came once loadgen's run had ended hit nothing it measured.
@@ -158,7 +163,7 @@ def test_a_fault_that_did_not_land_makes_its_arm_invalid() -> None:
     late = landed.doc(run_started_wall=992.0, run_ended_wall=998.0)
     assert not late["done"] and late["error"] == "it came after the run had ended"
     v = validity.of_arm(
-        _faulted_doc(late), extender=True, scheduler_skipped=0, faults_expected=True
+        R(_faulted_doc(late)), extender=True, scheduler_skipped=0, faults_expected=True
     )
     assert not v.valid and "came after the run had ended" in v.reason
 
@@ -168,12 +173,12 @@ def test_calls_the_extender_missed_while_killed_are_the_faults_cost_not_an_inval
     landed.killed_wall, landed.since_first_pod, landed.bound = 1_000.5, 3.25, 31
     landed.repaired_seconds = 1.5
     d = _faulted_doc(landed.doc(970.0, 1_010.0), component="extender")
-    v = validity.of_arm(d, extender=True, scheduler_skipped=12, faults_expected=True)
+    v = validity.of_arm(R(d), extender=True, scheduler_skipped=12, faults_expected=True)
     assert v.valid and "ok under its fault" in v.reason and "skipped the extender 12" in v.reason
     # Another component's fault does not excuse skipped extender calls.
     other = _faulted_doc({**d[fault_plan.KEY], "kill": "etcd"})
     assert not validity.of_arm(
-        other, extender=True, scheduler_skipped=12, faults_expected=True
+        R(other), extender=True, scheduler_skipped=12, faults_expected=True
     ).valid
 
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from experiment import figures
+from experiment import arm_record, figures
 from loadgen import cpu
+
+R = arm_record.modelled
+"""An arm's record of a result given in part (the rest zero)."""
 
 FILTER = figures.FILTER_SUM
 
@@ -27,9 +30,9 @@ def test_filter_time_per_pod_sums_the_filter_extension_point_alone() -> None:
             f'{FILTER}{{extension_point="Score",profile="a",status="Success"}}': 5.0,
         }
     )
-    assert get(doc) == 0.4 * 1000 / 10
-    assert get(_scheduler({"other": 1.0})) is None  # not scraped: no figure, never 0
-    assert get(_scheduler({f'{FILTER}{{extension_point="Filter"}}': 1.0}, scheduled=0)) is None
+    assert get(R(doc)) == 0.4 * 1000 / 10
+    assert get(R(_scheduler({"other": 1.0}))) is None  # not scraped: no figure, never 0
+    assert get(R(_scheduler({f'{FILTER}{{extension_point="Filter"}}': 1.0}, scheduled=0))) is None
 
 
 def test_churn_figures_read_the_churn_phase_not_the_whole_run() -> None:
@@ -41,9 +44,9 @@ def test_churn_figures_read_the_churn_phase_not_the_whole_run() -> None:
         "latency_ms": {"pod_startup": {"count": 10, "Perc50": 1.0, "Perc99": 1.0}},
         "phases": [phase("fill", 70.0), phase("churn", 55.0)],
     }
-    assert figures.metric("churn pod startup p50")[2](doc) == 55.0
-    assert figures.metric("churn create to schedule p99")[2](doc) == 110.0
-    assert figures.metric("churn pod startup p99")[2]({"phases": [phase("fill", 1.0)]}) is None
+    assert figures.metric("churn pod startup p50")[2](R(doc)) == 55.0
+    assert figures.metric("churn create to schedule p99")[2](R(doc)) == 110.0
+    assert figures.metric("churn pod startup p99")[2](R({"phases": [phase("fill", 1.0)]})) is None
 
 
 def test_requeue_shares_read_the_scheduler_profile_and_are_none_when_not_profiled() -> None:
@@ -60,15 +63,15 @@ def test_requeue_shares_read_the_scheduler_profile_and_are_none_when_not_profile
         "signatures": {"isPodWorthRequeuing": 0.053, "GatherPools": 0.01},
     }
     doc = {"explanation": {"cpu": {"scheduler": profile}}}
-    assert (category(doc), signature(doc)) == (0.075, 0.053)
+    assert (category(R(doc)), signature(R(doc))) == (0.075, 0.053)
     # The gate on: a category with no sample is 0, a figure (not "not measured").
     quiet = {**profile, "categories": categories[1:], "signatures": {}}
     gate_on = {"explanation": {"cpu": {"scheduler": quiet}}}
-    assert (category(gate_on), signature(gate_on)) == (0.0, 0.0)
+    assert (category(R(gate_on)), signature(R(gate_on))) == (0.0, 0.0)
     # Not profiled (refused, or an older result): no figure.
     refused = {"profiled": False, "reason": "403", "cpu_seconds": 0}
     for d in ({"explanation": {"cpu": {"scheduler": refused}}}, {}):
-        assert category(d) is None and signature(d) is None
+        assert category(R(d)) is None and signature(R(d)) is None
 
 
 def test_the_requeue_figures_name_loadgens_category_and_signature() -> None:

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from experiment import (
     accounting,
+    arm_record,
     comparison,
     design,
     figures,
@@ -229,28 +230,31 @@ def test_an_in_process_arm_on_an_existing_cluster_is_one_line_exit_2(tmp_path: P
 # -- results ---------------------------------------------------------------------------------
 
 
-def _in_process_doc(average: float, cpu: float, pods: int = 50) -> dict[str, Any]:
+def _in_process_doc(average: float, cpu: float, pods: int = 50) -> arm_record.ArmRecord:
     """A result as `testbed perf run` writes it: zeros where scheduler_perf measures nothing."""
-    return {
+    result = {
         "scenario": {"name": "fleet_dgx-h100", "source": "scheduler_perf"},
         "counts": {"expected_pods": pods, "pods_seen": 0, "pods_scheduled": 0, "pods_running": 0},
         "throughput": {"Average": average, "Perc50": average, "Perc99": average},
         "latency_ms": {},
         "fleet": {"peak_allocation_ratio": 0.0},
         "metrics": {"scheduler_perf": {"summary": {}, "deltas": {}}},
-        "process_cpu": {
-            "covers": in_process.COVERS,
-            "pods": pods,
-            "cpu_seconds": {"scheduler_perf": cpu},
-            "busy_cores": 1.9,
-            "wall_seconds": 10.0,
-        },
     }
+    kept = arm_record.ProcessCpu(
+        covers=in_process.COVERS,
+        pods=pods,
+        cpu_seconds={"scheduler_perf": cpu},
+        busy_cores=1.9,
+        wall_seconds=10.0,
+    )
+    return arm_record.modelled(result, process_cpu=kept)
 
 
-def _loadgen_doc(average: float, scheduler_cpu: float, pods: int = 50) -> dict[str, Any]:
+def _loadgen_doc(
+    average: float, scheduler_cpu: float, pods: int = 50, *, cpu_kept: bool = True
+) -> arm_record.ArmRecord:
     doc: dict[str, Any] = {
-        "scenario": {"name": "pods"},
+        "scenario": {"name": "pods", "phases": [{"name": "pods", "kind": "pods", "count": pods}]},
         "counts": {
             "expected_pods": pods,
             "pods_seen": pods,
@@ -268,8 +272,8 @@ def _loadgen_doc(average: float, scheduler_cpu: float, pods: int = 50) -> dict[s
     cpu = {"kube-apiserver": 2.0, "etcd": 0.5, "loadgen": 0.25, "extender": 0.5,
            "scheduler (measured)": scheduler_cpu}  # fmt: skip
     reading = process_cpu.Reading(cpu, busy_cores=2.0, wall_seconds=9.0)
-    process_cpu.attach(doc, reading, pods, process_cpu.LOADGEN_COVERS)
-    return doc
+    kept = process_cpu.kept(reading, pods, process_cpu.LOADGEN_COVERS) if cpu_kept else None
+    return arm_record.modelled(doc, process_cpu=kept)
 
 
 def test_an_in_process_result_defines_throughput_and_whole_path_cpu_and_nothing_else() -> None:
@@ -305,7 +309,7 @@ def test_a_metric_one_side_does_not_define_reads_not_defined_never_0() -> None:
     assert "defined" not in by_metric["pods placed"]["variants"]["loadgen"]
 
 
-def _pairs(ratios: list[float]) -> list[tuple[Arm, dict[str, Any]]]:
+def _pairs(ratios: list[float]) -> list[tuple[Arm, arm_record.ArmRecord]]:
     out = []
     for rep, r in enumerate(ratios):
         out.append((Arm("gpus", "perf", "pods", scheduler="", repeat=rep), _in_process_doc(20, 2)))
@@ -385,29 +389,26 @@ def test_cpu_by_process_is_kept_per_arm_and_shown_per_variant() -> None:
 
 
 def test_a_loadgen_arm_keeps_no_cpu_split_where_the_sites_processes_are_unread() -> None:
-    doc = _loadgen_doc(16.0, 1.0)
-    del doc[process_cpu.KEY]
+    doc = _loadgen_doc(16.0, 1.0, cpu_kept=False)
     span = process_cpu.Span.start({})
-    process_cpu.attach_loadgen(doc, span, {}, "second")
-    assert process_cpu.KEY not in doc
+    assert process_cpu.of_loadgen(doc.result, span, {}, "second") is None
     _, _, path = figures.metric(figures.PATH_CPU)
     assert path(doc) is None
 
 
 def test_a_loadgen_arm_adds_its_second_scheduler_and_extender_as_scraped() -> None:
-    doc = _loadgen_doc(16.0, 1.0)
-    del doc[process_cpu.KEY]
+    doc = _loadgen_doc(16.0, 1.0, cpu_kept=False)
     span = process_cpu.Span.start({"kube-apiserver": 1.0, "gone": 3.0})
-    process_cpu.attach_loadgen(doc, span, {"kube-apiserver": 1.5, "kwok": 9.0}, "second")
-    kept = doc[process_cpu.KEY]["cpu_seconds"]
+    got = process_cpu.of_loadgen(doc.result, span, {"kube-apiserver": 1.5, "kwok": 9.0}, "second")
+    assert got is not None
+    kept = got.cpu_seconds
     assert kept["kube-apiserver"] == pytest.approx(0.5)
     assert "gone" not in kept and "kwok" not in kept  # seen at one end only
     assert (kept["scheduler (measured)"], kept["extender"]) == (1.0, 0.5)
     assert kept["loadgen"] >= 0
-    own = _loadgen_doc(16.0, 1.0)
-    del own[process_cpu.KEY]
-    process_cpu.attach_loadgen(own, span, {"kube-apiserver": 1.5}, "default-scheduler")
-    assert "scheduler (measured)" not in own[process_cpu.KEY]["cpu_seconds"]
+    own = _loadgen_doc(16.0, 1.0, cpu_kept=False)
+    got = process_cpu.of_loadgen(own.result, span, {"kube-apiserver": 1.5}, "default-scheduler")
+    assert got is not None and "scheduler (measured)" not in got.cpu_seconds
 
 
 def test_a_rebuilt_page_still_says_not_defined_and_shows_the_cpu_split(tmp_path: Path) -> None:

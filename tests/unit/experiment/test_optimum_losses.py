@@ -7,9 +7,12 @@ from typing import Any
 
 import pytest
 
-from experiment import optimum_losses
+from experiment import arm_record, optimum_losses
 from experiment.oracle import arms as oracle_arms
 from experiment.oracle.solve import Bound
+
+R = arm_record.modelled
+"""An arm's record of a result given in part (the rest zero)."""
 
 
 def _figure(metric: str, unit: str, sense: str, measured: float, best: float) -> dict[str, Any]:
@@ -27,7 +30,7 @@ def _gangs(*blocks: int) -> list[dict[str, Any]]:
 def test_each_gang_over_the_optimums_blocks_is_a_decision_costing_its_extra_blocks() -> None:
     doc = {"gangs": _gangs(1, 3, 2, 1)}
     figure = _figure("blocks spanned per gang", "blocks", "min", 7 / 4, 1.0)
-    [got] = optimum_losses.of_arm(doc, [figure])
+    [got] = optimum_losses.of_arm(R(doc), [figure])
     assert got["lost"] == pytest.approx(0.75)
     assert [d["decision"] for d in got["decisions"]] == [
         "gang gang-1 (4 pods) over 3 blocks",
@@ -43,7 +46,7 @@ def test_a_figure_at_or_above_the_threshold_is_not_broken_down() -> None:
     figure = _figure("blocks spanned per gang", "blocks", "min", 21 / 20, 1.0)
     assert figure["share_of_online"] == pytest.approx(20 / 21)
     assert figure["share_of_online"] >= optimum_losses.SHORT
-    assert optimum_losses.of_arm(doc, [figure]) == []
+    assert optimum_losses.of_arm(R(doc), [figure]) == []
 
 
 def test_nodes_left_partly_used_cost_their_free_gpus_costliest_first_the_rest_counted() -> None:
@@ -51,7 +54,7 @@ def test_nodes_left_partly_used_cost_their_free_gpus_costliest_first_the_rest_co
     occupancy["empty"] = [0, 8]
     doc = {"fleet": {"occupancy_at_peak": occupancy, "gpus_stranded_at_peak": 15}}
     figure = _figure(oracle_arms.STRANDED, "GPUs", "min", 15, 3)
-    [got] = optimum_losses.of_arm(doc, [figure])
+    [got] = optimum_losses.of_arm(R(doc), [figure])
     assert got["lost"] == 12
     assert len(got["decisions"]) == optimum_losses.LISTED
     assert got["decisions"][0] == {"decision": "node n11 left with 2 of 8 GPUs free", "cost": 2.0}
@@ -74,7 +77,7 @@ def test_split_pairs_are_the_decisions_behind_aligned_pairs_and_bandwidth() -> N
         _figure(oracle_arms.NUMA, "share", "max", 0.95, 1.0),
         _figure(oracle_arms.BANDWIDTH, "GB/s", "max", 40.0, 46.0),
     ]
-    pcie, bandwidth = optimum_losses.of_arm({"claims": claims}, figures)
+    pcie, bandwidth = optimum_losses.of_arm(R({"claims": claims}), figures)
     assert pcie["decisions"] == [
         {
             "decision": "12 pods placed with 40 of their GPU-NIC pairs split across PCIe roots",
@@ -94,15 +97,17 @@ def test_refused_probe_pods_are_the_decision_behind_pods_placed() -> None:
         ]
     }
     figure = _figure("aligned 4 GPU + 4 NIC pods placed", "share", "max", 0.8, 1.0)
-    [got] = optimum_losses.of_arm(doc, [figure])
+    [got] = optimum_losses.of_arm(R(doc), [figure])
     assert got["decisions"][0]["decision"].startswith("10 of 50 pods of phase aligned4 refused")
     assert got["cost_of_decisions"] == pytest.approx(0.2) == pytest.approx(got["lost"])
 
 
 def test_a_figure_without_an_online_optimum_or_a_measure_is_left_alone() -> None:
     figure = _figure("blocks spanned per gang", "blocks", "min", 3.0, 1.0)
-    assert optimum_losses.of_arm({}, [{**figure, "online": None}]) == []
-    assert optimum_losses.of_arm({}, [{**figure, "measured": None, "share_of_online": None}]) == []
+    assert optimum_losses.of_arm(R({}), [{**figure, "online": None}]) == []
+    assert (
+        optimum_losses.of_arm(R({}), [{**figure, "measured": None, "share_of_online": None}]) == []
+    )
     # short, but the result records no decision: the figure is listed with none
-    [got] = optimum_losses.of_arm({}, [figure])
+    [got] = optimum_losses.of_arm(R({}), [figure])
     assert got["decisions"] == [] and got["cost_of_decisions"] == 0

@@ -11,14 +11,23 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from experiment import intervals, optimum_report, report_files
+from experiment import arm_record, intervals, optimum_report, report_files
 from experiment.arms import Arm
 from experiment.oracle import arms as oracle_arms
 from experiment.oracle import inputs
 from experiment.oracle.solve import Bound
 
 
-def _doc(measured: float, online: float, batch: float, *, optimal: bool = True) -> dict[str, Any]:
+def R(doc: dict[str, Any]) -> arm_record.ArmRecord:
+    """An arm's record of a result given in part (the rest zero), with its `optimum`."""
+    return arm_record.modelled(
+        {k: v for k, v in doc.items() if k != "optimum"}, optimum=doc.get("optimum")
+    )
+
+
+def _doc(
+    measured: float, online: float, batch: float, *, optimal: bool = True
+) -> arm_record.ArmRecord:
     figure = oracle_arms.Figure(
         "aligned 4 GPU + 4 NIC pods placed",
         "share",
@@ -27,15 +36,15 @@ def _doc(measured: float, online: float, batch: float, *, optimal: bool = True) 
         Bound("x", "max", batch, batch if optimal else batch * 1.1, optimal, 0.1),
         Bound("x", "max", online, online, True, 0.1),
     )
-    return {"optimum": {"error": None, "figures": [figure.to_json()], "seconds": 0.1}}
+    return R({"optimum": {"error": None, "figures": [figure.to_json()], "seconds": 0.1}})
 
 
-def _results() -> list[tuple[Arm, dict[str, Any]]]:
+def _results() -> list[tuple[Arm, arm_record.ArmRecord]]:
     return [
         (Arm("alignment", "on", "file", repeat=0), _doc(0.9, 1.0, 1.0)),
         (Arm("alignment", "on", "file", repeat=1), _doc(0.7, 0.9, 1.0, optimal=False)),
         (Arm("alignment", "off", "file", repeat=0), _doc(0.95, 0.9, 1.0)),
-        (Arm("alignment", "off", "file", repeat=1), {"optimum": {"error": "no", "figures": []}}),
+        (Arm("alignment", "off", "file", repeat=1), R({"optimum": {"error": "no", "figures": []}})),
     ]
 
 
@@ -74,23 +83,26 @@ def test_console_and_page_show_the_section(tmp_path: Path) -> None:
 
 def test_an_arm_without_a_placement_question_gets_no_optimum(tmp_path: Path) -> None:
     doc: dict[str, Any] = {
-        "scenario": {"phases": [{"name": "p", "kind": "pods", "claim": {"gpus": 1}}]},
+        "scenario": {
+            "name": "s",
+            "phases": [{"name": "p", "kind": "pods", "count": 5, "claim": {"gpus": 1}}],
+        },
         "phases": [{"name": "p", "counts": {"expected_pods": 5, "pods_scheduled": 5}}],
     }
 
     def fleet() -> inputs.Fleet:
         raise AssertionError("the fleet is not read for an arm with no placement question")
 
-    optimum_report.attach(doc, fleet, tmp_path, Console(file=io.StringIO()))
-    assert "optimum" not in doc and not (tmp_path / optimum_report.FILE).exists()
+    got = optimum_report.compute(R(doc), fleet, tmp_path, Console(file=io.StringIO()))
+    assert got is None and not (tmp_path / optimum_report.FILE).exists()
 
 
-def _gang_doc(blocks: list[int], best: float) -> dict[str, Any]:
+def _gang_doc(blocks: list[int], best: float) -> arm_record.ArmRecord:
     measured = sum(blocks) / len(blocks)
     bound = Bound("x", "min", best, best, True, 0.1)
     figure = oracle_arms.Figure("blocks spanned per gang", "blocks", "min", measured, bound, bound)
     gangs = [{"name": f"g{i}", "pods": 4, "blocks": b, "racks": b} for i, b in enumerate(blocks)]
-    return {"gangs": gangs, "optimum": {"error": None, "figures": [figure.to_json()]}}
+    return R({"gangs": gangs, "optimum": {"error": None, "figures": [figure.to_json()]}})
 
 
 def test_the_share_interval_pairs_each_repeat_with_its_own_optimum() -> None:
@@ -135,7 +147,7 @@ def test_one_repeat_or_a_repeat_at_zero_gets_no_interval() -> None:
         Bound("x", "min", 0.0, 0.0, True, 0.1),
     ).to_json()
     docs = [
-        (Arm("f", "on", "x", repeat=r), {"optimum": {"error": None, "figures": [stranded]}})
+        (Arm("f", "on", "x", repeat=r), R({"optimum": {"error": None, "figures": [stranded]}}))
         for r in range(2)
     ]
     # none stranded, none possible: a share of 1 in every repeat, an interval of [1, 1]

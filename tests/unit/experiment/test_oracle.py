@@ -3,13 +3,12 @@ the two optima, bad input, and the invariant that no recorded arm beats its opti
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from experiment import mixed_fleet
+from experiment import arm_record, mixed_fleet
 from experiment.oracle import arms, inputs, patterns, solve
 from experiment.oracle.inputs import Demand, Phase, Workload
 from fleet import render
@@ -135,12 +134,15 @@ def test_an_arm_past_a_limit_is_flagged() -> None:
 def test_claims_the_oracle_does_not_model_are_refused_by_name() -> None:
     doc = {
         "scenario": {
-            "phases": [{"name": "mig", "kind": "pods", "claim": {"mig_profile": "1g.10gb"}}]
+            "name": "s",
+            "phases": [
+                {"name": "mig", "kind": "pods", "count": 1, "claim": {"mig_profile": "1g.10gb"}}
+            ],
         },
         "phases": [{"name": "mig", "counts": {"expected_pods": 1}}],
     }
     with pytest.raises(inputs.Unsupported, match=r"phase mig: .* mig_profile"):
-        inputs.workload_of(doc)
+        inputs.workload_of(arm_record.modelled(doc))
 
 
 # Kept demo results (bench/results) and the fleets they ran on (the demo's mixed fleet).
@@ -156,7 +158,7 @@ def test_no_recorded_arm_beats_its_optimum(nodes: int, run: str, comparison: str
     fleet = _fleet(mixed_fleet.spec(nodes))
     checked = 0
     for path in sorted((RESULTS / run).glob(f"{comparison}-*.json")):
-        got = arms.arm_optimum(json.loads(path.read_text()), fleet)
+        got = arms.arm_optimum(arm_record.build(path.read_text()), fleet)
         assert got is not None and got["error"] is None, path.name
         for figure in got["figures"]:
             assert figure["batch"]["optimal"], (path.name, figure["metric"])
@@ -180,12 +182,21 @@ def test_an_arm_that_refused_a_pod_that_fitted_has_no_online_optimum() -> None:
     # empty, which no scheduler that places what fits can end with.
     doc: dict[str, Any] = {
         "scenario": {
-            "phases": [{"name": "whole", "kind": "pods", "wait": "settled", "claim": {"gpus": 8}}]
+            "name": "s",
+            "phases": [
+                {
+                    "name": "whole",
+                    "kind": "pods",
+                    "count": 2,
+                    "wait": "settled",
+                    "claim": {"gpus": 8},
+                }
+            ],
         },
         "phases": [{"name": "whole", "counts": {"expected_pods": 2, "pods_scheduled": 1}}],
         "fleet": {"gpus_stranded_at_peak": 0},
     }
-    figures = arms.placement_figures(doc, _profile_fleet("dgx-h100", 2))
+    figures = arms.placement_figures(arm_record.modelled(doc), _profile_fleet("dgx-h100", 2))
     stranded = next(f for f in figures if f.metric == arms.STRANDED)
     assert stranded.online is None and stranded.batch.value == 0
     assert "refused" in stranded.beats

@@ -2,11 +2,10 @@
 arms, fleet variants, rows against a baseline and targets, on plain data."""
 
 import itertools
-from typing import Any
 
 import pytest
 
-from experiment import intervals
+from experiment import arm_record, intervals
 from experiment.arms import Arm
 from experiment.demo import defaults, plan, project_targets, summary
 from experiment.fleet_shape import FleetShape
@@ -14,6 +13,9 @@ from fleet import spec as fleet_spec
 from loadgen import scenarios
 from testbed import vocab
 from tests.support import demo_workloads
+
+R = arm_record.modelled
+"""An arm's record of a result given in part (the rest zero)."""
 
 SHAPE = FleetShape(nodes=900, gpus=5000, eight_gpu_nodes=600, aligned_eight_nodes=200)
 
@@ -109,15 +111,17 @@ def test_extended_resource_and_taints_arms_differ_only_in_pool_or_taints() -> No
     assert tainted.run_key != clean.run_key  # never reused for one another
 
 
-def _doc(**fleet: float) -> dict[str, Any]:
+def _doc(**fleet: float) -> arm_record.ArmRecord:
     placed = int(fleet.pop("placed"))
-    return {
-        "counts": {"expected_pods": 256, "pods_scheduled": placed},
-        "fleet": fleet,
-    }
+    return arm_record.modelled(
+        {
+            "counts": {"expected_pods": 256, "pods_scheduled": placed},
+            "fleet": fleet,
+        }
+    )
 
 
-def _sharing_results(placed: dict[str, list[int]]) -> list[tuple[Arm, dict[str, Any]]]:
+def _sharing_results(placed: dict[str, list[int]]) -> list[tuple[Arm, arm_record.ArmRecord]]:
     out = []
     for variant, values in placed.items():
         for rep, n in enumerate(values):
@@ -166,11 +170,13 @@ def test_sharing_targets_need_the_interval_to_clear_and_say_not_measured_without
 
 
 def test_taints_and_extended_resource_targets() -> None:
-    def placed_doc(scheduled: int) -> dict[str, Any]:
+    def placed_doc(scheduled: int) -> arm_record.ArmRecord:
         counts = {"expected_pods": 128, "pods_scheduled": scheduled}
-        return {"counts": counts, "phases": [{"name": "every-gpu", "counts": counts}]}
+        return arm_record.modelled(
+            {"counts": counts, "phases": [{"name": "every-gpu", "counts": counts}]}
+        )
 
-    def arms(r: int) -> list[tuple[Arm, dict[str, Any]]]:
+    def arms(r: int) -> list[tuple[Arm, arm_record.ArmRecord]]:
         return [
             (Arm(plan.TAINTS, "tainted", "file", repeat=r), placed_doc(122 + r % 2)),
             (Arm(plan.TAINTS, "clean", "file", repeat=r), placed_doc(128)),
@@ -200,7 +206,7 @@ def test_taints_and_extended_resource_targets() -> None:
 
 def test_rows_of_two_arm_comparisons_are_unchanged_by_baselines() -> None:
     on, off = Arm("extender", "on", "pods"), Arm("extender", "off", "pods")
-    docs = [{"throughput": {"Average": v}, "counts": {"expected_pods": 1}} for v in (9, 10)]
+    docs = [R({"throughput": {"Average": v}, "counts": {"expected_pods": 1}}) for v in (9, 10)]
     rows = summary.rows([(off, docs[1]), (on, docs[0])])
     assert [(r.a_name, r.b_name) for r in rows] == [("on", "off")]
     assert list(itertools.chain(plan.BASELINES)) == list(NEW)
