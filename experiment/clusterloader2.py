@@ -87,6 +87,12 @@ RUN_TIMEOUT = 3600.0
 class BuildError(RuntimeError):
     """ClusterLoader2 is not built and cannot be; the message is one line."""
 
+    def __init__(self, message: str, *, no_source: bool = False) -> None:
+        super().__init__(message)
+        self.no_source = no_source
+        """Nothing to build from: the module proxy refused the module and no checkout was
+        given (tools/k8s/clusterloader2.sh's exit 3), not a build that failed."""
+
 
 def check_variant(fields: Mapping[str, Any]) -> None:
     """A ClusterLoader2 variant's fields as set (aliases); ValueError naming the first it
@@ -276,7 +282,9 @@ def build() -> Path:
             sys.stderr.write(line)
     out = proc.stdout.read()
     if (code := proc.wait()) != 0:
-        raise BuildError(f"ClusterLoader2 is not available: {error or f'exit {code}'}")
+        raise BuildError(
+            f"ClusterLoader2 is not available: {error or f'exit {code}'}", no_source=code == 3
+        )
     _built["dir"] = Path(out.strip().splitlines()[-1])
     return _built["dir"]
 

@@ -35,6 +35,11 @@ def test_clusterloader2_and_loadgen_observe_measure_the_same_pods(
     try:  # built by .ci/run; here on first use (minutes), named in one line if it cannot be
         clusterloader2.build()
     except clusterloader2.BuildError as e:
+        if e.no_source:
+            # The Go module proxy refused k8s.io/perf-tests/clusterloader2 (403, 2026-11-22 and
+            # 2026-11-29) and no checkout was given: nothing of ours is untested by this skip,
+            # ClusterLoader2 itself is missing. A build that fails is a failure.
+            pytest.skip(f"{e} (set DRA_TESTBED_CL2_SOURCE to a perf-tests checkout)")
         pytest.fail(f"{e} (tools/k8s/clusterloader2.sh --help says where it comes from)")
     doc = yaml.safe_load(EXAMPLE.read_text())
     doc["fleet"]["nodes"] = 2

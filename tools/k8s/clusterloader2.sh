@@ -13,7 +13,8 @@
 # 2026-11-29).
 #
 # Usage: tools/k8s/clusterloader2.sh [--source DIR] [--print-dir]
-# Exit status: 0 built or cached, 1 build failed, 2 usage.
+# Exit status: 0 built or cached, 1 build failed, 2 usage, 3 no source: the proxy refused the
+# module and no checkout was given.
 set -euo pipefail
 
 # shellcheck source=lib.sh
@@ -63,7 +64,7 @@ main() {
       ! dir="$(echo "$info" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')" || [[ -z "$dir" ]]; then
       echo "error: could not download $MODULE@$VERSION ($(echo "$info" | sed -n 's/.*"Error": "\(.*\)".*/\1/p' | head -c 200));" \
         "pass a checkout of kubernetes/perf-tests at commit ${VERSION##*-} with --source" >&2
-      exit 1
+      exit 3
     fi
   fi
 
