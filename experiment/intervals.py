@@ -18,8 +18,8 @@ moves the estimate little. Where one side has more outliers (past OUTLIER_MADS r
 deviations of the median) than the test sets aside, at least one is in the estimate, and there
 is no verdict (`_lopsided`): the trimmed t alone still gave 6.6 % at 24 fixed pairs. Outliers
 are reported beside the verdict (`outliers`).
-Chosen by simulation (`bench/verdict_methods.py`, 200,000 worlds a cell;
-docs/results/narrative/demo.md, "Which test the verdicts use") over normal, t (3 df),
+Chosen by simulation (`bench/verdict_methods.py`, 200,000 worlds a cell; docs/results/narrative/,
+entry "Which test the verdicts use") over normal, t (3 df),
 symmetric and one-sided outlier noise, every look of that design, closing looks after 5, 8,
 13 and 20 pairs and fixed designs of 8, 16 and 24: at most 5.1 % false verdicts with normal
 noise (Student's t's own, where nothing is trimmed) and 4.9 % with one-sided outliers, against

@@ -136,6 +136,20 @@ def _derive_again(block: str, docs: list[kept.Kept]) -> None:
             cells = [c for c in mine if c.startswith(f"| {row.name} ({row.unit}) | {row.a.label} ")]
             assert len(cells) == 1, f"{doc.id}: {row.name} [{row.a.label}] not on the page once"
             _, a_cell, b_cell, ratio_cell, _, verdict = cells[0].strip("| ").split(" | ")
+            if row.target is not None and not verdict.startswith("inconclusive"):
+                # The notes beside a verdict: pairs dropped, outliers (`results_page._verdict`).
+                verdict, _, notes = verdict.partition(" (")
+                logs = [math.log(x / y) for x, y in zip(row.a.values, row.b.values, strict=True)]
+                mid = statistics.median(logs)
+                mad = 1.4826 * statistics.median(abs(v - mid) for v in logs)
+                # Looked for from 4 pairs: past 3 robust sd (MADs) of the median.
+                far = [
+                    i
+                    for i, v in enumerate(logs)
+                    if len(logs) >= 4 and mad and abs(v - mid) > 3 * mad
+                ]
+                assert all(f"pair {i + 1} ratio " in notes for i in far), cells[0]
+                assert ("outliers: " in notes) == bool(far), cells[0]
             for cell, arm in ((a_cell, row.a), (b_cell, row.b)):
                 values = arm.values
                 assert cell.startswith(f"{arm.label} "), cell
