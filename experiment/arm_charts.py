@@ -4,24 +4,25 @@ side, the invalid arms, links to each arm's report), over `testbed.charts`."""
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from experiment import arm_record
+from experiment.arm_record import ResultDoc
 from experiment.arms import Arm
 from testbed import charts
 
 
-def _arm_doc(out_dir: Path, name: str) -> dict[str, Any] | None:
-    """An arm's loadgen result, or None where the arm left none (interrupted, refused). A
-    run's arms each have a directory; kept results (bench/results) are flat `<arm>.json`."""
-    for path in (out_dir / name / "result.json", out_dir / f"{name}.json"):
+def _arm_doc(out_dir: Path, name: str) -> ResultDoc | None:
+    """An arm's loadgen result, or None where the arm left none (interrupted, refused) or
+    none loadgen's schema reads. A run's arms each have a directory; kept results
+    (bench/results) are flat `<arm>.json`."""
+    for path in (out_dir / name / arm_record.RESULT, out_dir / f"{name}.json"):
         try:
-            doc: dict[str, Any] = json.loads(path.read_text())
+            return arm_record.read_result(path)
         except (OSError, ValueError):
             continue
-        return doc
     return None
 
 
@@ -42,17 +43,18 @@ def comparison_charts(out_dir: Path, group: list[Arm]) -> list[Any]:
     if any(d is None for d in docs.values()):
         return [charts.note("an arm left no result: no charts for this comparison")]
     got = {k: d for k, d in docs.items() if d is not None}
+    if any("occupancy_at_peak" not in d.fleet.model_fields_set for d in got.values()):
+        # a result kept from before loadgen recorded it (`testbed report`)
+        return [
+            charts.note("an arm's result has no 'occupancy_at_peak': no charts for this comparison")
+        ]
     cdfs, rates, alloc, occupancy = [], [], [], {}
-    try:
-        for name, d in got.items():
-            t = d["timeline"]
-            cdfs.append(charts.Series.points(name, d["cdf_ms"].get("pod_startup", [])))
-            rates.append(charts.named(charts.rate(t["seconds"], t["scheduled"]), name))
-            alloc.append(charts.Series(name, t["seconds"], t["gpu_allocation_ratio"]))
-            peak = d["fleet"]["occupancy_at_peak"]
-            occupancy[name] = {n: (u, g) for n, (u, g) in peak.items()}
-    except KeyError as e:  # a result kept from before a field existed (`testbed report`)
-        return [charts.note(f"an arm's result has no {e}: no charts for this comparison")]
+    for name, d in got.items():
+        t = d.timeline
+        cdfs.append(charts.Series.points(name, d.cdf_ms.get("pod_startup", [])))
+        rates.append(charts.named(charts.rate(t.seconds, t.scheduled), name))
+        alloc.append(charts.Series(name, t.seconds, t.gpu_allocation_ratio))
+        occupancy[name] = dict(d.fleet.occupancy_at_peak)
     return [
         charts.latency_cdfs(*cdfs, title="Pod startup latency (first repeat)"),
         charts.over_time(*rates, title="Scheduling throughput", y_title="pods/s"),
