@@ -152,36 +152,35 @@ async def warm_up(kube: Kube, env: w.Env, extender: int) -> bytes:
         namespace=env.namespace,
     )
     # An unschedulable attempt too: the load's own (cannot-allocate) must be an increase.
-    await kube.create(r.PODS, w.pod(env, "cannot-allocate-first", "two-gpus"))
-    await wait_for(
-        kube,
-        r.PODS,
-        lambda p: condition(p, "PodScheduled") == "False",
-        name="cannot-allocate-first",
-        namespace=env.namespace,
-    )
+    await cannot_allocate(kube, env, "cannot-allocate-first")
     pod = await kube.get(r.PODS, "fits", env.namespace)
     body = json.dumps({"Pod": pod, "NodeNames": [env.node]}).encode()
     await asyncio.to_thread(_post_many, extender, body, 1)
     return body
 
 
+async def cannot_allocate(kube: Kube, env: w.Env, name: str) -> None:
+    """A pod whose claim (two GPUs on a one-GPU node) cannot be allocated, once the scheduler
+    has tried it."""
+    await kube.create(r.PODS, w.pod(env, name, "two-gpus"))
+    await wait_for(
+        kube,
+        r.PODS,
+        lambda p: condition(p, "PodScheduled") == "False",
+        name=name,
+        namespace=env.namespace,
+    )
+
+
 async def small_load(kube: Kube, env: w.Env, extender: int, body: bytes) -> None:
     """Pods through the real kube-scheduler (plain ones and one whose claim cannot be
     allocated), and filter/prioritize calls (plus a bad one) to the extender."""
-    await kube.create(r.PODS, w.pod(env, "cannot-allocate", "two-gpus"))
     for i in range(PLAIN_PODS):
         plain = w.pod(env, f"plain-{i}", "unused")
         del plain["spec"]["resourceClaims"]
         del plain["spec"]["containers"][0]["resources"]
         await kube.create(r.PODS, plain)
-    await wait_for(
-        kube,
-        r.PODS,
-        lambda p: condition(p, "PodScheduled") == "False",
-        name="cannot-allocate",
-        namespace=env.namespace,
-    )
+    await cannot_allocate(kube, env, "cannot-allocate")
     await asyncio.to_thread(_post_many, extender, body, FILTER_CALLS)
 
 
