@@ -75,6 +75,8 @@ class Restart:
     unseen_seconds: float
     """From the old process's last answered scrape to the next scrape: its counts in that
     stretch are not in the figures."""
+    last_answer: float = 0.0
+    """Run seconds of the old process's last answered scrape: the unseen stretch's start."""
 
 
 @dataclass
@@ -167,6 +169,7 @@ class Component:
                 seen=round(at, 3),
                 started=None if start is None else round(start - self.origin_wall, 3),
                 unseen_seconds=round(unseen, 3),
+                last_answer=round(self._last_at, 3),
             )
         )
         if unseen > self.max_gap:

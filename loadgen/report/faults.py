@@ -35,14 +35,23 @@ class Restart(_Doc):
     unseen_seconds: float
     """From the old process's last scrape to the next one: what it counted then is in no
     figure."""
+    bound_unseen: int | None = None
+    """kube-scheduler only: the run's pods first seen bound in that stretch (by their own
+    watch events), scheduled attempts of the old process no counter figure holds."""
 
     def describe(self) -> str:
         when = self.seen_seconds if self.started_seconds is None else self.started_seconds
         how = "" if self.started_seconds is not None else " (seen as its counters' drop)"
+        bound = (
+            ""
+            if self.bound_unseen is None
+            else f"; {self.bound_unseen} of the run's pods were seen bound then, attempts no "
+            "figure holds"
+        )
         return (
             f"{who(self.component)} restarted {when:.1f}s into the run{how}; its counter "
             f"figures are summed over its processes (up to {self.unseen_seconds:.1f}s of the "
-            "old one's counts unseen)"
+            f"old one's counts unseen{bound})"
         )
 
 
@@ -112,6 +121,15 @@ def _scrapes(c: segments.Component) -> Scrapes:
     )
 
 
+def _bound_between(result: outcome.RunResult, start: float, end: float) -> int:
+    """The run's pods first seen bound in (start, end], run seconds."""
+    return sum(
+        1
+        for pod in result.records.pods.values()
+        if pod.scheduled is not None and start < pod.scheduled - result.started_mono <= end
+    )
+
+
 def build(result: outcome.RunResult) -> Faults:
     components = result.components.values()
     return Faults(
@@ -122,6 +140,11 @@ def build(result: outcome.RunResult) -> Faults:
                     seen_seconds=r.seen,
                     started_seconds=r.started,
                     unseen_seconds=r.unseen_seconds,
+                    bound_unseen=_bound_between(
+                        result, r.last_answer, r.last_answer + r.unseen_seconds
+                    )
+                    if r.component == "scheduler"
+                    else None,
                 )
                 for c in components
                 for r in c.restarts

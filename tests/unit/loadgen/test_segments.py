@@ -8,6 +8,7 @@ import pytest
 
 from loadgen import segments, series
 from loadgen.report import faults
+from tests.support import synthetic_run as synthetic
 
 ATTEMPTS = 'scheduler_schedule_attempts_total{profile="p",result="scheduled"}'
 CPU = "process_cpu_seconds_total"
@@ -131,3 +132,26 @@ def test_one_process_keeps_the_two_scrape_figures() -> None:
     before, after = scrape(900.0, 10.0), scrape(900.0, 30.0)
     d = segments.between(before, after)
     assert d[ATTEMPTS] == 20.0 and d[series.CHANGE + RSS] == 20.0
+
+
+def _killed(name: str) -> segments.Component:
+    """A component whose old process answered last 0.55 s into the run; the next scrape, at
+    1.05 s, failed; the new process started at 1.1 s."""
+    c = segments.Component(name, origin_wall=ORIGIN, max_gap=12.0)
+    c.answered(0.0, scrape(900.0, 0.0))
+    c.answered(0.55, scrape(900.0, 1.0))
+    c.failed(1.05, "connection refused")
+    c.answered(1.2, scrape(ORIGIN + 1.1, 4.0))
+    return c
+
+
+def test_pods_bound_in_a_killed_scheduler_s_unseen_stretch_are_counted_beside_it() -> None:
+    result = synthetic.run_result()  # its pods are first seen bound 0.5, 0.6, ... 1.4 s in
+    result.components = {"scheduler": _killed("scheduler")}
+    [r] = faults.build(result).restarts
+    assert r.unseen_seconds == 0.5 and r.bound_unseen == 5  # 0.6 ... 1.0 s
+    assert "5 of the run's pods were seen bound then" in r.describe()
+    # Only kube-scheduler binds pods: another component's restart says nothing of them.
+    result.components = {"apiserver": _killed("apiserver")}
+    [r] = faults.build(result).restarts
+    assert r.bound_unseen is None and "bound" not in r.describe()
