@@ -52,7 +52,7 @@ SCENARIO = "cl2-dra"
 """The loadgen scenario whose shape ClusterLoader2's DRA test is (`loadgen.scenarios`)."""
 KEY = "clusterloader2"
 """The arm result's section of ClusterLoader2's figures and the agreement rows."""
-SOURCE = "clusterloader2"
+SOURCE = arm_record.CL2_SOURCE
 """`scenario.source` of an arm's result (`figures.defined`)."""
 TEST = "testing/dra"
 DEVICE_CLASS = "gpu.example.com"

@@ -289,8 +289,6 @@ def _bandwidth(rec: ArmRecord) -> float | None:
     return bandwidth_model.payoff(claims.pcie_aligned_pairs, claims.gpu_nic_pairs).mean_gbps
 
 
-CL2_SOURCE = arm_record.CL2_SOURCE
-"""`scenario.source` of a ClusterLoader2 arm's result (`experiment.clusterloader2`)."""
 CL2_AGREEMENT = "loadgen observe within tolerance of ClusterLoader2"
 
 
@@ -458,8 +456,6 @@ METRICS: dict[str, tuple[str, Getter, str]] = {
 """Every metric by name: (unit, getter, measure)."""
 
 
-IN_PROCESS_SOURCE = arm_record.IN_PROCESS_SOURCE
-"""`scenario.source` of a result scheduler_perf wrote in loadgen's schema (`schedperf.result`)."""
 IN_PROCESS_METRICS = frozenset({"scheduling throughput", PATH_CPU})
 """What such a result defines as loadgen's arms do: SchedulingThroughput is scheduler_perf's own
 definition, and the CPU of the whole path (there, the benchmark's process tree). The rest
@@ -477,7 +473,7 @@ def defined(metric: str, rec: ArmRecord) -> bool:
     """Whether `metric` is defined for the arm `rec` (not: whether it has a value)."""
     if rec.in_process:
         return metric in IN_PROCESS_METRICS
-    if rec.source == CL2_SOURCE:
+    if rec.source == arm_record.CL2_SOURCE:
         return metric in CL2_METRICS
     return metric != CL2_AGREEMENT
 

@@ -14,10 +14,11 @@ Read-only: it looks at the state directory's kubeconfigs and the components' com
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import yaml
 
-from testbed.cluster import paths, supervision
+from testbed.cluster import health, paths, supervision
 
 
 def server_of(kubeconfig: Path) -> str | None:
@@ -51,6 +52,26 @@ def _flag(cluster_dir: Path, component: str, flag: str) -> str | None:
     )
 
 
+SCRAPED = {
+    "scheduler": "kube-scheduler",
+    "controller-manager": "kube-controller-manager",
+    "etcd": "etcd",
+    "kwok": "kwok-controller",
+}
+"""loadgen's name -> the component's: the whole control plane beside the API server, so a
+restart of any of them is a fact of the run."""
+
+
+def _metrics_url(cluster_dir: Path, component: str) -> str | None:
+    """/metrics beside where the running `component` serves its health (`health.endpoint`)."""
+    pid = supervision.read_pid(cluster_dir / "pids" / f"{component}.pid")
+    where = health.endpoint(component, supervision.argv(pid)) if pid is not None else None
+    if where is None:
+        return None
+    parts = urlsplit(where.url)
+    return f"{parts.scheme}://{parts.netloc}/metrics"
+
+
 def _extender_url(scheduler_config: Path) -> str | None:
     try:
         doc = yaml.safe_load(scheduler_config.read_text())
@@ -67,19 +88,9 @@ def endpoints(server: str, home: Path | None = None) -> dict[str, str]:
     if cluster_dir is None:
         return {}
     out = {"apiserver": "kube:/metrics"}
-    port = _flag(cluster_dir, "kube-scheduler", "secure-port")
-    if port:
-        out["scheduler"] = f"https://127.0.0.1:{port}/metrics"
-    # The rest of the control plane, so a restart of any of them is a fact of the run.
-    port = _flag(cluster_dir, "kube-controller-manager", "secure-port")
-    if port:
-        out["controller-manager"] = f"https://127.0.0.1:{port}/metrics"
-    urls = _flag(cluster_dir, "etcd", "listen-client-urls")
-    if urls and urls.startswith("http://"):
-        out["etcd"] = urls.split(",")[0].strip().rstrip("/") + "/metrics"
-    address = _flag(cluster_dir, "kwok-controller", "server-address")
-    if address:
-        out["kwok"] = f"http://{address}/metrics"
+    for name, component in SCRAPED.items():
+        if url := _metrics_url(cluster_dir, component):
+            out[name] = url
     config = _flag(cluster_dir, "kube-scheduler", "config")
     extender = _extender_url(Path(config)) if config else None
     if extender:
