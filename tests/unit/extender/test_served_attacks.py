@@ -61,18 +61,23 @@ def _template(name: str, selector: str | None) -> dict[str, Any]:
     return objects.template(NS, name, objects.claim_spec([{"name": "gpu", "exactly": request}]))
 
 
+def _rendered(fleet: Path, nodes: int) -> Path:
+    """`fleet render` of `nodes` dgx-h100 nodes into `fleet`."""
+    with fleet.open("wb") as out:
+        subprocess.run(
+            [sys.executable, "-c", "from fleet.cli import main; main()", "render",
+             "--profile", "dgx-h100", "--nodes", str(nodes), "-o", "json", "-q"],
+            stdout=out, check=True, timeout=120,
+        )  # fmt: skip
+    return fleet
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """A fleet of NODES dgx-h100 nodes (as `fleet render` writes it) and claim templates: one
     per costly selector, and a plain one."""
     where = tmp_path_factory.mktemp("served-attacks")
-    fleet = where / "fleet.json"
-    with fleet.open("wb") as out:
-        subprocess.run(
-            [sys.executable, "-c", "from fleet.cli import main; main()", "render",
-             "--profile", "dgx-h100", "--nodes", str(NODES), "-o", "json", "-q"],
-            stdout=out, check=True, timeout=120,
-        )  # fmt: skip
+    fleet = _rendered(where / "fleet.json", NODES)
     templates = where / "templates.yaml"
     docs = [_template(name, sel) for name, sel in SELECTORS.items()]
     templates.write_text(yaml.safe_dump_all([*docs, _template("plain", None)]))
@@ -84,22 +89,29 @@ BUSY = (
     "device.attributes['gpu.nvidia.com'].uuid != '' && "
     f"{_L20}.all(a, {_L20}.all(b, {_L20}.all(c, a + b + c >= 0)))"
 )
-"""3-deep over 20 elements: ~10-30 ms a GPU in the sandbox here, far under its deadline (so
-never abandoned), a new evaluation per GPU (keyed on its uuid): seconds for one call."""
+"""3-deep over 20 elements: ~7-30 ms a GPU in the sandbox, far under its deadline (so never
+abandoned), a new evaluation per GPU (keyed on its uuid)."""
+BUSY_NODES = 120
+"""960 GPUs: at the quiet end (~7 ms a GPU) one BUSY call still keeps a worker busy for about
+7 s, past the test's checks (about 3 s in) and kube-scheduler's 5 s; a faster evaluation is
+what a machine's speed changes, so the call is made long by its count of GPUs, not by a
+costlier expression that a busy machine would push past the sandbox's deadline."""
 
 
 @pytest.fixture(scope="module")
-def busy_cluster(cluster: list[Path], tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """The fleet, with claim templates: `warmup.SHAPES` cheap ones (`a-00`...), which the
-    warm-up judges, and `zz-busy` with the BUSY selector, past them, so that its first call
+def busy_cluster(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """BUSY_NODES nodes, with claim templates: `warmup.SHAPES` cheap ones (`a-00`...), which
+    the warm-up judges, and `zz-busy` with the BUSY selector, past them, so that its first call
     pays it (in the sandbox) rather than the warm-up."""
-    templates = tmp_path_factory.mktemp("busy") / "templates.yaml"
+    where = tmp_path_factory.mktemp("busy")
+    fleet = _rendered(where / "fleet.json", BUSY_NODES)
+    templates = where / "templates.yaml"
     cheap = [
         _template(f"a-{i:02d}", f"device.attributes['gpu.nvidia.com'].uuid != 'cheap-{i}'")
         for i in range(warmup.SHAPES)
     ]
     templates.write_text(yaml.safe_dump_all([*cheap, _template("zz-busy", BUSY)]))
-    return [cluster[0], templates]
+    return [fleet, templates]
 
 
 def _names(fleet: Path) -> list[str]:
