@@ -115,7 +115,13 @@ def render(doc: ResultDoc, console: Console) -> None:
         if m.partial:
             figures = f"counter figures partial; {figures}" if figures else "partial"
         elif m.processes > 1:
-            figures = f"{figures or 'no change'} (summed over {m.processes} processes)"
+            bound = (
+                f"; attempts include {m.attempts_bound_unseen} pods seen bound while the old "
+                "process went unscraped"
+                if m.attempts_bound_unseen
+                else ""
+            )
+            figures = f"{figures or 'no change'} (summed over {m.processes} processes{bound})"
         console.print(f"{name} over the run: {figures or 'no change'}")
     if doc.explanation is not None:
         for line in explanation_lines(doc.explanation):

@@ -231,6 +231,11 @@ class ComponentMetrics(_Doc):
     spans_processes: list[str] = []
     """Gauge changes that would span processes, left out (after a restart, the change of
     process_resident_memory_bytes, so no rss_growth_bytes)."""
+    attempts_bound_unseen: int = 0
+    """kube-scheduler: the run's pods first seen bound while an old process went unscraped
+    before its restart (`Restart.bound_unseen`), counted in `summary["schedule_attempts"]`:
+    each is at least one scheduled attempt that no counter scrape holds, so the figure stays
+    a lower bound of the real count, not short of the pods it scheduled."""
 
 
 class ResultDoc(_Doc):
@@ -511,18 +516,23 @@ def _watch_gaps(result: outcome.RunResult) -> list[WatchGap]:
     return out
 
 
-def _metrics(result: outcome.RunResult) -> dict[str, ComponentMetrics]:
+def _metrics(result: outcome.RunResult, faults: faults_doc.Faults) -> dict[str, ComponentMetrics]:
     out = {}
     for name, d in result.metrics.items():
         c = result.components.get(name)
         partial = "; ".join(c.partial) if c is not None and c.partial else None
         spans = c.spans_processes if c is not None else []
+        summary = series.summary(d, partial=partial is not None, spans_processes=bool(spans))
+        unseen = sum(r.bound_unseen or 0 for r in faults.restarts if r.component == name)
+        if unseen and "schedule_attempts" in summary:
+            summary["schedule_attempts"] += unseen
         out[name] = ComponentMetrics(
-            summary=series.summary(d, partial=partial is not None, spans_processes=bool(spans)),
+            summary=summary,
             deltas=d,
             processes=c.processes if c is not None else 1,
             partial=partial,
             spans_processes=spans,
+            attempts_bound_unseen=unseen if "schedule_attempts" in summary else 0,
         )
     return out
 
@@ -549,6 +559,7 @@ def build(result: outcome.RunResult, slos: list[slo.Slo] | None = None) -> Resul
     counts = _counts(result, None)
     throughput = _throughput(rec, None)
     claims = _claims(rec)
+    faults = faults_doc.build(result)
     return ResultDoc(
         schema_version=SCHEMA_VERSION,
         kind="LoadgenResult",
@@ -577,8 +588,8 @@ def build(result: outcome.RunResult, slos: list[slo.Slo] | None = None) -> Resul
         watch_gaps=_watch_gaps(result),
         definitions=dict(stats.DEFINITIONS),
         pending=[PendingGroup(reason=k, pods=n) for k, n in records.pending(rec).items()],
-        metrics=_metrics(result),
-        faults=faults_doc.build(result),
+        metrics=_metrics(result, faults),
+        faults=faults,
         explanation=why.build(
             result,
             pods=counts.pods_seen,

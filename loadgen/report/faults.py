@@ -37,7 +37,8 @@ class Restart(_Doc):
     figure."""
     bound_unseen: int | None = None
     """kube-scheduler only: the run's pods first seen bound in that stretch (by their own
-    watch events), scheduled attempts of the old process no counter figure holds."""
+    watch events), scheduled attempts of the old process no counter scrape holds (its
+    `schedule_attempts` figure counts them: `ComponentMetrics.attempts_bound_unseen`)."""
 
     def describe(self) -> str:
         when = self.seen_seconds if self.started_seconds is None else self.started_seconds
@@ -46,7 +47,7 @@ class Restart(_Doc):
             ""
             if self.bound_unseen is None
             else f"; {self.bound_unseen} of the run's pods were seen bound then, attempts no "
-            "figure holds"
+            "scrape holds, counted in its attempts"
         )
         return (
             f"{who(self.component)} restarted {when:.1f}s into the run{how}; its counter "

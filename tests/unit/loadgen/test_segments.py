@@ -5,9 +5,10 @@ two processes; a figure that cannot be made whole is no number."""
 from __future__ import annotations
 
 import pytest
+from rich.console import Console
 
 from loadgen import segments, series
-from loadgen.report import faults
+from loadgen.report import console, document, faults
 from tests.support import synthetic_run as synthetic
 
 ATTEMPTS = 'scheduler_schedule_attempts_total{profile="p",result="scheduled"}'
@@ -155,3 +156,20 @@ def test_pods_bound_in_a_killed_scheduler_s_unseen_stretch_are_counted_beside_it
     result.components = {"apiserver": _killed("apiserver")}
     [r] = faults.build(result).restarts
     assert r.bound_unseen is None and "bound" not in r.describe()
+
+
+def test_the_attempts_figure_counts_the_pods_bound_in_the_unseen_stretch() -> None:
+    """The counter sum over both processes misses what the old one counted after its last
+    scrape; the pods seen bound then are each at least one attempt, so the figure holds them
+    and says so, and is never short of the pods scheduled for that reason alone."""
+    result = synthetic.run_result()
+    killed = _killed("scheduler")
+    result.components = {"scheduler": killed}
+    result.metrics = {"scheduler": killed.deltas()}
+    m = document.build(result).metrics["scheduler"]
+    counted = result.metrics["scheduler"][ATTEMPTS]
+    assert m.attempts_bound_unseen == 5
+    assert m.summary["schedule_attempts"] == counted + 5
+    out = Console(record=True, width=300)
+    console.render(document.build(result), out)
+    assert "attempts include 5 pods seen bound while the old process" in out.export_text()
