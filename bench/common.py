@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from experiment.children import tool
+from experiment.sites.children import tool
 from fleet.render import render_profile
 from testbed import vocab
 from testbed.cluster import local, ports, processes, second_scheduler

@@ -33,14 +33,16 @@ from typing import Any
 
 from rich.console import Console
 
-from experiment import arm_record, fleet_shape, kept, mixed_fleet, optimum_report
-from experiment.arms import Arm
 from experiment.demo import plan
-from experiment.oracle import arms, inputs, solve
+from experiment.measure import arm_record, fleet_shape
+from experiment.measure.arms import Arm
+from experiment.oracle import arms, inputs, optimum_report, solve
+from experiment.spec import mixed_fleet
 from fleet import render
 from fleet import spec as fleet_spec
 from loadgen import scenarios
 from loadgen.scenarios import model
+from publish import kept
 
 
 def _fleet(doc: dict[str, Any]) -> tuple[inputs.Fleet, fleet_shape.FleetShape, int]:

@@ -6,7 +6,7 @@ From each recorded `demo.json` given, the extender comparison's headline figures
 repeat (all its arms and their clean-up) and the set-up took. Each simulated demo draws its
 pairs from those repeats (resampled whole, so a repeat's figures stay together; `--parametric`:
 normal log-ratios with their mean and spread instead), takes the sequential design's looks
-(`experiment.design`, the built-in file's most pairs and budget) and stops once every headline
+(`experiment.plan.design`, the built-in file's most pairs and budget) and stops once every headline
 target is decided at a look, or takes its closing look where the budget reaches neither the next
 look nor one more pair (`design.Design.within`, the runner's rule at a steady pair time).
 Prints how many of `--runs` simulated demos decided every headline target, and in how many
@@ -31,9 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from experiment import arm_record, design, figures, intervals
 from experiment.demo import command as demo
 from experiment.demo import project_targets
+from experiment.measure import arm_record, figures, intervals
+from experiment.plan import design
 
 
 def _arm_docs(run: Path) -> dict[tuple[str, int], dict[str, Any]]:

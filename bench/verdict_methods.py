@@ -2,15 +2,15 @@
 (no cluster; issue 55).
 
 Every candidate judges the per-pair log-ratios' differences from log(threshold), two-sided at
-a look's level, through the sequential rule of `experiment.design` (`first_decisions`, with the
+a look's level, through the sequential rule of `experiment.plan.design` (`first_decisions`, with the
 candidate in place of `intervals.decisions`):
 
 - `student`: Student's t on the mean (the method before issue 55);
 - `trimmed-only`: the 10 % lowest and highest set aside from 10 pairs on, winsorised spread,
   n - 2g - 1 - DF_PER_TRIMMED x g degrees of freedom (the method of 532baff);
-- `trimmed` (the method `experiment.intervals.decisions` uses): `trimmed-only`, and no verdict
-  where one side has more outliers (past OUTLIER_MADS robust sd of the median) than the test
-  sets aside;
+- `trimmed` (the method `experiment.measure.intervals.decisions` uses): `trimmed-only`, and no
+  verdict where one side has more outliers (past OUTLIER_MADS robust sd of the median) than the
+  test sets aside;
 - `trimmed-tm`: `trimmed-only` with Tukey and McLaughlin's n - 2g - 1;
 - `trimmed-20`: 20 % set aside at each end from 5 pairs on (Tukey and McLaughlin's degrees of
   freedom);
@@ -46,7 +46,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from experiment import design, intervals
+from experiment.measure import intervals
+from experiment.plan import design
 
 Array = npt.NDArray[np.float64]
 Test = Callable[[Array, float], npt.NDArray[np.int8]]

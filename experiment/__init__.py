@@ -1,8 +1,8 @@
 """Experiments above the three services: a fleet, variants, workloads and repeats, run through
 the services' CLIs and public APIs, and the comparison report. `testbed demo` is the built-in one.
 
-Two floors, and the commands over both (the `experiment.*` contracts in pyproject.toml hold
-each to its place):
+Floors, top to bottom, each importing only those below it (the `experiment.*` contracts in
+pyproject.toml hold each to its place):
 
     cli.py               `testbed demo`, `testbed experiment run|validate`, `testbed report`:
                          registers the wings with the engine's registry
@@ -20,30 +20,29 @@ each to its place):
       demo.yaml            the built-in file (`builtin:demo`)
     ───────────────────────────────────────────────────────────────────────────────────────
     the engine, which never imports nor names the demo:
-      spec.py              experiment files: parsing and checks (one line naming the field)
-      wing.py              the registry of wings, and the Planner and Reporter a wing hands
-                           the runner
-      runner.py            a run end to end: sites, fleet, schedulers, arms, then the report
-      matrix.py            a file's variants x workloads in stages; the engine's Planner
-      comparison.py        a file's variants compared metric by metric; release to release
-      variants_report.py   a file's console tables, experiment.json and index.html; Reporter
-      arms.py              `Arm` (one loadgen run) and the latency arms' arrival rule
-      arm_record.py        `ArmRecord`: an arm's loadgen result, parsed, and the engine's own
-                           fields (process CPU, fault, optimum, validity), kept as arm.json
-      figures.py           the metric catalogue read from arm records; `Figure`
-      accounting.py        whether an arm accounted for every pod it asked for
-      arm_charts.py        charts and sections every report shares
-      report_files.py      the JSON document and index.html every report writes
-      intervals.py         medians, intervals and verdicts over repeats
-      validity.py          whether an arm ran as labelled (the extender answered)
-      fleet_shape.py       what a fleet offers, read back from its ResourceSlices
-      mixed_fleet.py       the mixed fleet `fleet.profile: demo` names
-      bandwidth_model.py   bus bandwidth priced from published NCCL figures
-      oracle/              the placement optimum of an arm's workload on its fleet (MILP)
-      optimum_report.py    each placement arm against its optimum, in every report
-      site.py              where a run happens: the `Site` and `Scheduler` protocols
-      local_site.py        the embedded local cluster as a site
-      existing_site.py     an existing cluster as a site (what it creates, it deletes)
-      cluster_objects.py   the objects a site applies (RBAC, second schedulers, kwok)
-      children.py          the services' CLIs run as child processes
+      run/                 a run end to end: sites, fleet, schedulers, arms, then the report
+      report/              a file's console tables, experiment.json and index.html (its
+                           Reporter), the files and charts every report shares, and
+                           `testbed report`'s rebuild
+      plan/                a file's variants x workloads in stages (the engine's Planner), its
+                           design (paired repeats, each look's level), and the registry of
+                           wings with the Planner and Reporter a wing hands the runner
+      spec/                experiment files: parsing and checks (one line naming the field),
+                           and the mixed fleet `fleet.profile: demo` names
+      sites/ | judge/ | oracle/, independent of each other:
+        sites/             where and how an arm runs: the `Site` and `Scheduler` protocols,
+                           the local and an existing cluster, the objects a site applies, the
+                           services' CLIs as child processes, faults made real, and the
+                           scheduler_perf and ClusterLoader2 harnesses
+        judge/             a file's variants compared metric by metric, and its targets
+        oracle/            the placement optimum of an arm's workload on its fleet (MILP),
+                           where an arm falls short of it, and each placement arm against it
+                           in every report
+      measure/             what an arm is and what it measured: `Arm`, `ArmRecord` (kept as
+                           arm.json), the metric catalogue (`Figure`), medians, intervals and
+                           verdicts over repeats, the fault's plan, the fleet's shape, the
+                           bandwidth model, accounting, validity and process CPU
+
+Publishing (the kept documents and the pages `testbed results` writes from them) stands on
+top, in its own package (`publish`).
 """

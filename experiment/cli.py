@@ -1,11 +1,11 @@
 """`testbed demo`, `testbed experiment` and `testbed report`: registered with `testbed`
-through the `testbed.commands` entry point. The roof over both floors: it registers the wings
-with the engine (`experiment.wing`, as kwok's command imports its runtimes), whose registry
-then picks a wing's planner and reporter for a file of built-in comparisons, the engine's for
-any other.
+through the `testbed.commands` entry point. The roof over the demo wing and the engine: it
+registers the wings with the engine (`experiment.plan.wing`, as kwok's command imports its
+runtimes), whose registry then picks a wing's planner and reporter for a file of built-in
+comparisons, the engine's for any other.
 
 Only the parsers and the checks of their flags live here; the wings and the orchestration
-(`experiment.runner`) are imported when a command runs, so `testbed up` loads none of it.
+(`experiment.run.runner`) are imported when a command runs, so `testbed up` loads none of it.
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from testbed import cli, cliconv, runtime
 from testbed.cluster import local
 
 if TYPE_CHECKING:
-    from experiment import runner
-    from experiment import spec as specs
+    from experiment.run import runner
+    from experiment.spec import spec as specs
 
 
 def _register_wings() -> None:
     """Register every wing with the engine's registry (idempotent)."""
-    from experiment import wing
     from experiment.demo import command as demo
+    from experiment.plan import wing
 
     wing.WINGS.register(demo.WING)
 
@@ -68,14 +68,14 @@ def _existing_opener(
             "extenderSource: a source tree's extender runs beside a local cluster only (an "
             "existing cluster's schedulers call the image's)"
         )
-    from experiment import in_process
+    from experiment.sites import in_process
 
     if other := next((v.harness for v in exp.variants if v.harness != in_process.LOADGEN), None):
         raise cli.UsageError(
             f"harness: {other} runs beside a local cluster only (on its release, with kwok's "
             "fake pods; an existing cluster's processes are not this machine's to measure)"
         )
-    from experiment import existing_site as es
+    from experiment.sites import existing_site as es
 
     try:
         es.preflight(args.kubeconfig, args.context, request_timeout=args.request_timeout)
@@ -288,8 +288,9 @@ def load_checked(
     it, checked; `cli.UsageError` names what is wrong."""
     import subprocess
 
-    from experiment import children, wing
-    from experiment import spec as specs
+    from experiment.plan import wing
+    from experiment.sites import children
+    from experiment.spec import spec as specs
 
     _register_wings()
     try:
@@ -321,7 +322,7 @@ def load_checked(
 
 
 def run_experiment(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
-    from experiment import matrix, wing
+    from experiment.plan import matrix, wing
 
     exp, releases = load_checked(args.file, nodes=args.nodes, repeats=args.repeats)
     owner = wing.WINGS.of(exp)
@@ -352,7 +353,9 @@ def _run(
 ) -> int:
     """Run `exp` (on --kubeconfig/--context's cluster, else the local one) with the planner
     and reporter of the wing registered for it, or the engine's."""
-    from experiment import existing_site, in_process, local_site, runner, wing
+    from experiment.plan import wing
+    from experiment.run import runner
+    from experiment.sites import existing_site, in_process, local_site
     from testbed.cluster import processes
 
     _register_wings()
@@ -393,7 +396,8 @@ def register_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_report(cluster: local.LocalCluster, args: argparse.Namespace) -> int:
-    from experiment import rebuild, wing
+    from experiment.plan import wing
+    from experiment.report import rebuild
 
     directory: Path = args.directory
     if not directory.is_dir():

@@ -9,6 +9,6 @@ taints), a wing standing on the experiment engine and never under it.
   project's targets, `dra_guide.py` against the DRA guide's matrix.
 - `report.py`: its console tables, `demo.json` and `index.html`, and the `Reporter`.
 - `command.py`: `testbed demo` (the built-in `demo.yaml` with the flags laid over it), and
-  `WING`, what the demo registers with the engine's registry (`experiment.wing`).
+  `WING`, what the demo registers with the engine's registry (`experiment.plan.wing`).
 - `demo.yaml`: the built-in file (`testbed experiment run builtin:demo`).
 """

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from experiment import spec as specs
-from experiment import wing as wings
 from experiment.demo import defaults, report, wing
+from experiment.plan import wing as wings
+from experiment.spec import spec as specs
 
 
 def builtin(name: str = "demo") -> specs.Experiment:
@@ -64,4 +64,4 @@ WING = wings.Wing(
     reporter=report.Reporter,
     result=wings.ResultKind(kind=report.KIND, file=report.FILE, page=report.rebuild_page),
 )
-"""The demo wing, as the commands register it (`experiment.wing.WINGS`)."""
+"""The demo wing, as the commands register it (`experiment.plan.wing.WINGS`)."""

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from experiment import intervals
 from experiment.demo.project_targets import FIXED, Judging
 from experiment.demo.summary import Row, find_row
-from experiment.figures import UNSATURATED
+from experiment.measure import intervals
+from experiment.measure.figures import UNSATURATED
 
 
 @dataclass(frozen=True)

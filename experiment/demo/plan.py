@@ -12,10 +12,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from experiment import arms as arm_types
-from experiment import mixed_fleet
-from experiment.arms import Arm
-from experiment.fleet_shape import FleetShape
+from experiment.measure import arms as arm_types
+from experiment.measure.arms import Arm
+from experiment.measure.fleet_shape import FleetShape
+from experiment.spec import mixed_fleet
 from testbed import vocab
 
 FLEET_NAME = "demo"

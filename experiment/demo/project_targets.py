@@ -8,11 +8,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from experiment import design, intervals
-from experiment.arms import Arm
 from experiment.demo import plan
 from experiment.demo.summary import Row, find_row
-from experiment.figures import ProbeOutcome
+from experiment.measure import intervals
+from experiment.measure.arms import Arm
+from experiment.measure.figures import ProbeOutcome
+from experiment.plan import design
 
 
 @dataclass(frozen=True)

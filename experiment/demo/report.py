@@ -12,16 +12,18 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from experiment import bandwidth_model, design, figures, intervals, rebuild, report_files
-from experiment.arm_record import ArmRecord
-from experiment.arms import LATENCY_RATE_DEFINITION, Arm
 from experiment.demo import dra_guide, project_targets, summary, wing
 from experiment.demo.dra_guide import GuideRow
 from experiment.demo.project_targets import Target
 from experiment.demo.summary import Row
-from experiment.figures import SCHEMA_VERSION
-from experiment.spec import Experiment
-from experiment.wing import Finished
+from experiment.measure import bandwidth_model, figures, intervals
+from experiment.measure.arm_record import ArmRecord
+from experiment.measure.arms import LATENCY_RATE_DEFINITION, Arm
+from experiment.measure.figures import SCHEMA_VERSION
+from experiment.plan import design
+from experiment.plan.wing import Finished
+from experiment.report import rebuild, report_files
+from experiment.spec.spec import Experiment
 from testbed import charts, units
 
 KIND = "DemoResult"
@@ -352,7 +354,7 @@ def rebuild_page(out_dir: Path, doc: dict[str, Any]) -> Path:
 
 
 class Reporter:
-    """What the demo hands the runner (`experiment.wing.Reporter`): its rows, targets and
+    """What the demo hands the runner (`experiment.plan.wing.Reporter`): its rows, targets and
     guide matrix, on the console and in `demo.json` and `index.html`."""
 
     def report(self, run: Finished, console: Console) -> Path:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from experiment import figures, intervals
-from experiment.arm_record import ArmRecord
-from experiment.arms import Arm
 from experiment.demo import plan
-from experiment.figures import LATENCY_METRICS, Figure, Metric, ProbeOutcome
+from experiment.measure import figures, intervals
+from experiment.measure.arm_record import ArmRecord
+from experiment.measure.arms import Arm
+from experiment.measure.figures import LATENCY_METRICS, Figure, Metric, ProbeOutcome
 
 
 @dataclass(frozen=True)

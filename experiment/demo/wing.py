@@ -11,14 +11,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from experiment import mixed_fleet
-from experiment.arms import Arm
 from experiment.demo import defaults, plan
 from experiment.demo.plan import ALL_COMPARISONS, EXTENDER, PLAIN, PROBE_PHASES, Workload
-from experiment.fleet_shape import FleetShape
-from experiment.matrix import Stage
-from experiment.site import SchedulerSetup
-from experiment.spec import Experiment, SpecError
+from experiment.measure.arms import Arm
+from experiment.measure.fleet_shape import FleetShape
+from experiment.plan.matrix import Stage
+from experiment.sites.site import SchedulerSetup
+from experiment.spec import mixed_fleet
+from experiment.spec.spec import Experiment, SpecError
 from testbed import validation
 
 
@@ -89,7 +89,7 @@ def setups() -> dict[str, SchedulerSetup]:
 
 
 class Planner:
-    """What the demo hands the runner (`experiment.wing.Planner`): one stage on the file's
+    """What the demo hands the runner (`experiment.plan.wing.Planner`): one stage on the file's
     cluster, whose arms are planned once the fleet's shape is known."""
 
     def stages(self, exp: Experiment) -> list[Stage]:

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from experiment import bandwidth_model, figures
-from experiment.arm_record import ArmRecord
+from experiment.measure import bandwidth_model, figures
+from experiment.measure.arm_record import ArmRecord
 from experiment.oracle import inputs, patterns, solve
 from experiment.oracle.solve import Bound, Sense
 from testbed import vocab

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from experiment.arm_record import ArmRecord, ScenarioPhase
+from experiment.measure.arm_record import ArmRecord, ScenarioPhase
 from testbed import vocab
 
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from experiment.arms import Arm
 from experiment.demo import report
 from experiment.demo.project_targets import Target
 from experiment.demo.summary import Row
-from experiment.figures import Figure
+from experiment.measure.arms import Arm
+from experiment.measure.figures import Figure
 from loadgen import compare, outcome, records
 from loadgen.report import document, html
 from testbed import charts

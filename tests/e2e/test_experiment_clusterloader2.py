@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiment import clusterloader2
+from experiment.sites import clusterloader2
 from testbed.cluster import local
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(1800)]

@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
-from experiment import cluster_objects as co
-from experiment.site import Scheduler
+from experiment.sites import cluster_objects as co
+from experiment.sites.site import Scheduler
 from testbed.cluster import binaries, processes
 from tests.support.deploy import free_port
 
@@ -50,7 +50,7 @@ def _local_flags(args: list[str], port: int, admin_port: int) -> list[str]:
 
 
 class LocalPods:
-    """A `PodStandIn` (experiment.existing_site) running the pod's containers locally."""
+    """A `PodStandIn` (experiment.sites.existing_site) running the pod's containers locally."""
 
     def __init__(self) -> None:
         self.started: list[str] = []

@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
-from experiment import cluster_objects as co
-from experiment import existing_site as es
+from experiment.sites import cluster_objects as co
+from experiment.sites import existing_site as es
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
 

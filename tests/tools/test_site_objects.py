@@ -1,4 +1,4 @@
-"""The existing-cluster site reads manifests/ without kustomize (experiment.cluster_objects);
+"""The existing-cluster site reads manifests/ without kustomize (experiment.sites.cluster_objects);
 what it reads must be what `kubectl kustomize` renders from the same directories, so the two
 ways of deploying never drift apart."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from experiment import cluster_objects as co
+from experiment.sites import cluster_objects as co
 from tests.support import deploy as s
 
 M = co.Manifests.load(s.MANIFESTS)

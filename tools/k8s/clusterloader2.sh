@@ -3,7 +3,7 @@
 # directory keyed by its version, beside the control-plane binaries, and prints that
 # directory. It holds `clusterloader` and the module's `testing/` configs, to be read and
 # patched at run time by the experiment engine's `harness: clusterloader2`
-# (experiment/clusterloader2.py; nothing of CL2 is kept in this repo).
+# (experiment/sites/clusterloader2.py; nothing of CL2 is kept in this repo).
 # A complete cache is reused without invoking go; a second caller waits for the first.
 #
 # The source is the pinned module from the Go module proxy (`go mod download`) or, where the

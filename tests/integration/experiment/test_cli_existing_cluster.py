@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from experiment import cluster_objects as co
-from experiment import existing_site as es
+from experiment.sites import cluster_objects as co
+from experiment.sites import existing_site as es
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
 from tests.support.kubeconfigs import with_dead_context

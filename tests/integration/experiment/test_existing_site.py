@@ -1,4 +1,4 @@
-"""The local cluster used as an existing cluster (experiment.existing_site).
+"""The local cluster used as an existing cluster (experiment.sites.existing_site).
 
 Bad kubeconfigs and contexts fail in one line and change nothing. An opened site creates only
 what is missing (namespace, DeviceClasses, RBAC, kwok's controller and Stages), every object it
@@ -27,9 +27,9 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
-from experiment import cluster_objects as co
-from experiment import existing_site as es
-from experiment.site import SchedulerSetup
+from experiment.sites import cluster_objects as co
+from experiment.sites import existing_site as es
+from experiment.sites.site import SchedulerSetup
 from loadgen.report import document
 from testbed import vocab
 from testbed.kube import kubeconfig as kc

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from experiment import cluster_objects as co
-from experiment import existing_site as es
-from experiment import runner
-from experiment import spec as specs
+from experiment.run import runner
+from experiment.sites import cluster_objects as co
+from experiment.sites import existing_site as es
+from experiment.spec import spec as specs
 from tests.support.pod_stand_in import LocalPods
 from tests.support.site_checks import call, snapshot
 

@@ -1,4 +1,4 @@
-"""An arm's record (`experiment.arm_record`): built from loadgen's result parsed by its own
+"""An arm's record (`experiment.measure.arm_record`): built from loadgen's result parsed by its own
 schema plus the engine's fields, kept beside the result, read back (the older directory shape
 too), and loud when loadgen's schema moves under it."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from experiment import accounting, arm_record, figures, validity
+from experiment.measure import accounting, arm_record, figures, validity
 
 KEPT = (
     Path(__file__).parents[3]

@@ -1,6 +1,6 @@
 import pytest
 
-from experiment import bandwidth_model as bw
+from experiment.measure import bandwidth_model as bw
 
 
 def test_all_aligned_earns_the_published_aligned_figure() -> None:

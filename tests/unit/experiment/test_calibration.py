@@ -1,8 +1,8 @@
 """The verdicts are calibrated at the repeat counts the project runs, and the sequential design
 holds its error budget over every look: 20,000 simulated worlds per cell, each a comparison of
-two arms over paired repeats with known truth, judged by `experiment.intervals.decisions` (the
-function every verdict goes through) and `experiment.design.first_decisions` (the rule the
-sequential runner follows).
+two arms over paired repeats with known truth, judged by
+`experiment.measure.intervals.decisions` (the function every verdict goes through) and
+`experiment.plan.design.first_decisions` (the rule the sequential runner follows).
 
 The noise is shaped like recorded arms (bench/results: demo runs of 2026-11-22/23):
 - a load factor per repeat shared by both arms (the machine is busier in some repeats), to
@@ -40,7 +40,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from experiment import design, intervals
+from experiment.measure import intervals
+from experiment.plan import design
 
 WORLDS = 20_000
 THRESHOLD = 1.10

@@ -6,8 +6,8 @@ from typing import Any
 
 import yaml
 
-from experiment import cluster_objects as co
-from experiment.site import SchedulerSetup
+from experiment.sites import cluster_objects as co
+from experiment.sites.site import SchedulerSetup
 from testbed.cluster import paths
 
 M = co.Manifests.load(paths.manifests_dir())

@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 import yaml
 
-from experiment import accounting, arm_record, figures, matrix
-from experiment import clusterloader2 as cl2
-from experiment import spec as specs
-from experiment.arms import Arm
+from experiment.measure import accounting, arm_record, figures
+from experiment.measure.arms import Arm
+from experiment.plan import matrix
+from experiment.sites import clusterloader2 as cl2
+from experiment.spec import spec as specs
 from testbed import vocab
 
 CONFIG = """\

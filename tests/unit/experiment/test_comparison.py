@@ -1,4 +1,4 @@
-"""Generic comparisons of an experiment file's variants (`experiment.comparison`, pure)."""
+"""Generic comparisons of an experiment file's variants (`experiment.judge.comparison`, pure)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import re
 import pytest
 from rich.console import Console
 
-from experiment import arm_record, comparison, rebuild, variants_report
-from experiment.arms import Arm
+from experiment.judge import comparison
+from experiment.measure import arm_record
+from experiment.measure.arms import Arm
+from experiment.report import rebuild, variants_report
 
 R = arm_record.modelled
 """An arm's record of a result given in part (the rest zero)."""

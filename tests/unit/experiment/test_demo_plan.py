@@ -2,12 +2,12 @@ import itertools
 
 import pytest
 
-from experiment import arm_record, intervals
-from experiment.accounting import accounted
-from experiment.arms import LATENCY_PODS, Arm
 from experiment.demo import dra_guide, plan, project_targets, summary
-from experiment.figures import Figure
-from experiment.fleet_shape import FleetShape, shape_of
+from experiment.measure import arm_record, intervals
+from experiment.measure.accounting import accounted
+from experiment.measure.arms import LATENCY_PODS, Arm
+from experiment.measure.figures import Figure
+from experiment.measure.fleet_shape import FleetShape, shape_of
 from testbed import vocab
 from tests.support import demo_workloads
 
@@ -426,7 +426,7 @@ def test_a_cost_of_zero_or_less_drops_its_pair_named_and_never_a_verdict_alone()
 
 def test_a_verdict_needs_the_first_look_s_pairs_after_the_drops() -> None:
     """A sequential run closed after 5 pairs whose 2 were refused: 3 pairs judge nothing."""
-    from experiment import design
+    from experiment.plan import design
 
     judging = project_targets.Judging(design.Design(24, sequential=True).closed(5))
     assert judging.level("extender", 3) == 0.0 and judging.level("extender", 5) > 0.04

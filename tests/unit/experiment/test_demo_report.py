@@ -10,11 +10,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from experiment import intervals
 from experiment.demo import project_targets, report
 from experiment.demo.project_targets import Target
 from experiment.demo.summary import Row
-from experiment.figures import Figure
+from experiment.measure import intervals
+from experiment.measure.figures import Figure
 
 _VERDICT_CELL = re.compile(r'<td class="(?:met|missed|open|plain) text">(.*?)</td>')
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from experiment import design, intervals
+from experiment.measure import intervals
+from experiment.plan import design
 
 DEMO = design.Design(24, sequential=True)
 BUDGET = 900.0

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from experiment import existing_site as es
+from experiment.sites import existing_site as es
 
 
 def test_an_experiment_needing_several_clusters_is_refused() -> None:

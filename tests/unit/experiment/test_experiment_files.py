@@ -1,5 +1,6 @@
-"""Experiment files: parsing and checking (`experiment.spec`), run order (`experiment.matrix`),
-the local site's cluster per release, and the CLI's one-line errors (exit 2, nothing made)."""
+"""Experiment files: parsing and checking (`experiment.spec.spec`), run order
+(`experiment.plan.matrix`), the local site's cluster per release, and the CLI's one-line errors
+(exit 2, nothing made)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ import pytest
 import yaml
 
 from experiment import cli as experiment_cli
-from experiment import design, local_site, matrix
-from experiment import spec as specs
 from experiment.demo import command as demo
 from experiment.demo import plan, wing
+from experiment.plan import design, matrix
+from experiment.sites import local_site
+from experiment.spec import spec as specs
 from testbed import cli
 from testbed.cluster import binaries, local, second_scheduler
 from tests.support import children

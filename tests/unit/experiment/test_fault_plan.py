@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from experiment import arm_record, fault_plan, matrix, process_cpu, validity
-from experiment import spec as specs
-from experiment.fault_plan import Fault, Landed
+from experiment.measure import arm_record, fault_plan, process_cpu, validity
+from experiment.measure.fault_plan import Fault, Landed
+from experiment.plan import matrix
+from experiment.spec import spec as specs
 from tests.support import children
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from experiment import arm_record, figures
+from experiment.measure import arm_record, figures
 from loadgen import cpu
 
 R = arm_record.modelled

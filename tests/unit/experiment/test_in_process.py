@@ -1,4 +1,4 @@
-"""Variants run through scheduler_perf in-process (`experiment.in_process`): what a file may
+"""Variants run through scheduler_perf in-process (`experiment.sites.in_process`): what a file may
 ask of them, how they pair with loadgen's arms, the figures their results define, the CPU by
 process kept in an arm's result, and a file's targets judged by the paired intervals."""
 
@@ -12,22 +12,13 @@ import pytest
 import yaml
 from rich.console import Console
 
-from experiment import (
-    accounting,
-    arm_record,
-    comparison,
-    design,
-    figures,
-    in_process,
-    intervals,
-    matrix,
-    process_cpu,
-    rebuild,
-    targets,
-    variants_report,
-)
-from experiment import spec as specs
-from experiment.arms import Arm
+from experiment.judge import comparison, targets
+from experiment.measure import accounting, arm_record, figures, intervals, process_cpu
+from experiment.measure.arms import Arm
+from experiment.plan import design, matrix
+from experiment.report import rebuild, variants_report
+from experiment.sites import in_process
+from experiment.spec import spec as specs
 from tests.support import children
 
 REPO = Path(__file__).resolve().parents[3]

@@ -10,7 +10,7 @@ import statistics
 import pytest
 from scipy import stats
 
-from experiment import intervals as iv
+from experiment.measure import intervals as iv
 
 
 def test_median_and_min_max_of_nothing_are_nan() -> None:

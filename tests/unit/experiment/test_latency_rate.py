@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from experiment import arms
 from experiment.demo import report
+from experiment.measure import arms
 
 
 @pytest.mark.parametrize(

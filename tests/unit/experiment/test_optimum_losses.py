@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from experiment import arm_record, optimum_losses
+from experiment.measure import arm_record
 from experiment.oracle import arms as oracle_arms
+from experiment.oracle import optimum_losses
 from experiment.oracle.solve import Bound
 
 R = arm_record.modelled

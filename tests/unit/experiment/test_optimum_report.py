@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from experiment import arm_record, intervals, optimum_report, report_files
-from experiment.arms import Arm
+from experiment.measure import arm_record, intervals
+from experiment.measure.arms import Arm
 from experiment.oracle import arms as oracle_arms
-from experiment.oracle import inputs
+from experiment.oracle import inputs, optimum_report
 from experiment.oracle.solve import Bound
+from experiment.report import report_files
 
 
 def R(doc: dict[str, Any]) -> arm_record.ArmRecord:

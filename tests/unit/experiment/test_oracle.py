@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from experiment import arm_record, mixed_fleet
+from experiment.measure import arm_record
 from experiment.oracle import arms, inputs, patterns, solve
 from experiment.oracle.inputs import Demand, Phase, Workload
+from experiment.spec import mixed_fleet
 from fleet import render
 from fleet import spec as fleet_spec
 from testbed import vocab

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from experiment import rebuild
 from experiment.demo import command
+from experiment.report import rebuild
 
 KEPT = Path(__file__).resolve().parents[3] / "bench" / "results"
 

@@ -5,10 +5,10 @@ import itertools
 
 import pytest
 
-from experiment import arm_record, intervals
-from experiment.arms import Arm
 from experiment.demo import defaults, plan, project_targets, summary
-from experiment.fleet_shape import FleetShape
+from experiment.measure import arm_record, intervals
+from experiment.measure.arms import Arm
+from experiment.measure.fleet_shape import FleetShape
 from fleet import spec as fleet_spec
 from loadgen import scenarios
 from testbed import vocab

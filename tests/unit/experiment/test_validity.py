@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from experiment import arm_record, figures, validity
-from experiment.site import Scheduler
+from experiment.measure import arm_record, figures, validity
+from experiment.sites.site import Scheduler
 
 R = arm_record.modelled
 """An arm's record of a result given in part (the rest zero)."""

@@ -1,4 +1,4 @@
-"""The engine knows its wings only through the registry (`experiment.wing`): it names none of
+"""The engine knows its wings only through the registry (`experiment.plan.wing`): it names none of
 them, finds a built-in file, the planner of a file's `builtin:` section and a result kind's
 page by what a wing registered."""
 
@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
-from experiment import matrix, rebuild, variants_report
-from experiment import spec as specs
-from experiment import wing as wings
+from experiment.plan import matrix
+from experiment.plan import wing as wings
+from experiment.report import rebuild, variants_report
+from experiment.spec import spec as specs
 
 EXPERIMENT = Path(__file__).resolve().parents[3] / "experiment"
 ABOVE_THE_ENGINE = {"cli.py", "__init__.py"}
-"""The commands that register the wings, and the package's map of both floors."""
+"""The commands that register the wings, and the package's map of its floors."""
 DATA = {("mixed_fleet.py", 'PROFILE = "demo"')}
 """The experiment files' name for the mixed fleet: data in the file format, not a wing."""
 
