@@ -109,10 +109,10 @@ def _table(
             "source": str(run),
             "repeat": 1 + max(arm.repeat for arm, _ in results),
             "invalid_arms": invalid,
-            "optimum": section,
+            "optimum": section.to_json(),
         }
         output.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
-    return 1 if any(r["beats"] for r in section["rows"]) else 0
+    return 1 if any(r.beats for r in section.rows) else 0
 
 
 def _variant(stem: str, variants: list[str]) -> tuple[str, str]:
@@ -131,9 +131,8 @@ def run_table(run: Path, output: Path | None) -> int:
     for path in sorted(run.glob(f"*/{optimum_report.FILE}")):
         stem, _, repeat = path.parent.name.rpartition("-")
         comparison, variant = _variant(stem, variants)
-        doc = json.loads((path.parent / "result.json").read_text())
-        doc["optimum"] = json.loads(path.read_text())
-        results.append((Arm(comparison, variant, "file", repeat=int(repeat)), doc))
+        rec = arm_record.load(path.parent)
+        results.append((Arm(comparison, variant, "file", repeat=int(repeat)), rec))
     return _table(run, results, summary.get("invalid_arms") or {}, output)
 
 
@@ -203,13 +202,19 @@ def main() -> int:
         _as_placed_by_the_online_optimum(doc, fleet, args.time_limit)
         got = arms.arm_optimum(arm_record.modelled(doc), fleet, args.time_limit)
         seconds = time.monotonic() - started
-        figures = (got or {}).get("figures") or []
-        proven = all(f["batch"]["optimal"] and f["online"]["optimal"] for f in figures)
-        gap = max((max(f["batch"]["gap"], f["online"]["gap"]) for f in figures), default=0.0)
-        shown = "; ".join(
-            f"{f['metric']}: {f['online']['value']:.4g}/{f['batch']['value']:.4g}" for f in figures
+        figures = got.figures if got else []
+        # Every arm here placed what the online optimum places: each figure has one.
+        online = [f.online for f in figures if f.online is not None]
+        assert len(online) == len(figures)
+        proven = all(f.batch.optimal and o.optimal for f, o in zip(figures, online, strict=True))
+        gap = max(
+            (max(f.batch.gap, o.gap) for f, o in zip(figures, online, strict=True)), default=0.0
         )
-        error = (got or {}).get("error")
+        shown = "; ".join(
+            f"{f.metric}: {o.value:.4g}/{f.batch.value:.4g}"
+            for f, o in zip(figures, online, strict=True)
+        )
+        error = got.error if got else None
         print(f"{name:40} {seconds:8.1f} {proven!s:>7} {gap:6.1%}  {error or shown}")
         clean = clean and error is None and gap <= 0.01
         out.append(
@@ -219,7 +224,7 @@ def main() -> int:
                 "proven": proven,
                 "gap": gap,
                 "error": error,
-                "figures": figures,
+                "figures": [f.model_dump() for f in figures],
             }
         )
     if args.output:

@@ -19,6 +19,7 @@ from typing import Any, Literal, TypeVar
 import pydantic
 
 from experiment.measure import figures, intervals
+from experiment.oracle import optimum_report
 from experiment.plan import design
 
 SCHEMA_VERSION = 1
@@ -250,15 +251,19 @@ def _optimum_rows(result: dict[str, Any]) -> list[tuple[str, str, str, Arm, Arm]
     optimum's own 1: the A/B ratio is the share, paired by repeat. A row missing a repeat,
     or with a repeat whose share was not computed (a gang not whole), would not pair by
     position, so it is left out."""
+    try:
+        optimum = optimum_report.read(result)
+    except pydantic.ValidationError as e:
+        raise KeptError(f"optimum: {one_line(e)}") from None
     out = []
-    for r in (result.get("optimum") or {}).get("rows") or []:
-        shares = r.get("shares_of_online") or []
+    for r in optimum.rows:
+        shares = r.shares_of_online
         if len(shares) != result.get("repeat") or any(v is None for v in shares):
             continue
-        a = Arm(label=r["arm"], values=shares)
+        a = Arm(label=r.arm, values=shares)
         b = Arm(label=OPTIMUM_LABEL, values=[1.0] * len(shares))
-        metric = f"{r['metric']}, share of the online optimum"
-        out.append((r["comparison"], metric, "share", a, b))
+        metric = f"{r.metric}, share of the online optimum"
+        out.append((r.comparison, metric, "share", a, b))
     return out
 
 

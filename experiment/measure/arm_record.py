@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from loadgen import scenarios
 from loadgen.report import document
@@ -70,6 +70,68 @@ class ProcessCpu(BaseModel):
         return {n: s / self.pods * 1000 for n, s in self.cpu_seconds.items()}
 
 
+Number = int | float
+"""A figure of the optimum's JSON, kept as it was written: an int stays an int (a sum of no
+costs is 0, a count of GPUs may be one), so a document reads back to the same JSON."""
+
+
+class OptimumPart(BaseModel):
+    """Every part of the optimum's JSON, an arm's (`Optimum`) and a run's section
+    (`oracle.optimum_report.Section`): no key it does not know, never changed once built, and
+    written as it was read or built: a key with a default that its document lacked (one
+    written before the key was) is not written, so an old document reads back to the same
+    JSON."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @model_serializer(mode="wrap")
+    def _as_given(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if k in self.model_fields_set}
+
+
+class OptimumBound(OptimumPart):
+    """One optimum of a figure (`oracle.solve.Bound` as JSON): the best placement found and
+    the limit no placement passes (None where the solver found none: not finite)."""
+
+    objective: str
+    sense: Literal["max", "min"]
+    value: Number | None
+    bound: Number | None
+    optimal: bool
+    seconds: Number
+    gap: Number
+    """|bound - value| relative to the bound (0 when proven optimal)."""
+
+
+class OptimumFigure(OptimumPart):
+    """One metric of the arm against its optima (`oracle.arms.Figure.record`)."""
+
+    metric: str
+    unit: str
+    sense: Literal["max", "min"]
+    measured: Number | None
+    batch: OptimumBound
+    online: OptimumBound | None
+    """None: no scheduler that places what fits ends with the arm's pods per phase."""
+    share_of_online: Number | None
+    share_of_batch: Number | None
+    beats: str
+    """Why the arm's figure is past a limit; "" when it is not."""
+
+
+class Optimum(OptimumPart):
+    """The arm against its placement optimum (`oracle.arms.arm_optimum`), as `optimum.json`
+    holds it."""
+
+    error: str | None
+    """Why it was not computed; None when it was."""
+    figures: list[OptimumFigure]
+    seconds: Number | None = None
+    """What the solves took (not written where the oracle failed outright)."""
+    definitions: dict[str, str] | None = None
+    """The optima's definitions (written with the figures, not with an error)."""
+
+
 @dataclass(frozen=True)
 class Validity:
     """Whether the arm ran as labelled (`experiment.measure.validity`)."""
@@ -94,7 +156,7 @@ class ArmRecord:
     """The CPU of every process on the arm's path; None where it was not measured."""
     fault: dict[str, Any] | None = None
     """What became of the arm's injected fault (`fault_plan.Landed.doc`); None without one."""
-    optimum: dict[str, Any] | None = None
+    optimum: Optimum | None = None
     """The arm against its placement optimum (`oracle.arms.arm_optimum`); None where the arm
     asks no placement question or was not solved."""
     validity: Validity | None = None
@@ -129,14 +191,14 @@ class ArmRecord:
         return next((p for p in self.result.phases if p.name == name), None)
 
     @property
-    def optimum_figures(self) -> list[dict[str, Any]]:
-        """The optimum's figures (`oracle.arms.Figure.to_json`); none without one."""
-        return list(self.optimum["figures"]) if self.optimum else []
+    def optimum_figures(self) -> list[OptimumFigure]:
+        """The optimum's figures (`oracle.arms.Figure.record`); none without one."""
+        return list(self.optimum.figures) if self.optimum else []
 
     @property
     def optimum_error(self) -> str | None:
         """Why the optimum was not computed; None when it was, or not asked."""
-        return str(self.optimum["error"]) if self.optimum and self.optimum["error"] else None
+        return self.optimum.error if self.optimum and self.optimum.error else None
 
 
 class _Kept(BaseModel):
@@ -150,7 +212,7 @@ class _Kept(BaseModel):
     """The loadgen result the record is over, beside it."""
     process_cpu: ProcessCpu | None = None
     fault: dict[str, Any] | None = None
-    optimum: dict[str, Any] | None = None
+    optimum: Optimum | None = None
     validity: Validity | None = None
     clusterloader2: dict[str, Any] | None = None
 
@@ -166,7 +228,7 @@ def build(
     *,
     process_cpu: ProcessCpu | None = None,
     fault: dict[str, Any] | None = None,
-    optimum: dict[str, Any] | None = None,
+    optimum: Optimum | None = None,
     validity: Validity | None = None,
     clusterloader2: dict[str, Any] | None = None,
 ) -> ArmRecord:
@@ -215,7 +277,13 @@ def load(arm_dir: Path) -> ArmRecord:
         return ArmRecord(
             result, kept.process_cpu, kept.fault, kept.optimum, kept.validity, kept.clusterloader2
         )
-    return ArmRecord(result, None, _json_file(arm_dir / FAULT), _json_file(arm_dir / OPTIMUM))
+    optimum = _json_file(arm_dir / OPTIMUM)
+    return ArmRecord(
+        result,
+        None,
+        _json_file(arm_dir / FAULT),
+        None if optimum is None else Optimum.model_validate(optimum),
+    )
 
 
 def modelled(partial: dict[str, Any], **engine: Any) -> ArmRecord:

@@ -13,10 +13,9 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from dataclasses import dataclass, replace
 
-from experiment.measure import bandwidth_model, figures
+from experiment.measure import arm_record, bandwidth_model, figures
 from experiment.measure.arm_record import ArmRecord
 from experiment.oracle import inputs, patterns, solve
 from experiment.oracle.solve import Bound, Sense
@@ -70,27 +69,34 @@ class Figure:
             return self.measured / best if best else (1.0 if self.measured == 0 else None)
         return best / self.measured if self.measured else (1.0 if best == 0 else None)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "metric": self.metric,
-            "unit": self.unit,
-            "sense": self.sense,
-            "measured": self.measured,
-            "batch": _bound_json(self.batch),
-            "online": None if self.online is None else _bound_json(self.online),
-            "share_of_online": self.share("online"),
-            "share_of_batch": self.share("batch"),
-            "beats": self.beats,
-        }
+    def record(self) -> arm_record.OptimumFigure:
+        """The figure as the arm's record keeps it (`optimum.json`)."""
+        return arm_record.OptimumFigure(
+            metric=self.metric,
+            unit=self.unit,
+            sense=self.sense,
+            measured=self.measured,
+            batch=_bound_record(self.batch),
+            online=None if self.online is None else _bound_record(self.online),
+            share_of_online=self.share("online"),
+            share_of_batch=self.share("batch"),
+            beats=self.beats,
+        )
 
 
-def _bound_json(b: Bound) -> dict[str, Any]:
-    out = asdict(b)
-    out["gap"] = b.gap
-    for key in ("value", "bound"):
-        if not math.isfinite(out[key]):
-            out[key] = None
-    return out
+def _bound_record(b: Bound) -> arm_record.OptimumBound:
+    def finite(v: float) -> float | None:
+        return v if math.isfinite(v) else None
+
+    return arm_record.OptimumBound(
+        objective=b.objective,
+        sense=b.sense,
+        value=finite(b.value),
+        bound=finite(b.bound),
+        optimal=b.optimal,
+        seconds=b.seconds,
+        gap=b.gap,
+    )
 
 
 def _scaled(
@@ -191,7 +197,7 @@ def _gang_figures(
 
 def arm_optimum(
     rec: ArmRecord, fleet: inputs.Fleet, time_limit: float = solve.DEFAULT_TIME_LIMIT
-) -> dict[str, Any] | None:
+) -> arm_record.Optimum | None:
     """What `optimum.json` holds for an arm; None when the arm asks no placement question."""
     if not inputs.asks_placement(rec):
         return None
@@ -204,13 +210,14 @@ def arm_optimum(
         patterns.TooManyPatterns,
         TimeoutError,
     ) as e:
-        return {"error": str(e), "figures": [], "seconds": round(time.monotonic() - started, 2)}
-    return {
-        "error": None,
-        "figures": [f.to_json() for f in got],
-        "seconds": round(time.monotonic() - started, 2),
-        "definitions": DEFINITIONS,
-    }
+        seconds = round(time.monotonic() - started, 2)
+        return arm_record.Optimum(error=str(e), figures=[], seconds=seconds)
+    return arm_record.Optimum(
+        error=None,
+        figures=[f.record() for f in got],
+        seconds=round(time.monotonic() - started, 2),
+        definitions=DEFINITIONS,
+    )
 
 
 DEFINITIONS = {

@@ -19,11 +19,10 @@ the optimum's figure, not against its node-by-node choices.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from experiment.measure import figures
-from experiment.measure.arm_record import ArmRecord
+from experiment.measure import arm_record, figures
+from experiment.measure.arm_record import ArmRecord, Number
 from experiment.oracle import arms as oracle_arms
 
 SHORT = 0.95
@@ -32,17 +31,48 @@ LISTED = 10
 """Decisions listed per figure, costliest first; the rest are counted and summed."""
 
 
-def _decision(what: str, cost: float) -> dict[str, Any]:
-    return {"decision": what, "cost": cost}
+class Decision(arm_record.OptimumPart):
+    """One decision the result records, with what it cost on the figure's objective."""
+
+    decision: str
+    cost: Number
 
 
-def _listed(decisions: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    decisions.sort(key=lambda d: -d["cost"])
+class More(arm_record.OptimumPart):
+    """The decisions past the `LISTED` ones: how many, and what they cost together."""
+
+    count: int
+    cost: Number
+
+
+class Loss(arm_record.OptimumPart):
+    """One figure of an arm short of its online optimum: the difference lost, in the
+    metric's unit, and the decisions that lost it."""
+
+    metric: str
+    unit: str
+    share_of_online: Number
+    measured: Number
+    online: Number
+    lost: Number
+    decisions: list[Decision]
+    """The costliest `LISTED`, costliest first."""
+    more: More
+    cost_of_decisions: Number
+    """What every decision costs together, listed or not."""
+
+
+def _decision(what: str, cost: float) -> Decision:
+    return Decision(decision=what, cost=cost)
+
+
+def _listed(decisions: list[Decision]) -> tuple[list[Decision], More]:
+    decisions.sort(key=lambda d: -d.cost)
     rest = decisions[LISTED:]
-    return decisions[:LISTED], {"count": len(rest), "cost": sum(d["cost"] for d in rest)}
+    return decisions[:LISTED], More(count=len(rest), cost=sum(d.cost for d in rest))
 
 
-def _gang_decisions(rec: ArmRecord, level: str, best: float) -> list[dict[str, Any]]:
+def _gang_decisions(rec: ArmRecord, level: str, best: float) -> list[Decision]:
     gangs = rec.result.gangs
     out = []
     for g in gangs:
@@ -54,7 +84,7 @@ def _gang_decisions(rec: ArmRecord, level: str, best: float) -> list[dict[str, A
     return out
 
 
-def _stranded_decisions(rec: ArmRecord) -> list[dict[str, Any]]:
+def _stranded_decisions(rec: ArmRecord) -> list[Decision]:
     out = []
     for node, (used, total) in sorted(rec.result.fleet.occupancy_at_peak.items()):
         if 0 < used < total:
@@ -63,7 +93,7 @@ def _stranded_decisions(rec: ArmRecord) -> list[dict[str, Any]]:
     return out
 
 
-def _split_decisions(rec: ArmRecord, aligned: str) -> list[dict[str, Any]]:
+def _split_decisions(rec: ArmRecord, aligned: str) -> list[Decision]:
     claims = rec.result.claims
     pairs = claims.gpu_nic_pairs
     split = pairs - getattr(claims, aligned)
@@ -77,7 +107,7 @@ def _split_decisions(rec: ArmRecord, aligned: str) -> list[dict[str, Any]]:
     return [_decision(what, split / pairs)]
 
 
-def _refused_decisions(rec: ArmRecord, phase: str) -> list[dict[str, Any]]:
+def _refused_decisions(rec: ArmRecord, phase: str) -> list[Decision]:
     found = rec.phase(phase)
     if found is None:
         return []
@@ -92,9 +122,7 @@ def _refused_decisions(rec: ArmRecord, phase: str) -> list[dict[str, Any]]:
     return []
 
 
-def _decisions(rec: ArmRecord, figure: Mapping[str, Any], lost: float) -> list[dict[str, Any]]:
-    metric = figure["metric"]
-    best = float(figure["online"]["value"])
+def _decisions(rec: ArmRecord, metric: str, best: float, lost: float) -> list[Decision]:
     level = oracle_arms.GANG_LEVELS.get(metric)
     if level is not None:
         return _gang_decisions(rec, metric.split()[0], best)
@@ -106,34 +134,35 @@ def _decisions(rec: ArmRecord, figure: Mapping[str, Any], lost: float) -> list[d
         return _split_decisions(rec, "numa_aligned_pairs")
     if metric == oracle_arms.BANDWIDTH:
         # the split pairs are the only decisions behind it: they cost all of it
-        return [{**d, "cost": lost} for d in _split_decisions(rec, "pcie_aligned_pairs")]
+        return [_decision(d.decision, lost) for d in _split_decisions(rec, "pcie_aligned_pairs")]
     phase = figures.PROBE_PHASES.get(metric)
     return _refused_decisions(rec, phase) if phase else []
 
 
-def of_arm(rec: ArmRecord, optimum_figures: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def of_arm(rec: ArmRecord, optimum_figures: Sequence[arm_record.OptimumFigure]) -> list[Loss]:
     """Per figure of the arm below `SHORT` of its online optimum: the difference lost (in the
     metric's unit), the decisions that lost it with each one's cost (`LISTED` of them, the
     rest counted), and the cost they add up to."""
     out = []
     for f in optimum_figures:
-        share = f["share_of_online"]
-        if share is None or share >= SHORT or f["online"] is None or f["measured"] is None:
+        share = f.share_of_online
+        online = None if f.online is None else f.online.value
+        if share is None or share >= SHORT or online is None or f.measured is None:
             continue
-        best = float(f["online"]["value"])
-        lost = best - f["measured"] if f["sense"] == "max" else f["measured"] - best
-        listed, rest = _listed(_decisions(rec, f, lost))
+        best = float(online)
+        lost = best - f.measured if f.sense == "max" else f.measured - best
+        listed, rest = _listed(_decisions(rec, f.metric, best, lost))
         out.append(
-            {
-                "metric": f["metric"],
-                "unit": f["unit"],
-                "share_of_online": share,
-                "measured": f["measured"],
-                "online": best,
-                "lost": lost,
-                "decisions": listed,
-                "more": rest,
-                "cost_of_decisions": sum(d["cost"] for d in listed) + rest["cost"],
-            }
+            Loss(
+                metric=f.metric,
+                unit=f.unit,
+                share_of_online=share,
+                measured=f.measured,
+                online=best,
+                lost=lost,
+                decisions=listed,
+                more=rest,
+                cost_of_decisions=sum(d.cost for d in listed) + rest.cost,
+            )
         )
     return out

@@ -515,14 +515,14 @@ def _optimum(
     fleet: Callable[[], oracle_inputs.Fleet],
     arm_dir: Path,
     console: Console,
-) -> dict[str, Any] | None:
+) -> arm_record.Optimum | None:
     """The arm's placement against its optimum; a failure of the oracle is reported and
     never stops the run."""
     try:
         return optimum_report.compute(rec, fleet, arm_dir, console)
     except Exception as e:
-        failed = {"error": f"the oracle failed: {e!r}", "figures": []}
-        console.print(f"[yellow]optimum: {failed['error']}")
+        failed = arm_record.Optimum(error=f"the oracle failed: {e!r}", figures=[])
+        console.print(f"[yellow]optimum: {failed.error}")
         return failed
 
 
@@ -693,10 +693,11 @@ def _report(
         },
         "invalid_arms": {n: v.reason for n, v in p.valid.items() if not v.valid},
     }
-    meta["optimum"] = optimum_report.section(results)
+    optimum = optimum_report.section(results)
+    meta["optimum"] = optimum.to_json()
     finished = Finished(exp, results, [arm for arm, _ in p.results], meta, out)
     index = reporter.report(finished, console)
-    optimum_report.console_table(meta["optimum"], console)
+    optimum_report.console_table(optimum, console)
     bad = {n: why for n, (ok, why) in accounted.items() if not ok}
     for name, why in bad.items():
         console.print(f"[red]arm {name}: not every pod accounted for: {why}")

@@ -25,6 +25,26 @@ CPU = arm_record.ProcessCpu(
     covers="the site", pods=10, cpu_seconds={"etcd": 0.5}, busy_cores=1.0, wall_seconds=3.0
 )
 FAULT = {"kill": "etcd", "planned": "at 20s", "done": True, "error": None}
+BOUND = {
+    "objective": "x",
+    "sense": "max",
+    "value": 1.0,
+    "bound": 1.0,
+    "optimal": True,
+    "seconds": 0.1,
+    "gap": 0.0,
+}
+FIGURE = {
+    "metric": "m",
+    "unit": "share",
+    "sense": "max",
+    "measured": 1,
+    "batch": BOUND,
+    "online": None,
+    "share_of_online": None,
+    "share_of_batch": 1.0,
+    "beats": "",
+}
 
 
 def _arm_dir(tmp_path: Path) -> Path:
@@ -49,12 +69,14 @@ def test_the_record_is_kept_beside_the_result_and_read_back_whole(tmp_path: Path
         arm_record.read_result(arm_dir / arm_record.RESULT),
         process_cpu=CPU,
         fault=FAULT,
-        optimum={"error": "too large", "figures": []},
+        optimum=arm_record.Optimum(error="too large", figures=[]),
         validity=validity.Validity(False, "not as labelled", 0.5),
     )
     arm_record.write(rec, arm_dir)
     kept = json.loads((arm_dir / arm_record.FILE).read_text())
     assert kept["kind"] == "ArmRecord" and "counts" not in kept  # loadgen's result not copied
+    # the optimum as the runner gave it: no seconds where the oracle failed outright
+    assert kept["optimum"] == {"error": "too large", "figures": []}
     back = arm_record.load(arm_dir)
     assert back.result == rec.result
     assert (back.process_cpu, back.fault, back.optimum, back.validity) == (
@@ -70,19 +92,27 @@ def test_a_directory_written_before_records_reads_its_optimum_and_fault_files(
     tmp_path: Path,
 ) -> None:
     arm_dir = _arm_dir(tmp_path)
-    optimum = {"error": None, "figures": [{"metric": "m"}], "seconds": 0.1}
+    optimum = {"error": None, "figures": [FIGURE], "seconds": 0.1}
     (arm_dir / arm_record.OPTIMUM).write_text(json.dumps(optimum))
     (arm_dir / arm_record.FAULT).write_text(json.dumps(FAULT))
     rec = arm_record.load(arm_dir)
-    assert (rec.optimum, rec.fault) == (optimum, FAULT)
+    assert rec.optimum is not None and rec.fault == FAULT
     assert rec.process_cpu is None and rec.validity is None  # never on disk then: unknown
-    assert rec.optimum_figures == [{"metric": "m"}] and rec.optimum_error is None
+    [figure] = rec.optimum_figures
+    assert (figure.metric, figure.measured, figure.online, figure.batch.value) == ("m", 1, None, 1)
+    assert rec.optimum_error is None
+    # read back to the same JSON: the int stays an int, no key is added
+    assert json.dumps(rec.optimum.model_dump()) == json.dumps(optimum)
+    # and a key it does not know is refused, never dropped
+    (arm_dir / arm_record.OPTIMUM).write_text(json.dumps({**optimum, "solver": "HiGHS"}))
+    with pytest.raises(pydantic.ValidationError, match="solver"):
+        arm_record.load(arm_dir)
 
 
 def test_nothing_writes_into_the_record() -> None:
     rec = arm_record.build(KEPT.read_text())
     with pytest.raises(dataclasses.FrozenInstanceError):
-        rec.optimum = {}  # type: ignore[misc]
+        rec.optimum = None  # type: ignore[misc]
     with pytest.raises(pydantic.ValidationError):
         CPU.pods = 0  # type: ignore[misc]
 

@@ -160,11 +160,11 @@ def test_no_recorded_arm_beats_its_optimum(nodes: int, run: str, comparison: str
     checked = 0
     for path in sorted((RESULTS / run).glob(f"{comparison}-*.json")):
         got = arms.arm_optimum(arm_record.build(path.read_text()), fleet)
-        assert got is not None and got["error"] is None, path.name
-        for figure in got["figures"]:
-            assert figure["batch"]["optimal"], (path.name, figure["metric"])
-            assert figure["beats"] == "", (path.name, figure)
-            checked += figure["measured"] is not None
+        assert got is not None and got.error is None, path.name
+        for figure in got.figures:
+            assert figure.batch.optimal, (path.name, figure.metric)
+            assert figure.beats == "", (path.name, figure)
+            checked += figure.measured is not None
     assert checked >= 4
 
 
@@ -201,7 +201,7 @@ def test_an_arm_that_refused_a_pod_that_fitted_has_no_online_optimum() -> None:
     stranded = next(f for f in figures if f.metric == arms.STRANDED)
     assert stranded.online is None and stranded.batch.value == 0
     assert "refused" in stranded.beats
-    assert stranded.to_json()["online"] is None
+    assert stranded.record().online is None
 
 
 def test_a_solve_stopped_by_its_time_limit_is_never_called_optimal() -> None:

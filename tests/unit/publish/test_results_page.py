@@ -363,23 +363,35 @@ def test_the_command_writes_the_page_checks_it_and_says_in_one_line_what_is_wron
     assert len(broken.stderr.strip().splitlines()) == 1 and "Traceback" not in broken.stderr
 
 
+def _optimum_row(comparison: str, arm: str, metric: str, shares: list[Any]) -> dict[str, Any]:
+    """A row of a run's optimum section: its shares of the online optimum, the rest as any."""
+    return {
+        "comparison": comparison,
+        "arm": arm,
+        "metric": metric,
+        "unit": "blocks",
+        "repeats": len(shares),
+        "measured": 2.0,
+        "online": 1.0,
+        "batch": 1.0,
+        "share_of_online": 0.5,
+        "share_of_batch": 0.5,
+        "proven_optimal": True,
+        "largest_gap": 0.0,
+        "beats": {},
+        "shares_of_online": shares,
+    }
+
+
 def test_keep_takes_each_arms_shares_of_the_optimum_against_the_optimums_one() -> None:
     rows = [
-        {
-            "comparison": "gang-4",
-            "arm": "extender",
-            "metric": "blocks spanned per gang",
-            "shares_of_online": [0.5, 0.625, 0.5],
-        },
+        _optimum_row("gang-4", "extender", "blocks spanned per gang", [0.5, 0.625, 0.5]),
         # a repeat without a share (a gang not whole) would not pair: left out
-        {
-            "comparison": "gang-4",
-            "arm": "native",
-            "metric": "m",
-            "shares_of_online": [0.5, None, 1],
-        },
+        _optimum_row("gang-4", "native", "m", [0.5, None, 1]),
         # ... and so would one missing a repeat (a run interrupted within a repeat)
-        {"comparison": "gang-64", "arm": "native", "metric": "m", "shares_of_online": [0.5, 1]},
+        _optimum_row("gang-64", "native", "m", [0.5, 1]),
+        # ... and one written before its shares were: none to pair
+        {k: v for k, v in _optimum_row("gang-64", "b", "m", []).items() if k != "shares_of_online"},
     ]
     result = {"kind": kept.OPTIMUM_KIND, "repeat": 3, "optimum": {"rows": rows}}
     name = "gang-4: blocks spanned per gang, share of the online optimum [extender]"
@@ -391,6 +403,10 @@ def test_keep_takes_each_arms_shares_of_the_optimum_against_the_optimums_one() -
     figure = kept.derive(row)
     assert figure.ratio is not None and figure.ratio.high < 0.95
     assert figure.verdict == "missed"
+    # a section not of the optimum's schema is named in one line
+    bad = {**result, "optimum": {"rows": [{"comparison": "gang-4"}]}}
+    with pytest.raises(kept.KeptError, match=r"^optimum: rows\.0\.arm: Field required$"):
+        kept.keep(bad, headline=set(), targets={}, **META)
 
 
 def test_impossible_values_in_a_kept_document_drop_their_pairs_named_and_counted(
