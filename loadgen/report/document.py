@@ -523,8 +523,9 @@ def _metrics(result: outcome.RunResult, faults: faults_doc.Faults) -> dict[str, 
         partial = "; ".join(c.partial) if c is not None and c.partial else None
         spans = c.spans_processes if c is not None else []
         summary = series.summary(d, partial=partial is not None, spans_processes=bool(spans))
-        unseen = sum(r.bound_unseen or 0 for r in faults.restarts if r.component == name)
-        if unseen and "schedule_attempts" in summary:
+        unseen = 0
+        if "schedule_attempts" in summary:  # kube-scheduler's figures, and not partial
+            unseen = sum(r.bound_unseen or 0 for r in faults.restarts if r.component == name)
             summary["schedule_attempts"] += unseen
         out[name] = ComponentMetrics(
             summary=summary,
@@ -532,7 +533,7 @@ def _metrics(result: outcome.RunResult, faults: faults_doc.Faults) -> dict[str, 
             processes=c.processes if c is not None else 1,
             partial=partial,
             spans_processes=spans,
-            attempts_bound_unseen=unseen if "schedule_attempts" in summary else 0,
+            attempts_bound_unseen=unseen,
         )
     return out
 
