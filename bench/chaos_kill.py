@@ -53,7 +53,7 @@ from typing import Any
 
 from common import add_cluster_flags, running_cluster, tool  # bench/ is on sys.path
 
-from testbed import vocab
+from testbed import runtime, vocab
 from testbed.cluster import local, ports, supervision
 from testbed.kube import errors, resources
 from testbed.kube.client import ClientSettings, Kube
@@ -484,8 +484,7 @@ async def guard(kube: Kube, name: str, uid: str, seen: list[str], stop: asyncio.
             seen.append("deleted")
         except errors.KubeError:
             pass
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), 0.5)
+        await runtime.wait_set(stop, 0.5)
 
 
 async def repetition(kube: Kube, s: Settings, ext: Extender, rep: int) -> Rep:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadgen import outcome, plan
+from testbed import runtime
 from testbed.kube import errors, resources
 from testbed.kube.client import Kube
 
@@ -163,8 +164,7 @@ async def _sleep(delay: float, stop: asyncio.Event) -> None:
     if delay < 0.2:  # short pacing gaps: a plain sleep is cheaper than a stop-aware wait
         await asyncio.sleep(delay)
         return
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stop.wait(), delay)
+    await runtime.wait_set(stop, delay)
 
 
 async def until_stopped(aw: Awaitable[Any], stop: asyncio.Event) -> None:

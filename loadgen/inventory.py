@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from typing import Any
 
 from loadgen import runs, templates
-from testbed import vocab
+from testbed import runtime, vocab
 from testbed.kube import errors, resources
 from testbed.kube.client import Kube
 
@@ -126,9 +125,7 @@ async def keep_alive(kube: Kube, run_id: str, interval: float, stop: asyncio.Eve
     is logged and retried at the next beat (three in a row would make the run look dead)."""
     name = templates.namespace_name(run_id)
     while not stop.is_set():
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), interval)
-        if stop.is_set():
+        if await runtime.wait_set(stop, interval):
             return
         try:
             await kube.patch(resources.NAMESPACES, name, runs.heartbeat(time.time()))

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from loadgen import records, watch_events, watch_gaps
-from testbed import vocab
+from testbed import runtime, vocab
 from testbed.kube import errors, resources, watching
 from testbed.kube.client import Kube
 
@@ -178,9 +178,7 @@ class Tracker:
             if behind > 0:
                 n += int(behind // self.sample_interval) + 1
             delay = start + n * self.sample_interval - self.clock()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), max(0.0, delay))
-            if not self._stop.is_set():
+            if not await runtime.wait_set(self._stop, delay):
                 watch_events.take_sample(self.records, self.clock())
 
     # -- waiting ---------------------------------------------------------------------------

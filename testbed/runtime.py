@@ -1,6 +1,7 @@
 """Process plumbing the services share, written once: the event loop, waiting for a stop
-signal, serving an aiohttp app on an address, the health and metrics endpoints, supervised
-background tasks, the console progress bar and the number types of command-line flags.
+signal or for an event with a deadline, serving an aiohttp app on an address, the health and
+metrics endpoints, supervised background tasks, the console progress bar and the number types
+of command-line flags.
 """
 
 from __future__ import annotations
@@ -54,6 +55,18 @@ def stop_event(signals: tuple[signal.Signals, ...] = STOP_SIGNALS) -> asyncio.Ev
 async def until_signal(signals: tuple[signal.Signals, ...] = STOP_SIGNALS) -> None:
     """Wait until one of `signals` arrives."""
     await stop_event(signals).wait()
+
+
+async def wait_set(event: asyncio.Event, seconds: float) -> bool:
+    """Whether `event` is set within `seconds`. Every "sleep unless stopped" and "tick unless
+    woken" loop waits here, never on `asyncio.wait_for(event.wait(), ...)`: on Python 3.11 a
+    wait_for whose inner wait finishes as its task is cancelled returns normally and the
+    cancellation is lost (CPython gh-86296), so the loop around it never ends and the
+    shutdown that cancelled it waits for ever. `asyncio.timeout` cancels in the task itself."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(max(0.0, seconds)):
+            await event.wait()
+    return event.is_set()
 
 
 def log_exit(log: logging.Logger) -> Callable[[asyncio.Task[Any]], None]:

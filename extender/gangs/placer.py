@@ -22,7 +22,6 @@ State: `Placer.feed` (watch items) and `Placer.due` (decisions, patches to send)
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -31,7 +30,7 @@ from typing import Any, Final
 
 from extender.core import Core
 from extender.gangs import affinity, blocks
-from testbed import vocab
+from testbed import runtime, vocab
 from testbed.kube import errors, resources
 from testbed.kube.client import Kube
 from testbed.kube.watching import Change, Liveness, RestartReason, Snapshot, informer
@@ -378,8 +377,7 @@ class Placer:
                     sending.add(task)
                     task.add_done_callback(sending.discard)
                 wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wake.wait(), TICK_SECONDS)
+                await runtime.wait_set(wake, TICK_SECONDS)
             await watch  # its exception, if it ended with one
         finally:
             for t in (watch, *sending):

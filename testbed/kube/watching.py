@@ -17,7 +17,6 @@ read afresh rather than trusted to a stream that stalled.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import time
@@ -25,6 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from testbed import runtime
 from testbed.kube import errors
 from testbed.kube.client import Kube, ObjectList
 from testbed.kube.resources import Resource
@@ -238,8 +238,7 @@ async def _sleep_or_stop(delay: float, stop: asyncio.Event | None) -> None:
     if stop is None:
         await asyncio.sleep(delay)
         return
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stop.wait(), delay)
+    await runtime.wait_set(stop, delay)
 
 
 async def _wait_or_stop(waiting: Awaitable[None], stop: asyncio.Event | None) -> None:

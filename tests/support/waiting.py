@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
+from testbed import runtime
 from testbed.kube import resources as r
 from testbed.kube.client import Kube
 from testbed.kube.resources import Resource
@@ -81,9 +81,7 @@ async def until_changed(
 ) -> None:
     """Re-check `predicate` after each `changed` (a watch event applied) or each second (a
     relist applies without events), until `timeout`; on failure the message carries
-    `state()`. The deadline is the loop's clock, not an outer `asyncio.timeout`: on Python
-    3.11 a `wait_for` whose inner wait finishes as the outer timeout cancels it returns
-    normally and the cancellation is lost, so the wait went on for ever on a busy cluster."""
+    `state()`. The deadline is the loop's clock, checked after every short wait."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not predicate():
@@ -91,5 +89,4 @@ async def until_changed(
         if left <= 0:
             raise AssertionError(f"never reached in {timeout:.0f} s: {what} (now {state()!r})")
         changed.clear()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(changed.wait(), min(1.0, left))
+        await runtime.wait_set(changed, min(1.0, left))

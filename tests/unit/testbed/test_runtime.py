@@ -11,7 +11,9 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -53,6 +55,41 @@ def test_stop_event_is_set_by_the_signal() -> None:
         return stop.is_set()
 
     assert runtime.run(main())
+
+
+@pytest.mark.parametrize("run", [asyncio.run, runtime.run], ids=["asyncio", "uvloop"])
+def test_wait_set_never_loses_a_cancellation_that_arrives_as_the_event_is_set(
+    run: Callable[[Coroutine[Any, Any, bool]], bool],
+) -> None:
+    """The gang placer's tick loop, cancelled at shutdown in the same turn as a pod event
+    woke it, went on ticking for ever under `asyncio.wait_for` on Python 3.11."""
+
+    async def main() -> bool:
+        wake = asyncio.Event()
+
+        async def ticking() -> None:
+            while True:
+                wake.clear()
+                await runtime.wait_set(wake, 1.0)
+
+        task = asyncio.create_task(ticking())
+        await asyncio.sleep(0)  # it waits on `wake`
+        wake.set()
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=3)
+        task.cancel()  # a failing run must not leave it ticking
+        await asyncio.gather(task, return_exceptions=True)
+        return task in done
+
+    assert run(main())
+
+
+async def test_wait_set_says_whether_the_event_was_set_in_time() -> None:
+    event = asyncio.Event()
+    assert not await runtime.wait_set(event, 0.01)
+    asyncio.get_running_loop().call_later(0.01, event.set)
+    assert await runtime.wait_set(event, 5)
+    assert await runtime.wait_set(event, -1)  # already set: no wait, even with no time left
 
 
 async def test_log_exit_reports_a_failure_and_an_end_but_not_a_cancellation(
