@@ -25,7 +25,10 @@ from testbed.cluster import supervision
 DEFAULT_SCHEDULER = "default-scheduler"
 """The cluster's own scheduler's name: a pid-file process of the site, not scraped apart."""
 MEASURED_SCHEDULER = "scheduler (measured)"
+SITE_SCHEDULER = "kube-scheduler"
+"""The cluster's own scheduler's process: measured unless a second one is, then idle."""
 EXTENDER = "extender"
+CONTROL_PLANE = ("kube-apiserver", "etcd", "kube-controller-manager")
 
 
 @dataclass(frozen=True)
@@ -158,17 +161,59 @@ def breakdowns(results: Sequence[tuple[Any, ArmRecord]]) -> list[Breakdown]:
     return out
 
 
+@dataclass(frozen=True)
+class Tax:
+    """A loadgen arm's path split by what it is there for, ms per pod (medians)."""
+
+    scheduling: float
+    """The scheduler under test and the extender in its path: what the arm measures."""
+    control_plane: float
+    """The API server, etcd and the controller manager: what any scheduler needs."""
+    testbed: dict[str, float]
+    """The rest, by process: kwok's fake nodes, loadgen, an idle scheduler, ... the testbed's
+    own cost of measuring, which shares the machine with what it measures."""
+
+
+def tax(b: Breakdown) -> Tax | None:
+    """`b` split into scheduling, control plane and the testbed's own; None where it names no
+    scheduler process (an in-process harness is one process doing all three)."""
+    m = b.medians
+    measured = next((n for n in (MEASURED_SCHEDULER, SITE_SCHEDULER) if n in m), None)
+    if measured is None:
+        return None
+    scheduling = (measured, EXTENDER)
+    return Tax(
+        scheduling=sum(m.get(n, 0.0) for n in scheduling),
+        control_plane=sum(m.get(n, 0.0) for n in CONTROL_PLANE),
+        testbed={n: v for n, v in m.items() if n not in (*scheduling, *CONTROL_PLANE)},
+    )
+
+
+def _tax_line(t: Tax) -> str:
+    own = sum(t.testbed.values())
+    total = t.scheduling + t.control_plane + own or 1.0
+    named = ", ".join(f"{n} {v:.1f}" for n, v in sorted(t.testbed.items(), key=lambda kv: -kv[1]))
+    return (
+        f"scheduling {t.scheduling:.1f} ({t.scheduling / total:.0%}), control plane "
+        f"{t.control_plane:.1f} ({t.control_plane / total:.0%}), the testbed's own {own:.1f} "
+        f"({own / total:.0%}{': ' + named if named else ''})"
+    )
+
+
 def lines(b: Breakdown) -> list[str]:
-    """A breakdown in words, largest first: `name 12.3`, the total and what it covers."""
+    """A breakdown in words, largest first: `name 12.3`, the total and what it covers, then
+    its split into scheduling, control plane and the testbed's own (`tax`)."""
     medians = sorted(b.medians.items(), key=lambda kv: -kv[1])
     parts = ", ".join(f"{n} {v:.1f}" for n, v in medians)
     total = sum(v for _, v in medians)
     busy = statistics.median(b.busy_cores)
+    split = tax(b)
     return [
         f"{b.workload} / {b.variant}: {total:.1f} ms per pod over {b.covers} "
         f"(median over {max(len(v) for v in b.ms_per_pod.values())} repeat(s); machine busy "
         f"cores {busy:.2f})",
         f"  {parts}",
+        *([f"  {_tax_line(split)}"] if split is not None else []),
     ]
 
 

@@ -367,6 +367,10 @@ def test_cpu_by_process_is_kept_per_arm_and_shown_per_variant() -> None:
     assert text[1] == (
         "  kube-apiserver 40.0, scheduler (measured) 20.0, etcd 10.0, extender 10.0, loadgen 5.0"
     )
+    assert text[2] == (
+        "  scheduling 30.0 (35%), control plane 50.0 (59%), the testbed's own 5.0 (6%: loadgen 5.0)"
+    )
+    assert len(process_cpu.lines(perf)) == 2  # one process: no split to say
     exp = specs.parse(_doc(repeats=3))
     rows = comparison.rows(results, ["perf", "loadgen"], [figures.PATH_CPU])
     more = variants_report.extras(exp, rows, results)
@@ -450,3 +454,23 @@ def test_a_target_from_fewer_pairs_than_its_design_s_first_look_is_no_verdict() 
     assert judged.interval is not None and judged.interval.runs == 3
     assert judged.level == 0.0 and not intervals.is_verdict(judged.verdict)
     assert len(judged.refused) == 2
+
+
+def test_the_path_is_split_into_scheduling_control_plane_and_the_testbeds_own() -> None:
+    """On the cluster's own scheduler it is the one measured; beside a second scheduler it is
+    idle, and counted with kwok and loadgen as the testbed's own."""
+
+    def breakdown(ms: dict[str, float]) -> process_cpu.Breakdown:
+        return process_cpu.Breakdown("w", "v", "", {n: [v] for n, v in ms.items()}, [1.0])
+
+    common = {"kube-apiserver": 27.4, "etcd": 8.0, "kube-controller-manager": 4.9}
+    common |= {"loadgen": 5.9, "kwok-controller": 2.9, "extender": 1.0}
+    own = process_cpu.tax(breakdown({**common, "kube-scheduler": 40.8}))
+    second = process_cpu.tax(
+        breakdown({**common, "kube-scheduler": 2.0, **{process_cpu.MEASURED_SCHEDULER: 40.8}})
+    )
+    assert own is not None and second is not None
+    assert own.scheduling == second.scheduling == pytest.approx(41.8)
+    assert own.control_plane == second.control_plane == pytest.approx(40.3)
+    assert own.testbed == {"loadgen": 5.9, "kwok-controller": 2.9}
+    assert second.testbed == {"loadgen": 5.9, "kwok-controller": 2.9, "kube-scheduler": 2.0}
