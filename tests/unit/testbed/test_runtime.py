@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
 import logging
 import os
@@ -319,3 +320,39 @@ async def test_connections_whose_handler_never_saw_the_close_do_not_hold_the_cap
             server.connection_made(server(), _Closed())  # seen open, then closed unseen
         async with aiohttp.ClientSession(timeout=timeout) as s, s.get(url) as r:
             assert r.status == 200
+
+
+PRODUCT = ("testbed", "fleet", "extender", "loadgen", "experiment", "schedperf", "publish", "bench")
+
+
+def _wait_for_in_loops(source: str) -> list[int]:
+    """Lines where a loop awaits `asyncio.wait_for(<x>.wait(), ...)`: the shape that loses a
+    cancellation on Python 3.11 and then never ends (`runtime.wait_set` instead)."""
+    found = []
+    for loop in ast.walk(ast.parse(source)):
+        if not isinstance(loop, ast.While | ast.For | ast.AsyncFor):
+            continue
+        for node in ast.walk(loop):
+            if (
+                isinstance(node, ast.Call)
+                and ast.unparse(node.func) == "asyncio.wait_for"
+                and node.args
+                and isinstance(node.args[0], ast.Call)
+                and isinstance(node.args[0].func, ast.Attribute)
+                and node.args[0].func.attr == "wait"
+            ):
+                found.append(node.lineno)
+    return found
+
+
+def test_no_loop_waits_on_an_event_through_wait_for() -> None:
+    sample = "async def f(e):\n    while True:\n        await asyncio.wait_for(e.wait(), 1)\n"
+    assert _wait_for_in_loops(sample) == [3]  # the check sees the shape it forbids
+    root = Path(__file__).resolve().parents[3]
+    offenders = [
+        f"{path.relative_to(root)}:{line}"
+        for package in PRODUCT
+        for path in sorted((root / package).rglob("*.py"))
+        for line in _wait_for_in_loops(path.read_text())
+    ]
+    assert offenders == [], "use testbed.runtime.wait_set in a loop"
