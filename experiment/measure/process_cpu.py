@@ -193,10 +193,13 @@ def _tax_line(t: Tax) -> str:
     own = sum(t.testbed.values())
     total = t.scheduling + t.control_plane + own or 1.0
     named = ", ".join(f"{n} {v:.1f}" for n, v in sorted(t.testbed.items(), key=lambda kv: -kv[1]))
-    return (
-        f"scheduling {t.scheduling:.1f} ({t.scheduling / total:.0%}), control plane "
-        f"{t.control_plane:.1f} ({t.control_plane / total:.0%}), the testbed's own {own:.1f} "
-        f"({own / total:.0%}{': ' + named if named else ''})"
+    parts = [
+        ("scheduling", t.scheduling, ""),
+        ("control plane", t.control_plane, ""),
+        ("the testbed's own", own, f": {named}" if named else ""),
+    ]
+    return ", ".join(
+        f"{name} {ms:.1f} ({100 * ms / total:.0f} %{more})" for name, ms, more in parts
     )
 
 

@@ -368,7 +368,8 @@ def test_cpu_by_process_is_kept_per_arm_and_shown_per_variant() -> None:
         "  kube-apiserver 40.0, scheduler (measured) 20.0, etcd 10.0, extender 10.0, loadgen 5.0"
     )
     assert text[2] == (
-        "  scheduling 30.0 (35%), control plane 50.0 (59%), the testbed's own 5.0 (6%: loadgen 5.0)"
+        "  scheduling 30.0 (35 %), control plane 50.0 (59 %), "
+        "the testbed's own 5.0 (6 %: loadgen 5.0)"
     )
     assert len(process_cpu.lines(perf)) == 2  # one process: no split to say
     exp = specs.parse(_doc(repeats=3))
