@@ -166,7 +166,9 @@ class Tax:
     """A loadgen arm's path split by what it is there for, ms per pod (medians)."""
 
     scheduling: float
-    """The scheduler under test and the extender in its path: what the arm measures."""
+    """The scheduler under test and the extender: what the arm measures. In a variant that does
+    not call the extender its idle watches (~1 ms a pod) count here too: a breakdown does not
+    say which variants call it."""
     control_plane: float
     """The API server, etcd and the controller manager: what any scheduler needs."""
     testbed: dict[str, float]
