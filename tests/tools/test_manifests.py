@@ -72,6 +72,16 @@ def test_workloads_are_restricted_and_bounded(name: str) -> None:
                 assert c.get("readinessProbe") or c.get("startupProbe"), f"{where} {c['name']}"
 
 
+def test_no_admission_policy_reads_a_param() -> None:
+    """kube-apiserver stops watching a built-in paramKind for good once no binding names it
+    for a second (kubernetes/kubernetes#130887, in 1.37.2): a policy reading a ConfigMap
+    would then judge by a stale copy or deny for want of it. Grants are RBAC checks here."""
+    loose = [d for d in yaml.safe_load_all(s.ADMIN_ACCESS_GRANT.read_text()) if d]
+    for obj in [*objects(*s.KUSTOMIZATIONS), *loose]:
+        if obj["kind"] in ("ValidatingAdmissionPolicy", "MutatingAdmissionPolicy"):
+            assert "paramKind" not in obj["spec"], s.origin(obj)
+
+
 def test_extender_runs_two_replicas_behind_a_service_with_a_pdb() -> None:
     objs = s.render("base")
     dep = find(objs, "Deployment", "dra-testbed-extender")

@@ -73,7 +73,6 @@ KIND_RESOURCES = {
     "RoleBinding": ROLE_BINDINGS,
     "ValidatingAdmissionPolicy": POLICIES,
     "ValidatingAdmissionPolicyBinding": POLICY_BINDINGS,
-    "ConfigMap": r.CONFIG_MAPS,
 }
 
 
@@ -100,18 +99,22 @@ def _installed(manifests: str, names: set[str], namespace: str, suffix: str) -> 
                 rule["resourceNames"] = [namespace]
             elif rule.get("resources") == ["clusterroles"]:  # renamed below, as all of them
                 rule["resourceNames"] = [f"{n}-{suffix}" for n in rule["resourceNames"]]
-        param = moved.get("spec", {}).get("paramRef") or {}
-        if param.get("namespace") == HOME:
-            param["namespace"] = namespace
-        if not KIND_RESOURCES[obj["kind"]].namespaced:
-            moved["metadata"]["name"] += f"-{suffix}"
-            if "roleRef" in moved and moved["roleRef"]["kind"] == "ClusterRole":
-                moved["roleRef"]["name"] += f"-{suffix}"
-            if "policyName" in moved.get("spec", {}):
-                moved["spec"]["policyName"] += f"-{suffix}"
-        out.append(moved)
+        out.append(_renamed(moved, suffix))
     assert {o["metadata"]["name"].removesuffix(f"-{suffix}") for o in out} == names
     return out
+
+
+def _renamed(obj: Obj, suffix: str) -> Obj:
+    """A cluster-scoped object (and what it names: its ClusterRole, its policy) renamed with
+    `suffix`, so that tests never share or remove the manifests' own; others as they are."""
+    if KIND_RESOURCES[obj["kind"]].namespaced:
+        return obj
+    obj["metadata"]["name"] += f"-{suffix}"
+    if "roleRef" in obj and obj["roleRef"]["kind"] == "ClusterRole":
+        obj["roleRef"]["name"] += f"-{suffix}"
+    if "policyName" in obj.get("spec", {}):
+        obj["spec"]["policyName"] += f"-{suffix}"
+    return obj
 
 
 @pytest.fixture
@@ -683,20 +686,27 @@ async def test_loadgen_creates_only_the_shapes_it_makes(kube: Kube, as_loadgen: 
                 query=_dry(),
             )
 
-        # An admin's grant (manifests/loadgen/admin-access-grant.yaml, in this namespace):
-        # then, and only then, loadgen may make its admin-access namespace.
-        grant = yaml.safe_load(s.ADMIN_ACCESS_GRANT.read_text())
-        name = grant["metadata"]["name"]
-        await kube.patch(r.CONFIG_MAPS, name, {"data": grant["data"]}, namespace=ns)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                await lg.request("POST", r.NAMESPACES.path(None), body=admin_ns, query=_dry())
-                break
-            except errors.Forbidden:
-                assert time.monotonic() < deadline, "the grant did not take effect in 60 s"
-                await asyncio.sleep(0.5)
-        await kube.patch(r.CONFIG_MAPS, name, {"data": {"allowed": "false"}}, namespace=ns)
+        # An admin's grant (manifests/loadgen/admin-access-grant.yaml, for this namespace's
+        # ServiceAccount): then, and only then, loadgen may make its admin-access namespace.
+        grant = [
+            _renamed(c.retarget(doc, ns), as_loadgen.suffix)
+            for doc in yaml.safe_load_all(s.ADMIN_ACCESS_GRANT.read_text())
+        ]
+        made_grant: list[Obj] = []
+        try:
+            for obj in grant:
+                made_grant.append(await kube.create(KIND_RESOURCES[obj["kind"]], obj))
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    await lg.request("POST", r.NAMESPACES.path(None), body=admin_ns, query=_dry())
+                    break
+                except errors.Forbidden:
+                    assert time.monotonic() < deadline, "the grant did not take effect in 60 s"
+                    await asyncio.sleep(0.5)
+        finally:
+            for obj in reversed(made_grant):
+                await kube.delete(KIND_RESOURCES[obj["kind"]], obj["metadata"]["name"])
         assert not await _all_forbidden(
             [
                 (
