@@ -18,11 +18,9 @@ def accounted(rec: ArmRecord, *, probe_phases: tuple[str, ...] = ()) -> tuple[bo
         return True, "ok (scheduler_perf: every measured pod scheduled)"
     if rec.clusterloader2 is not None:
         # One observer per ClusterLoader2 measurement: each of its pods measured.
-        pods = rec.clusterloader2["pods"]
+        pods = rec.clusterloader2.pods
         if short := [
-            f"{i} {p['measured']} of {p['expected']}"
-            for i, p in pods.items()
-            if p["measured"] != p["expected"]
+            f"{i} {p.measured} of {p.expected}" for i, p in pods.items() if p.measured != p.expected
         ]:
             return False, f"pods measured: {'; '.join(short)}"
         return True, "ok (ClusterLoader2: every pod of both measurements measured)"

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
+from experiment.measure import fault_plan
 from loadgen import scenarios
 from loadgen.report import document
 from loadgen.report.document import ComponentMetrics as ComponentMetrics
@@ -48,6 +49,53 @@ IN_PROCESS_SOURCE = "scheduler_perf"
 CL2_SOURCE = "clusterloader2"
 """`scenario.source` of a ClusterLoader2 arm's result: its observers' in loadgen's schema
 (`experiment.sites.clusterloader2`)."""
+
+
+class Cl2Row(BaseModel):
+    """One agreement row: loadgen observe's figure beside ClusterLoader2's (ms)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    measurement: str
+    phase: str
+    stat: str
+    loadgen_ms: float | None
+    cl2_ms: float | None
+    diff_ms: float | None
+    allowed_ms: float | None
+    ok: bool
+
+
+class Cl2Pods(BaseModel):
+    """One ClusterLoader2 measurement's pods: to be created, seen and measured by loadgen."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    expected: int
+    observed: int
+    measured: int
+
+
+class Cl2Section(BaseModel):
+    """A ClusterLoader2 arm's own figures and agreement (`experiment.sites.clusterloader2`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: str
+    exit_code: int
+    overrides: dict[str, Any]
+    perfdata: list[str]
+    """ClusterLoader2's PerfData files read."""
+    figures_ms: dict[str, dict[str, dict[str, float]]]
+    """Measurement -> phase -> statistic -> ms, as ClusterLoader2 reported them."""
+    pods: dict[str, Cl2Pods]
+    tolerance: str
+    rows: list[Cl2Row]
+    within: int
+    met: bool
+    command: str = ""
+    wall_seconds: float | None = None
+    cleaned_up: bool | None = None
 
 
 class ProcessCpu(BaseModel):
@@ -154,16 +202,15 @@ class ArmRecord:
     """loadgen's document (or scheduler_perf's in its schema), as loadgen wrote it."""
     process_cpu: ProcessCpu | None = None
     """The CPU of every process on the arm's path; None where it was not measured."""
-    fault: dict[str, Any] | None = None
-    """What became of the arm's injected fault (`fault_plan.Landed.doc`); None without one."""
+    fault: fault_plan.Outcome | None = None
+    """What became of the arm's injected fault; None without one."""
     optimum: Optimum | None = None
     """The arm against its placement optimum (`oracle.arms.arm_optimum`); None where the arm
     asks no placement question or was not solved."""
     validity: Validity | None = None
     """None in a record read from a directory written before validity was kept."""
-    clusterloader2: dict[str, Any] | None = None
-    """A ClusterLoader2 arm's own figures and agreement rows (`experiment.sites.clusterloader2`);
-    None for every other arm."""
+    clusterloader2: Cl2Section | None = None
+    """A ClusterLoader2 arm's own figures and agreement rows; None for every other arm."""
 
     @property
     def source(self) -> str:
@@ -211,10 +258,10 @@ class _Kept(BaseModel):
     result: str = RESULT
     """The loadgen result the record is over, beside it."""
     process_cpu: ProcessCpu | None = None
-    fault: dict[str, Any] | None = None
+    fault: fault_plan.Outcome | None = None
     optimum: Optimum | None = None
     validity: Validity | None = None
-    clusterloader2: dict[str, Any] | None = None
+    clusterloader2: Cl2Section | None = None
 
 
 def read_result(path: Path) -> ResultDoc:
@@ -227,10 +274,10 @@ def build(
     result: ResultDoc | dict[str, Any] | str,
     *,
     process_cpu: ProcessCpu | None = None,
-    fault: dict[str, Any] | None = None,
+    fault: fault_plan.Outcome | None = None,
     optimum: Optimum | None = None,
     validity: Validity | None = None,
-    clusterloader2: dict[str, Any] | None = None,
+    clusterloader2: Cl2Section | None = None,
 ) -> ArmRecord:
     """The record of an arm whose loadgen result is `result` (a parsed document, or its JSON
     as a dict or text: validated against loadgen's schema, pydantic's ValidationError on a
@@ -278,10 +325,11 @@ def load(arm_dir: Path) -> ArmRecord:
             result, kept.process_cpu, kept.fault, kept.optimum, kept.validity, kept.clusterloader2
         )
     optimum = _json_file(arm_dir / OPTIMUM)
+    fault = _json_file(arm_dir / FAULT)
     return ArmRecord(
         result,
         None,
-        _json_file(arm_dir / FAULT),
+        None if fault is None else fault_plan.Outcome.model_validate(fault),
         None if optimum is None else Optimum.model_validate(optimum),
     )
 

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from testbed import units, validation
 
 KEY = "injected_fault"
-"""The run's facts' name for an arm's `Landed.doc` (`ArmRecord.fault`)."""
+"""The run's facts' name for an arm's `Outcome` (`ArmRecord.fault`)."""
 EXTENDER = "extender"
 COMPONENTS = (
     "kube-apiserver",
@@ -110,6 +109,28 @@ class Fault(BaseModel):
         return bound >= self.pods_due(expected)
 
 
+class Outcome(BaseModel):
+    """What became of one arm's fault, as the arm's record keeps it (`ArmRecord.fault`, and
+    `fault.json` beside its result)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kill: str
+    at: str
+    planned: str
+    """When it was due, in words (`Fault.planned`)."""
+    done: bool
+    """Killed and repaired while the run went on."""
+    killed_seconds: float | None = None
+    """On loadgen's run clock (None: never killed, or no run clock)."""
+    since_first_pod_seconds: float | None = None
+    pods_bound: int | None = None
+    """The arm's pods bound at the kill."""
+    repaired_seconds: float | None = None
+    error: str | None = None
+    """Why it did not land, was not repaired or came too late; None when done."""
+
+
 @dataclass
 class Landed:
     """What became of one arm's fault (its record keeps it as `ArmRecord.fault`)."""
@@ -134,7 +155,7 @@ class Landed:
     def done(self) -> bool:
         return self.killed_wall is not None and self.repaired_seconds is not None
 
-    def doc(self, run_started_wall: float | None, run_ended_wall: float | None) -> dict[str, Any]:
+    def outcome(self, run_started_wall: float | None, run_ended_wall: float | None) -> Outcome:
         """As kept in the arm's record; `run_started_wall`, `run_ended_wall`: loadgen's run
         (epoch s), so the kill sits on the clock of the restarts loadgen saw. A kill after
         the run ended hit nothing it measured: not done."""
@@ -151,34 +172,33 @@ class Landed:
         )
         if done and late:
             done, error = False, "it came after the run had ended"
-        return {
-            "kill": self.fault.kill,
-            "at": self.fault.at,
-            "planned": self.planned,
-            "done": done,
-            "killed_seconds": killed,
-            "since_first_pod_seconds": _rounded(self.since_first_pod),
-            "pods_bound": self.bound,
-            "repaired_seconds": _rounded(self.repaired_seconds),
-            "error": error,
-        }
+        return Outcome(
+            kill=self.fault.kill,
+            at=self.fault.at,
+            planned=self.planned,
+            done=done,
+            killed_seconds=killed,
+            since_first_pod_seconds=_rounded(self.since_first_pod),
+            pods_bound=self.bound,
+            repaired_seconds=_rounded(self.repaired_seconds),
+            error=error,
+        )
 
 
 def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
-def describe(doc: dict[str, Any]) -> str:
-    """A kept record in words, for the console and the reason of an arm's validity."""
-    what = f"{doc['kill']} killed"
-    if not doc["done"]:
-        return f"{what} {doc['planned']}: not done ({doc['error']})"
+def describe(o: Outcome) -> str:
+    """A kept outcome in words, for the console and the reason of an arm's validity."""
+    what = f"{o.kill} killed"
+    if not o.done:
+        return f"{what} {o.planned}: not done ({o.error})"
     when = (
-        f"{doc['killed_seconds']:.1f} s into the run"
-        if doc["killed_seconds"] is not None
-        else f"{doc['since_first_pod_seconds']:.1f} s after the first pod"
+        f"{o.killed_seconds:.1f} s into the run"
+        if o.killed_seconds is not None
+        else f"{o.since_first_pod_seconds or 0.0:.1f} s after the first pod"
     )
     return (
-        f"{what} {when} ({doc['pods_bound']} pods bound), repaired in "
-        f"{doc['repaired_seconds']:.1f} s"
+        f"{what} {when} ({o.pods_bound} pods bound), repaired in {o.repaired_seconds or 0.0:.1f} s"
     )

@@ -295,8 +295,8 @@ CL2_AGREEMENT = "loadgen observe within tolerance of ClusterLoader2"
 def _cl2_agreement(rec: ArmRecord) -> float | None:
     """Share of the agreement rows (loadgen observe beside ClusterLoader2's PerfData) within
     tolerance; None for an arm without ClusterLoader2."""
-    rows = rec.clusterloader2["rows"] if rec.clusterloader2 is not None else []
-    return sum(bool(r["ok"]) for r in rows) / len(rows) if rows else None
+    rows = rec.clusterloader2.rows if rec.clusterloader2 is not None else []
+    return sum(r.ok for r in rows) / len(rows) if rows else None
 
 
 UNSATURATED = ", unsaturated"

@@ -189,13 +189,13 @@ def of_arm(
     loadgen's series cap."""
     v = extender_arm(rec, scheduler_skipped=scheduler_skipped, filter=filter) if extender else VALID
     if (fault := rec.fault) is not None:
-        if not fault["done"]:
+        if not fault.done:
             v = Validity(
                 False,
                 f"its fault did not happen as planned ({fault_plan.describe(fault)}); {v.reason}",
                 v.unjudged_share,
             )
-        elif fault["kill"] == fault_plan.EXTENDER and not v.valid:
+        elif fault.kill == fault_plan.EXTENDER and not v.valid:
             # Calls failed and skipped while the extender was down are what the fault costs.
             v = Validity(True, f"ok under its fault: {v.reason}", v.unjudged_share)
     if (restarted := restarts(rec)) and not faults_expected:

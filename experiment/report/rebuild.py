@@ -18,11 +18,12 @@ from typing import Any
 
 from experiment.judge import targets
 from experiment.judge.comparison import ReleaseRow, VariantRow
-from experiment.measure import process_cpu
+from experiment.measure import arm_record, process_cpu
 from experiment.measure.arms import Arm
 from experiment.measure.figures import Figure
 from experiment.plan.wing import PageWriter, ResultKind
 from experiment.report import variants_report
+from experiment.sites import clusterloader2
 from experiment.spec.spec import Experiment
 from loadgen.report import document, html
 from testbed import charts
@@ -127,7 +128,10 @@ def experiment_page(directory: Path, doc: Mapping[str, Any]) -> Path:
     more = variants_report.Extras(
         targets.judge(exp.targets, rows),
         process_cpu.from_json(doc.get("process_cpu") or []),
-        doc.get("clusterloader2") or {},
+        {
+            arm: arm_record.Cl2Section.model_validate(s)
+            for arm, s in (doc.get(clusterloader2.KEY) or {}).items()
+        },
     )
     return variants_report.write(
         directory, exp, dict(doc), rows, releases, arms, keep_json=True, more=more

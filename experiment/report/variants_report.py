@@ -240,7 +240,11 @@ def to_json(
             {
                 "targets": targets.to_json(more.judged),
                 "process_cpu": process_cpu.to_json(more.breakdowns),
-                **({"clusterloader2": dict(more.cl2)} if more.cl2 else {}),
+                **(
+                    {clusterloader2.KEY: {a: s.model_dump() for a, s in more.cl2.items()}}
+                    if more.cl2
+                    else {}
+                ),
             }
             if more is not None
             else {}

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import os
 import secrets
 import time
@@ -472,13 +471,13 @@ def _keep(arm: Arm, rec: ArmRecord, out: Path, p: _Progress) -> None:
 
 def _fault_record(
     doc: ResultDoc, landed: fault_plan.Landed, arm_dir: Path, console: Console
-) -> dict[str, Any]:
+) -> fault_plan.Outcome:
     """What became of the arm's fault (for its record, on loadgen's run clock beside the
     restarts it saw), kept in `fault.json` too."""
-    record = landed.doc(
+    record = landed.outcome(
         heartbeats.parse_time(doc.started_at), heartbeats.parse_time(doc.finished_at)
     )
-    files.write_atomic(arm_dir / arm_record.FAULT, json.dumps(record, indent=2) + "\n")
+    files.write_atomic(arm_dir / arm_record.FAULT, record.model_dump_json(indent=2) + "\n")
     colour = "" if landed.done else "[red]"
     console.print(f"{colour}fault: {fault_plan.describe(record)}")
     return record
@@ -686,7 +685,11 @@ def _report(
                 "validity": p.valid[name].reason,
                 "unjudged_share": p.valid[name].unjudged_share,
                 "restarts": validity.restarts(by_name[name]) if name in by_name else [],
-                **({"fault": f} if name in by_name and (f := by_name[name].fault) else {}),
+                **(
+                    {"fault": f.model_dump()}
+                    if name in by_name and (f := by_name[name].fault)
+                    else {}
+                ),
                 **p.timings.get(name, {}),
             }
             for name, (ok, why) in accounted.items()

@@ -17,8 +17,9 @@ themselves; its parameters become ClusterLoader2's overrides (`overrides`). Each
 of ClusterLoader2 (FastFill: the long-running fill Jobs' pods; Churn: the short-lived ones')
 is watched by its own observer with the measurement's label selector, and the arm's result is
 the two observers' in loadgen's schema (phases `fill` and `churn`), with ClusterLoader2's own
-figures and the agreement rows beside them (`KEY`). An arm without ClusterLoader2 (it failed to
-build) or without the expected PerfData is not valid, and says why in one line.
+figures and the agreement rows in the arm's record (`ArmRecord.clusterloader2`). An arm
+without ClusterLoader2 (it failed to build) or without the expected PerfData is not valid,
+and says why in one line.
 """
 
 from __future__ import annotations
@@ -453,14 +454,15 @@ def run_arm(
     wall = time.time() - started
     cleaned = asyncio.run(_clean(where.kubeconfig, prefix, made_class, 300))
     try:
-        doc = compose(arm_dir, where.nodes, settings, version=_version(cl2_dir), code=code)
-    except (OSError, ValueError, KeyError) as e:
+        doc, section = compose(arm_dir, where.nodes, settings, version=_version(cl2_dir), code=code)
+    except (OSError, ValueError) as e:
         return None, validity.Validity(False, f"loadgen observe wrote no result: {e}")
-    doc[KEY].update(command=" ".join(cmd), wall_seconds=round(wall, 1), cleaned_up=cleaned)
-    doc["cleaned_up"] = cleaned
-    files.write_atomic(arm_dir / "result.json", json.dumps(doc, indent=1) + "\n")
-    section = doc.pop(KEY)
-    return arm_record.build(doc, clusterloader2=section), judge({KEY: section})
+    doc = doc.model_copy(update={"cleaned_up": cleaned})
+    section = section.model_copy(
+        update={"command": " ".join(cmd), "wall_seconds": round(wall, 1), "cleaned_up": cleaned}
+    )
+    files.write_atomic(arm_dir / arm_record.RESULT, doc.model_dump_json(indent=1) + "\n")
+    return arm_record.build(doc, clusterloader2=section), judge(section)
 
 
 def _version(cl2_dir: Path) -> str:
@@ -471,11 +473,12 @@ def _version(cl2_dir: Path) -> str:
 
 def compose(
     arm_dir: Path, nodes: int, settings: Mapping[str, object], *, version: str, code: int
-) -> dict[str, Any]:
+) -> tuple[document.ResultDoc, arm_record.Cl2Section]:
     """The arm's result: the Churn observer's, with both observers' pods as phases `fill`
-    and `churn` and their counts summed, and ClusterLoader2's figures beside (`KEY`)."""
+    and `churn` and their counts summed; and ClusterLoader2's figures and the agreement rows
+    (OSError without an observer's result, ValueError when one is not of loadgen's schema)."""
     observed = {
-        ident: json.loads((arm_dir / f"observe-{ident}" / "result.json").read_text())
+        ident: document.load(arm_dir / f"observe-{ident}" / arm_record.RESULT)
         for ident in MEASUREMENTS
     }
     report_dir = arm_dir / "cl2"
@@ -484,9 +487,8 @@ def compose(
     expected = expected_pods(nodes, settings)
     rows: list[agreement.Row] = []
     cl2_figures: dict[str, dict[str, dict[str, float]]] = {}
-    pods: dict[str, dict[str, int]] = {}
-    for ident in MEASUREMENTS:
-        ours = document.ResultDoc.model_validate(observed[ident])
+    pods: dict[str, arm_record.Cl2Pods] = {}
+    for ident, ours in observed.items():
         theirs: dict[str, dict[str, float]] = {}
         if ident in summaries:
             theirs = agreement.cl2_pod_startup(
@@ -494,91 +496,89 @@ def compose(
             )
         cl2_figures[ident] = theirs
         rows += agreement.rows(ident, ours.latency_ms, theirs)
-        pods[ident] = {
-            "expected": expected[ident],
-            "observed": ours.counts.pods_seen,
-            "measured": ours.latency_ms["pod_startup"].count
-            if "pod_startup" in ours.latency_ms
-            else 0,
+        startup = ours.latency_ms.get("pod_startup")
+        pods[ident] = arm_record.Cl2Pods(
+            expected=expected[ident],
+            observed=ours.counts.pods_seen,
+            measured=startup.count if startup else 0,
+        )
+    churn = observed["ChurnPodStartupLatency"]
+    counts = {
+        k: sum(getattr(o.counts, k) for o in observed.values())
+        for k in document.Counts.model_fields
+    }
+    doc = churn.model_copy(
+        update={
+            "phases": [
+                _phase(phase, observed[ident]) for ident, (phase, _) in MEASUREMENTS.items()
+            ],
+            "counts": document.Counts(**{**counts, "expected_pods": sum(expected.values())}),
+            "scenario": {**churn.scenario, "source": SOURCE, "name": SCENARIO},
         }
-    doc = dict(observed["ChurnPodStartupLatency"])
-    doc["phases"] = [_phase(phase, observed[ident]) for ident, (phase, _) in MEASUREMENTS.items()]
-    counts = {k: sum(int(o["counts"].get(k, 0)) for o in observed.values()) for k in doc["counts"]}
-    counts["expected_pods"] = sum(expected.values())
-    doc["counts"] = counts
-    doc["scenario"] = {**(doc.get("scenario") or {}), "source": SOURCE, "name": SCENARIO}
-    doc[KEY] = {
-        "version": version,
-        "exit_code": code,
-        "overrides": dict(settings),
-        "perfdata": sorted(summaries.values()),
-        "figures_ms": cl2_figures,
-        "pods": pods,
-        "tolerance": f"max({agreement.TOLERANCE_MS:g} ms, {agreement.TOLERANCE_SHARE:.0%})",
-        "rows": [row_json(r) for r in rows],
-        "within": sum(r.ok for r in rows),
-        "met": agreement.met(rows),
-    }
-    return doc
+    )
+    section = arm_record.Cl2Section(
+        version=version,
+        exit_code=code,
+        overrides=dict(settings),
+        perfdata=sorted(summaries.values()),
+        figures_ms=cl2_figures,
+        pods=pods,
+        tolerance=f"max({agreement.TOLERANCE_MS:g} ms, {agreement.TOLERANCE_SHARE:.0%})",
+        rows=[row_record(r) for r in rows],
+        within=sum(r.ok for r in rows),
+        met=agreement.met(rows),
+    )
+    return doc, section
 
 
-_NONE = {
-    "count": 0,
-    "min": 0.0,
-    "max": 0.0,
-    "avg": 0.0,
-    "Perc50": 0.0,
-    "Perc90": 0.0,
-    "Perc99": 0.0,
-}
+_NONE = document.Summary(count=0, min=0, max=0, avg=0, Perc50=0, Perc90=0, Perc99=0)
 
 
-def _phase(name: str, observed: Mapping[str, Any]) -> dict[str, Any]:
-    """An observer's pods as a phase of the arm's result (loadgen's `PhaseDoc`): its counts,
-    latencies and throughput; it created nothing."""
-    return {
-        "name": name,
-        "kind": "observed",
-        "objects": 0,
-        "waves": 0,
-        "timed_out": False,
-        "duration_seconds": observed["duration_seconds"],
-        "create_seconds": 0.0,
-        "counts": observed["counts"],
-        "latency_ms": observed["latency_ms"],
-        "throughput": observed["throughput"],
-        "create_request_ms": _NONE,
-    }
+def _phase(name: str, observed: document.ResultDoc) -> document.PhaseDoc:
+    """An observer's pods as a phase of the arm's result: its counts, latencies and
+    throughput; it created nothing."""
+    return document.PhaseDoc(
+        name=name,
+        kind="observed",
+        objects=0,
+        waves=0,
+        timed_out=False,
+        duration_seconds=observed.duration_seconds,
+        create_seconds=0.0,
+        counts=observed.counts,
+        latency_ms=observed.latency_ms,
+        throughput=observed.throughput,
+        create_request_ms=_NONE,
+    )
 
 
-def row_json(r: agreement.Row) -> dict[str, Any]:
-    return {
-        "measurement": r.measurement,
-        "phase": r.phase,
-        "stat": r.stat,
-        "loadgen_ms": r.ours,
-        "cl2_ms": r.cl2,
-        "diff_ms": r.diff,
-        "allowed_ms": r.allowed,
-        "ok": r.ok,
-    }
+def row_record(r: agreement.Row) -> arm_record.Cl2Row:
+    return arm_record.Cl2Row(
+        measurement=r.measurement,
+        phase=r.phase,
+        stat=r.stat,
+        loadgen_ms=r.ours,
+        cl2_ms=r.cl2,
+        diff_ms=r.diff,
+        allowed_ms=r.allowed,
+        ok=r.ok,
+    )
 
 
-def judge(doc: Mapping[str, Any]) -> validity.Validity:
+def judge(section: arm_record.Cl2Section) -> validity.Validity:
     """Valid when ClusterLoader2 wrote both measurements' PerfData and both observers saw every
     pod it was to create; its own SLO failing (exit 1) is a finding, not an invalid arm."""
-    section = doc[KEY]
-    missing = [i for i in MEASUREMENTS if not section["figures_ms"].get(i)]
+    missing = [i for i in MEASUREMENTS if not section.figures_ms.get(i)]
     if missing:
         return validity.Validity(
             False,
-            f"ClusterLoader2 (exit {section['exit_code']}) wrote no PodStartupLatency PerfData "
+            f"ClusterLoader2 (exit {section.exit_code}) wrote no PodStartupLatency PerfData "
             f"for {', '.join(missing)}",
         )
     short = [
-        f"{i} {p['observed']} of {p['expected']}"
-        for i, p in section["pods"].items()
-        if p["observed"] != p["expected"]
+        f"{i} {p.observed} of {p.expected}"
+        for i, p in section.pods.items()
+        if p.observed != p.expected
     ]
     if short:
         return validity.Validity(False, f"loadgen observe saw {', '.join(short)} pods")
@@ -600,16 +600,16 @@ AGREEMENT_COLUMNS = (
 )
 
 
-Sections = Mapping[str, Mapping[str, Any]]
-"""Arm name -> its result's ClusterLoader2 section (`KEY`): what the reports show, kept as is
-in experiment.json (so `testbed report` shows it again)."""
+Sections = Mapping[str, arm_record.Cl2Section]
+"""Arm name -> its ClusterLoader2 section: what the reports show, kept in experiment.json
+under `KEY` (so `testbed report` shows it again)."""
 
 
-def sections(results: Sequence[tuple[Arm, arm_record.ArmRecord]]) -> dict[str, dict[str, Any]]:
+def sections(
+    results: Sequence[tuple[Arm, arm_record.ArmRecord]],
+) -> dict[str, arm_record.Cl2Section]:
     """The ClusterLoader2 arms' sections, by arm name."""
-    return {
-        arm.name: dict(rec.clusterloader2) for arm, rec in results if rec.clusterloader2 is not None
-    }
+    return {arm.name: rec.clusterloader2 for arm, rec in results if rec.clusterloader2 is not None}
 
 
 def agreement_cells(kept: Sections) -> list[tuple[str, ...]]:
@@ -621,24 +621,24 @@ def agreement_cells(kept: Sections) -> list[tuple[str, ...]]:
     return [
         (
             arm,
-            r["measurement"].removesuffix("PodStartupLatency"),
-            r["phase"],
-            r["stat"],
-            fmt(r["loadgen_ms"]),
-            fmt(r["cl2_ms"]),
-            "-" if r["diff_ms"] is None else f"{r['diff_ms']:+,.1f}",
-            fmt(r["allowed_ms"]),
-            "ok" if r["ok"] else "MISS",
+            r.measurement.removesuffix("PodStartupLatency"),
+            r.phase,
+            r.stat,
+            fmt(r.loadgen_ms),
+            fmt(r.cl2_ms),
+            "-" if r.diff_ms is None else f"{r.diff_ms:+,.1f}",
+            fmt(r.allowed_ms),
+            "ok" if r.ok else "MISS",
         )
         for arm, section in kept.items()
-        for r in section["rows"]
+        for r in section.rows
     ]
 
 
 def agreement_lines(kept: Sections) -> list[str]:
     """One line per ClusterLoader2 arm: rows within tolerance, and its exit code."""
     return [
-        f"{arm}: {s['within']} of {len(s['rows'])} rows within {s['tolerance']} of "
-        f"ClusterLoader2 {s['version']} (exit {s['exit_code']})"
+        f"{arm}: {s.within} of {len(s.rows)} rows within {s.tolerance} of "
+        f"ClusterLoader2 {s.version} (exit {s.exit_code})"
         for arm, s in kept.items()
     ]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from experiment.measure import accounting, arm_record, figures, validity
+from experiment.measure import accounting, arm_record, fault_plan, figures, validity
 
 KEPT = (
     Path(__file__).parents[3]
@@ -24,7 +24,7 @@ KEPT = (
 CPU = arm_record.ProcessCpu(
     covers="the site", pods=10, cpu_seconds={"etcd": 0.5}, busy_cores=1.0, wall_seconds=3.0
 )
-FAULT = {"kill": "etcd", "planned": "at 20s", "done": True, "error": None}
+FAULT = fault_plan.Outcome(kill="etcd", at="20s", planned="20 s after the first pod", done=True)
 BOUND = {
     "objective": "x",
     "sense": "max",
@@ -94,7 +94,7 @@ def test_a_directory_written_before_records_reads_its_optimum_and_fault_files(
     arm_dir = _arm_dir(tmp_path)
     optimum = {"error": None, "figures": [FIGURE], "seconds": 0.1}
     (arm_dir / arm_record.OPTIMUM).write_text(json.dumps(optimum))
-    (arm_dir / arm_record.FAULT).write_text(json.dumps(FAULT))
+    (arm_dir / arm_record.FAULT).write_text(FAULT.model_dump_json())
     rec = arm_record.load(arm_dir)
     assert rec.optimum is not None and rec.fault == FAULT
     assert rec.process_cpu is None and rec.validity is None  # never on disk then: unknown

@@ -4,6 +4,7 @@ and how an arm's agreement rows are judged and shown."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -179,13 +180,14 @@ def _rows(ok: bool) -> list[dict[str, Any]]:
     ]
 
 
-def _doc(ok: bool = True, *, missing: str = "", observed: int = 14) -> dict[str, Any]:
+def _section(ok: bool = True, *, missing: str = "", observed: int = 14) -> arm_record.Cl2Section:
     rows = _rows(ok)
-    return {
-        "scenario": {"source": cl2.SOURCE, "name": cl2.SCENARIO},
-        cl2.KEY: {
+    return arm_record.Cl2Section.model_validate(
+        {
             "version": "v0",
             "exit_code": 0,
+            "overrides": {},
+            "perfdata": [],
             "tolerance": "max(20 ms, 5%)",
             "figures_ms": {
                 i: ({} if i == missing else {"pod_startup": {}}) for i in cl2.MEASUREMENTS
@@ -200,23 +202,26 @@ def _doc(ok: bool = True, *, missing: str = "", observed: int = 14) -> dict[str,
             },
             "rows": rows,
             "within": sum(r["ok"] for r in rows),
-        },
-    }
+            "met": ok,
+        }
+    )
 
 
 def _rec(ok: bool = True, *, observed: int = 14) -> arm_record.ArmRecord:
-    """`_doc` as the arm's record: the observers' result, ClusterLoader2's section beside."""
-    doc = _doc(ok, observed=observed)
-    return arm_record.modelled(doc, clusterloader2=doc.pop(cl2.KEY))
+    """The arm's record: the observers' result, ClusterLoader2's section beside."""
+    return arm_record.modelled(
+        {"scenario": {"source": cl2.SOURCE, "name": cl2.SCENARIO}},
+        clusterloader2=_section(ok, observed=observed),
+    )
 
 
 def test_an_arm_without_perfdata_or_with_pods_unseen_is_not_valid() -> None:
-    assert cl2.judge(_doc()).valid
-    missing = cl2.judge(_doc(missing="ChurnPodStartupLatency"))
+    assert cl2.judge(_section()).valid
+    missing = cl2.judge(_section(missing="ChurnPodStartupLatency"))
     assert not missing.valid and "no PodStartupLatency PerfData for ChurnPodStartupLatency" in (
         missing.reason
     )
-    short = cl2.judge(_doc(observed=13))
+    short = cl2.judge(_section(observed=13))
     assert not short.valid and "FastFillPodStartupLatency 13 of 14" in short.reason
     assert accounting.accounted(_rec()) == (
         True,
@@ -272,3 +277,48 @@ def test_without_clusterloader2_the_arm_is_invalid_in_one_line(
     doc, valid = cl2.run_arm(Arm("w", "cl2", "cl2-dra", harness=cl2.HARNESS), tmp_path, where)
     assert doc is None and not valid.valid
     assert valid.reason == "ClusterLoader2 is not available: could not download the module (403)"
+
+
+def test_the_arms_result_is_both_observers_in_loadgens_schema_and_the_rows_beside(
+    tmp_path: Path,
+) -> None:
+    """`compose`: the observers' results as the phases `fill` and `churn` of one loadgen
+    result (counts summed), and ClusterLoader2's PerfData paired row by row in the section;
+    loadgen's document carries nothing of ClusterLoader2's."""
+    settings = {"CL2_NODES_PER_NAMESPACE": 10, "CL2_GPUS_PER_NODE": 8, "CL2_FILL_PERCENTAGE": 50}
+    expected = cl2.expected_pods(10, settings)
+    for ident, ms in (("FastFillPodStartupLatency", 100.0), ("ChurnPodStartupLatency", 200.0)):
+        summary = {"count": expected[ident], "min": 1.0, "max": ms, "avg": ms}
+        stats = {"Perc50": ms, "Perc90": ms, "Perc99": ms}
+        observer = arm_record.modelled(
+            {
+                "scenario": {"name": "observe"},
+                "counts": {"pods_seen": expected[ident]},
+                "latency_ms": {"pod_startup": {**summary, **stats}},
+            }
+        ).result
+        (tmp_path / f"observe-{ident}").mkdir()
+        (tmp_path / f"observe-{ident}" / "result.json").write_text(observer.model_dump_json())
+    (tmp_path / "cl2").mkdir()
+    items = [
+        {
+            "data": {"Perc50": 90.0, "Perc90": 100.0, "Perc99": 500.0},
+            "unit": "ms",
+            "labels": {"Metric": "pod_startup"},
+        }
+    ]
+    (tmp_path / "cl2" / "PodStartupLatency_FastFillPodStartupLatency_x.json").write_text(
+        json.dumps({"version": "1.0", "dataItems": items})
+    )
+    doc, section = cl2.compose(tmp_path, 10, settings, version="v9", code=0)
+    assert [p.name for p in doc.phases] == ["fill", "churn"]
+    assert doc.counts.pods_seen == doc.counts.expected_pods == sum(expected.values())
+    assert doc.scenario["source"] == cl2.SOURCE and "clusterloader2" not in doc.model_dump()
+    assert set(section.figures_ms["ChurnPodStartupLatency"]) == set()  # no PerfData: no figures
+    fill = [r for r in section.rows if r.measurement == "FastFillPodStartupLatency"]
+    startup = {r.stat: r for r in fill if r.phase == "pod_startup"}
+    assert (startup["Perc50"].diff_ms, startup["Perc99"].ok) == (10.0, False)
+    assert {k: (p.observed, p.measured) for k, p in section.pods.items()} == {
+        k: (n, n) for k, n in expected.items()
+    }
+    assert not cl2.judge(section).valid  # Churn's PerfData is missing

@@ -19,7 +19,10 @@ from tests.support import children
 
 def R(doc: dict[str, Any]) -> arm_record.ArmRecord:
     """The arm's record of a result given in part (the rest zero), with its fault's record."""
-    return arm_record.modelled(doc, fault=doc.get(fault_plan.KEY))
+    fault = doc.get(fault_plan.KEY)
+    return arm_record.modelled(
+        doc, fault=None if fault is None else fault_plan.Outcome.model_validate(fault)
+    )
 
 
 def _doc(fault: dict[str, Any] | None, **variant: Any) -> dict[str, Any]:
@@ -122,7 +125,7 @@ def test_a_share_is_due_once_that_many_pods_are_bound_and_a_time_after_the_first
     assert timed.due(since_first_pod=20.0, bound=0, expected=10)
 
 
-def _faulted_doc(record: dict[str, Any], component: str = "scheduler") -> dict[str, Any]:
+def _faulted_doc(record: fault_plan.Outcome, component: str = "scheduler") -> dict[str, Any]:
     calls = {'extender_requests_total{verb="filter",outcome="ok"}': 104.0}
     return {
         "counts": {"pods_scheduled": 100},
@@ -138,8 +141,8 @@ def test_the_record_sits_on_loadgens_clock_and_a_fault_that_landed_keeps_the_arm
     landed = Landed(Fault(kill="kube-scheduler", at="30%"), "at 30% of 100 pods bound (30)")
     landed.killed_wall, landed.since_first_pod, landed.bound = 1_000.5, 3.25, 31
     landed.repaired_seconds = 2.0
-    record = landed.doc(run_started_wall=970.0, run_ended_wall=1_010.0)
-    assert record["done"] and record["killed_seconds"] == 30.5 and record["error"] is None
+    record = landed.outcome(run_started_wall=970.0, run_ended_wall=1_010.0)
+    assert record.done and record.killed_seconds == 30.5 and record.error is None
     assert fault_plan.describe(record) == (
         "kube-scheduler killed 30.5 s into the run (31 pods bound), repaired in 2.0 s"
     )
@@ -152,7 +155,7 @@ def test_the_record_sits_on_loadgens_clock_and_a_fault_that_landed_keeps_the_arm
 def test_a_fault_that_did_not_land_makes_its_arm_invalid() -> None:
     landed = Landed(Fault(kill="etcd", at="90s"), "90 s after the arm's first pod was created")
     landed.error = "the arm ended before the fault came due"
-    d = _faulted_doc(landed.doc(run_started_wall=970.0, run_ended_wall=1_010.0))
+    d = _faulted_doc(landed.outcome(run_started_wall=970.0, run_ended_wall=1_010.0))
     del d["faults"]
     v = validity.of_arm(R(d), extender=True, scheduler_skipped=0, faults_expected=True)
     assert not v.valid and "did not happen as planned" in v.reason
@@ -161,8 +164,8 @@ def test_a_fault_that_did_not_land_makes_its_arm_invalid() -> None:
     landed = Landed(Fault(kill="kube-scheduler", at="30%"), "at 30% of 40 pods bound (12)")
     landed.killed_wall, landed.since_first_pod, landed.bound = 1_000.5, 3.25, 16
     landed.repaired_seconds = 13.5
-    late = landed.doc(run_started_wall=992.0, run_ended_wall=998.0)
-    assert not late["done"] and late["error"] == "it came after the run had ended"
+    late = landed.outcome(run_started_wall=992.0, run_ended_wall=998.0)
+    assert not late.done and late.error == "it came after the run had ended"
     v = validity.of_arm(
         R(_faulted_doc(late)), extender=True, scheduler_skipped=0, faults_expected=True
     )
@@ -173,11 +176,11 @@ def test_calls_the_extender_missed_while_killed_are_the_faults_cost_not_an_inval
     landed = Landed(Fault(kill="extender", at="30%"), "at 30% of 100 pods bound (30)")
     landed.killed_wall, landed.since_first_pod, landed.bound = 1_000.5, 3.25, 31
     landed.repaired_seconds = 1.5
-    d = _faulted_doc(landed.doc(970.0, 1_010.0), component="extender")
+    d = _faulted_doc(landed.outcome(970.0, 1_010.0), component="extender")
     v = validity.of_arm(R(d), extender=True, scheduler_skipped=12, faults_expected=True)
     assert v.valid and "ok under its fault" in v.reason and "skipped the extender 12" in v.reason
     # Another component's fault does not excuse skipped extender calls.
-    other = _faulted_doc({**d[fault_plan.KEY], "kill": "etcd"})
+    other = _faulted_doc(d[fault_plan.KEY].model_copy(update={"kill": "etcd"}))
     assert not validity.of_arm(
         R(other), extender=True, scheduler_skipped=12, faults_expected=True
     ).valid
