@@ -253,6 +253,12 @@ def test_the_report_rows_pair_each_percentile_and_say_which_missed() -> None:
     assert [c[-1] for c in cells].count("MISS") == 6
     (line,) = cl2.agreement_lines(kept)
     assert line.startswith("w-cl2-0: 12 of 18 rows within max(20 ms, 5%)")
+    # As experiment.json keeps it and `testbed report` reads it back.
+    again = {
+        a: arm_record.Cl2Section.model_validate(json.loads(s.model_dump_json()))
+        for a, s in kept.items()
+    }
+    assert cl2.agreement_cells(again) == cells
 
 
 def test_a_clusterloader2_variant_may_run_alone_since_its_arm_compares_two_tools() -> None:
