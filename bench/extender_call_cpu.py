@@ -2,14 +2,14 @@
 
 Starts `extender serve --from-files` of each tree in turn (a small fleet rendered as
 bench/common.py renders it) and sends it kube-scheduler-shaped calls one at a time on one
-kept-alive connection, as kube-scheduler's Go client does: a pod that asks for nothing (the
-pods loadgen makes ask for one GPU through a claim; the call's HTTP path is what this
-compares), every node a candidate. Prints the server's CPU per call (its own CPU time, which
-a busy machine skews far less than wall time) for each tree, the pairs alternating, and each
-pair's ratio to the first tree.
+kept-alive connection, as kube-scheduler's Go client does, every node a candidate. The pod
+asks for nothing (the call's HTTP path is what this compares), or with `--claims` for its
+claim template's GPUs and NICs, so the judging path runs too (demand, scoring, the decision
+log). Prints the server's CPU per call (its own CPU time, which a busy machine skews far less
+than wall time) for each tree, the pairs alternating, and each pair's ratio to the first tree.
 
     .venv/bin/python bench/extender_call_cpu.py --tree ../t-429f49f --tree . \\
-        [--verb prioritize] [--nodes 50] [--calls 1500] [--pairs 3]
+        [--verb prioritize] [--nodes 50] [--calls 1500] [--pairs 3] [--claims]
 """
 
 from __future__ import annotations
@@ -52,6 +52,9 @@ async def main() -> int:
     ap.add_argument("--nodes", type=int, default=50)
     ap.add_argument("--calls", type=int, default=1500, help="timed calls per tree and pair")
     ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument(
+        "--claims", action="store_true", help="the pod asks for its claim template's devices"
+    )
     ns = ap.parse_args()
     for tree in ns.tree:
         if not (tree / "extender" / "cli.py").is_file():
@@ -59,7 +62,8 @@ async def main() -> int:
     trees = [str(t.resolve()) for t in ns.tree]
     objs, names = build_objects(ns.nodes, 1, False)
     p = pod(False)
-    p["spec"]["resourceClaims"] = []
+    if not ns.claims:
+        p["spec"]["resourceClaims"] = []
     body = json.dumps({"Pod": p, "Nodes": None, "NodeNames": names}).encode()
     for pair in range(ns.pairs):
         order = trees if pair % 2 == 0 else trees[::-1]

@@ -104,7 +104,8 @@ class Settings(BaseModel):
     """Serve /debug/* (recent decisions, every tenant's pods; free devices; judge). Off
     unless asked (`--debug`)."""
     explain_pods: int = Field(default=1024, ge=0)
-    """How many recent per-pod decisions `GET /debug/decisions` keeps."""
+    """How many recent per-pod decisions `GET /debug/decisions` keeps; with `debug` only
+    (without it none are made)."""
 
     @model_validator(mode="after")
     def _some_weight(self) -> Settings:

@@ -60,7 +60,12 @@ class Core:
         self._parsed: dict[str, claims.Pod] = {}
         self._parsed_classes: object = None
         self._spec_keys: dict[int, tuple[object, str]] = {}
-        self.decisions: deque[dict[str, Any]] = deque(maxlen=settings.explain_pods)
+        # Only /debug/decisions reads them: without `debug` none are made (each costs CPU in
+        # every call), unless debug logging prints them.
+        self._explained = settings.debug and settings.explain_pods > 0
+        self.decisions: deque[dict[str, Any]] = deque(
+            maxlen=settings.explain_pods if settings.debug else 0
+        )
         self._said: set[tuple[str, str]] = set()
         """(reason, pod) said once already (`_say_once`)."""
 
@@ -217,10 +222,15 @@ class Core:
                 else:
                     kept.append(name)
             passed = kept
-        shown = dict(islice(chain(unresolvable.items(), failed.items()), _FAILED_SHOWN))
-        rejected = len(failed) + len(unresolvable)
-        self._record("filter", pod, d, sib, len(names), rejected, shown, [])
+        if self._explaining():
+            shown = dict(islice(chain(unresolvable.items(), failed.items()), _FAILED_SHOWN))
+            rejected = len(failed) + len(unresolvable)
+            self._record("filter", pod, d, sib, len(names), rejected, shown, [])
         return FilterOutcome(passed, failed, unresolvable)
+
+    def _explaining(self) -> bool:
+        """Whether a call's decision is kept (`debug`) or logged (debug logging)."""
+        return self._explained or log.isEnabledFor(logging.DEBUG)
 
     def prioritize(self, pod: dict[str, Any], names: list[str]) -> list[int]:
         if not self.ready():
@@ -239,7 +249,7 @@ class Core:
         scores, sib = scored
         nodes = self.index.nodes
         w = self.settings.weights
-        if self.settings.explain_pods or log.isEnabledFor(logging.DEBUG):
+        if self._explaining():
             top = []
             for i in _best(scores, _TOP):
                 view = nodes.get(names[i])

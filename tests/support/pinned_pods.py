@@ -47,7 +47,8 @@ async def extender_on(kube: Kube, port: int | None = None) -> AsyncIterator[web.
     its core directly (a cluster whose scheduler does not call it)."""
     if port is not None and ports.in_use(port):
         raise AssertionError(f"127.0.0.1:{port} is busy; stop what listens")
-    app = app_mod.build(Settings(), registry=CollectorRegistry(), kube=kube)
+    # debug: the tests read its recent decisions (`handlers.CORE`'s `decisions`).
+    app = app_mod.build(Settings(debug=True), registry=CollectorRegistry(), kube=kube)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     try:

@@ -63,7 +63,8 @@ async def extender(kube: Kube, extender_port: int) -> AsyncIterator[web.Applicat
 
 @contextlib.asynccontextmanager
 async def _served(kube: Kube, extender_port: int) -> AsyncIterator[web.Application]:
-    app = app_mod.build(Settings(), registry=CollectorRegistry(), kube=kube)
+    # debug: the tests read its recent decisions.
+    app = app_mod.build(Settings(debug=True), registry=CollectorRegistry(), kube=kube)
     store = app[app_mod.STORE]
     changed = app[CHANGED] = asyncio.Event()
     observe = store.on_event

@@ -224,9 +224,14 @@ def test_filter_changes_no_state() -> None:
     assert core.index.free_devices("al") == before
 
 
-def test_decisions_explain_each_term() -> None:
+def test_decisions_explain_each_term_only_where_debug_can_show_them() -> None:
     pod, tmpl = pair_pod(8)
-    core = core_of([*objects.dgx("al"), *objects.unaligned("un"), tmpl])
+    objs = [*objects.dgx("al"), *objects.unaligned("un"), tmpl]
+    quiet = core_of(objs)
+    quiet.prioritize(pod, ["un", "al"])
+    quiet.filter(pod, ["un", "al"])
+    assert not quiet.decisions  # nothing serves them without --debug: none are made
+    core = core_of(objs, Settings(debug=True))
     core.prioritize(pod, ["un", "al"])
     last = core.decisions[-1]
     assert last["pod"] == "ns/p" and last["demand"]["gpus"] == 8
