@@ -531,7 +531,7 @@ def compose(
     return doc, section
 
 
-_NONE = document.Summary(count=0, min=0, max=0, avg=0, Perc50=0, Perc90=0, Perc99=0)
+_NONE = document.summary_of([])
 
 
 def _phase(name: str, observed: document.ResultDoc) -> document.PhaseDoc:

@@ -290,7 +290,8 @@ def _rfc3339(epoch: float) -> str:
     )
 
 
-def _summary(values: list[float]) -> Summary:
+def summary_of(values: list[float]) -> Summary:
+    """count, min, max, avg and Perc50/90/99 of `values` (all 0 for none) as a `Summary`."""
     s = stats.summarize(values)
     return Summary(count=int(s.pop("count")), **s)
 
@@ -322,7 +323,7 @@ def _gangs(result: outcome.RunResult) -> dict[str, object]:
         complete=len(times),
         partial=sum(1 for g in states.values() if g.partial),
         unplaced=sum(1 for g in states.values() if not g.scheduled),
-        time_to_running_ms=_summary(times),
+        time_to_running_ms=summary_of(times),
     )
     return {"gangs": gangs, "gang_summary": summary}
 
@@ -341,7 +342,7 @@ def _latency(
     rec: records.Records, phase: str | None
 ) -> tuple[dict[str, Summary], dict[str, list[float]]]:
     durations = stats.phase_durations_ms(_pod_events(rec, phase))
-    return {k: _summary(v) for k, v in durations.items()}, durations
+    return {k: summary_of(v) for k, v in durations.items()}, durations
 
 
 def _throughput(rec: records.Records, phase: str | None) -> Throughput:
@@ -385,7 +386,7 @@ def _phase(result: outcome.RunResult, pr: outcome.PhaseResult) -> PhaseDoc:
         counts=_counts(result, name),
         latency_ms=_latency(result.records, name)[0],
         throughput=_throughput(result.records, name),
-        create_request_ms=_summary([s * 1000.0 for s in pr.stats.request_seconds]),
+        create_request_ms=summary_of([s * 1000.0 for s in pr.stats.request_seconds]),
     )
 
 
@@ -406,7 +407,7 @@ def _claims(rec: records.Records) -> Claims:
     return Claims(
         claims=len(recs),
         allocated=len(allocated),
-        allocation_ms=_summary(
+        allocation_ms=summary_of(
             [(r.allocated - r.seen) * 1000.0 for r in allocated if r.allocated is not None]
         ),
         with_nics=with_nics,
