@@ -62,7 +62,6 @@ class Core:
         self._spec_keys: dict[int, tuple[object, str]] = {}
         # Only /debug/decisions reads them: without `debug` none are made (each costs CPU in
         # every call), unless debug logging prints them.
-        self._explained = settings.debug and settings.explain_pods > 0
         self.decisions: deque[dict[str, Any]] = deque(
             maxlen=settings.explain_pods if settings.debug else 0
         )
@@ -230,7 +229,7 @@ class Core:
 
     def _explaining(self) -> bool:
         """Whether a call's decision is kept (`debug`) or logged (debug logging)."""
-        return self._explained or log.isEnabledFor(logging.DEBUG)
+        return bool(self.decisions.maxlen) or log.isEnabledFor(logging.DEBUG)
 
     def prioritize(self, pod: dict[str, Any], names: list[str]) -> list[int]:
         if not self.ready():
