@@ -311,6 +311,16 @@ def command(
     ]
 
 
+def recorded(cmd: list[str], arm_dir: Path, kubeconfig: Path) -> str:
+    """`cmd` as a result keeps it: run from the arm's directory, the binary by name and the
+    kubeconfig as $KUBECONFIG, so no machine path is written into the result (pure)."""
+    shown = [Path(cmd[0]).name]
+    for arg in cmd[1:]:
+        arg = arg.replace(f"={kubeconfig}", "=$KUBECONFIG")
+        shown.append(arg.replace(f"={arm_dir}/", "=").replace(f"={arm_dir}", "=."))
+    return " ".join(shown)
+
+
 def _observers(arm_dir: Path, prefix: str, kubeconfig: Path) -> list[subprocess.Popen[str]]:
     """One `loadgen observe` per measurement, started together; each has listed its watches
     (its first line says so) when this returns."""
@@ -459,7 +469,11 @@ def run_arm(
         return None, validity.Validity(False, f"loadgen observe wrote no result: {e}")
     doc = doc.model_copy(update={"cleaned_up": cleaned})
     section = section.model_copy(
-        update={"command": " ".join(cmd), "wall_seconds": round(wall, 1), "cleaned_up": cleaned}
+        update={
+            "command": recorded(cmd, arm_dir, where.kubeconfig),
+            "wall_seconds": round(wall, 1),
+            "cleaned_up": cleaned,
+        }
     )
     files.write_atomic(arm_dir / arm_record.RESULT, doc.model_dump_json(indent=1) + "\n")
     return arm_record.build(doc, clusterloader2=section), judge(section)

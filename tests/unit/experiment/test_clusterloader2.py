@@ -110,6 +110,26 @@ def test_the_test_sizes_as_clusterloader2_does() -> None:
     }
 
 
+def test_the_command_a_result_keeps_names_no_machine_path(tmp_path: Path) -> None:
+    arm_dir, kubeconfig = tmp_path / "arms" / "w-cl2-0", tmp_path / "cluster" / "kubeconfig"
+    cmd = cl2.command(
+        tmp_path / "cache" / "cl2", arm_dir / "cl2-config", arm_dir / "cl2", kubeconfig, 20
+    )
+    kept = cl2.recorded(cmd, arm_dir, kubeconfig)
+    assert str(tmp_path) not in kept
+    assert kept.split() == [
+        "clusterloader",
+        "--provider=local",
+        "--kubeconfig=$KUBECONFIG",
+        "--testconfig=cl2-config/config.yaml",
+        "--testoverrides=cl2-config/overrides.yaml",
+        "--report-dir=cl2",
+        "--nodes=20",
+        "--enable-exec-service=false",
+        "--v=2",
+    ]
+
+
 def _file(**changes: Any) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "name": "cl2",
