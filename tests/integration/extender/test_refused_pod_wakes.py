@@ -1,7 +1,7 @@
 """A pod refused only by the extender is placed promptly once room appears, not after
-kube-scheduler's periodic flush of unschedulable pods (5 minutes), on 1.37 and on the 1.38
-preview, whose queue (SchedulerPreQueueingHints, on by default there) re-evaluates fewer
-pods per event.
+kube-scheduler's periodic flush of unschedulable pods (5 minutes), on 1.37, on 1.37 with
+SchedulerPreQueueingHints on, and on the 1.38 preview, whose queue (the gate on by default
+there) re-evaluates fewer pods per event: the gate apart from the release.
 
 One node with two PCIe roots, a GPU and an RDMA NIC on each. A blocker pod holds the GPU of
 one root and the NIC of the other, so a pod asking for one GPU and one NIC with
@@ -9,8 +9,9 @@ one root and the NIC of the other, so a pod asking for one GPU and one NIC with
 extender (they share no root): only the extender refuses it. Deleting the blocker (its
 generated claim goes with it: the other pod's claim events) frees an aligned pair.
 
-1.37 runs on the session cluster; the preview on `<test cluster>-r138b`, whose kube-scheduler
-calls the extender on $DRA_TESTBED_EXTENDER_PORT, where this module serves it in-process.
+1.37 runs on the session cluster; 1.37 with the gate on `<test cluster>-r137q` and the
+preview on `<test cluster>-r138b`, whose kube-schedulers call the extender on
+$DRA_TESTBED_EXTENDER_PORT, where this module serves it in-process.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import pytest
 from aiohttp import web
 
 from extender import handlers
+from loadgen import pathologies
 from testbed import vocab
 from testbed.cluster import feature_gates as fg
 from testbed.cluster import local
@@ -41,6 +43,8 @@ pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
 
 Obj = dict[str, Any]
 PREVIEW = "1.38-beta"
+GATED = "1.37+hints"
+"""1.37 with the gate that 1.38 turns on by default."""
 PROMPT_SECONDS = 60.0
 """Room to be placed in after the blocker goes: kube-scheduler's backoff is 10 s at most; the
 flush of unschedulable pods comes after 300 s."""
@@ -49,20 +53,29 @@ ROOTS = ("pci0000:00", "pci0000:01")
 AFTER_FLUSH = re.compile(r"^scheduler_pod_scheduled_after_flush_total(?:\{[^}]*\})? (\S+)$", re.M)
 
 
-@pytest.fixture(scope="module", params=["1.37", PREVIEW])
+@pytest.fixture(scope="module", params=["1.37", GATED, PREVIEW])
 def cluster(
     request: pytest.FixtureRequest, cluster_config: local.ClusterConfig, extender_port: int
 ) -> Iterator[local.LocalCluster]:
-    """The session cluster (1.37), or the preview's cluster with the extender entry."""
+    """The session cluster (1.37), or a cluster of its own with the extender entry: 1.37
+    with the gate on, or the preview."""
     if os.environ.get("DRA_TESTBED_KUBECONFIG"):
         pytest.skip("reads kube-scheduler's /metrics: needs the local clusters")
-    if request.param != PREVIEW:
+    if request.param == "1.37":
         request.getfixturevalue("kubeconfig")  # up for the session
         yield local.LocalCluster(cluster_config)
         return
-    config = local.ClusterConfig(
-        name=f"{cluster_config.name}-r138b", kubernetes=PREVIEW, extender_port=extender_port
-    )
+    if request.param == GATED:
+        config = local.ClusterConfig(
+            name=f"{cluster_config.name}-r137q",
+            kubernetes="1.37",
+            extender_port=extender_port,
+            feature_gates={pathologies.GATE: True},
+        )
+    else:
+        config = local.ClusterConfig(
+            name=f"{cluster_config.name}-r138b", kubernetes=PREVIEW, extender_port=extender_port
+        )
     with own_clusters.running(config):
         yield local.LocalCluster(config)
 
@@ -132,7 +145,10 @@ def unschedulable(pod: Obj) -> bool:
 
 
 async def test_pod_refused_only_by_the_extender_is_placed_once_room_appears(
-    cluster: local.LocalCluster, cluster_kube: Kube, extender: web.Application
+    request: pytest.FixtureRequest,
+    cluster: local.LocalCluster,
+    cluster_kube: Kube,
+    extender: web.Application,
 ) -> None:
     kube = cluster_kube
     run = secrets.token_hex(3)
@@ -178,8 +194,9 @@ async def test_pod_refused_only_by_the_extender_is_placed_once_room_appears(
             assert refusals, "the extender never refused the pod: DRA did, the test proves nothing"
 
             metrics = _scheduler_metrics(cluster)
-            hints = fg.enabled_in(metrics).get("SchedulerPreQueueingHints")
-            assert hints is (cluster.release() == PREVIEW), f"SchedulerPreQueueingHints {hints}"
+            hints = fg.enabled_in(metrics).get(pathologies.GATE)
+            gated = request.node.callspec.params["cluster"] != "1.37"
+            assert hints is gated, f"{pathologies.GATE} {hints}"
             flushed_before = after_flush(metrics)
             await kube.delete(r.PODS, "blocker", namespace=ns)
             gone = time.monotonic()
@@ -192,7 +209,7 @@ async def test_pod_refused_only_by_the_extender_is_placed_once_room_appears(
                 f"placed {waited:.1f}s after the blocker went; "
                 f"scheduler_pod_scheduled_after_flush_total {flushed_before} -> {flushed_after}"
             )
-            print(f"{cluster.release()}: {evidence}")
+            print(f"{request.node.callspec.params['cluster']}: {evidence}")
             assert waited < PROMPT_SECONDS, evidence
             if flushed_before is not None:
                 assert flushed_after == flushed_before, evidence
