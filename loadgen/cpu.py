@@ -14,6 +14,7 @@ scheduler, allocation outside every category), "other" whatever no rule names.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -141,17 +142,40 @@ SIGNATURES: Mapping[str, str] = {
     "GatherPools": r"\.GatherPools",
 }
 
-_COMPILED = tuple((r, re.compile("|".join(f"(?:{p})" for p in r.patterns))) for r in RULES)
-_SIGNATURES = {name: re.compile(p) for name, p in SIGNATURES.items()}
+_COMPILED = tuple(re.compile("|".join(f"(?:{p})" for p in r.patterns)) for r in RULES)
+_SIGNATURES = tuple(re.compile(p) for p in SIGNATURES.values())
+
+
+@functools.cache
+def _frame_matches(frame: str) -> tuple[int, int]:
+    """Which rules (bit i: RULES[i]) and which signatures (bit j) match one function name.
+    Profiles hold a few thousand names under millions of frames: each is searched once."""
+    rules = sum(1 << i for i, pattern in enumerate(_COMPILED) if pattern.search(frame))
+    found = sum(1 << j for j, pattern in enumerate(_SIGNATURES) if pattern.search(frame))
+    return rules, found
+
+
+def _stack_matches(stack: tuple[str, ...]) -> tuple[int, int, int]:
+    """The rules matching the leaf, the rules and the signatures matching any frame."""
+    leaf = _frame_matches(stack[0])[0] if stack else 0
+    anywhere = found = 0
+    for frame in stack:
+        rules, sigs = _frame_matches(frame)
+        anywhere |= rules
+        found |= sigs
+    return leaf, anywhere, found
+
+
+def _category(leaf: int, anywhere: int) -> str:
+    for i, rule in enumerate(RULES):
+        if ((leaf if rule.leaf_only else anywhere) >> i) & 1:
+            return rule.category
+    return OTHER
 
 
 def categorize(stack: tuple[str, ...]) -> str:
     """The category of one sample's stack (function names, leaf first)."""
-    for rule, pattern in _COMPILED:
-        frames = stack[:1] if rule.leaf_only else stack
-        if any(pattern.search(f) for f in frames):
-            return rule.category
-    return OTHER
+    return _category(*_stack_matches(stack)[:2])
 
 
 @dataclass(frozen=True)
@@ -195,12 +219,9 @@ def breakdown(profiles: Iterable[pprof.Profile], *, top: int = 8) -> Breakdown:
         for stack, value in profile.stacks:
             known = cache.get(stack)
             if known is None:
-                found = tuple(
-                    name
-                    for name, pattern in _SIGNATURES.items()
-                    if any(pattern.search(f) for f in stack)
-                )
-                known = cache[stack] = (categorize(stack), found)
+                leaf, anywhere, sigs = _stack_matches(stack)
+                found = tuple(name for j, name in enumerate(SIGNATURES) if (sigs >> j) & 1)
+                known = cache[stack] = (_category(leaf, anywhere), found)
             category, found = known
             by_category[category] += value
             if category == OTHER:
