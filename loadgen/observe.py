@@ -117,6 +117,7 @@ async def observe(
         await _wait(watcher, target, stop, on_progress)
     finally:
         result.finished_mono = watcher.clock()
+        result.cpu_seconds = time.process_time() - result.started_cpu
         result.interrupted = stop.is_set()
         await watcher.stop()
         await gathering.finish(result)

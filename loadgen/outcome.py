@@ -127,6 +127,11 @@ class RunResult:
     started_wall: float
     started_mono: float
     finished_mono: float = 0.0
+    started_cpu: float = field(default_factory=time.process_time)
+    """loadgen's own CPU clock (`time.process_time`, every thread) when the run started."""
+    cpu_seconds: float | None = None
+    """loadgen's own CPU from `started_cpu` to `finished_mono`: the load it put on the machine
+    while measuring, its start-up and its reports after the run not counted."""
     phases: list[PhaseResult] = field(default_factory=list)
     fleet_nodes: int = 0
     fleet_gpus: int = 0

@@ -167,6 +167,7 @@ async def run(
     finally:
         result.interrupted = result.interrupted or stop.is_set()
         result.finished_mono = watcher.clock()
+        result.cpu_seconds = time.process_time() - result.started_cpu
         reporter.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await reporter

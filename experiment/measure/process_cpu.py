@@ -28,6 +28,7 @@ MEASURED_SCHEDULER = "scheduler (measured)"
 SITE_SCHEDULER = "kube-scheduler"
 """The cluster's own scheduler's process: measured unless a second one is, then idle."""
 EXTENDER = "extender"
+LOADGEN = "loadgen"
 CONTROL_PLANE = ("kube-apiserver", "etcd", "kube-controller-manager")
 
 
@@ -96,7 +97,8 @@ def kept(reading: Reading, pods: int, covers: str) -> ProcessCpu:
 
 LOADGEN_COVERS = (
     "every process of the site's cluster (pid files), the measured scheduler and the extender "
-    "as loadgen scraped them, and loadgen itself"
+    "as loadgen scraped them, and loadgen itself over the run (its start-up and reports not "
+    "counted, where its result says)"
 )
 
 
@@ -114,7 +116,7 @@ def of_loadgen(
     the site's processes were not read or a scrape has no CPU figure (a partial set).
     `at_fault`, `killed`: the site's processes just before `killed` was killed in the arm
     (`Span.finish`)."""
-    reading = span.finish(processes, children_as="loadgen", at_fault=at_fault, killed=killed)
+    reading = span.finish(processes, children_as=LOADGEN, at_fault=at_fault, killed=killed)
     pods = result.counts.expected_pods
     scraped_of = ArmRecord(result)
     scraped = {EXTENDER: figures.scraped_cpu_seconds(scraped_of, "extender")}
@@ -123,6 +125,10 @@ def of_loadgen(
     if not processes or not pods or None in scraped.values():
         return None
     cpu = {**reading.cpu_seconds, **{n: v for n, v in scraped.items() if v is not None}}
+    if result.loadgen_cpu_seconds is not None and LOADGEN in cpu:
+        # Its own reading over the run, as the scraped processes' are: as a child it is
+        # counted whole, and its start-up and reports come before and after the measurement.
+        cpu[LOADGEN] = result.loadgen_cpu_seconds
     return kept(Reading(cpu, reading.busy_cores, reading.wall_seconds), pods, LOADGEN_COVERS)
 
 

@@ -123,6 +123,8 @@ def render(doc: ResultDoc, console: Console) -> None:
             )
             figures = f"{figures or 'no change'} (summed over {m.processes} processes{bound})"
         console.print(f"{name} over the run: {figures or 'no change'}")
+    if doc.loadgen_cpu_seconds is not None:
+        console.print(f"loadgen over the run: cpu {units.duration(doc.loadgen_cpu_seconds)}")
     if doc.explanation is not None:
         for line in explanation_lines(doc.explanation):
             console.print(line, highlight=False)

@@ -265,6 +265,9 @@ class ResultDoc(_Doc):
     slos: list[SloResult]
     watch_restarts: int
     metrics: dict[str, ComponentMetrics] = {}
+    loadgen_cpu_seconds: float | None = None
+    """loadgen's own CPU over the run (from its first list of the cluster to the end of the
+    measurement), its start-up and its reports not counted; None in older results."""
     watch_gaps: list[WatchGap] = []
     pending: list[PendingGroup] = []
     definitions: dict[str, str] = {}
@@ -591,6 +594,7 @@ def build(result: outcome.RunResult, slos: list[slo.Slo] | None = None) -> Resul
         definitions=dict(stats.DEFINITIONS),
         pending=[PendingGroup(reason=k, pods=n) for k, n in records.pending(rec).items()],
         metrics=_metrics(result, faults),
+        loadgen_cpu_seconds=None if result.cpu_seconds is None else round(result.cpu_seconds, 3),
         faults=faults,
         explanation=why.build(
             result,

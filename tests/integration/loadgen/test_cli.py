@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import secrets
 import signal
 from pathlib import Path
@@ -56,6 +57,10 @@ async def test_an_impossible_slo_exits_one_after_writing_every_output(
     doc = document.load(tmp_path / "result.json")
     assert doc.counts.pods_running == 5 and doc.cleaned_up
     assert [s.ok for s in doc.slos] == [False, True]
+    # Its own CPU over the run: some, and within what the run's wall time allows it.
+    assert doc.loadgen_cpu_seconds is not None
+    assert 0 < doc.loadgen_cpu_seconds <= doc.duration_seconds * (os.cpu_count() or 1)
+    assert "loadgen over the run: cpu" in out
     schema = json.loads((tmp_path / "result.schema.json").read_text())
     assert schema["properties"]["schema_version"]["const"] == 1
     startup = _files(tmp_path, "PodStartupLatency_PodStartupLatency_pods_")

@@ -407,6 +407,16 @@ def test_a_loadgen_arm_adds_its_second_scheduler_and_extender_as_scraped() -> No
     assert got is not None and "scheduler (measured)" not in got.cpu_seconds
 
 
+def test_loadgen_counts_by_its_own_reading_over_the_run_where_its_result_has_one() -> None:
+    """As a child it is counted whole (start-up and reports too); its own reading covers the
+    measurement only, as the scraped processes' do."""
+    doc = _loadgen_doc(16.0, 1.0, cpu_kept=False)
+    span = process_cpu.Span.start({"kube-apiserver": 1.0})
+    own = doc.result.model_copy(update={"loadgen_cpu_seconds": 0.25})
+    got = process_cpu.of_loadgen(own, span, {"kube-apiserver": 1.5}, "second")
+    assert got is not None and got.cpu_seconds["loadgen"] == 0.25
+
+
 def test_a_rebuilt_page_still_says_not_defined_and_shows_the_cpu_split(tmp_path: Path) -> None:
     results = _pairs([0.9, 0.8])
     exp = specs.parse(_doc(repeats=2))
