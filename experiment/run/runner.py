@@ -1,13 +1,13 @@
 """`testbed experiment run` (and the commands over built-in files): an experiment end to end.
 
-For each stage (the planner's: `wing.Planner`): open the site its cluster needs -> the fleet
--> the stage's schedulers -> its arms, one loadgen run each -> delete the fleet and close the
-site. Then the reporter's summary, top-level JSON and `index.html` (`wing.Reporter`). The
-runner knows no experiment's comparisons: a file's variants x workloads come with the
-engine's own planner and reporter, a wing's built-in comparisons with the wing's. The
-services run as their own processes through their CLIs; the runner knows the cluster only as
-a `Site`. Ctrl-C stops the running arm through loadgen's own interrupt handling (what it
-measured is written) and cleans up.
+For each stage (the planner's: `wing.Planner`): open the site its cluster needs -> the fleet ->
+the stage's schedulers (for the stage, or each for its own arms) -> its arms, one loadgen run
+each -> delete the fleet and close the site. Then the reporter's summary, top-level JSON and
+`index.html` (`wing.Reporter`). The runner knows no experiment's comparisons: a file's variants
+x workloads come with the engine's own planner and reporter, a wing's built-in comparisons with
+the wing's. The services run as their own processes through their CLIs; the runner knows the
+cluster only as a `Site`. Ctrl-C stops the running arm through loadgen's own interrupt handling
+(what it measured is written) and cleans up.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import os
 import secrets
+import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -280,13 +281,20 @@ def _run_stage(
         total += len(planned) - len(stage.arms)
         setups = planner.setups(exp)
         keys = list(dict.fromkeys(a.scheduler for a in planned if a.scheduler and not a.same_as))
+        # Every arm carries the same idle load, so the ratios are fair: where an arm uses the
+        # cluster's own scheduler (which runs throughout), every second scheduler runs for the
+        # whole stage too; else each arm runs with its own second scheduler only, started for
+        # it, and no idle one takes CPU from the arm (or goes uncounted in its CPU by process).
+        per_arm = site.schedulers_per_arm and not any(setups[k].shipped for k in keys)
         with contextlib.ExitStack() as stack:
-            # Every scheduler of the stage runs for all of it, so each carries the same idle
-            # watch load in every arm and the ratios are fair.
-            schedulers = {
-                k: stack.enter_context(site.scheduler(setups[k], _scheduler_dir(out, k)))
-                for k in keys
-            }
+            schedulers = (
+                {}
+                if per_arm
+                else {
+                    k: stack.enter_context(site.scheduler(setups[k], _scheduler_dir(out, k)))
+                    for k in keys
+                }
+            )
             fleet_now = (nodes, "")
             # The fleet as the oracle reads it, once per fleet the arms run on.
             models: dict[tuple[int, str], oracle_inputs.Fleet] = {}
@@ -323,37 +331,60 @@ def _run_stage(
                 if arm.harness == in_process.HARNESS:
                     console.print(_in_process_arm(exp, arm, stage.cluster[0], out, progress))
                     continue
-                if arm.harness == clusterloader2.HARNESS:
-                    where = clusterloader2.Where(
-                        site.kubeconfig,
-                        fleet,
-                        shape.nodes,
-                        shape.gpus // max(1, shape.nodes),
-                        schedulers[arm.scheduler].name,
+                with _arm_scheduler(site, setups, out, arm, per_arm) as own:
+                    running = {**schedulers, **own}
+                    if arm.harness == clusterloader2.HARNESS:
+                        where = clusterloader2.Where(
+                            site.kubeconfig,
+                            fleet,
+                            shape.nodes,
+                            shape.gpus // max(1, shape.nodes),
+                            running[arm.scheduler].name,
+                        )
+                        console.print(_cl2_arm(arm, out, where, progress))
+                        continue
+                    fault = _armed_fault(exp, arm, shape.gpus)
+                    _one_arm(
+                        exp,
+                        arm,
+                        out,
+                        site,
+                        running,
+                        setups,
+                        env,
+                        progress,
+                        console,
+                        flags,
+                        fault,
+                        fleet_model,
                     )
-                    console.print(_cl2_arm(arm, out, where, progress))
-                    continue
-                fault = _armed_fault(exp, arm, shape.gpus)
-                _one_arm(
-                    exp,
-                    arm,
-                    out,
-                    site,
-                    schedulers,
-                    setups,
-                    env,
-                    progress,
-                    console,
-                    flags,
-                    fault,
-                    fleet_model,
-                )
             else:
                 if repeat >= 0:
                     progress.repeat_seconds.append(time.monotonic() - repeat_started)
     finally:
         if fleet_applied and not config.keep:
             children.run([children.tool("fleet"), "delete", "--name", fleet, *flags], env)
+
+
+@contextlib.contextmanager
+def _arm_scheduler(
+    site: Site, setups: dict[str, SchedulerSetup], out: Path, arm: Arm, per_arm: bool
+) -> Iterator[dict[str, Scheduler]]:
+    """The arm's own second scheduler (and extender), started for it and stopped after it,
+    where schedulers run per arm; else none (the stage's run throughout). Their logs, which
+    the next start overwrites, are kept in the arm's directory."""
+    if not per_arm or not arm.scheduler or arm.same_as:
+        yield {}
+        return
+    workdir = _scheduler_dir(out, arm.scheduler)
+    try:
+        with site.scheduler(setups[arm.scheduler], workdir) as scheduler:
+            yield {arm.scheduler: scheduler}
+    finally:
+        kept = out / arm.name
+        kept.mkdir(parents=True, exist_ok=True)
+        for log in workdir.glob("*.log"):
+            shutil.copyfile(log, kept / log.name)
 
 
 def _armed_fault(

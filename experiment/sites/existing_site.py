@@ -159,6 +159,10 @@ class ExistingSite:
     def description(self) -> str:
         return self._description
 
+    @property
+    def schedulers_per_arm(self) -> bool:
+        return False  # each second scheduler is a Deployment there, made once per stage
+
     def processes_cpu(self) -> dict[str, float]:
         return {}  # the cluster's processes are not this machine's
 

@@ -119,6 +119,10 @@ class LocalSite:
         return self.cluster.config.kubeconfig
 
     @property
+    def schedulers_per_arm(self) -> bool:
+        return True
+
+    @property
     def description(self) -> str:
         # A preview's arms ran with a scheduler newer than its API server: said beside them.
         skew = self.cluster.version_skew()

@@ -122,6 +122,13 @@ class Site(Protocol):
         for a Prometheus to scrape (the dashboard's fleet row then shows the fleet's work)."""
         ...
 
+    @property
+    def schedulers_per_arm(self) -> bool:
+        """A second scheduler (and its extender) may start for each of its arms and stop
+        after it, rather than run for the whole stage: they are local processes, started in
+        seconds (a local site), not Deployments in someone's cluster."""
+        ...
+
     def processes_cpu(self) -> dict[str, float]:
         """CPU seconds so far of each of the site's processes this machine can read, by
         name; {} where it can read none (an existing cluster's)."""

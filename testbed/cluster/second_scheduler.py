@@ -93,7 +93,9 @@ def running(
         f"the second kube-scheduler ({scheduler_name})",
         argv,
         log=workdir / f"{scheduler_name}.log",
-        health_url=f"https://127.0.0.1:{port}/healthz",
+        # Ready once its informers have synced (`sched-handler-sync`): pods created right
+        # after are scheduled, not left for a scheduler still listing the cluster.
+        health_url=f"https://127.0.0.1:{port}/readyz",
         timeout=ready_timeout,
     ):
         yield SecondScheduler(scheduler_name, port)

@@ -78,6 +78,9 @@ def test_two_variants_run_alternately_on_their_own_schedulers_and_are_compared(
     # started with its flags; its arms' extender counters come from that extender.
     config = yaml.safe_load((out / "tuned-scheduler" / "tuned-scheduler.yaml").read_text())
     assert config["percentageOfNodesToScore"] == 50
+    # An arm ran on the cluster's own scheduler, which runs throughout: so did the second one
+    # (every arm beside the same idle scheduler), not started per arm.
+    assert not (out / "gpus-tuned-0" / "tuned-scheduler.log").exists()
     assert config["profiles"][0]["schedulerName"] == "tuned-scheduler"
     tuned = json.loads((out / "gpus-tuned-0" / "result.json").read_text())
     assert tuned["metrics"]["extender"]["deltas"], tuned["metrics"]["extender"]
@@ -121,9 +124,11 @@ def test_two_releases_run_one_cluster_each_and_the_report_compares_them(
     for suffix in ("k135", "k137"):
         cluster = local.LocalCluster(local.ClusterConfig(name=f"{name}-{suffix}"))
         assert not cluster.status().exists, suffix
-    # Each release's second scheduler ran that release's kube-scheduler.
+    # Each release's second scheduler ran that release's kube-scheduler, started for its arm
+    # (no arm runs on the cluster's own scheduler, so none idles beside another's arm): its
+    # log is kept in the arm's directory.
     for variant, version in (("old", "v1.35."), ("new", "v1.37.")):
-        sched_log = (out / f"{variant}-scheduler" / f"{variant}-scheduler.log").read_text()
+        sched_log = (out / f"gpus-{variant}-0" / f"{variant}-scheduler.log").read_text()
         assert f'"Starting Kubernetes Scheduler" version="{version}' in sched_log, variant
     releases = {r["metric"]: r for r in doc["releases"]}
     row = releases["pod startup p50"]  # always > 0 (see the test above on throughput)
