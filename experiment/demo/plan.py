@@ -286,18 +286,6 @@ def taints_arms() -> tuple[Arm, ...]:
     )
 
 
-PROBE_PHASES = {
-    "fragmentation": ("whole",),
-    "alignment": ("aligned8", "aligned4"),
-    TAINTS: ("every-gpu",),
-    # loadgen's inference probe names its phases r<round>-mem<GB>gb.
-    SHARING: tuple(
-        f"r{r + 1}-mem{gb}gb" for r in range(SHARING_ROUNDS) for gb in SHARING_FOOTPRINTS_GB
-    ),
-}
-"""Phases whose pods may be refused by design: how many fit is the measurement."""
-
-
 def arms(shape: FleetShape, workload: Workload) -> list[Arm]:
     """Every arm in run order: each comparison's pair, alternating order per repeat."""
     throughput = [c for c in workload.comparisons if c != "scale"]

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from experiment.demo import defaults, plan
-from experiment.demo.plan import ALL_COMPARISONS, EXTENDER, PLAIN, PROBE_PHASES, Workload
+from experiment.demo.plan import ALL_COMPARISONS, EXTENDER, PLAIN, Workload
 from experiment.measure.arms import Arm
 from experiment.measure.fleet_shape import FleetShape
 from experiment.plan.matrix import Stage
@@ -103,6 +103,3 @@ class Planner:
 
     def fleet(self, exp: Experiment, nodes: int, variant: str) -> dict[str, Any]:
         return plan.fleet_spec(nodes, variant=variant)
-
-    def probe_phases(self, arm: Arm) -> tuple[str, ...]:
-        return PROBE_PHASES.get(arm.comparison, ())

@@ -5,12 +5,13 @@ from __future__ import annotations
 from experiment.measure.arm_record import ArmRecord
 
 
-def accounted(rec: ArmRecord, *, probe_phases: tuple[str, ...] = ()) -> tuple[bool, str]:
+def accounted(rec: ArmRecord) -> tuple[bool, str]:
     """Every pod the arm asked for was seen, and each either ran or is explained.
 
-    `probe_phases` may leave pods the scheduler found unschedulable, or time out, by design
+    A probe phase may leave pods the scheduler found unschedulable, or time out, by design
     (the fragmentation and alignment probes ask for more pods than a fragmented fleet can
-    take; how many fit is the measurement).
+    take; how many fit is the measurement). A phase is a probe by its own scenario's word:
+    it waits until each pod is placed or refused (`wait: settled`).
     """
     if rec.in_process:
         # scheduler_perf's measured createPods step waits until every pod is scheduled, and
@@ -25,11 +26,8 @@ def accounted(rec: ArmRecord, *, probe_phases: tuple[str, ...] = ()) -> tuple[bo
             return False, f"pods measured: {'; '.join(short)}"
         return True, "ok (ClusterLoader2: every pod of both measurements measured)"
     result = rec.result
-    # A phase that waits until each pod is placed or refused (`wait: settled`) is a probe
-    # by its own definition, whoever planned it (an experiment file's `alignment` scenario).
     scenario = rec.scenario
-    settled = tuple(p.name for p in scenario.phases if p.wait == "settled") if scenario else ()
-    probe_phases = (*probe_phases, *settled)
+    probe_phases = tuple(p.name for p in scenario.phases if p.wait == "settled") if scenario else ()
     counts = result.counts
     expected = counts.expected_pods
     probe_timeout = any(p.name in probe_phases and p.timed_out for p in result.phases)

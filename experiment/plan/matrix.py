@@ -101,6 +101,3 @@ class Planner:
 
     def fleet(self, exp: Experiment, nodes: int, variant: str) -> dict[str, Any]:
         raise ValueError("a file's arms run on its own fleet: none asks for another")
-
-    def probe_phases(self, arm: Arm) -> tuple[str, ...]:
-        return ()

@@ -47,10 +47,6 @@ class Planner(Protocol):
         variant (`Arm.fleet`)."""
         ...
 
-    def probe_phases(self, arm: Arm) -> tuple[str, ...]:
-        """The arm's phases whose pods may be refused by design (`accounting.accounted`)."""
-        ...
-
 
 @dataclass(frozen=True)
 class Finished:

@@ -623,8 +623,7 @@ def _valid_results(p: _Progress, planner: Planner) -> list[tuple[Arm, ArmRecord]
     return [
         (arm, doc)
         for arm, doc in p.results
-        if p.valid[arm.name].valid
-        and accounting.accounted(doc, probe_phases=planner.probe_phases(arm))[0]
+        if p.valid[arm.name].valid and accounting.accounted(doc)[0]
     ]
 
 
@@ -683,10 +682,7 @@ def _report(
     *,
     interrupted: bool = False,
 ) -> int:
-    accounted = {
-        arm.name: accounting.accounted(doc, probe_phases=planner.probe_phases(arm))
-        for arm, doc in p.results
-    }
+    accounted = {arm.name: accounting.accounted(doc) for arm, doc in p.results}
     by_name = {arm.name: doc for arm, doc in p.results}
     # Only arms that ran as labelled and accounted for every pod feed the figures; the
     # others are listed with their reason.

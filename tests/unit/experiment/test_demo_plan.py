@@ -1,4 +1,5 @@
 import itertools
+from typing import Any
 
 import pytest
 
@@ -158,13 +159,20 @@ def _counts(expected: int, seen: int, running: int) -> dict[str, int]:
     }
 
 
+def _declared(doc: dict[str, Any], wait: str = "settled") -> dict[str, Any]:
+    """`doc` with its scenario: one phase `whole`, waiting `wait`."""
+    phase = {"name": "whole", "kind": "pods", "count": 1, "wait": wait}
+    return {**doc, "scenario": {"name": "probe", "phases": [phase]}}
+
+
 def test_accounting_allows_only_the_probe_phase_to_time_out() -> None:
     probe = {
         "counts": _counts(10, 10, 7),
         "error": "phase whole: 2 of 5 pods Running after 60s",
         "phases": [{"name": "whole", "timed_out": True}],
     }
-    assert accounted(R(probe), probe_phases=("whole",)) == (True, "ok")
+    assert accounted(R(_declared(probe))) == (True, "ok")
+    assert not accounted(R(_declared(probe, wait="running")))[0]
     assert not accounted(R(probe))[0]
     missing = {"counts": _counts(10, 9, 9), "error": None, "phases": []}
     assert accounted(R(missing)) == (False, "saw 9 of 10 pods")
@@ -175,16 +183,8 @@ def test_accounting_allows_only_the_probe_phase_to_time_out() -> None:
         "error": None,
         "phases": [{"name": "whole", "timed_out": False}],
     }
-    assert accounted(R(settled), probe_phases=("whole",)) == (True, "ok")
+    assert accounted(R(_declared(settled))) == (True, "ok")
     assert accounted(R(settled)) == (False, "6 of 10 pods ran")
-    # A scenario whose phase waits `settled` is a probe whoever planned it (an experiment
-    # file's alignment scenario): the result says so itself.
-    scenario = {
-        "name": "probe",
-        "phases": [{"name": "whole", "kind": "pods", "count": 1, "wait": "settled"}],
-    }
-    declared = {**settled, "scenario": scenario}
-    assert accounted(R(declared)) == (True, "ok")
 
 
 def test_completed_pods_are_counted_once() -> None:
@@ -382,7 +382,6 @@ def test_the_alignment_probe_fragments_roots_then_asks_for_exactly_the_room_pack
     probe_gpus = sum(p["count"] * p["claim"]["gpus"] for p in probes)
     whole_left = SHAPE.aligned_eight_nodes - -(-fill_gpus // 8)
     assert probe_gpus == 8 * whole_left  # every probe fits only if the fill packed perfectly
-    assert plan.PROBE_PHASES["alignment"] == ("aligned8", "aligned4")
 
 
 def test_latency_arms_are_opt_in() -> None:

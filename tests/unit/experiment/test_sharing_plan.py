@@ -53,9 +53,11 @@ def test_sharing_asks_one_mix_of_each_shape_on_pools_of_the_same_gpus() -> None:
         assert sc.node_selector == {vocab.LABEL_POOL: arm.params["pool"]}
         # Twice the GPUs in pods: more than the device plugin can place.
         assert sum(p.count for p in sc.phases) >= plan.SHARING_DEMAND * gpus - 5
+        # Every phase is a probe by its own word: each pod left until placed or refused.
         assert {p.wait for p in sc.phases} == {"settled"}
-        # Every phase is a probe the demo's accounting knows.
-        assert {p.name for p in sc.phases} == set(plan.PROBE_PHASES[plan.SHARING])
+        assert len({p.name for p in sc.phases}) == plan.SHARING_ROUNDS * len(
+            plan.SHARING_FOOTPRINTS_GB
+        )
         assert all(p.claim.footprint_bytes for p in sc.phases)
     shapes = {
         v: {
