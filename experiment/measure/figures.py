@@ -142,6 +142,21 @@ def scraped_cpu_seconds(rec: ArmRecord, component: str) -> float | None:
     return _component(rec, "cpu_seconds", component)
 
 
+IDLE_EXTENDER = "extender-idle"
+"""loadgen's name for an extender that only watches through the arm, beside the one called."""
+EXTENDER_SERVED = "extender CPU per pod served"
+
+
+def _extender_served_per_pod(rec: ArmRecord) -> float | None:
+    """The called extender's CPU per pod less an idle one's in the same arm (the same watches
+    of the same pods): what answering the scheduler cost. None without an idle one."""
+    called, idle = (scraped_cpu_seconds(rec, c) for c in ("extender", IDLE_EXTENDER))
+    pods = rec.result.counts.expected_pods
+    if called is None or idle is None or not pods:
+        return None
+    return (called - idle) / pods * 1000
+
+
 def _memory_per_1000_pods(rec: ArmRecord) -> float | None:
     """MiB the API server and the scheduler grew by over the arm, per 1,000 pods. Resident
     memory moves with GC timing and can shrink over an arm: a report marks a row with a
@@ -313,6 +328,7 @@ THROUGHPUT_METRICS: list[Metric] = [
     (PATH_CPU, "ms", _path_cpu_per_pod),
     ("nodes DRA-filtered per pod", "nodes", lambda r: _per_pod(r, "dra_filter_calls")),
     ("extender CPU per pod", "ms", lambda r: _per_pod(r, "cpu_seconds", 1000, "extender")),
+    (EXTENDER_SERVED, "ms", _extender_served_per_pod),
     ("scheduler + extender CPU per pod", "ms", _scheduling_cost_per_pod),
     ("scheduling algorithm per pod", "ms", _algorithm_per_pod),
     ("Filter time per pod", "ms", _filter_per_pod),

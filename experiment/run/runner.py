@@ -32,6 +32,7 @@ from experiment.measure import (
     arm_record,
     arms,
     fault_plan,
+    figures,
     fleet_shape,
     process_cpu,
     validity,
@@ -164,6 +165,8 @@ def _run_arm(
     ]
     if scheduler.extender_metrics_url:
         cmd += ["--scrape", f"extender={scheduler.extender_metrics_url}"]
+    if scheduler.idle_extender_metrics_url:
+        cmd += ["--scrape", f"{figures.IDLE_EXTENDER}={scheduler.idle_extender_metrics_url}"]
     if scheduler.name != "default-scheduler":
         cmd += ["--scheduler-name", scheduler.name]
     with around(run_id) if around else contextlib.nullcontext():

@@ -228,6 +228,11 @@ class LocalSite:
                 name=second.name,
                 metrics_url=second.metrics_url,
                 extender_metrics_url=extender_metrics,
+                idle_extender_metrics_url=(
+                    self.extender_metrics_url
+                    if extender_metrics != self.extender_metrics_url
+                    else None
+                ),
                 log=workdir / f"{name}.log",
             )
 

@@ -81,6 +81,10 @@ class Scheduler:
     the API server)."""
     extender_metrics_url: str | None = None
     """The extender it calls, as loadgen's `--scrape extender=` takes it; None: no extender."""
+    idle_extender_metrics_url: str | None = None
+    """An extender that watches through the arm without being called (the installed one, beside
+    a variant's own), as loadgen's `--scrape extender-idle=` takes it: the watching cost the
+    called one pays too, read in the same arm. None: there is none."""
     log: Path | None = None
     """kube-scheduler's log file where this machine can read it (the validity check reads
     skipped extender calls there)."""

@@ -485,3 +485,18 @@ def test_the_path_is_split_into_scheduling_control_plane_and_the_testbeds_own() 
     assert own.control_plane == second.control_plane == pytest.approx(40.3)
     assert own.testbed == {"loadgen": 5.9, "kwok-controller": 2.9}
     assert second.testbed == {"loadgen": 5.9, "kwok-controller": 2.9, "kube-scheduler": 2.0}
+
+
+def test_the_extender_served_is_the_called_ones_cpu_less_the_idle_ones_in_the_same_arm() -> None:
+    plain = _loadgen_doc(16.0, 1.0, cpu_kept=False)
+    _, _, served = figures.metric(figures.EXTENDER_SERVED)
+    assert served(plain) is None  # no idle extender beside it: not defined, never 0
+    metrics = plain.result.model_dump(mode="json")["metrics"]
+    metrics[figures.IDLE_EXTENDER] = {"summary": {"cpu_seconds": 0.2}, "deltas": {}}
+    beside = arm_record.modelled(
+        {**plain.result.model_dump(mode="json"), "metrics": metrics}, process_cpu=None
+    )
+    assert served(beside) == pytest.approx((0.5 - 0.2) / 50 * 1000)
+    span = process_cpu.Span.start({"kube-apiserver": 1.0})
+    got = process_cpu.of_loadgen(beside.result, span, {"kube-apiserver": 1.5}, "second")
+    assert got is not None and got.cpu_seconds[process_cpu.IDLE_EXTENDER] == 0.2
