@@ -586,7 +586,7 @@ def run(
 
         def should_stop(completed: int) -> str:
             return _stop_reason(
-                exp, plan, planner, reporter, p, completed, time.monotonic() - started, console
+                exp, plan, reporter, p, completed, time.monotonic() - started, console
             )
 
         p.should_stop = should_stop
@@ -606,7 +606,6 @@ def run(
             try:
                 _report(
                     exp,
-                    planner,
                     reporter,
                     p,
                     out,
@@ -617,10 +616,10 @@ def run(
             except Exception as e:  # a partial report must not hide the interrupt
                 console.print(f"[yellow]no report over the arms measured so far: {e}")
         raise
-    return _report(exp, planner, reporter, p, out, time.monotonic() - started, console)
+    return _report(exp, reporter, p, out, time.monotonic() - started, console)
 
 
-def _valid_results(p: _Progress, planner: Planner) -> list[tuple[Arm, ArmRecord]]:
+def _valid_results(p: _Progress) -> list[tuple[Arm, ArmRecord]]:
     """The arms that ran as labelled and accounted for every pod (no error, no timeout
     outside a probe): the only ones any figure or verdict is made of."""
     return [
@@ -633,7 +632,6 @@ def _valid_results(p: _Progress, planner: Planner) -> list[tuple[Arm, ArmRecord]
 def _stop_reason(
     exp: specs.Experiment,
     plan: design.Design,
-    planner: Planner,
     reporter: Reporter,
     p: _Progress,
     completed: int,
@@ -648,7 +646,7 @@ def _stop_reason(
         return ""
     done = units.counted(completed, "pair")
     if completed in plan.looks:
-        left = reporter.undecided(exp, _valid_results(p, planner), [a for a, _ in p.results])
+        left = reporter.undecided(exp, _valid_results(p), [a for a, _ in p.results])
         if not left:
             return f"every headline target decided at the look after {done}"
         console.print(f"look after {done}: {len(left)} headline target(s) undecided")
@@ -676,7 +674,6 @@ def _closing(plan: design.Design, pairs: int) -> str:
 
 def _report(
     exp: specs.Experiment,
-    planner: Planner,
     reporter: Reporter,
     p: _Progress,
     out: Path,
@@ -689,7 +686,7 @@ def _report(
     by_name = {arm.name: doc for arm, doc in p.results}
     # Only arms that ran as labelled and accounted for every pod feed the figures; the
     # others are listed with their reason.
-    results = _valid_results(p, planner)
+    results = _valid_results(p)
     meta: dict[str, Any] = {
         "experiment": exp.name,
         "sites": p.sites,
