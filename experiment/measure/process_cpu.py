@@ -28,7 +28,7 @@ MEASURED_SCHEDULER = "scheduler (measured)"
 SITE_SCHEDULER = "kube-scheduler"
 """The cluster's own scheduler's process: measured unless a second one is, then idle."""
 EXTENDER = "extender"
-IDLE_EXTENDER = "extender (idle)"
+IDLE_EXTENDER_PROCESS = "extender (idle)"
 """An extender that watched through the arm beside the one called (the testbed's own load)."""
 LOADGEN = "loadgen"
 CONTROL_PLANE = ("kube-apiserver", "etcd", "kube-controller-manager")
@@ -129,7 +129,7 @@ def of_loadgen(
     cpu = {**reading.cpu_seconds, **{n: v for n, v in scraped.items() if v is not None}}
     idle = figures.scraped_cpu_seconds(scraped_of, figures.IDLE_EXTENDER)
     if idle is not None:
-        cpu[IDLE_EXTENDER] = idle
+        cpu[IDLE_EXTENDER_PROCESS] = idle
     if result.loadgen_cpu_seconds is not None and LOADGEN in cpu:
         # Its own reading over the run, as the scraped processes' are: as a child it is
         # counted whole, and its start-up and reports come before and after the measurement.

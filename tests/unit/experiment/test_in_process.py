@@ -499,4 +499,4 @@ def test_the_extender_served_is_the_called_ones_cpu_less_the_idle_ones_in_the_sa
     assert served(beside) == pytest.approx((0.5 - 0.2) / 50 * 1000)
     span = process_cpu.Span.start({"kube-apiserver": 1.0})
     got = process_cpu.of_loadgen(beside.result, span, {"kube-apiserver": 1.5}, "second")
-    assert got is not None and got.cpu_seconds[process_cpu.IDLE_EXTENDER] == 0.2
+    assert got is not None and got.cpu_seconds[process_cpu.IDLE_EXTENDER_PROCESS] == 0.2
