@@ -40,8 +40,12 @@ def _value(value: float, unit: str) -> str:
         return "-"
     if unit == "share":
         return units.percent(value)
-    if unit in ("ms", "count", "nodes"):
+    if unit in ("count", "nodes"):
         return f"{value:,.0f}"
+    if unit == "ms":
+        # Three significant figures under 100 ms: an extender's 1.8 ms a pod is not "2".
+        digits = 2 if abs(value) < 10 else 1 if abs(value) < 100 else 0
+        return f"{value:,.{digits}f}"
     return f"{value:,.2f}"
 
 
