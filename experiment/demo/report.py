@@ -22,7 +22,7 @@ from experiment.measure.arms import LATENCY_RATE_DEFINITION, Arm
 from experiment.measure.figures import SCHEMA_VERSION
 from experiment.plan import design
 from experiment.plan.wing import Finished
-from experiment.report import rebuild, report_files
+from experiment.report import rebuild, report_files, variants_report
 from experiment.spec.spec import Experiment
 from testbed import charts, units
 
@@ -67,13 +67,9 @@ DEFINITIONS = {
 
 
 def _fmt(value: float, unit: str) -> str:
-    if math.isnan(value):
-        return "-"
-    if unit == "share":
+    if unit == "share" and not math.isnan(value):
         return f"{value:.1%}"
-    if unit in ("ms", "count"):
-        return f"{value:,.0f}"
-    return f"{value:,.2f}"
+    return variants_report.value_text(value, unit)
 
 
 def _cell(row_values: list[float], median: float, unit: str) -> str:

@@ -35,7 +35,8 @@ from testbed import charts, units
 RELEASE_COLUMNS = ("workload", "metric", "previous", "current", "% change")
 
 
-def _value(value: float, unit: str) -> str:
+def value_text(value: float, unit: str) -> str:
+    """A figure in its unit as every report prints it."""
     if math.isnan(value):
         return "-"
     if unit == "share":
@@ -52,8 +53,8 @@ def _value(value: float, unit: str) -> str:
 def _figure(f: Figure, unit: str) -> str:
     if len(f.values) > 1:
         low, high = f.spread
-        return f"{_value(f.median, unit)} ({_value(low, unit)}–{_value(high, unit)})"
-    return _value(f.median, unit)
+        return f"{value_text(f.median, unit)} ({value_text(low, unit)}–{value_text(high, unit)})"
+    return value_text(f.median, unit)
 
 
 def _interval(interval: intervals.Interval | None) -> str:

@@ -170,7 +170,7 @@ def test_a_memory_growth_that_went_negative_is_noise_never_a_ratio() -> None:
 
 def test_milliseconds_keep_three_significant_figures_and_counts_stay_whole() -> None:
     # An extender's 1.85 ms a pod against 3.9 ms read "2" and "4" when ms were whole.
-    assert variants_report._value(1.846, "ms") == "1.85"
-    assert variants_report._value(65.24, "ms") == "65.2"
-    assert variants_report._value(1234.4, "ms") == "1,234"
-    assert variants_report._value(539.4, "nodes") == "539"
+    assert variants_report.value_text(1.846, "ms") == "1.85"
+    assert variants_report.value_text(65.24, "ms") == "65.2"
+    assert variants_report.value_text(1234.4, "ms") == "1,234"
+    assert variants_report.value_text(539.4, "nodes") == "539"
