@@ -381,7 +381,7 @@ def test_cpu_by_process_is_kept_per_arm_and_shown_per_variant() -> None:
     assert out["targets"] == []  # its metric is not among these rows
     console = Console(record=True, width=200)
     variants_report.console_tables(rows, [], console)
-    assert "85 (85–85) ×2.12" in console.export_text()
+    assert "85.0 (85.0–85.0) ×2.12" in console.export_text()
 
 
 def test_a_loadgen_arm_keeps_no_cpu_split_where_the_sites_processes_are_unread() -> None:
