@@ -192,9 +192,30 @@ class Extras:
         return out
 
 
-def extras(exp: Experiment, rows: Sequence[VariantRow], results: Sequence[Any]) -> Extras:
-    judged = targets.judge(exp.targets, rows, design.of(exp).level)
+def extras(
+    exp: Experiment,
+    rows: Sequence[VariantRow],
+    results: Sequence[Any],
+    closed_at: int | None = None,
+) -> Extras:
+    """`closed_at`: the pairs of a closing look a sequential run's budget forced (its
+    verdicts are taken at the error budget left there)."""
+    judged = targets.judge(exp.targets, rows, design.of(exp, closed_at).level)
     return Extras(judged, process_cpu.breakdowns(results), clusterloader2.sections(results))
+
+
+def undecided_targets(exp: Experiment, rows: Sequence[VariantRow]) -> list[str]:
+    """A file's targets, on each of its workloads, without a verdict (met or missed) at the
+    level its design gives the pairs run: a sequential run goes on while any is left. A
+    target with no figure yet is undecided too (more pairs may bring it)."""
+    judged = targets.judge(exp.targets, rows, design.of(exp).level)
+    decided = {(j.target, j.workload) for j in judged if intervals.is_verdict(j.verdict)}
+    return [
+        f"{w.name}: {t.describe}"
+        for t in exp.targets
+        for w in exp.workloads
+        if (t, w.name) not in decided
+    ]
 
 
 def to_json(
@@ -328,7 +349,7 @@ class Reporter:
         rows = comparison.rows(results, [v.name for v in exp.variants], exp.metrics)
         releases = comparison.release_rows(results, exp.release_pairs(), exp.metrics)
         console_tables(rows, releases, console)
-        more = extras(exp, rows, results)
+        more = extras(exp, rows, results, run.meta.get("closed_at"))
         if more.cl2:
             console.print(agreement_table(more.cl2))
         for line in more.lines():
@@ -338,6 +359,8 @@ class Reporter:
     def undecided(
         self, exp: Experiment, results: list[tuple[Arm, ArmRecord]], arms: list[Arm]
     ) -> list[str]:
-        """A file's variants have no headline targets (a sequential design is refused for
-        them: `spec`), so nothing waits for a verdict."""
-        return []
+        """A file's `targets:` are its headlines (`undecided_targets`)."""
+        metrics = list(dict.fromkeys(t.metric for t in exp.targets))
+        return undecided_targets(
+            exp, comparison.rows(results, [v.name for v in exp.variants], metrics)
+        )

@@ -373,10 +373,10 @@ class Experiment(_Model):
         return self
 
     def _check_sequential(self) -> None:
-        if self.builtin is None:
+        if self.builtin is None and not self.targets:
             raise ValueError(
-                "design: sequential needs headline targets to decide: only builtin comparisons "
-                "have them"
+                "design: sequential needs headline targets to decide: give the file `targets:` "
+                "(each a headline) or use builtin comparisons"
             )
         if self.budget_minutes is None:
             raise ValueError("design: sequential needs budgetMinutes (when to stop undecided)")
@@ -553,6 +553,7 @@ def check(exp: Experiment) -> list[str]:
     ):
         raise SpecError(why)
     releases = []
+    pods_per_arm: list[int] = []
     for i, v in enumerate(exp.variants):
         source = v.extender_source
         if source is not None and not (Path(source) / "extender" / "cli.py").is_file():
@@ -598,9 +599,13 @@ def check(exp: Experiment) -> list[str]:
                 why := clusterloader2.workload_problem(w.scenario, w.params)
             ):
                 raise SpecError(f"workloads.{i} (variant {v.name}): {why}")
+            pods_per_arm.append(sum(p.count for p in built.phases))
             # A gang larger than the whole fleet: loadgen would refuse it only after the
             # clusters and fleets of the arms before it were made.
             for phase in built.phases:
                 if (too_big := preflight.gang_problem(phase, gpus)) is not None:
                     raise SpecError(f"workloads.{i} (variant {v.name}): {too_big}")
+    # A pair runs every variant on every workload; the fewest pods an arm makes keep this a
+    # lower bound (a budget refused here cannot hold one pair).
+    exp.check_budget(len(pods_per_arm), min(pods_per_arm, default=0))
     return sorted(set(releases)) or [bins.DEFAULT_RELEASE]

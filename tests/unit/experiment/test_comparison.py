@@ -11,6 +11,8 @@ from experiment.judge import comparison
 from experiment.measure import arm_record
 from experiment.measure.arms import Arm
 from experiment.report import rebuild, variants_report
+from experiment.spec import spec as specs
+from experiment.spec.spec import Experiment
 
 R = arm_record.modelled
 """An arm's record of a result given in part (the rest zero)."""
@@ -174,3 +176,44 @@ def test_milliseconds_keep_three_significant_figures_and_counts_stay_whole() -> 
     assert variants_report.value_text(65.24, "ms") == "65.2"
     assert variants_report.value_text(1234.4, "ms") == "1,234"
     assert variants_report.value_text(539.4, "nodes") == "539"
+
+
+def _sequential(pairs: int, at_most: float) -> tuple[Experiment, list[comparison.VariantRow]]:
+    """A sequential file whose `b` runs at about half of `a`'s rate, over `pairs` pairs."""
+    exp = specs.parse(
+        {
+            "name": "seq",
+            "fleet": {"profile": "dgx-h100", "nodes": 10},
+            "variants": [{"name": "a"}, {"name": "b"}],
+            "workloads": [{"name": "w", "scenario": "pods", "params": {"pods": 20}}],
+            "repeats": 24,
+            "design": "sequential",
+            "budgetMinutes": 30,
+            "targets": [
+                {"metric": "scheduling throughput", "variant": "b", "baseline": "a",
+                 "atMost": at_most}
+            ],
+        }
+    )  # fmt: skip
+    base = [10.0, 12.0, 11.0, 9.0, 10.5, 11.5, 10.0, 12.5, 9.5, 10.0]
+    results = [(_arm("w", "a", i), _doc(base[i], 1)) for i in range(pairs)]
+    results += [
+        (_arm("w", "b", i), _doc(base[i] * (0.5 + 0.001 * (i % 3)), 1)) for i in range(pairs)
+    ]
+    return exp, comparison.rows(results, ["a", "b"], ["scheduling throughput"])
+
+
+def test_a_files_targets_are_its_headlines_undecided_until_a_look_decides_them() -> None:
+    # Before the first look (4 pairs) no verdict is taken: the run goes on.
+    exp, rows = _sequential(3, at_most=0.8)
+    assert variants_report.undecided_targets(exp, rows) == ["w: b / a scheduling throughput <= 0.8"]
+    # At the first look (its level 1.6e-06) a ratio of 0.50 against <= 0.8 is decided (met).
+    exp, rows = _sequential(4, at_most=0.8)
+    assert variants_report.undecided_targets(exp, rows) == []
+    # A threshold inside the interval at that look's level stays undecided.
+    exp, rows = _sequential(4, at_most=0.502)
+    assert variants_report.undecided_targets(exp, rows) == [
+        "w: b / a scheduling throughput <= 0.502"
+    ]
+    # A target with no figure yet (no arm ran) is undecided too.
+    assert variants_report.undecided_targets(exp, []) == ["w: b / a scheduling throughput <= 0.502"]

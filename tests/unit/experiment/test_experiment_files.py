@@ -553,8 +553,27 @@ def test_a_sequential_design_without_a_possible_budget_is_refused(
 
 
 def test_a_sequential_design_needs_headline_targets() -> None:
-    with pytest.raises(specs.SpecError, match="only builtin comparisons have them"):
+    with pytest.raises(specs.SpecError, match="give the file `targets:`"):
         specs.parse(_doc(design="sequential", budgetMinutes=10), source="f.yaml")
+    # A file's own targets are its headlines.
+    target = {"metric": "scheduling throughput", "variant": "on", "baseline": "off", "atLeast": 0.9}
+    exp = specs.parse(
+        _doc(design="sequential", budgetMinutes=10, repeats=24, targets=[target]), source="f.yaml"
+    )
+    assert design.of(exp).sequential and design.of(exp).looks[0] == 4
+
+
+def test_a_sequential_files_budget_must_hold_one_pair_of_its_arms() -> None:
+    target = {"metric": "scheduling throughput", "variant": "on", "baseline": "off", "atLeast": 0.9}
+
+    def parsed(minutes: float) -> specs.Experiment:
+        doc = _doc(design="sequential", budgetMinutes=minutes, repeats=24, targets=[target])
+        return specs.parse(doc, source="f.yaml")
+
+    # Two arms of 20 pods at 100/s, each at least 4.2 s: 6 s cannot hold a pair.
+    with pytest.raises(specs.SpecError, match=r"less than one pair .*\(2 arms"):
+        specs.check(parsed(0.1))
+    specs.check(parsed(1))
 
 
 def test_the_demos_design_is_sequential_with_looks_before_its_most_pairs() -> None:
