@@ -200,7 +200,11 @@ def _sequential(pairs: int, at_most: float) -> tuple[Experiment, list[comparison
     results += [
         (_arm("w", "b", i), _doc(base[i] * (0.5 + 0.001 * (i % 3)), 1)) for i in range(pairs)
     ]
-    return exp, comparison.rows(results, ["a", "b"], ["scheduling throughput"])
+    # The runner asks its reporter at each look, with the valid arms' results.
+    undecided = variants_report.Reporter().undecided(exp, results, [a for a, _ in results])
+    rows = comparison.rows(results, ["a", "b"], ["scheduling throughput"])
+    assert undecided == variants_report.undecided_targets(exp, rows)
+    return exp, rows
 
 
 def test_a_files_targets_are_its_headlines_undecided_until_a_look_decides_them() -> None:
