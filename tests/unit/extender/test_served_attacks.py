@@ -91,9 +91,11 @@ BUSY = (
 )
 """3-deep over 20 elements: ~7-30 ms a GPU in the sandbox, far under its deadline (so never
 abandoned), a new evaluation per GPU (keyed on its uuid)."""
-BUSY_NODES = 120
-"""960 GPUs: at the quiet end (~7 ms a GPU) one BUSY call still keeps a worker busy for about
-7 s, past the test's checks (about 3 s in) and kube-scheduler's 5 s; a faster evaluation is
+BUSY_NODES = 400
+"""3,200 GPUs: at the quiet end (~2.4 ms a GPU on a fast machine, 2026-11-30; 960 GPUs were
+judged in 2.3 s there, before the test's checks) one BUSY call still keeps a worker busy for
+about 8 s, past the test's checks (about 3 s in) and kube-scheduler's 5 s; a slow machine is
+cut off by the CEL budget or the signal, so it costs the test no time. A faster evaluation is
 what a machine's speed changes, so the call is made long by its count of GPUs, not by a
 costlier expression that a busy machine would push past the sandbox's deadline."""
 
