@@ -136,3 +136,35 @@ def test_two_releases_run_one_cluster_each_and_the_report_compares_them(
     prev, cur = row["previous"]["median"], row["current"]["median"]
     assert row["change"] == pytest.approx((cur - prev) / prev)
     assert "Release to release" in (out / "index.html").read_text()
+
+
+def test_a_sequential_file_stops_at_the_look_that_decides_its_targets(
+    kubeconfig: str, extender_port: int, cluster_config: local.ClusterConfig, tmp_path: Path
+) -> None:
+    # Every pod placed in both variants: the target (a count, no spread) is decided at the
+    # first look, after 4 pairs, so the run stops there and not at its 10.
+    file = _write(
+        tmp_path,
+        {
+            "name": "tiny-seq",
+            "fleet": {"profile": "dgx-h100", "nodes": 10},
+            "variants": [{"name": "off", "extender": False}, {"name": "on"}],
+            "workloads": [{"name": "gpus", "scenario": "pods", "params": {"pods": 16, "gpus": 1}}],
+            "repeats": 10,
+            "design": "sequential",
+            "budgetMinutes": 20,
+            "qps": 20,
+            "metrics": ["pods placed"],
+            "targets": [
+                {"metric": "pods placed", "variant": "on", "baseline": "off", "atLeast": 0.5}
+            ],
+        },
+    )
+    out = tmp_path / "out"
+    proc = _run(file, out, cluster_config.name, extender_port)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert "every headline target decided at the look after 4 pairs" in proc.stdout
+    doc = json.loads((out / "experiment.json").read_text())
+    assert doc["repeats_completed"] == 4 and len(doc["arms"]) == 8, doc["arms"]
+    (target,) = doc["targets"]
+    assert target["verdict"] == "met", target
