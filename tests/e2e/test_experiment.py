@@ -36,6 +36,19 @@ def _write(tmp_path: Path, doc: dict[str, Any]) -> Path:
     return path
 
 
+def _tiny(tmp_path: Path, name: str, variants: list[dict[str, Any]], **more: Any) -> Path:
+    """A file of `variants` on 10 dgx-h100 nodes, 16 one-GPU pods an arm at 20/s."""
+    doc = {
+        "name": name,
+        "fleet": {"profile": "dgx-h100", "nodes": 10},
+        "variants": variants,
+        "workloads": [{"name": "gpus", "scenario": "pods", "params": {"pods": 16, "gpus": 1}}],
+        "qps": 20,
+        **more,
+    }
+    return _write(tmp_path, doc)
+
+
 def _arms_accounted(out: Path, doc: dict[str, Any]) -> None:
     for name, arm in doc["arms"].items():
         result = json.loads((out / name / "result.json").read_text())
@@ -47,24 +60,12 @@ def _arms_accounted(out: Path, doc: dict[str, Any]) -> None:
 def test_two_variants_run_alternately_on_their_own_schedulers_and_are_compared(
     kubeconfig: str, extender_port: int, cluster_config: local.ClusterConfig, tmp_path: Path
 ) -> None:
-    file = _write(
-        tmp_path,
-        {
-            "name": "tiny",
-            "fleet": {"profile": "dgx-h100", "nodes": 10},
-            "variants": [
-                {"name": "shipped"},
-                {
-                    "name": "tuned",
-                    "extenderFlags": {"weight-packing": 4},
-                    "scheduler": {"percentageOfNodesToScore": 50},
-                },
-            ],
-            "workloads": [{"name": "gpus", "scenario": "pods", "params": {"pods": 16, "gpus": 1}}],
-            "repeats": 2,
-            "qps": 20,
-        },
-    )
+    tuned = {
+        "name": "tuned",
+        "extenderFlags": {"weight-packing": 4},
+        "scheduler": {"percentageOfNodesToScore": 50},
+    }
+    file = _tiny(tmp_path, "tiny", [{"name": "shipped"}, tuned], repeats=2)
     out = tmp_path / "out"
     proc = _run(file, out, cluster_config.name, extender_port)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
@@ -143,28 +144,15 @@ def test_a_sequential_file_stops_at_the_look_that_decides_its_targets(
 ) -> None:
     # Every pod placed in both variants: the target (a count, no spread) is decided at the
     # first look, after 4 pairs, so the run stops there and not at its 10.
-    file = _write(
-        tmp_path,
-        {
-            "name": "tiny-seq",
-            "fleet": {"profile": "dgx-h100", "nodes": 10},
-            "variants": [{"name": "off", "extender": False}, {"name": "on"}],
-            "workloads": [{"name": "gpus", "scenario": "pods", "params": {"pods": 16, "gpus": 1}}],
-            "repeats": 10,
-            "design": "sequential",
-            "budgetMinutes": 20,
-            "qps": 20,
-            "metrics": ["pods placed"],
-            "targets": [
-                {"metric": "pods placed", "variant": "on", "baseline": "off", "atLeast": 0.5}
-            ],
-        },
-    )
+    target = {"metric": "pods placed", "variant": "on", "baseline": "off", "atLeast": 0.5}
+    variants: list[dict[str, Any]] = [{"name": "off", "extender": False}, {"name": "on"}]
+    file = _tiny(tmp_path, "tiny-seq", variants, repeats=10, design="sequential",
+                 budgetMinutes=20, metrics=["pods placed"], targets=[target])  # fmt: skip
     out = tmp_path / "out"
     proc = _run(file, out, cluster_config.name, extender_port)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert "every headline target decided at the look after 4 pairs" in proc.stdout
     doc = json.loads((out / "experiment.json").read_text())
     assert doc["repeats_completed"] == 4 and len(doc["arms"]) == 8, doc["arms"]
-    (target,) = doc["targets"]
-    assert target["verdict"] == "met", target
+    (judged,) = doc["targets"]
+    assert judged["verdict"] == "met", judged
