@@ -90,6 +90,14 @@ class Row(Document):
         return f"{self.comparison}: {self.metric}"
 
 
+class Sequential(Document):
+    """A sequential run's design: its most pairs, and the pairs of the closing look its budget
+    or an interrupt forced (None: it stopped at a planned look or ran them all)."""
+
+    max_pairs: int = pydantic.Field(ge=1)
+    closed_at: int | None = None
+
+
 class Kept(Document):
     schema_version: Literal[1]
     id: str
@@ -105,6 +113,15 @@ class Kept(Document):
     source: str
     """Where the full result files are (or were) kept."""
     rows: list[Row]
+    sequential: Sequential | None = None
+    """A sequential run's design (None: fixed, every repeat run, judged at ALPHA)."""
+
+    @property
+    def plan(self) -> design.Design:
+        """The design its verdicts are taken in: a sequential run's at the look it stopped at."""
+        if self.sequential is None:
+            return design.Design(self.repeats)
+        return design.Design(self.sequential.max_pairs, True, closed_at=self.sequential.closed_at)
 
     @pydantic.model_validator(mode="after")
     def _paired(self) -> Kept:
@@ -134,16 +151,17 @@ class Figure:
     """One line per pair left out for an impossible value, naming the arm and the figure."""
 
 
-def derive(row: Row) -> Figure:
+def derive(row: Row, plan: design.Design | None = None) -> Figure:
     """The row's figures from the pairs it can judge (`intervals.split`): medians, ranges,
-    ratio and verdict alike; a fixed design's verdict at ALPHA, none from fewer pairs than
-    its first look's (`design.Design.fewest`)."""
+    ratio and verdict alike; the verdict at the level `plan` (its document's, `Kept.plan`)
+    gives the pairs judged: a fixed design's at ALPHA (the default), a sequential one's at
+    the look they reached, none from fewer pairs than its first look's."""
     a, b = ([math.nan if v is None else v for v in arm.values] for arm in (row.a, row.b))
     pairs, refused = intervals.split(a, b, figures.kind(row.metric, row.unit))
     ratio = intervals.ratio_interval(a, b, figures.kind(row.metric, row.unit))
     verdict = None
     if row.target is not None:
-        level = design.Design(len(a)).level(ratio.runs if ratio is not None else 0)
+        level = (plan or design.Design(len(a))).level(ratio.runs if ratio is not None else 0)
         verdict = intervals.verdict(
             ratio, row.target.threshold, at_least=row.target.at_least, level=level
         )
@@ -311,6 +329,11 @@ def keep(
     if missing:
         raise KeptError(f"no such row: {', '.join(sorted(missing))}")
     repeats = int(result["repeat"])
+    sequential = None
+    if "repeats_completed" in result:
+        # A sequential run: `repeat` is its most pairs, it stopped after those it completed.
+        sequential = Sequential(max_pairs=repeats, closed_at=result.get("closed_at"))
+        repeats = int(result["repeats_completed"])
     if result.get("interrupted") and rows:
         # Ctrl-C keeps the measured pairs: the repeats are those, not the ones begun.
         repeats = len(rows[0].a.values)
@@ -319,6 +342,7 @@ def keep(
             schema_version=SCHEMA_VERSION,
             repeats=repeats,
             rows=rows,
+            sequential=sequential,
             **meta,
         )
     except pydantic.ValidationError as e:

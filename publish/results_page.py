@@ -44,7 +44,8 @@ INTRO = (
     "highest set aside) with its paired 95 % interval (a trimmed Student's t over the "
     "log-ratios, `experiment/measure/intervals.py`); a verdict needs the test significant and the "
     "interval past the target (the project's own targets: the extender's throughput cost, the "
-    "DRA performance guide's, sharing's 1.3x); one repeat is an observation. Only runs whose "
+    "DRA performance guide's, sharing's 1.3x), at 0.05, or for a sequential run (the default "
+    "demo) at the share of 0.05 of the look it stopped at; one repeat is an observation. Only runs whose "
     "data is kept are here: the narrative's entries that kept none (among them the 1.37.2 "
     "runs) join this page when they are run again and kept with `testbed results keep`."
 )
@@ -118,7 +119,7 @@ def section(doc: kept.Kept, where: str = "docs/results") -> list[str]:
         "| verdict |",
         "|---|---|---|---|---|---|",
     ]
-    lines += [_row(kept.derive(r), doc.repeats) for r in doc.rows if r.headline]
+    lines += [_row(kept.derive(r, doc.plan), doc.repeats) for r in doc.rows if r.headline]
     return [*lines, ""]
 
 
@@ -139,7 +140,7 @@ def _in_brief(docs: list[kept.Kept], per_run: int = 2) -> list[str]:
         for doc in mine:
             said = []
             for row in brief_rows(doc, per_run):
-                f = kept.derive(row)
+                f = kept.derive(row, doc.plan)
                 verdict = f", {f.verdict}" if f.verdict else ""
                 said.append(f"{row.name} {row.a.label}/{row.b.label} {_ratio(f)}{verdict}")
             text = f"{doc.title} ({doc.date}, {doc.release}): {'; '.join(said)}."
@@ -349,7 +350,7 @@ def _keep(args: argparse.Namespace, directory: Path) -> int:
     except kept.KeptError as e:
         raise cli.UsageError(f"{args.result}: {e}") from None
     for row in doc.rows:
-        for line in kept.derive(row).dropped:
+        for line in kept.derive(row, doc.plan).dropped:
             print(f"{args.result}: {line}", file=sys.stderr)
     text = kept.dump(doc)
     if len(text.encode()) > kept.MAX_DOCUMENT_BYTES:

@@ -278,6 +278,25 @@ def test_keep_takes_each_repeat_s_values_and_the_named_rows() -> None:
     assert (row.a.values, row.b.values, doc.repeats) == ([9.0, 8.0], [10.0, 10.0], 2)
 
 
+def test_a_sequential_run_is_kept_with_its_design_and_judged_at_the_look_it_stopped_at() -> None:
+    # Stopped at its 4-pair look of at most 24: 0.855-0.865 per pair is past <= 0.9 at 0.05,
+    # not at that look's share (1.6e-06), where 3 degrees of freedom leave the interval wide.
+    on, off = [8.6, 8.65, 8.55, 8.62], [10.0, 10.0, 10.0, 10.0]
+    result = _demo(repeat=24, repeats_completed=4)
+    result["comparisons"][0].update(a={"variant": "on", "values": on},
+                                    b={"variant": "off", "values": off})  # fmt: skip
+    target = kept.Target(goal="g", threshold=0.9, at_least=False)
+    name = "extender: scheduling throughput"
+    doc = kept.keep(result, headline={name}, targets={name: target}, **META)
+    assert doc.repeats == 4 and doc.sequential == kept.Sequential(max_pairs=24)
+    assert doc.plan.sequential and doc.plan.level(4) < 1e-5
+    (row,) = doc.rows
+    assert kept.derive(row).verdict == "met"  # as a fixed design of 4 would judge it
+    assert kept.derive(row, doc.plan).verdict.startswith("inconclusive")
+    # The document keeps it: read back, the same design.
+    assert kept.Kept.model_validate_json(kept.dump(doc)).plan == doc.plan
+
+
 def test_keep_takes_an_interrupted_experiment_s_measured_pairs() -> None:
     # Interrupted in its third repeat, after that repeat's first arm (hints-off) ran.
     comparison = {
