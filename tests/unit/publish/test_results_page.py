@@ -434,7 +434,7 @@ def test_impossible_values_in_a_kept_document_drop_their_pairs_named_and_counted
     """A negative CPU figure (a counter read across a reset), an infinite one and a missing
     one: each pair is dropped, counted and named in one line (arm and figure), the rest
     judged; no traceback."""
-    src = KEPT / "extender-1000x5-20261127.json"
+    src = KEPT / "history" / "extender-1000x5-20261127.json"  # replaced on the page, kept
     doc: dict[str, Any] = json.loads(src.read_text())
     row = doc["rows"][0]
     assert (row["metric"], row["a"]["label"]) == ("scheduler + extender CPU per pod", "on")
