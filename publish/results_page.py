@@ -45,9 +45,10 @@ INTRO = (
     "log-ratios, `experiment/measure/intervals.py`); a verdict needs the test significant and the "
     "interval past the target (the project's own targets: the extender's throughput cost, the "
     "DRA performance guide's, sharing's 1.3x), at 0.05, or for a sequential run (the default "
-    "demo) at the share of 0.05 of the look it stopped at; one repeat is an observation. Only runs whose "
-    "data is kept are here: the narrative's entries that kept none (among them the 1.37.2 "
-    "runs) join this page when they are run again and kept with `testbed results keep`."
+    "demo) at the share of 0.05 of the look it stopped at; one repeat is an observation. "
+    "Only runs whose data is kept are here: the narrative's entries that kept none (among "
+    "them the 1.37.2 runs) join this page when they are run again and kept with "
+    "`testbed results keep`."
 )
 TOPICS_INTRO = (
     "Every run measured so far, dated by date, commit and release, each figure with the "
