@@ -91,3 +91,12 @@ async def test_the_shipped_policy_refuses_a_gated_pod_without_its_gang_or_size(
         for doc in reversed(docs):
             with contextlib.suppress(errors.NotFound):
                 await kube.delete(POLICIES[doc["kind"]], doc["metadata"]["name"])
+        # The API server drops a deleted policy asynchronously too: wait until it admits what
+        # the policy refused, so the tests after this one (the placer's own, which creates a
+        # gated pod without its size on purpose) meet a cluster without it.
+        for _ in range(120):
+            if await _refusal(kube, _member(world, "g", 1, None)) is None:
+                break
+            await asyncio.sleep(0.5)
+        else:
+            raise AssertionError("the deleted gang-placement policy still refuses pods after 60 s")
