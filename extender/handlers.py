@@ -14,6 +14,7 @@ import logging
 import operator
 import time
 from collections.abc import Awaitable, Callable
+from itertools import compress, repeat
 from typing import Any, Final, TypeVar
 
 import msgspec
@@ -42,6 +43,10 @@ T = TypeVar("T")
 # A HostPriority as two pre-encoded halves: `{"Host":"<name>","Score":` (per node name, kept
 # in a bounded cache) and `<score>}` (one per possible score).
 _SCORE_TAIL = [f"{s}}}" for s in range(MAX_PRIORITY + 1)]
+_SHIFTED_TAILS = [
+    [""] * low + _SCORE_TAIL[: MAX_PRIORITY + 1 - low] for low in range(MAX_PRIORITY + 1)
+]
+"""`_SHIFTED_TAILS[low][s]`: the tail of score `s - low` (for s >= low)."""
 _NAME_MAX = 253  # a Node name is a DNS subdomain
 _encode_str = json.encoder.encode_basestring_ascii
 _encode = msgspec.json.Encoder().encode
@@ -85,16 +90,28 @@ class HostHeads:
 HEADS: Final = web.AppKey("heads", HostHeads)
 
 
-def encode_priorities(names: list[str], scores: list[int], heads: HostHeads) -> str:
-    """kube-scheduler's HostPriorityList: a bare array of {"Host", "Score"}. Hand-joined
-    because this is the hot path at 5,000 nodes (3x faster than json.dumps of dicts)."""
+def encode_above_lowest(names: list[str], scores: list[int], heads: HostHeads) -> str:
+    """The answer to a prioritize call, kube-scheduler's HostPriorityList (a bare array of
+    {"Host", "Score"}): the nodes scoring above the call's lowest score, in order, each score
+    less that lowest. Hand-joined from pre-encoded halves: the hot path at 5,000 nodes (3x
+    faster than json.dumps of dicts).
+
+    kube-scheduler adds an extender's score to each node it lists and nothing to a node it
+    does not (prioritizeNodes), then takes the highest total: taking the same amount off
+    every candidate's score leaves every difference, so its choice, as it was. Leaving out
+    the nodes then at 0 spares both sides the bulk of the list: most candidates share the
+    lowest score (the empty nodes a pod's packing ranks last, every node for a pod without
+    claims). Ties between unlisted nodes are broken as kube-scheduler breaks them without
+    an extender."""
     if len(names) != len(scores):
         raise ValueError(f"{len(names)} names but {len(scores)} scores")
-    return (
-        "["
-        + ",".join(map(operator.add, heads.of(names), map(_SCORE_TAIL.__getitem__, scores)))
-        + "]"
-    )
+    lowest = min(scores, default=0)
+    if scores.count(lowest) == len(scores):
+        return "[]"
+    above = list(map(operator.ne, scores, repeat(lowest)))
+    listed = heads.of(list(compress(names, above)))
+    tails = map(_SHIFTED_TAILS[lowest].__getitem__, compress(scores, above))
+    return "[" + ",".join(map(operator.add, listed, tails)) + "]"
 
 
 class BadRequest(Exception):
@@ -329,7 +346,8 @@ async def prioritized(
     started: float,
     transport: asyncio.BaseTransport | None,
 ) -> bytes:
-    """The answer to a prioritize call (HostPriorityList), as `filtered` answers a filter."""
+    """The answer to a prioritize call (HostPriorityList), as `filtered` answers a filter:
+    the nodes above the call's lowest score (`encode_above_lowest`)."""
     # Not judged: no preference.
     scores, in_time = await _in_turn(
         app,
@@ -339,13 +357,12 @@ async def prioritized(
         call,
         arrived,
     )
-    names = call.names
     stages = app[CORE].stages
     t = stages.start()
-    body = encode_priorities(names, scores, app[HEADS]).encode()
+    body = encode_above_lowest(call.names, scores, app[HEADS]).encode()
     stages.lap("encode", t)
     if in_time:
-        _observe(app, "prioritize", started, len(names), transport)
+        _observe(app, "prioritize", started, len(call.names), transport)
     return body
 
 

@@ -356,6 +356,12 @@ def calls(draw: st.DrawFn, names: list[str], limit: int) -> Call:
 # -- what every reply must be -----------------------------------------------------------------
 
 
+def _in_order(listed: list[Any], names: list[str]) -> bool:
+    """Whether `listed` is `names` with some left out, in their order."""
+    rest = iter(names)
+    return all(any(n == m for m in rest) for n in listed)
+
+
 def check_reply(call: Call, status: int, body: bytes, known: set[str]) -> str | None:
     """None if the reply is acceptable for the call, else what is wrong with it."""
     if status >= 500:
@@ -382,14 +388,14 @@ def check_reply(call: Call, status: int, body: bytes, known: set[str]) -> str | 
         return f"200 with a body that is not JSON: {body[:100]!r}"
     names = call.names
     if call.path == "/prioritize":
-        if not isinstance(reply, list) or [h.get("Host") for h in reply] != names:
-            return "prioritize reply does not list the candidates in order"
+        # The candidates above the call's lowest score, in order, each less that lowest.
+        if not isinstance(reply, list) or not _in_order([h.get("Host") for h in reply], names):
+            return "prioritize reply does not list some of the candidates in order"
         scores = [h.get("Score") for h in reply]
-        if not all(isinstance(s, int) and 0 <= s <= 10 for s in scores):
-            return f"score out of 0..10: {scores[:10]}"
-        unknown = [s for n, s in zip(names, scores, strict=True) if n not in known]
-        if unknown and max(unknown) > 0:
-            return "an unknown node scored above 0 (above a known node's floor)"
+        if not all(isinstance(s, int) and 1 <= s <= 10 for s in scores):
+            return f"a listed score out of 1..10: {scores[:10]}"
+        if any(h["Host"] not in known for h in reply):
+            return "an unknown node listed (it scores a known node's floor, the lowest)"
         return None
     try:
         result = wire.ExtenderFilterResult.model_validate(reply)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from aiohttp.test_utils import TestServer
 from prometheus_client import CollectorRegistry
 
 from extender import app as app_mod
+from extender import handlers
 from extender.config import Settings
 from testbed import vocab, wire
 from tests.support import extender_objects as objects
@@ -32,13 +34,52 @@ async def server(tmp_path: Path) -> AsyncIterator[TestServer]:
         yield srv
 
 
-async def test_prioritize_answers_a_bare_array_in_input_order(server: TestServer) -> None:
-    status, body = await post(server, "prioritize", args(pair_pod(), ["un", "al", "ghost"]))
+async def test_prioritize_answers_the_nodes_above_the_lowest_in_input_order(
+    server: TestServer,
+) -> None:
+    names = ["un", "al", "ghost"]
+    status, body = await post(server, "prioritize", args(pair_pod(), names))
     assert status == 200
-    assert [h["Host"] for h in body] == ["un", "al", "ghost"]
-    scores = {h["Host"]: h["Score"] for h in body}
-    assert scores["al"] > scores["un"] >= scores["ghost"] == 0
-    assert all(set(h) == {"Host", "Score"} for h in body)
+    # Each listed node's score less the call's lowest (the unknown ghost's 0): the
+    # differences, all kube-scheduler's choice reads, are the scores' own.
+    scored = core_of(cluster_objects()).prioritize(pair_pod(), names)
+    absolute = dict(zip(names, scored, strict=True))
+    assert absolute["al"] > absolute["un"] > absolute["ghost"] == 0
+    assert body == [
+        {"Host": "un", "Score": absolute["un"]},
+        {"Host": "al", "Score": absolute["al"]},
+    ]
+
+
+async def test_prioritize_lists_no_node_when_every_node_scores_alike(server: TestServer) -> None:
+    status, body = await post(server, "prioritize", args(pair_pod(), ["al", "al"]))
+    assert status == 200 and body == []
+
+
+def test_the_answer_above_the_lowest_keeps_every_difference_so_the_schedulers_choice() -> None:
+    # kube-scheduler's total is its plugins' sum plus 10 x the extender's score, 0 for a node
+    # the extender does not list: the best nodes are the same either way.
+    rng = random.Random(7)
+    heads = handlers.HostHeads()
+    for _ in range(500):
+        n = rng.randint(1, 12)
+        names = [f"n{i}" for i in range(n)]
+        scores = [rng.randint(0, 10) for _ in names]
+        plugins = [rng.randint(0, 300) for _ in names]
+        answer = json.loads(handlers.encode_above_lowest(names, scores, heads))
+        listed = {h["Host"]: h["Score"] for h in answer}
+        assert [h["Host"] for h in answer] == [
+            m for m, s in zip(names, scores, strict=True) if s > min(scores)
+        ]
+        assert all(
+            listed[m] == s - min(scores) for m, s in zip(names, scores, strict=True) if m in listed
+        )
+        full = [p + 10 * s for p, s in zip(plugins, scores, strict=True)]
+        sparse = [p + 10 * listed.get(m, 0) for p, m in zip(plugins, names, strict=True)]
+        assert {i for i, t in enumerate(full) if t == max(full)} == {
+            i for i, t in enumerate(sparse) if t == max(sparse)
+        }
+    assert handlers.encode_above_lowest([], [], heads) == "[]"
 
 
 async def test_filter_answers_with_capitalised_keys(server: TestServer) -> None:
@@ -64,10 +105,21 @@ async def test_filter_without_node_cache_returns_node_objects(server: TestServer
     assert "NodeNames" not in body
 
 
-async def test_names_are_escaped_like_json(server: TestServer) -> None:
+def test_names_are_escaped_like_json() -> None:
     odd = 'we"ird\\nämé'
-    _, body = await post(server, "prioritize", args(pair_pod(), [odd]))
-    assert body == [{"Host": odd, "Score": 0}]
+    encoded = handlers.encode_above_lowest(["low", odd, "n"], [0, 3, 10], handlers.HostHeads())
+    assert json.loads(encoded) == [{"Host": odd, "Score": 3}, {"Host": "n", "Score": 10}]
+    assert encoded == json.dumps(json.loads(encoded), separators=(",", ":"))
+
+
+def test_names_remembered_stay_within_the_limit() -> None:
+    heads = handlers.HostHeads(limit=100)
+    made_up = [f"made-up-{i}" for i in range(4000)]
+    answer = handlers.encode_above_lowest(["low", *made_up], [0] + [1] * 4000, heads)
+    assert len(json.loads(answer)) == 4000
+    long_name = "n" * 10_000
+    handlers.encode_above_lowest(["low", long_name], [0, 1], heads)
+    assert len(heads) <= heads.limit and long_name not in heads
 
 
 @pytest.mark.parametrize(
@@ -141,7 +193,7 @@ async def test_not_ready_until_synced() -> None:
         async with aiohttp.ClientSession() as s, s.get(srv.make_url("/readyz")) as r:
             assert r.status == 503
         status, body = await post(srv, "prioritize", args(pair_pod(), ["a"]))
-        assert status == 200 and body == [{"Host": "a", "Score": 0}]
+        assert status == 200 and body == []  # every node at 0: none above the lowest
 
 
 # -- against real Go encoding/json -----------------------------------------------------------

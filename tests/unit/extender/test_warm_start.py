@@ -51,7 +51,8 @@ async def test_the_first_calls_after_ready_cost_what_steady_calls_cost(tmp_path:
         annotations={vocab.ANNOTATION_REQUIRE_ALIGNMENT: "pcie-root"},
     )
     body = args(pod, names)
-    app = app_mod.build(Settings(), registry=CollectorRegistry())
+    registry = CollectorRegistry()
+    app = app_mod.build(Settings(), registry=registry)
     files.load(app[app_mod.STORE], [tmp_path / "fleet.json"])
     srv = TestServer(app, host="127.0.0.1")
     await srv.start_server()
@@ -69,10 +70,16 @@ async def test_the_first_calls_after_ready_cost_what_steady_calls_cost(tmp_path:
                     assert r.status == 200
                     answer = await r.json()
                 costs.append(time.process_time() - started)
-                if i == 1:  # the calls judged: every node passes and scores
-                    assert len(answer) == NODES and all(h["Score"] > 0 for h in answer)
+                if i == 0:  # judged: every node passes
+                    assert answer["NodeNames"] == names
+                if i == 1:  # judged: every node scores alike (identical), so none is listed
+                    assert answer == []
     finally:
         await srv.close()
+    judged = registry.get_sample_value(
+        "extender_requests_total", {"verb": "prioritize", "outcome": "ok"}
+    )
+    assert judged == (FIRST + STEADY) // 2  # every call judged, none answered unjudged
     first, steady = costs[:FIRST], sorted(costs[FIRST:])
     p99 = percentile(steady, 99)
     worst = max(first)
