@@ -60,6 +60,7 @@ class Core:
         self._parsed: dict[str, claims.Pod] = {}
         self._parsed_classes: object = None
         self._spec_keys: dict[int, tuple[object, str]] = {}
+        self._last_spec_key: tuple[object, str] | None = None
         # Only /debug/decisions reads them: without `debug` none are made (each costs CPU in
         # every call), unless debug logging prints them.
         self.decisions: deque[dict[str, Any]] = deque(
@@ -125,8 +126,15 @@ class Core:
             if hit is None or hit[0] is not devices:
                 if len(self._spec_keys) >= 4096:
                     self._spec_keys.clear()
-                text = json.dumps(devices, sort_keys=True, default=str)
-                hit = self._spec_keys[id(devices)] = (devices, text)
+                # Each pod's claim made from a template is a new object asking what the last
+                # one asked: an equal object's JSON is its JSON (comparing is C, no text).
+                last = self._last_spec_key
+                text = (
+                    last[1]
+                    if last is not None and last[0] == devices
+                    else json.dumps(devices, sort_keys=True, default=str)
+                )
+                hit = self._spec_keys[id(devices)] = self._last_spec_key = (devices, text)
             parts.append(hit[1])
         return "judge|" + "|".join(parts)
 

@@ -114,6 +114,9 @@ class NodeView:
     layout: dict[str, tuple[Member, ...]] | None = None
     """Per DeviceClass, the node's devices it matches: what a summary counts. Depends on the
     devices and classes only, so an allocation (the common change) keeps it; None when stale."""
+    erring: frozenset[str] = frozenset()
+    """The DeviceClasses whose selectors fail with a runtime error on one of the node's
+    devices (which fails any allocation of them there), found with `layout`."""
 
 
 Member = tuple[DeviceKey, str | None, int | None]

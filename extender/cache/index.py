@@ -30,6 +30,7 @@ _INTERN_LIMIT = 16384
 _NODE_MEMO_LIMIT = 32
 _DONE_PHASES = frozenset({"Succeeded", "Failed"})
 MATCH = Verdict.MATCH
+ERROR = Verdict.ERROR
 
 
 class Index:
@@ -118,6 +119,12 @@ class Index:
 
     def judge(self, node: NodeView, pod: claims.Pod) -> allocation.Verdict:
         """Can `node`'s devices, as allocated now, satisfy the parsed claims of a pod?"""
+        if self.counts_suffice(node, pod):
+            return allocation.FITS
+        return self.search(node, pod)
+
+    def search(self, node: NodeView, pod: claims.Pod) -> allocation.Verdict:
+        """`judge` by the allocator's search alone."""
         in_use: dict[tuple[allocation.CounterKey, str], Fraction] = {}
         allocated = self._allocated
         for key, dev in node.devices.items():
@@ -139,6 +146,52 @@ class Index:
             fractional=self.fractional,
             distinct_all=self.release is None or self.release >= (1, 37),
         )
+
+    def counts_suffice(self, node: NodeView, pod: claims.Pod) -> bool:
+        """Whether `pod`'s claims fit `node` by counting alone, without the allocator's
+        search: each request takes `count` devices of its class and asks nothing else (one
+        alternative, no selectors of its own, no admin access, capacity or derived
+        attributes, no constraints), its class errs on none of the node's devices, none of
+        the devices it matches is shared or a partition, and the classes asked for match
+        disjoint devices. Then any free devices of each class will do, and enough are free.
+        False: the search decides (it also words why a node does not fit)."""
+        if pod.unjudged is not None or pod.constraints or not pod.requests:
+            return False
+        wanted: dict[str, int] = {}
+        for req in pod.requests:
+            if len(req.alternatives) != 1:
+                return False
+            alt = req.alternatives[0]
+            klass = self.classes.get(alt.cls)
+            if (
+                klass is None
+                or len(alt.selectors) != len(klass.selectors)
+                or alt.admin
+                or alt.all_devices
+                or alt.capacity
+                or alt.derived
+            ):
+                return False
+            wanted[alt.cls] = wanted.get(alt.cls, 0) + alt.count
+        self.summary(node)  # its layout, with the classes that err
+        layout = node.layout
+        if layout is None or not node.erring.isdisjoint(wanted):
+            return False
+        allocated, devices = self._allocated, node.devices
+        taken: set[DeviceKey] = set()
+        for cls, count in wanted.items():
+            free = 0
+            for key, _, _ in layout.get(cls, ()):
+                dev = devices[key]
+                if dev.multi or dev.consumes or key in taken:
+                    return False
+                if key not in allocated:
+                    free += 1
+            if free < count:
+                return False
+            if len(wanted) > 1:
+                taken.update(key for key, _, _ in layout.get(cls, ()))
+        return True
 
     def free_devices(self, node: str) -> set[DeviceKey]:
         view = self.nodes.get(node)
@@ -408,19 +461,23 @@ class Index:
 
     def _layout(self, node: NodeView) -> dict[str, tuple[topology.Member, ...]]:
         """Which of the node's devices each judged class matches (CEL runs here, cached per
-        device), with their PCIe root and NUMA node."""
+        device), with their PCIe root and NUMA node; the classes that err on one of them go
+        to `node.erring`."""
         numa = topology.resolved_numa(node.devices)
         out: dict[str, tuple[topology.Member, ...]] = {}
+        erring = []
         for cls, sel in self.classes.items():
             if sel.not_judged is not None:
                 continue
+            outcomes = [(key, dev, sel.matches(dev)) for key, dev in node.devices.items()]
             members = tuple(
-                (key, dev.root, numa.get(key))
-                for key, dev in node.devices.items()
-                if sel.matches(dev) is MATCH
+                (key, dev.root, numa.get(key)) for key, dev, o in outcomes if o is MATCH
             )
+            if any(o is ERROR for _, _, o in outcomes):
+                erring.append(cls)
             if members:
                 out[cls] = members
+        node.erring = frozenset(erring)
         return out
 
     def _summarise(self, node: NodeView) -> Summary:
