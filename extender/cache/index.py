@@ -178,19 +178,18 @@ class Index:
         if layout is None or not node.erring.isdisjoint(wanted):
             return False
         allocated, devices = self._allocated, node.devices
-        taken: set[DeviceKey] = set()
+        seen: set[DeviceKey] = set()  # a device two of the classes match: not counted apart
         for cls, count in wanted.items():
             free = 0
             for key, _, _ in layout.get(cls, ()):
                 dev = devices[key]
-                if dev.multi or dev.consumes or key in taken:
+                if dev.multi or dev.consumes or key in seen:
                     return False
+                seen.add(key)
                 if key not in allocated:
                     free += 1
             if free < count:
                 return False
-            if len(wanted) > 1:
-                taken.update(key for key, _, _ in layout.get(cls, ()))
         return True
 
     def free_devices(self, node: str) -> set[DeviceKey]:
